@@ -1,0 +1,367 @@
+//===- PlanEmitter.cpp - placed `moe` IR -> plan.json ---------------------===//
+#include "compiler/emit/PlanEmitter.h"
+
+#include "dialects/moe/MoeDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+namespace json = llvm::json;
+
+namespace disagmoe {
+namespace {
+
+struct Placement {
+  int64_t groups = 1, attnRanks = 0, ffnRanks = 0, worldSize = 0;
+  std::vector<std::vector<int64_t>> expertToRank;
+
+  std::vector<int64_t> attentionRanks(int64_t group) const {
+    std::vector<int64_t> r;
+    for (int64_t i = 0; i < attnRanks; ++i)
+      r.push_back(group * attnRanks + i);
+    return r;
+  }
+  std::vector<int64_t> ffnGroupRanks(int64_t group) const {
+    std::vector<int64_t> r;
+    for (int64_t i = 0; i < ffnRanks; ++i)
+      r.push_back(groups * attnRanks + group * ffnRanks + i);
+    return r;
+  }
+};
+
+std::optional<Placement> readPlacement(ModuleOp module) {
+  auto dict = module->getAttrOfType<DictionaryAttr>("moe.placement");
+  if (!dict)
+    return std::nullopt;
+  Placement p;
+  p.groups = dict.getAs<IntegerAttr>("num_groups").getInt();
+  p.attnRanks = dict.getAs<IntegerAttr>("attn_ranks").getInt();
+  p.ffnRanks = dict.getAs<IntegerAttr>("ffn_ranks").getInt();
+  p.worldSize = dict.getAs<IntegerAttr>("world_size").getInt();
+  for (Attribute layer : dict.getAs<ArrayAttr>("expert_to_rank")) {
+    std::vector<int64_t> ranks;
+    for (Attribute r : llvm::cast<ArrayAttr>(layer))
+      ranks.push_back(llvm::cast<IntegerAttr>(r).getInt());
+    p.expertToRank.push_back(ranks);
+  }
+  return p;
+}
+
+json::Array toJson(const std::vector<int64_t> &v) {
+  json::Array a;
+  for (int64_t x : v)
+    a.push_back(x);
+  return a;
+}
+
+int64_t elementBytes(Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; }
+
+/// Collects the weight manifest: one entry per weight name, with the ranks that hold it.
+class WeightManifest {
+public:
+  /// Returns the weight's name, recording that `ranks` need it.
+  std::string use(Value v, const std::vector<int64_t> &ranks) {
+    auto w = v.getDefiningOp<onnxir::WeightOp>();
+    std::string name = w.getWeightName().str();
+    auto [it, inserted] = entries.try_emplace(name);
+    if (inserted) {
+      order.push_back(name);
+      auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+      it->second.op = w;
+      it->second.shape.assign(type.getShape().begin(), type.getShape().end());
+    }
+    it->second.ranks.insert(ranks.begin(), ranks.end());
+    return name;
+  }
+
+  json::Array toJson(std::map<int64_t, int64_t> &bytesPerRank) const {
+    json::Array out;
+    for (const std::string &name : order) {
+      Entry e = entries.at(name);
+      std::string file = e.op.getFile().str();
+      llvm::SmallString<256> abs(file);
+      llvm::sys::fs::make_absolute(abs);
+      json::Object w{{"name", name},
+                     {"dtype", "float32"},
+                     {"shape", disagmoe::toJson(e.shape)},
+                     {"transposed", false},
+                     {"file", std::string(abs)},
+                     {"offset", e.op.getOffset()},
+                     {"length", e.op.getLength()},
+                     {"ranks", disagmoe::toJson(std::vector<int64_t>(e.ranks.begin(),
+                                                                     e.ranks.end()))}};
+      for (int64_t r : e.ranks)
+        bytesPerRank[r] += e.op.getLength();
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
+private:
+  struct Entry {
+    onnxir::WeightOp op;
+    std::vector<int64_t> shape;
+    std::set<int64_t> ranks;
+  };
+  std::map<std::string, Entry> entries;
+  std::vector<std::string> order;
+};
+
+json::Object instr(StringRef op, int64_t layer, StringRef stream) {
+  json::Object o{{"op", op}, {"stream", stream}};
+  if (layer >= 0)
+    o["layer"] = layer;
+  return o;
+}
+} // namespace
+
+bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan,
+              std::string &error) {
+  auto placement = readPlacement(module);
+  if (!placement) {
+    error = "module has no 'moe.placement' attribute (run place-groups before emitting)";
+    return false;
+  }
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1) {
+    error = "expected exactly one function in the module";
+    return false;
+  }
+  func::FuncOp func = funcs.front();
+  const Placement &p = *placement;
+  auto ids = llvm::cast<RankedTensorType>(func.getArgument(0).getType());
+  if (!ids.hasStaticShape() || ids.getRank() != 2) {
+    error = "token ids must have a static [batch, seq] shape (pass --batch and --seq-len)";
+    return false;
+  }
+  int64_t batch = ids.getDimSize(0), seq = ids.getDimSize(1);
+
+  WeightManifest weights;
+  json::Array components, attnProgram, ffnProgram, exchanges;
+  json::Object model;
+  int64_t numLayers = 0, hidden = 0, vocab = 0;
+  bool ok = true;
+  auto attnGroupRanks = [&](int64_t layer) { return p.attentionRanks(layer % p.groups); };
+
+  func.walk([&](Operation *op) {
+    if (auto e = dyn_cast<moe::EmbeddingOp>(op)) {
+      auto shape = llvm::cast<RankedTensorType>(e.getWeight().getType()).getShape();
+      vocab = shape[0];
+      hidden = shape[1];
+      components.push_back(json::Object{
+          {"kind", "embedding"}, {"weight", weights.use(e.getWeight(), attnGroupRanks(0))}});
+      attnProgram.push_back(instr("embed", -1, "forward"));
+    } else if (auto n = dyn_cast<moe::RmsNormOp>(op)) {
+      int64_t layer = n.getLayer();
+      auto ranks = attnGroupRanks(layer < 0 ? numLayers : layer);
+      components.push_back(json::Object{{"kind", "rms_norm"},
+                                        {"layer", layer},
+                                        {"role", n.getRole()},
+                                        {"weight", weights.use(n.getWeight(), ranks)},
+                                        {"eps", n.getEps().convertToDouble()}});
+      json::Object i = instr("rms_norm", layer, "forward");
+      i["role"] = n.getRole();
+      attnProgram.push_back(std::move(i));
+      model["rms_norm_eps"] = n.getEps().convertToDouble();
+    } else if (auto a = dyn_cast<moe::AttentionOp>(op)) {
+      int64_t layer = a.getLayer();
+      numLayers = std::max(numLayers, layer + 1);
+      auto ranks = attnGroupRanks(layer);
+      components.push_back(json::Object{{"kind", "attention"},
+                                        {"layer", layer},
+                                        {"wq", weights.use(a.getWq(), ranks)},
+                                        {"wk", weights.use(a.getWk(), ranks)},
+                                        {"wv", weights.use(a.getWv(), ranks)},
+                                        {"wo", weights.use(a.getWo(), ranks)}});
+      model["num_heads"] = a.getNumHeads();
+      model["num_kv_heads"] = a.getNumKvHeads();
+      model["head_dim"] = a.getHeadDim();
+      model["rope_theta"] = a.getRopeTheta().convertToDouble();
+      attnProgram.push_back(instr("attention", layer, "forward"));
+    } else if (auto add = dyn_cast<arith::AddFOp>(op)) {
+      // h = x + attention(x); the other add (x_{l+1} = h + N2M) is done by n2m_recv.
+      if (add.getRhs().getDefiningOp<moe::AttentionOp>())
+        attnProgram.push_back(
+            instr("residual_add", add.getRhs().getDefiningOp<moe::AttentionOp>().getLayer(),
+                  "forward"));
+    } else if (auto r = dyn_cast<moe::RouterOp>(op)) {
+      int64_t layer = r.getLayer();
+      components.push_back(json::Object{{"kind", "router"},
+                                        {"layer", layer},
+                                        {"weight", weights.use(r.getWeight(),
+                                                               attnGroupRanks(layer))}});
+      model["num_experts"] = r.getNumExperts();
+      model["top_k"] = r.getTopK();
+      model["router_scoring"] = r.getScoring();
+      attnProgram.push_back(instr("router", layer, "forward"));
+    } else if (auto x = dyn_cast<moe::ExpertsOp>(op)) {
+      int64_t layer = x.getLayer();
+      if (layer >= static_cast<int64_t>(p.expertToRank.size())) {
+        error = "no expert placement for layer " + std::to_string(layer);
+        ok = false;
+        return;
+      }
+      json::Array list;
+      for (int64_t e = 0; e < x.getNumExperts(); ++e) {
+        std::vector<int64_t> owner{p.expertToRank[layer][e]};
+        list.push_back(json::Object{{"expert", e},
+                                    {"w1", weights.use(x.getW1()[e], owner)},
+                                    {"w3", weights.use(x.getW3()[e], owner)},
+                                    {"w2", weights.use(x.getW2()[e], owner)}});
+      }
+      components.push_back(
+          json::Object{{"kind", "experts"}, {"layer", layer}, {"experts", std::move(list)}});
+      model["expert_hidden"] = x.getExpertHidden();
+      ffnProgram.push_back(instr("experts", layer, "forward"));
+    } else if (auto h = dyn_cast<moe::HeadOp>(op)) {
+      components.push_back(json::Object{
+          {"kind", "head"}, {"weight", weights.use(h.getWeight(), attnGroupRanks(numLayers))}});
+      attnProgram.push_back(instr("head", -1, "forward"));
+    } else if (auto m = dyn_cast<moe::M2NOp>(op)) {
+      int64_t layer = m.getLayer();
+      attnProgram.push_back(instr("m2n_send", layer, "comm"));
+      ffnProgram.push_back(instr("m2n_recv", layer, "comm"));
+      // Per token: id, activations, and up to top_k (expert id, gate) pairs plus their count.
+      int64_t k = llvm::cast<RankedTensorType>(m.getIds().getType()).getDimSize(1);
+      exchanges.push_back(json::Object{{"id", "m2n." + std::to_string(layer)},
+                                       {"kind", "m2n"},
+                                       {"layer", layer},
+                                       {"src_group", m.getSrcGroup()},
+                                       {"dst_group", m.getDstGroup()},
+                                       {"capacity_tokens", batch * seq},
+                                       {"bytes_per_token", 8 + hidden * 4 + 8 + k * 12}});
+    } else if (auto n2m = dyn_cast<moe::N2MOp>(op)) {
+      int64_t layer = n2m.getLayer();
+      ffnProgram.push_back(instr("n2m_send", layer, "comm"));
+      attnProgram.push_back(instr("n2m_recv", layer, "comm"));
+      exchanges.push_back(json::Object{{"id", "n2m." + std::to_string(layer)},
+                                       {"kind", "n2m"},
+                                       {"layer", layer},
+                                       {"src_group", n2m.getSrcGroup()},
+                                       {"dst_group", n2m.getDstGroup()},
+                                       {"capacity_tokens", batch * seq},
+                                       {"bytes_per_token", 8 + hidden * 4}});
+    } else if (auto res = dyn_cast<moe::ResidualOp>(op)) {
+      int64_t layer = res.getLayer();
+      attnProgram.push_back(instr("residual_send", layer, "comm"));
+      attnProgram.push_back(instr("residual_recv", layer, "comm"));
+      exchanges.push_back(json::Object{{"id", "residual." + std::to_string(layer)},
+                                       {"kind", "residual"},
+                                       {"layer", layer},
+                                       {"src_group", res.getSrcGroup()},
+                                       {"dst_group", res.getDstGroup()},
+                                       {"capacity_tokens", batch * seq},
+                                       {"bytes_per_token", hidden * 4}});
+    }
+  });
+  if (!ok)
+    return false;
+
+  // n2m_recv of layer l must follow the residual route of layer l in the attention program; the IR
+  // order (ffn stage, n2m, residual) puts it first, so move each n2m_recv after its residual_recv.
+  json::Array ordered;
+  std::optional<json::Value> pendingN2M;
+  for (json::Value &v : attnProgram) {
+    StringRef op = *v.getAsObject()->getString("op");
+    if (op == "n2m_recv") {
+      pendingN2M = std::move(v);
+      continue;
+    }
+    ordered.push_back(std::move(v));
+    if (op == "residual_recv" && pendingN2M) {
+      ordered.push_back(std::move(*pendingN2M));
+      pendingN2M.reset();
+    }
+  }
+
+  model["family"] = "mixtral";
+  model["vocab_size"] = vocab;
+  model["hidden_size"] = hidden;
+  model["num_layers"] = numLayers;
+  model["batch"] = batch;
+  model["seq_len"] = seq;
+  model["components"] = std::move(components);
+  std::map<int64_t, int64_t> weightBytes;
+  model["weights"] = weights.toJson(weightBytes);
+
+  json::Array groups;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    std::vector<int64_t> layers;
+    for (int64_t l = g; l < numLayers; l += p.groups)
+      layers.push_back(l);
+    groups.push_back(json::Object{{"role", "attention"},
+                                  {"index", g},
+                                  {"ranks", toJson(p.attentionRanks(g))},
+                                  {"layers", toJson(layers)}});
+    groups.push_back(json::Object{{"role", "ffn"},
+                                  {"index", g},
+                                  {"ranks", toJson(p.ffnGroupRanks(g))},
+                                  {"layers", toJson(layers)}});
+  }
+  json::Array expertMap;
+  for (const auto &layer : p.expertToRank)
+    expertMap.push_back(toJson(layer));
+
+  // Memory at the compiled shape: weights per rank, and the largest activation buffer a rank
+  // holds at once ([tokens, max(hidden, vocab)] f32 on attention, [tokens, expert_hidden] on FFN).
+  json::Array ranks;
+  for (int64_t r = 0; r < p.worldSize; ++r)
+    ranks.push_back(json::Object{{"rank", r}, {"weight_bytes", weightBytes[r]}});
+
+  plan["format"] = "disagmoe-plan";
+  plan["version"] = kPlanVersion;
+  plan["source"] = sourcePath;
+  plan["model"] = std::move(model);
+  plan["placement"] = json::Object{{"world_size", p.worldSize},
+                                   {"groups", std::move(groups)},
+                                   {"expert_to_rank", std::move(expertMap)},
+                                   {"embedding_group", 0},
+                                   {"head_group", 0}};
+  plan["programs"] =
+      json::Object{{"attention", std::move(ordered)}, {"ffn", std::move(ffnProgram)}};
+  plan["exchanges"] = std::move(exchanges);
+  plan["memory"] = json::Object{{"ranks", std::move(ranks)}};
+  return true;
+}
+
+bool writePlan(const json::Object &plan, const std::string &dir, std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error = dir + ": cannot create directory: " + ec.message();
+    return false;
+  }
+  llvm::SmallString<256> path(dir), tmp(dir);
+  llvm::sys::path::append(path, "plan.json");
+  llvm::sys::path::append(tmp, "plan.json.tmp");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec) {
+      error = std::string(tmp) + ": cannot write: " + ec.message();
+      return false;
+    }
+    os << llvm::formatv("{0:2}", json::Value(json::Object(plan))) << "\n";
+    os.close();
+    if (os.has_error()) {
+      error = std::string(tmp) + ": write failed";
+      llvm::sys::fs::remove(tmp);
+      return false;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+    error = std::string(path) + ": cannot rename into place: " + ec.message();
+    llvm::sys::fs::remove(tmp);
+    return false;
+  }
+  return true;
+}
+
+} // namespace disagmoe

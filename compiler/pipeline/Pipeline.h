@@ -1,0 +1,42 @@
+//===- Pipeline.h - the disagmoe compile pipeline -------------*- C++ -*-===//
+//
+// ONNX file -> `onnx` dialect -> raise -> partition -> exchange fusion -> placement -> plan.json
+// (DESIGN.md, "The data path"). Used by the `disagmoe compile` CLI and by the tests.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_COMPILER_PIPELINE_PIPELINE_H
+#define DISAGMOE_COMPILER_PIPELINE_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace disagmoe {
+
+struct CompileOptions {
+  int64_t batch = 2, seqLen = 8; ///< static shape the plan is compiled for (tokens)
+  int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
+  /// Stage names after which to print the IR: import, raise, partition, exchange, placement
+  /// (or the pass arguments raise-onnx-to-moe, partition-components, fuse-exchange, place-groups).
+  std::vector<std::string> printIrAfter;
+  bool printIrAfterAll = false;
+};
+
+/// Short stage names accepted by --print-ir-after, in pipeline order.
+const std::vector<std::string> &stageNames();
+
+/// Loads and imports `path`, runs the pipeline, and returns the placed module; on failure returns
+/// null with `error` set to one line naming the file and the node or option at fault. IR dumps go
+/// to `irOut`.
+mlir::OwningOpRef<mlir::ModuleOp> compileOnnx(mlir::MLIRContext &context, const std::string &path,
+                                              const CompileOptions &options,
+                                              llvm::raw_ostream &irOut, std::string &error);
+
+} // namespace disagmoe
+
+#endif

@@ -1,0 +1,19 @@
+//===- disagmoe-opt.cpp - run disagmoe passes on .mlir files --------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<disagmoe::onnxir::OnnxDialect, disagmoe::moe::MoeDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect>();
+  disagmoe::registerDisagmoePasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "disagmoe optimizer driver\n", registry));
+}

@@ -1,0 +1,95 @@
+//===- disagmoe.cpp - the disagmoe command-line compiler ------------------===//
+//
+//   disagmoe compile model.onnx -o plan/ [--attn-ranks N] [--ffn-ranks M] [--groups P]
+//                    [--batch B] [--seq-len S] [--print-ir-after=<stage>] [--print-ir-after-all]
+//
+// Errors are one line on stderr, "disagmoe: <file>: <what>", with exit code 1.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/emit/PlanEmitter.h"
+#include "compiler/pipeline/Pipeline.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace llvm;
+
+namespace {
+int usage() {
+  errs() << "usage: disagmoe compile MODEL.onnx -o PLAN_DIR [options]\n"
+            "       disagmoe compile --help\n";
+  return 2;
+}
+
+int fail(const std::string &message) {
+  errs() << "disagmoe: " << message << "\n";
+  return 1;
+}
+
+int compileMain(int argc, char **argv) {
+  cl::OptionCategory category("disagmoe compile options");
+  cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                             cl::cat(category));
+  cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
+                              cl::Required, cl::cat(category));
+  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks per attention group"), cl::init(2),
+                             cl::cat(category));
+  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group"), cl::init(2),
+                            cl::cat(category));
+  cl::opt<int64_t> groups("groups", cl::desc("Groups per side (layer l on group l mod p)"),
+                          cl::init(1), cl::cat(category));
+  cl::opt<int64_t> batch("batch", cl::desc("Sequences per batch the plan is compiled for"),
+                         cl::init(2), cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(8),
+                          cl::cat(category));
+  cl::list<std::string> printAfter(
+      "print-ir-after",
+      cl::desc("Print the IR after a stage: import, raise, partition, exchange, placement"),
+      cl::CommaSeparated, cl::cat(category));
+  cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
+                              cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe compile: ONNX MoE model -> plan\n",
+                                   &errs()))
+    return 2;
+
+  disagmoe::CompileOptions options;
+  options.batch = batch;
+  options.seqLen = seqLen;
+  options.attnRanks = attnRanks;
+  options.ffnRanks = ffnRanks;
+  options.groups = groups;
+  options.printIrAfter.assign(printAfter.begin(), printAfter.end());
+  options.printIrAfterAll = printAfterAll;
+
+  // Single-threaded: IR printing after passes requires it, and the pipeline is sequential anyway.
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  std::string error;
+  auto module = disagmoe::compileOnnx(context, input, options, outs(), error);
+  if (!module)
+    return fail(error);
+  json::Object plan;
+  if (!disagmoe::emitPlan(*module, input, plan, error))
+    return fail(input + ": " + error);
+  if (!disagmoe::writePlan(plan, output, error))
+    return fail(error);
+  outs() << "disagmoe: wrote " << output << "/plan.json\n";
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage();
+  if (std::strcmp(argv[1], "compile") == 0) {
+    // Parse the rest as if "disagmoe compile" were the program name.
+    argv[1] = argv[0];
+    return compileMain(argc - 1, argv + 1);
+  }
+  errs() << "disagmoe: unknown command '" << argv[1] << "'\n";
+  return usage();
+}

@@ -1,0 +1,15 @@
+# disagmoe_dialect(<Dir> <Prefix> <lib>): tablegen <Prefix>Dialect.td/<Prefix>Ops.td beside their sources
+# (IREE-style layout: .td, .h and .cpp of one unit in one folder) and build the dialect library.
+function(disagmoe_dialect prefix lib)
+  set(LLVM_TARGET_DEFINITIONS ${prefix}Ops.td)
+  mlir_tablegen(${prefix}Ops.h.inc -gen-op-decls)
+  mlir_tablegen(${prefix}Ops.cpp.inc -gen-op-defs)
+  mlir_tablegen(${prefix}Dialect.h.inc -gen-dialect-decls -dialect=${ARGN})
+  mlir_tablegen(${prefix}Dialect.cpp.inc -gen-dialect-defs -dialect=${ARGN})
+  add_public_tablegen_target(${lib}IncGen)
+  add_library(${lib} STATIC ${prefix}Dialect.cpp ${prefix}Ops.cpp)
+  add_dependencies(${lib} ${lib}IncGen)
+  target_include_directories(${lib} PUBLIC ${DISAGMOE_MLIR_INCLUDES} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_compile_options(${lib} PRIVATE ${DISAGMOE_NO_EXCEPTIONS_FLAGS})
+  target_link_libraries(${lib} PUBLIC MLIRIR MLIRSupport MLIRFuncDialect MLIRArithDialect)
+endfunction()

@@ -1,0 +1,178 @@
+//===- MoeOps.td - the `moe` dialect: MoE transformer components -*- tablegen -*-===//
+//
+// Component ops with their hyper-parameters as attributes, raised from the `onnx` dialect (or built
+// from a model config). Activations are `[batch, seq, hidden]` f32 tensors; routing results are
+// `[tokens, top_k]` (i64 expert ids, f32 gate weights) with tokens = batch * seq flattened row-major.
+// Linear weights are `[in, out]` tensors (y = x @ W), produced by `onnx.weight` ops.
+// After partitioning, components live in `moe.stage` regions; after exchange fusion, `moe.m2n`,
+// `moe.n2m` and `moe.residual` carry the values that cross from one GPU group to another
+// (DESIGN.md, "Exchanges").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISAGMOE_MOE_OPS
+#define DISAGMOE_MOE_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def Moe_Dialect : Dialect {
+  let name = "moe";
+  let summary = "Mixture-of-Experts transformer components, partitions and exchanges";
+  let cppNamespace = "::disagmoe::moe";
+}
+
+// A signless i64 attribute read back as a signed int64_t (layer -1 marks the final norm).
+def Moe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t", "64-bit integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
+class Moe_Op<string mnemonic, list<Trait> traits = []> : Op<Moe_Dialect, mnemonic, traits>;
+
+def Moe_EmbeddingOp : Moe_Op<"embedding", [Pure]> {
+  let summary = "token embedding: y[b,s] = W[ids[b,s]]";
+  let arguments = (ins TensorOf<[I64, I32]>:$ids, F32Tensor:$weight);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$ids `,` $weight attr-dict `:` type($ids) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Moe_RmsNormOp : Moe_Op<"rms_norm", [Pure]> {
+  let summary = "RMSNorm: y = x / sqrt(mean(x^2, -1) + eps) * w";
+  let description = [{
+    `role` is `attn_norm`, `ffn_norm` or `final_norm`; `layer` is -1 for the final norm.
+    Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization", eq. 4.
+  }];
+  let arguments = (ins F32Tensor:$x, F32Tensor:$weight, F64Attr:$eps, Moe_I64Attr:$layer, StrAttr:$role);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Moe_AttentionOp : Moe_Op<"attention", [Pure]> {
+  let summary = "causal grouped-query self-attention with rotary position embedding";
+  let description = [{
+    q = x Wq, k = x Wk, v = x Wv split into `num_heads` / `num_kv_heads` heads of `head_dim`;
+    RoPE in the rotate-half form with base `rope_theta` (Su et al. 2021, RoFormer, eq. 34);
+    softmax(q k^T / sqrt(head_dim) + causal mask) v, KV heads shared by num_heads/num_kv_heads query
+    heads (Ainslie et al. 2023, GQA); output projected by Wo, before the residual add.
+    Weights: Wq [hidden, heads*head_dim], Wk/Wv [hidden, kv_heads*head_dim], Wo [heads*head_dim, hidden].
+  }];
+  let arguments = (ins F32Tensor:$x, F32Tensor:$wq, F32Tensor:$wk, F32Tensor:$wv, F32Tensor:$wo,
+                       Moe_I64Attr:$layer, Moe_I64Attr:$num_heads, Moe_I64Attr:$num_kv_heads, Moe_I64Attr:$head_dim,
+                       F64Attr:$rope_theta);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)` attr-dict `:` type($x) `,` `(` type($wq) `,`
+    type($wk) `,` type($wv) `,` type($wo) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_RouterOp : Moe_Op<"router", [Pure]> {
+  let summary = "MoE router: logits = x Wg (fp32), top-k expert ids and gate weights";
+  let description = [{
+    `scoring`: `softmax_topk_renorm` (softmax over all experts, top-k, gates divided by their sum),
+    `softmax_topk` (no renormalisation) or `topk_softmax` (top-k on logits, softmax over the k).
+    Top-k ties go to the lower expert id (ONNX TopK specification).
+    Results: ids [tokens, top_k] i64, gates [tokens, top_k] f32.
+  }];
+  let arguments = (ins F32Tensor:$x, F32Tensor:$weight, Moe_I64Attr:$layer, Moe_I64Attr:$num_experts,
+                       Moe_I64Attr:$top_k, StrAttr:$scoring);
+  let results = (outs I64Tensor:$ids, F32Tensor:$gates);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($ids) `,` type($gates)
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_ExpertsOp : Moe_Op<"experts", [Pure, AttrSizedOperandSegments]> {
+  let summary = "routed SwiGLU experts, combined: y[t] = sum_j gates[t,j] * E_{ids[t,j]}(x[t])";
+  let description = [{
+    E_e(x) = (silu(x W1_e) * (x W3_e)) W2_e (Shazeer 2020, "GLU Variants Improve Transformer").
+    `w1`, `w3`: `num_experts` tensors [hidden, expert_hidden]; `w2`: [expert_hidden, hidden], listed
+    in expert id order. Terms are added in ascending expert id (DESIGN.md, "Exchanges").
+  }];
+  let arguments = (ins F32Tensor:$x, I64Tensor:$ids, F32Tensor:$gates, Variadic<F32Tensor>:$w1,
+                       Variadic<F32Tensor>:$w3, Variadic<F32Tensor>:$w2, Moe_I64Attr:$layer,
+                       Moe_I64Attr:$num_experts, Moe_I64Attr:$expert_hidden);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `,` $ids `,` $gates `w1` `(` $w1 `)` `w3` `(` $w3 `)` `w2` `(` $w2 `)` attr-dict `:`
+    type($x) `,` type($ids) `,` type($gates) `,` `(` type($w1) `)` `,` `(` type($w3) `)` `,`
+    `(` type($w2) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_HeadOp : Moe_Op<"head", [Pure]> {
+  let summary = "language-model head: logits = x W, W [hidden, vocab]";
+  let arguments = (ins F32Tensor:$x, F32Tensor:$weight);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Moe_StageOp : Moe_Op<"stage", [IsolatedFromAbove]> {
+  let summary = "one side of one layer (attention or ffn), outlined at the partition cut";
+  let description = [{
+    `side` is `attention` or `ffn` (also `embedding` and `head`, which run on the attention side by
+    default). The region's block arguments are the stage's inputs; `moe.yield` returns its outputs.
+    The residual stream crosses the cut explicitly as an input and an output.
+  }];
+  let arguments = (ins StrAttr:$side, Moe_I64Attr:$layer, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $side `layer` $layer `(` $inputs `)` `:` functional-type($inputs, $outputs) attr-dict-with-keyword
+    $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, HasParent<"StageOp">, ReturnLike]> {
+  let summary = "returns a stage's outputs";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Moe_M2NOp : Moe_Op<"m2n"> {
+  let summary = "M2N exchange: A-workers of a group send tokens to the F-workers of a layer";
+  let description = [{
+    Each A-rank sends every F-rank of `dst_group` the tokens with at least one expert there: count,
+    ascending token ids, normalised activations, and per token only the receiver's expert ids and gate
+    weights (DESIGN.md, "Exchanges"). Results are the same values as seen on the F side.
+  }];
+  let arguments = (ins F32Tensor:$x, I64Tensor:$ids, F32Tensor:$gates, Moe_I64Attr:$layer,
+                       Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
+  let results = (outs F32Tensor:$x_out, I64Tensor:$ids_out, F32Tensor:$gates_out);
+  let assemblyFormat = [{
+    $x `,` $ids `,` $gates attr-dict `:` type($x) `,` type($ids) `,` type($gates) `->`
+    type($x_out) `,` type($ids_out) `,` type($gates_out)
+  }];
+  let hasVerifier = 1;
+}
+
+def Moe_N2MOp : Moe_Op<"n2m"> {
+  let summary = "N2M exchange: F-workers send expert outputs to the A-workers of the next layer";
+  let description = [{
+    Per token, the sum over the sender's local experts of g_e * E_e(x) in ascending expert id; the
+    receiver adds the vectors of all F-ranks in ascending rank order onto the residual.
+  }];
+  let arguments = (ins F32Tensor:$y, Moe_I64Attr:$layer, Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$y attr-dict `:` type($y) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Moe_ResidualOp : Moe_Op<"residual"> {
+  let summary = "residual route: h of layer l from A-rank i of group src to A-rank i of group dst";
+  let arguments = (ins F32Tensor:$h, Moe_I64Attr:$layer, Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$h attr-dict `:` type($h) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // DISAGMOE_MOE_OPS

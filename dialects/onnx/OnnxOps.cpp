@@ -1,0 +1,32 @@
+//===- OnnxOps.cpp - verifiers of the `onnx` dialect ----------------------===//
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace disagmoe::onnxir;
+
+LogicalResult NodeOp::verify() {
+  if (getOpType().empty())
+    return emitOpError("node '") << getNodeName() << "' has an empty op_type";
+  return success();
+}
+
+LogicalResult WeightOp::verify() {
+  auto type = llvm::dyn_cast<RankedTensorType>(getResult().getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("weight '") << getWeightName() << "' must have a static tensor type";
+  if (getOffset() < 0 || getLength() < 0)
+    return emitOpError("weight '") << getWeightName() << "' has a negative offset or length";
+  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+  int64_t expected = type.getNumElements() * ((bits + 7) / 8);
+  if (getLength() != expected)
+    return emitOpError("weight '") << getWeightName() << "' has length " << getLength()
+                                   << " bytes but its type needs " << expected;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/onnx/OnnxOps.cpp.inc"

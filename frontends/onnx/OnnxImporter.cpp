@@ -1,0 +1,187 @@
+//===- OnnxImporter.cpp - plain ONNX graph -> `onnx` dialect --------------===//
+#include "frontends/onnx/OnnxImporter.h"
+
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace disagmoe::onnxfe {
+namespace {
+
+/// MLIR element type of an ONNX element type, or null for types we do not represent.
+Type elementType(Builder &b, ElemType t) {
+  switch (t) {
+  case ElemType::Float: return b.getF32Type();
+  case ElemType::Double: return b.getF64Type();
+  case ElemType::Float16: return b.getF16Type();
+  case ElemType::BFloat16: return b.getBF16Type();
+  case ElemType::Int64: return b.getIntegerType(64);
+  case ElemType::Int32: return b.getIntegerType(32);
+  case ElemType::Int16: return b.getIntegerType(16);
+  case ElemType::Int8: return b.getIntegerType(8);
+  case ElemType::UInt8: return b.getIntegerType(8, /*isSigned=*/false);
+  case ElemType::UInt16: return b.getIntegerType(16, false);
+  case ElemType::UInt32: return b.getIntegerType(32, false);
+  case ElemType::UInt64: return b.getIntegerType(64, false);
+  case ElemType::Bool: return b.getI1Type();
+  default: return {};
+  }
+}
+
+/// Tensor type of a value: ranked with `?` for unknown dims, unranked without a shape, and f32
+/// unranked where even the element type is unknown (shape inference gave up on it).
+Type tensorType(Builder &b, const ValueInfo &info) {
+  Type elem = elementType(b, info.type);
+  if (!elem)
+    elem = b.getF32Type();
+  if (!info.hasShape)
+    return UnrankedTensorType::get(elem);
+  SmallVector<int64_t> dims;
+  for (int64_t d : info.dims)
+    dims.push_back(d < 0 ? ShapedType::kDynamic : d);
+  return RankedTensorType::get(dims, elem);
+}
+
+/// Dense attribute holding a small tensor's bytes (little-endian, like the host).
+DenseElementsAttr denseOf(Builder &b, const TensorData &t) {
+  Type elem = elementType(b, t.type);
+  if (!elem || t.type == ElemType::Bool)
+    return {};
+  auto type = RankedTensorType::get(t.dims, elem);
+  bool splat = false;
+  if (!DenseElementsAttr::isValidRawBuffer(type, ArrayRef<char>(t.bytes), splat))
+    return {};
+  return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(t.bytes));
+}
+
+mlir::Attribute convertAttribute(Builder &b, const onnxfe::Attribute &a) {
+  using Kind = onnxfe::Attribute::Kind;
+  switch (a.kind) {
+  case Kind::Int: return b.getI64IntegerAttr(a.i);
+  case Kind::Float: return b.getF32FloatAttr(static_cast<float>(a.f));
+  case Kind::String: return b.getStringAttr(a.s);
+  case Kind::Ints: return b.getI64ArrayAttr(a.ints);
+  case Kind::Floats: {
+    SmallVector<float> fs(a.floats.begin(), a.floats.end());
+    return b.getF32ArrayAttr(fs);
+  }
+  case Kind::Strings: {
+    SmallVector<StringRef> ss(a.strings.begin(), a.strings.end());
+    return b.getStrArrayAttr(ss);
+  }
+  case Kind::Tensor:
+    if (a.tensor)
+      if (auto dense = denseOf(b, *a.tensor))
+        return dense;
+    return b.getUnitAttr();
+  default: return b.getUnitAttr();
+  }
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
+                                      std::string &error) {
+  context.loadDialect<onnxir::OnnxDialect, func::FuncDialect>();
+  OpBuilder b(&context);
+  Location loc = FileLineColLoc::get(&context, graph.path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  module->getOperation()->setAttr("onnx.source", b.getStringAttr(graph.path));
+  module->getOperation()->setAttr("onnx.opset", b.getI64IntegerAttr(graph.opset));
+
+  SmallVector<Type> inputTypes, outputTypes;
+  for (const ValueInfo &in : graph.inputs)
+    inputTypes.push_back(tensorType(b, in));
+  for (const ValueInfo &out : graph.outputs) {
+    auto it = graph.valueInfo.find(out.name);
+    outputTypes.push_back(tensorType(b, it != graph.valueInfo.end() ? it->second : out));
+  }
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = b.create<func::FuncOp>(loc, "main", b.getFunctionType(inputTypes, outputTypes));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+
+  llvm::StringMap<Value> values;
+  for (auto [i, in] : llvm::enumerate(graph.inputs)) {
+    values[in.name] = entry->getArgument(i);
+    func.setArgAttr(i, "onnx.name", b.getStringAttr(in.name));
+  }
+
+  for (const Initializer &init : graph.initializers) {
+    if (!init.hasFileRange) {
+      // Varint-encoded inline data has no byte range; only small integer constants use it.
+      if (!init.data) {
+        error = graph.path + ": initializer '" + init.info.name + "': data has no byte range";
+        return nullptr;
+      }
+    }
+    Type type = tensorType(b, init.info);
+    if (!elementType(b, init.info.type)) {
+      error = graph.path + ": initializer '" + init.info.name + "': element type " +
+              elemTypeName(init.info.type) + " is not supported";
+      return nullptr;
+    }
+    auto weight = b.create<onnxir::WeightOp>(
+        NameLoc::get(b.getStringAttr(init.info.name)), type, init.info.name, init.file,
+        static_cast<int64_t>(init.offset),
+        static_cast<int64_t>(init.hasFileRange
+                                 ? init.length
+                                 : init.data->bytes.size()),
+        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr());
+    values[init.info.name] = weight.getResult();
+  }
+
+  Value none;
+  for (const Node &node : graph.nodes) {
+    SmallVector<Value> operands;
+    for (const std::string &name : node.inputs) {
+      if (name.empty()) {
+        if (!none)
+          none = b.create<onnxir::NoneOp>(loc, b.getNoneType()).getResult();
+        operands.push_back(none);
+        continue;
+      }
+      auto it = values.find(name);
+      if (it == values.end()) {
+        error = graph.path + ": node '" + node.name + "' (" + node.opType + "): input '" + name +
+                "' is not defined";
+        return nullptr;
+      }
+      operands.push_back(it->second);
+    }
+    SmallVector<Type> resultTypes;
+    for (const std::string &name : node.outputs) {
+      auto it = graph.valueInfo.find(name);
+      resultTypes.push_back(it != graph.valueInfo.end() ? tensorType(b, it->second)
+                                                        : Type(UnrankedTensorType::get(b.getF32Type())));
+    }
+    NamedAttrList attrs;
+    for (const auto &[name, attr] : node.attributes)
+      attrs.set(name, convertAttribute(b, attr));
+    auto op = b.create<onnxir::NodeOp>(NameLoc::get(b.getStringAttr(node.name), loc), resultTypes,
+                                       node.opType, operands, node.name, node.domain,
+                                       attrs.getDictionary(&context));
+    for (auto [name, result] : llvm::zip(node.outputs, op.getResults()))
+      if (!name.empty())
+        values[name] = result;
+  }
+
+  SmallVector<Value> results;
+  for (const ValueInfo &out : graph.outputs) {
+    auto it = values.find(out.name);
+    if (it == values.end()) {
+      error = graph.path + ": graph output '" + out.name + "' is not produced by any node";
+      return nullptr;
+    }
+    results.push_back(it->second);
+  }
+  b.create<func::ReturnOp>(loc, results);
+  return module;
+}
+
+} // namespace disagmoe::onnxfe

@@ -1,0 +1,31 @@
+//===- OnnxImporter.h - plain ONNX graph -> `onnx` dialect -----*- C++ -*-===//
+//
+// Builds a module with one `func.func @main` whose arguments are the graph's runtime inputs (token
+// ids) and whose results are its outputs; every node becomes an `onnx.node`, every initializer an
+// `onnx.weight` that references its bytes in the file. Types carry the shapes inferred by the loader,
+// `?` where a dim stayed unknown, unranked where not even the rank is known.
+//
+// Built without exceptions (an MLIR library); errors are returned as values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_FRONTENDS_ONNX_ONNXIMPORTER_H
+#define DISAGMOE_FRONTENDS_ONNX_ONNXIMPORTER_H
+
+#include "frontends/onnx/OnnxLoader.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace disagmoe::onnxfe {
+
+/// Imports `graph` into a new module. On failure returns null and sets `error` to one line naming
+/// the file and the node or value at fault (e.g. an element type MLIR cannot represent).
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxGraph(mlir::MLIRContext &context, const Graph &graph,
+                                                  std::string &error);
+
+} // namespace disagmoe::onnxfe
+
+#endif

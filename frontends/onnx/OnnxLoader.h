@@ -1,0 +1,202 @@
+//===- OnnxLoader.h - ONNX model -> plain C++ graph ------------*- C++ -*-===//
+//
+// Loads an ONNX model file into a plain struct graph that the MLIR importer
+// (frontends/onnx, built with -fno-exceptions) consumes.
+//
+// The loader itself is compiled with exceptions and RTTI because libonnx throws;
+// this header includes no onnx or protobuf header, and no function declared here
+// throws: every failure comes back as a value (LoadResult).
+//
+// Weights are never copied into the graph: every initializer carries the file,
+// byte offset and byte length of its little-endian data, and only small tensors
+// (shape constants, inv_freq, ...) also carry their bytes. External weight files
+// are never opened at load time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_FRONTENDS_ONNX_ONNXLOADER_H
+#define DISAGMOE_FRONTENDS_ONNX_ONNXLOADER_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace disagmoe::onnxfe {
+
+/// Element types, numbered as ONNX's TensorProto.DataType.
+enum class ElemType : int {
+  Undefined = 0,
+  Float = 1,
+  UInt8 = 2,
+  Int8 = 3,
+  UInt16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Double = 11,
+  UInt32 = 12,
+  UInt64 = 13,
+  Complex64 = 14,
+  Complex128 = 15,
+  BFloat16 = 16,
+};
+
+/// Size of one element in bytes; 0 for Undefined, String and codes this loader does not know.
+int64_t elemTypeSize(ElemType t) noexcept;
+/// Lower-case name as ONNX spells it ("float", "int64", "bfloat16", ...); "undefined" for unknown codes.
+const char *elemTypeName(ElemType t) noexcept;
+
+/// Tensors whose data has at most this many bytes get their bytes copied into
+/// Initializer::data (shape constants, inv_freq, ...).
+inline constexpr uint64_t kSmallTensorBytes = 4096;
+
+/// The contents of a tensor held in memory.
+struct TensorData {
+  ElemType type = ElemType::Undefined;
+  /// Static shape; [] for a scalar. Never negative.
+  std::vector<int64_t> dims;
+  /// product(dims) * elemTypeSize(type) bytes, little-endian, row-major.
+  /// Empty for String tensors (see `strings`).
+  std::vector<char> bytes;
+  /// Elements of a String tensor, row-major; empty otherwise.
+  std::vector<std::string> strings;
+};
+
+/// One attribute of a node.
+struct Attribute {
+  enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph, Other };
+  Kind kind = Kind::Other;
+  int64_t i = 0;                     ///< Kind::Int
+  double f = 0;                      ///< Kind::Float
+  std::string s;                     ///< Kind::String (raw bytes); Kind::Graph: the subgraph's name
+  std::vector<int64_t> ints;         ///< Kind::Ints
+  std::vector<double> floats;        ///< Kind::Floats
+  std::vector<std::string> strings;  ///< Kind::Strings
+  /// Kind::Tensor: the tensor with its data always copied (Constant nodes'
+  /// `value` lands here, whatever its size). Subgraphs (Kind::Graph) are not converted.
+  std::shared_ptr<TensorData> tensor;
+};
+
+/// Type and shape of one value (graph input/output, node output or initializer).
+struct ValueInfo {
+  std::string name;
+  /// Undefined for non-tensor values (sequences, optionals) and unknown types.
+  ElemType type = ElemType::Undefined;
+  /// One entry per axis; -1 marks a dynamic or unknown dimension. Meaningful only when hasShape.
+  std::vector<int64_t> dims;
+  /// False when not even the rank is known.
+  bool hasShape = false;
+
+  /// True when hasShape and no dim is -1.
+  bool isStatic() const noexcept;
+};
+
+/// A graph initializer (a weight). Its bytes stay in the file.
+struct Initializer {
+  /// Name, element type and (always static) shape.
+  ValueInfo info;
+  /// The file that holds the data: the model path as passed to loadOnnxModel for
+  /// inline data, or <directory of the model>/<location> for external data.
+  std::string file;
+  /// Byte offset of the first element in `file`, and byte count
+  /// (= product(dims) * elemTypeSize). Valid only when hasFileRange.
+  uint64_t offset = 0, length = 0;
+  /// True when the data lives in an external file (TensorProto.data_location == EXTERNAL).
+  /// The external file is not opened at load time and need not exist.
+  bool external = false;
+  /// True when bytes [offset, offset + length) of `file` are the tensor's data,
+  /// little-endian and contiguous: inline raw_data, inline packed float_data /
+  /// double_data, and external data. False only for inline data in a
+  /// non-contiguous encoding (varint int32_data / int64_data / uint64_data,
+  /// strings); those always get `data`.
+  bool hasFileRange = false;
+  /// The tensor's contents, set for inline tensors of at most kSmallTensorBytes
+  /// bytes and for inline tensors without a file range; null otherwise (and always
+  /// null for external data).
+  std::shared_ptr<TensorData> data;
+};
+
+/// One ONNX node.
+struct Node {
+  /// `name` may be empty in the file; the loader then names it "#<index in the file>".
+  std::string name, opType, domain;
+  /// Value names; an empty string is an omitted optional input/output.
+  std::vector<std::string> inputs, outputs;
+  /// In file order.
+  std::vector<std::pair<std::string, Attribute>> attributes;
+};
+
+/// The loaded model.
+struct Graph {
+  /// The model path as passed to loadOnnxModel.
+  std::string path;
+  /// Opset version of the default ("" / "ai.onnx") domain, in [13, 17].
+  int64_t opset = 0;
+  /// Every opset_import entry, domain -> version ("" for the default domain).
+  std::map<std::string, int64_t> opsetImports;
+  int64_t irVersion = 0;
+  std::string producerName, producerVersion;
+  /// Graph inputs that are not initializers (the runtime inputs), with dims after
+  /// specialisation by LoadOptions; and graph outputs, with inferred types.
+  std::vector<ValueInfo> inputs, outputs;
+  /// In file order.
+  std::vector<Initializer> initializers;
+  /// Topologically sorted: every node comes after the producers of its inputs
+  /// (stable: file order is kept wherever it is already valid).
+  std::vector<Node> nodes;
+  /// Every named value (graph inputs, initializers, node outputs, graph outputs)
+  /// with its type and shape after shape inference; values inference could not
+  /// type have type Undefined and hasShape false.
+  std::map<std::string, ValueInfo> valueInfo;
+};
+
+/// How to load.
+struct LoadOptions {
+  /// Values for symbolic dimensions (dim_param), e.g. {"batch": 2, "seq": 8}.
+  /// Substituted in the graph's inputs, outputs and value_info before shape
+  /// inference. Names that no graph input uses produce a warning, not an error.
+  /// Values must be >= 1.
+  std::map<std::string, int64_t> dimParams;
+  /// If non-empty, the first runtime graph input gets exactly these dims
+  /// (applied after dimParams). Values must be >= 1.
+  std::vector<int64_t> inputShapeOverride;
+  /// Run ONNX shape inference (with data propagation) to fill Graph::valueInfo.
+  bool inferShapes = true;
+  /// Require the token-id input to be int64 or int32.
+  bool checkTokenIds = true;
+  /// Name of the token-id input; empty = the first runtime graph input.
+  std::string tokenIdsInput;
+};
+
+/// Outcome of loadOnnxModel.
+struct LoadResult {
+  bool ok = false;
+  /// One line when !ok, naming the file and the culprit:
+  ///   "<file>: node '<name>' (<OpType>): <what>"   for a node,
+  ///   "<file>: initializer '<name>': <what>"       for a weight,
+  ///   "<file>: <field>: <what>"                     otherwise (e.g. "opset_import", "graph").
+  /// Errors reported: cannot open / empty file; not an ONNX model (protobuf
+  /// parse failed, or no graph); truncated or corrupt file; file over 2 GiB;
+  /// no nodes; default-domain opset outside 13..17; onnx checker failures;
+  /// negative dims, dim products overflowing int64, data sizes not matching
+  /// dims, external data without location or with an absolute/".." location;
+  /// undefined node inputs, values produced twice, cycles, graph outputs nothing
+  /// produces; token-id input of a non-integer type; bad LoadOptions; shape
+  /// inference failures; sparse initializers.
+  std::string error;
+  /// Non-fatal notes (e.g. unused dimParams names). May be non-empty when ok.
+  std::vector<std::string> warnings;
+};
+
+/// Loads, checks and shape-infers `path` into `out` (which is overwritten).
+/// On failure `out` is left in an unspecified but valid state.
+LoadResult loadOnnxModel(const std::string &path, const LoadOptions &opts, Graph &out) noexcept;
+
+} // namespace disagmoe::onnxfe
+
+#endif // DISAGMOE_FRONTENDS_ONNX_ONNXLOADER_H

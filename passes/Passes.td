@@ -1,0 +1,66 @@
+//===- Passes.td - the disagmoe pipeline passes ------------*- tablegen -*-===//
+//
+// One pass per stage of DESIGN.md's data path, each with its options. Generated into pass classes
+// (`-gen-pass-decls`) and registered by `disagmoe-opt` and the `disagmoe` CLI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DISAGMOE_PASSES
+#define DISAGMOE_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
+  let summary = "Recognise embedding, RMSNorm, attention, router, experts and head in an ONNX graph";
+  let description = [{
+    Matches the `onnx.node` graph by structure (never by tensor names: constant folding renames
+    weights to `onnx::MatMul_<n>`) and replaces each component with one `moe` op whose attributes
+    hold the hyper-parameters read from the graph (head counts from the projection widths and the
+    Reshape constants, RoPE base from the inverse-frequency constant, top-k from TopK's K, ...).
+    Fails with an error naming the node when an op outside the supported set appears, or when the
+    graph has no MoE layer.
+  }];
+  let dependentDialects = ["disagmoe::moe::MoeDialect", "mlir::arith::ArithDialect"];
+}
+
+def PartitionComponents : Pass<"partition-components", "mlir::ModuleOp"> {
+  let summary = "Outline every layer into an attention stage and an FFN stage";
+  let description = [{
+    Each layer's attention-side ops (norms, attention, residual add, router) move into a
+    `moe.stage "attention"` region and its experts into a `moe.stage "ffn"` region; embedding and
+    head get stages of their own. Values crossing the cut (the residual stream, the normalised
+    activations, the routing) become explicit stage inputs and outputs.
+  }];
+  let dependentDialects = ["disagmoe::moe::MoeDialect"];
+}
+
+def FuseExchange : Pass<"fuse-exchange", "mlir::ModuleOp"> {
+  let summary = "Replace each layer's dispatch/combine with moe.m2n, moe.n2m and moe.residual";
+  let description = [{
+    The routed values that an attention stage hands to its FFN stage go through `moe.m2n`; the FFN
+    output goes back through `moe.n2m` to the next layer's attention group, and the residual stream
+    through `moe.residual`; the receiver adds them (DESIGN.md, "Exchanges"). Groups follow the
+    interleaved assignment: layer l runs on group l mod p of each side.
+  }];
+  let options = [
+    Option<"groups", "groups", "int64_t", /*default=*/"1",
+           "Number of groups p per side (layer l runs on group l mod p)">
+  ];
+  let dependentDialects = ["disagmoe::moe::MoeDialect", "mlir::arith::ArithDialect"];
+}
+
+def PlaceGroups : Pass<"place-groups", "mlir::ModuleOp"> {
+  let summary = "Assign ranks to the attention and FFN groups and experts to F-ranks";
+  let description = [{
+    Attention group g gets `attn-ranks` consecutive ranks, then FFN group g gets `ffn-ranks`; the
+    experts of each layer are split contiguously over the F-ranks of its group (expert e on F-rank
+    e * ffn_ranks / num_experts). Writes the `moe.placement` module attribute that plan emission
+    reads.
+  }];
+  let options = [
+    Option<"attnRanks", "attn-ranks", "int64_t", /*default=*/"2", "A-ranks per attention group">,
+    Option<"ffnRanks", "ffn-ranks", "int64_t", /*default=*/"2", "F-ranks per FFN group">
+  ];
+}
+
+#endif // DISAGMOE_PASSES

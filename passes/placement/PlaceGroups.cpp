@@ -1,0 +1,81 @@
+//===- PlaceGroups.cpp - ranks for the groups, experts for the F-ranks ----===//
+//
+// The walking-skeleton placement: group sizes come from the command line; experts are split
+// contiguously over the F-ranks of their layer's FFN group. The Z3 placement (issue: roofline cost
+// model and Z3 placement) replaces the sizes and the map with solved ones, writing the same
+// `moe.placement` attribute.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace disagmoe {
+#define GEN_PASS_DEF_PLACEGROUPS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
+  using PlaceGroupsBase::PlaceGroupsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    auto groupsAttr = module->getAttrOfType<IntegerAttr>("moe.num_groups");
+    if (!groupsAttr) {
+      module.emitError("place-groups needs the exchanges fused first (no 'moe.num_groups' "
+                       "attribute; run fuse-exchange)");
+      return signalPassFailure();
+    }
+    int64_t p = groupsAttr.getInt();
+    if (attnRanks < 1 || ffnRanks < 1) {
+      module.emitError() << "attn-ranks (" << attnRanks << ") and ffn-ranks (" << ffnRanks
+                         << ") must be at least 1";
+      return signalPassFailure();
+    }
+
+    // Experts per layer, from the raised experts ops.
+    std::map<int64_t, int64_t> expertsPerLayer;
+    module.walk([&](moe::ExpertsOp op) { expertsPerLayer[op.getLayer()] = op.getNumExperts(); });
+    if (expertsPerLayer.empty()) {
+      module.emitError("place-groups: the module has no moe.experts op to place");
+      return signalPassFailure();
+    }
+
+    // Rank layout: attention groups first (group g: ranks g*A .. g*A+A-1), then FFN groups.
+    const int64_t firstFfnRank = p * attnRanks;
+    SmallVector<Attribute> expertMap;
+    int64_t numLayers = expertsPerLayer.rbegin()->first + 1;
+    for (int64_t layer = 0; layer < numLayers; ++layer) {
+      auto it = expertsPerLayer.find(layer);
+      if (it == expertsPerLayer.end()) { // a dense layer: no experts to place
+        expertMap.push_back(b.getI64ArrayAttr({}));
+        continue;
+      }
+      int64_t experts = it->second;
+      if (ffnRanks > experts) {
+        module.emitError() << "ffn-ranks " << ffnRanks << " exceeds the " << experts
+                           << " experts of layer " << layer
+                           << ": an F-rank would hold no expert";
+        return signalPassFailure();
+      }
+      int64_t groupBase = firstFfnRank + (layer % p) * ffnRanks;
+      SmallVector<int64_t> ranks;
+      for (int64_t e = 0; e < experts; ++e)
+        ranks.push_back(groupBase + e * ffnRanks / experts);
+      expertMap.push_back(b.getI64ArrayAttr(ranks));
+    }
+
+    NamedAttrList placement;
+    placement.set("num_groups", b.getI64IntegerAttr(p));
+    placement.set("attn_ranks", b.getI64IntegerAttr(attnRanks));
+    placement.set("ffn_ranks", b.getI64IntegerAttr(ffnRanks));
+    placement.set("world_size", b.getI64IntegerAttr(p * (attnRanks + ffnRanks)));
+    placement.set("expert_to_rank", b.getArrayAttr(expertMap));
+    module->setAttr("moe.placement", placement.getDictionary(module.getContext()));
+  }
+};
+} // namespace
+} // namespace disagmoe

@@ -1,0 +1,63 @@
+//===- GraphMatchers.h - structural queries over the `onnx` dialect -------===//
+//
+// Small helpers the raising pass uses to recognise components by structure: the node that produces a
+// value, its consumers, constant values (from `Constant` nodes or small initializers), and walks
+// through shape-only ops (Cast, Reshape, Unsqueeze, ...). No tensor names are ever consulted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_PASSES_RAISE_GRAPHMATCHERS_H
+#define DISAGMOE_PASSES_RAISE_GRAPHMATCHERS_H
+
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace disagmoe::raise {
+
+using onnxir::NodeOp;
+using onnxir::WeightOp;
+
+/// The `onnx.node` that produces `v`, if it is one of `opTypes` (any op type when empty).
+NodeOp producer(mlir::Value v, llvm::ArrayRef<llvm::StringRef> opTypes = {});
+
+/// `onnx.node` users of `v` with the given op type.
+llvm::SmallVector<NodeOp> consumers(mlir::Value v, llvm::StringRef opType);
+
+/// Values of a constant tensor (a `Constant` node's `value`, or an `onnx.weight` with its value
+/// kept), as doubles; nullopt if `v` is not such a constant. Looks through Cast.
+std::optional<llvm::SmallVector<double>> constantValues(mlir::Value v);
+
+/// The single value of a scalar or one-element constant.
+std::optional<double> scalarConstant(mlir::Value v);
+
+/// The weight reference behind `v` (a large initializer: bytes stay in the file), or null.
+WeightOp weightOf(mlir::Value v);
+
+/// Follows `v` backwards through ops that only move or retype data (Cast, Reshape, Unsqueeze,
+/// Squeeze, Flatten, Identity) on their first input.
+mlir::Value skipDataMovement(mlir::Value v);
+
+/// For a binary node, the operand other than `known` (nullopt if `known` is not an operand).
+std::optional<mlir::Value> otherOperand(NodeOp node, mlir::Value known);
+
+/// Static shape of a value, or empty when its type is unranked or has unknown dims.
+llvm::SmallVector<int64_t> staticShape(mlir::Value v);
+
+/// True if `target` is reachable backwards from `from` (through operands), visiting at most
+/// `budget` ops.
+bool dependsOn(mlir::Value from, mlir::Value target, int budget = 4096);
+
+/// First node of type `opType` found walking backwards from `from` (breadth-first, at most
+/// `budget` ops), or null.
+NodeOp findUpstream(mlir::Value from, llvm::StringRef opType, int budget = 256);
+
+/// Readable "node 'name' (OpType)" for diagnostics.
+std::string describe(NodeOp node);
+
+} // namespace disagmoe::raise
+
+#endif

@@ -1,0 +1,674 @@
+//===- RaiseOnnxToMoe.cpp - recognise MoE components in an ONNX graph -----===//
+//
+// Walks the residual stream of a decoder exported by torch.onnx.export and recognises, by structure:
+//   embedding  Gather(W[vocab, hidden], input_ids)
+//   RMSNorm    Pow(x, 2) -> ReduceMean(-1) -> Add(eps) -> Sqrt -> Div(1, .) -> Mul(x, .) -> Mul(w, .)
+//   attention  three projections MatMul(norm, W) feeding a scaled, causally masked Softmax(QK^T) V with
+//              RoPE (Cos/Sin of an inverse-frequency constant), then MatMul(., Wo)
+//   router     MatMul(norm, Wg) -> Softmax -> TopK(K) [-> ReduceSum -> Div]  or  TopK -> Softmax
+//   experts    SwiGLU blocks MatMul(rows, W1) -> Sigmoid/Mul, MatMul(rows, W3), MatMul(., W2) whose rows
+//              are selected by the router's one-hot mask (Gather(mask, e) -> NonZero -> ...)
+//   head       MatMul(final norm, W[hidden, vocab]) producing the graph output
+// (DESIGN.md, "What real exports look like"). Hyper-parameters come from the graph: head counts from
+// the q/k Reshape shapes, head_dim from the softmax scale, the RoPE base from the inverse-frequency
+// constant, top-k from TopK's K.
+//
+// Every ONNX node must end up inside a recognised component; a node that does not (an op the
+// recogniser does not know, or an extra op in the residual stream) is an error naming it, so an
+// export is never silently run as something else.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/raise/GraphMatchers.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+#include <deque>
+
+namespace disagmoe {
+#define GEN_PASS_DEF_RAISEONNXTOMOE
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+using namespace disagmoe::raise;
+
+/// ONNX op types that appear in the supported decoder exports (opset 13-17).
+const llvm::StringSet<> &supportedOpTypes() {
+  static const llvm::StringSet<> ops = {
+      "Add",       "Cast",    "Concat",    "Constant",  "ConstantOfShape", "Cos",
+      "Div",       "Equal",   "Expand",    "Flatten",   "Gather",          "Identity",
+      "MatMul",    "Mul",     "Neg",       "NonZero",   "OneHot",          "Pow",
+      "Range",     "ReduceMean", "ReduceSum", "Reshape", "ScatterElements", "Shape",
+      "Sigmoid",   "Sin",     "Slice",     "Softmax",   "Split",           "Sqrt",
+      "Squeeze",   "Sub",     "Tile",      "TopK",      "Transpose",       "Trilu",
+      "Unsqueeze", "Where",   "Less",      "Greater",   "Min",             "Max"};
+  return ops;
+}
+
+struct NormMatch {
+  Value input, output;
+  WeightOp weight;
+  double eps = 0;
+};
+
+struct AttentionMatch {
+  Value input, output;
+  WeightOp wq, wk, wv, wo;
+  int64_t heads = 0, kvHeads = 0, headDim = 0;
+  double ropeTheta = 0;
+};
+
+struct RouterMatch {
+  Value input;
+  NodeOp topk;
+  WeightOp weight;
+  int64_t numExperts = 0, topK = 0;
+  std::string scoring;
+  Value ids, gates;
+};
+
+struct ExpertMatch {
+  int64_t expert = -1;
+  WeightOp w1, w3, w2;
+};
+
+struct LayerMatch {
+  NormMatch attnNorm, ffnNorm;
+  AttentionMatch attention;
+  NodeOp attnResidualAdd; // h = x + attention
+  RouterMatch router;
+  SmallVector<ExpertMatch> experts; // by expert id
+  Value moeOutput;                  // the combined expert output added to h
+  NodeOp ffnResidualAdd;            // x_next = h + moe
+  int64_t expertHidden = 0;
+};
+
+/// A recognition failure: the node at fault and what was expected there.
+struct MatchError {
+  Operation *at;
+  std::string message;
+};
+
+class Recogniser {
+public:
+  explicit Recogniser(func::FuncOp func) : func(func) {}
+
+  std::optional<MatchError> error;
+
+  /// RMSNorm whose input is `x`.
+  std::optional<NormMatch> matchNorm(Value x) {
+    for (NodeOp pow : consumers(x, "Pow")) {
+      auto exponent = scalarConstant(pow.getInputs()[1]);
+      if (!exponent || *exponent != 2.0 || pow.getInputs()[0] != x)
+        continue;
+      auto mean = single(consumers(pow.getOutputs()[0], "ReduceMean"));
+      auto add = mean ? single(consumers(mean.getOutputs()[0], "Add")) : nullptr;
+      auto eps = add ? scalarConstant(*otherOperand(add, mean.getOutputs()[0])) : std::nullopt;
+      auto sqrt = add ? single(consumers(add.getOutputs()[0], "Sqrt")) : nullptr;
+      if (!eps || !sqrt)
+        return fail(pow, "RMSNorm: expected Pow -> ReduceMean -> Add(eps) -> Sqrt");
+      NodeOp scaled;
+      if (auto div = single(consumers(sqrt.getOutputs()[0], "Div"))) {
+        auto one = scalarConstant(div.getInputs()[0]);
+        if (one && *one == 1.0 && div.getInputs()[1] == sqrt.getOutputs()[0])
+          scaled = single(consumers(div.getOutputs()[0], "Mul")); // x * (1 / sqrt)
+        else if (div.getInputs()[0] == x)
+          scaled = div; // x / sqrt
+      }
+      if (!scaled || !otherOperand(scaled, scaled.getInputs()[0]) ||
+          (scaled.getOpType() == "Mul" && !otherOperand(scaled, x)))
+        return fail(sqrt, "RMSNorm: expected x / sqrt(mean(x^2) + eps)");
+      auto mul = single(consumers(scaled.getOutputs()[0], "Mul"));
+      WeightOp weight =
+          mul ? weightOf(*otherOperand(mul, scaled.getOutputs()[0])) : WeightOp();
+      if (!weight)
+        return fail(scaled, "RMSNorm: expected a multiplication by a weight [hidden]");
+      return NormMatch{x, mul.getOutputs()[0], weight, *eps};
+    }
+    return std::nullopt;
+  }
+
+  /// Linear projections MatMul(x, W) with W a weight [in, out].
+  SmallVector<std::pair<NodeOp, WeightOp>> projections(Value x) {
+    SmallVector<std::pair<NodeOp, WeightOp>> out;
+    for (NodeOp mm : consumers(x, "MatMul"))
+      if (mm.getInputs()[0] == x)
+        if (WeightOp w = weightOf(mm.getInputs()[1]))
+          out.push_back({mm, w});
+    return out;
+  }
+
+  /// Attention whose input (the attention norm's output) is `x`.
+  std::optional<AttentionMatch> matchAttention(Value x) {
+    auto projs = projections(x);
+    if (projs.size() != 3)
+      return std::nullopt;
+    // The score MatMul Q K^T feeds [Div(scale)] -> [Add(mask)] -> Softmax; the PV MatMul reads the
+    // Softmax. Classify each projection by which of the two it reaches.
+    NodeOp softmax;
+    for (auto &proj : projs)
+      if (!softmax)
+        softmax = findDownstream(proj.first.getOutputs()[0], "Softmax");
+    if (!softmax)
+      return fail(projs[0].first, "attention: no Softmax downstream of the q/k/v projections");
+    NodeOp pv = findDownstream(softmax.getOutputs()[0], "MatMul");
+    if (!pv)
+      return fail(softmax, "attention: the Softmax feeds no MatMul with V");
+    NodeOp scores = findUpstream(softmax.getInputs()[0], "MatMul", 8);
+    if (!scores)
+      return fail(softmax, "attention: no Q K^T MatMul before the Softmax");
+
+    AttentionMatch m;
+    m.input = x;
+    NodeOp qProj, kProj, vProj;
+    for (auto &[mm, w] : projs) {
+      Value out = mm.getOutputs()[0];
+      if (dependsOn(pv.getInputs()[1], out))
+        vProj = mm, m.wv = w;
+      else if (dependsOn(scores.getInputs()[0], out))
+        qProj = mm, m.wq = w;
+      else if (dependsOn(scores.getInputs()[1], out))
+        kProj = mm, m.wk = w;
+    }
+    if (!qProj || !kProj || !vProj)
+      return fail(scores, "attention: cannot tell the q, k and v projections apart");
+
+    // Output projection: the first MatMul with a weight after PV.
+    NodeOp oProj = findDownstream(pv.getOutputs()[0], "MatMul", /*needWeight=*/true);
+    if (!oProj)
+      return fail(pv, "attention: no output projection MatMul(., Wo) after softmax(QK^T)V");
+    m.wo = weightOf(oProj.getInputs()[1]);
+    m.output = oProj.getOutputs()[0];
+
+    // head_dim from the softmax scale: Div(scores, sqrt(head_dim)) or Mul(scores, 1/sqrt(d)).
+    double scale = 0;
+    for (NodeOp node : between(scores, softmax)) {
+      auto c = node.getInputs().size() == 2 ? scalarConstant(node.getInputs()[1]) : std::nullopt;
+      if (c && node.getOpType() == "Div")
+        scale = *c;
+      else if (c && node.getOpType() == "Mul" && *c > 0)
+        scale = 1.0 / *c;
+    }
+    if (scale <= 0)
+      return fail(scores, "attention: no constant softmax scale 1/sqrt(head_dim)");
+    m.headDim = static_cast<int64_t>(std::llround(scale * scale));
+    auto qShape = staticShape(m.wq.getResult()), kShape = staticShape(m.wk.getResult());
+    if (m.headDim <= 0 || qShape.size() != 2 || kShape.size() != 2 ||
+        qShape[1] % m.headDim != 0 || kShape[1] % m.headDim != 0)
+      return fail(scores, "attention: scale " + std::to_string(scale) +
+                              " does not give a head_dim dividing the projection widths");
+    m.heads = qShape[1] / m.headDim;
+    m.kvHeads = kShape[1] / m.headDim;
+    if (!checkHeadsInReshape(qProj, m.heads, m.headDim) ||
+        !checkHeadsInReshape(kProj, m.kvHeads, m.headDim))
+      return fail(qProj, "attention: the head split (Reshape to [b, s, heads, head_dim]) "
+                         "disagrees with the softmax scale");
+
+    // Causal mask: an additive mask derived from Trilu before the Softmax.
+    bool causal = false;
+    for (NodeOp node : between(scores, softmax))
+      if (node.getOpType() == "Add")
+        causal |= static_cast<bool>(findUpstream(node.getInputs()[1], "Trilu", 64)) ||
+                  static_cast<bool>(findUpstream(node.getInputs()[0], "Trilu", 64));
+    if (!causal)
+      return fail(softmax, "attention: no causal mask (Trilu) added before the Softmax; only "
+                           "causal decoders are supported");
+
+    // RoPE: the rotated q reaches a Cos whose angles come from an inverse-frequency constant.
+    NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);
+    if (!cos)
+      return fail(scores, "attention: no rotary embedding (Cos/Sin) on q; only RoPE attention "
+                          "is supported");
+    auto invFreq = findInverseFrequencies(cos.getInputs()[0], m.headDim / 2);
+    if (!invFreq || invFreq->size() < 2 || (*invFreq)[1] <= 0 || (*invFreq)[1] >= 1)
+      return fail(cos, "RoPE: no inverse-frequency constant with head_dim/2 = " +
+                           std::to_string(m.headDim / 2) + " values");
+    // inv_freq[i] = theta^(-2i/d)  =>  theta = inv_freq[1]^(-d/2)  (RoFormer, eq. 15)
+    m.ropeTheta = std::pow((*invFreq)[1], -static_cast<double>(m.headDim) / 2.0);
+    return m;
+  }
+
+  /// Router fed (through reshapes) by `x`, the FFN norm output.
+  std::optional<RouterMatch> matchRouter(Value x) {
+    for (NodeOp topk : allNodes("TopK")) {
+      // Logits: MatMul(x', Wg) upstream of TopK, with x' a reshape of x.
+      NodeOp logits = findUpstream(topk.getInputs()[0], "MatMul", 8);
+      if (!logits || skipDataMovement(logits.getInputs()[0]) != x)
+        continue;
+      RouterMatch r;
+      r.input = x;
+      r.topk = topk;
+      r.weight = weightOf(logits.getInputs()[1]);
+      auto k = scalarConstant(topk.getInputs()[1]);
+      auto wShape = r.weight ? staticShape(r.weight.getResult()) : SmallVector<int64_t>{};
+      if (!r.weight || !k || wShape.size() != 2)
+        return fail(topk, "router: expected TopK(K constant) of MatMul(x, Wg[hidden, experts])");
+      r.numExperts = wShape[1];
+      r.topK = static_cast<int64_t>(*k);
+      if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
+        if (largest.getInt() != 1)
+          return fail(topk, "router: TopK must select the largest scores");
+      bool softmaxBefore = static_cast<bool>(findUpstream(topk.getInputs()[0], "Softmax", 4));
+      Value values = topk.getOutputs()[0];
+      NodeOp div;
+      for (NodeOp d : consumers(values, "Div"))
+        if (d.getInputs()[0] == values && producer(d.getInputs()[1], {"ReduceSum"}))
+          div = d;
+      NodeOp softmaxAfter = single(consumers(values, "Softmax"));
+      if (softmaxBefore && div) {
+        r.scoring = "softmax_topk_renorm";
+        r.gates = div.getOutputs()[0];
+      } else if (softmaxBefore) {
+        r.scoring = "softmax_topk";
+        r.gates = values;
+      } else if (softmaxAfter) {
+        r.scoring = "topk_softmax";
+        r.gates = softmaxAfter.getOutputs()[0];
+      } else {
+        return fail(topk, "router: no Softmax before or after TopK");
+      }
+      r.ids = topk.getOutputs()[1];
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  /// SwiGLU experts selected by `router`'s one-hot mask.
+  std::optional<SmallVector<ExpertMatch>> matchExperts(const RouterMatch &router,
+                                                       int64_t &expertHidden) {
+    NodeOp oneHot = single(consumers(router.ids, "OneHot"));
+    if (!oneHot)
+      return fail(router.topk, "experts: the router's expert ids feed no OneHot mask (only the "
+                               "unrolled Hugging Face loop over experts is supported here)"),
+             std::nullopt;
+    SmallVector<ExpertMatch> experts(router.numExperts);
+    for (NodeOp sigmoid : allNodes("Sigmoid")) {
+      NodeOp mm1 = producer(sigmoid.getInputs()[0], {"MatMul"});
+      if (!mm1 || !weightOf(mm1.getInputs()[1]))
+        continue;
+      Value rows = mm1.getInputs()[0];
+      // Which expert: rows come from Gather(x, tokens) with tokens from Gather(mask, e).
+      std::optional<int64_t> expert = expertIndexOf(rows, oneHot);
+      if (!expert)
+        continue;
+      NodeOp silu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
+      if (!silu || !otherOperand(silu, sigmoid.getOutputs()[0]) ||
+          *otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
+        return fail(sigmoid, "experts: expected SiLU = x * Sigmoid(x)"), std::nullopt;
+      NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
+      NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
+                         : NodeOp();
+      if (!mm3 || mm3.getInputs()[0] != rows || !weightOf(mm3.getInputs()[1]))
+        return fail(silu, "experts: expected SwiGLU silu(x W1) * (x W3)"), std::nullopt;
+      NodeOp mm2 = single(consumers(gated.getOutputs()[0], "MatMul"));
+      if (!mm2 || !weightOf(mm2.getInputs()[1]))
+        return fail(gated, "experts: expected the down projection MatMul(., W2)"), std::nullopt;
+      if (*expert < 0 || *expert >= router.numExperts || experts[*expert].w1)
+        return fail(mm1, "experts: expert index " + std::to_string(*expert) +
+                             " is out of range or appears twice"),
+               std::nullopt;
+      experts[*expert] = {*expert, weightOf(mm1.getInputs()[1]), weightOf(mm3.getInputs()[1]),
+                          weightOf(mm2.getInputs()[1])};
+      auto w1Shape = staticShape(experts[*expert].w1.getResult());
+      expertHidden = w1Shape.size() == 2 ? w1Shape[1] : 0;
+    }
+    for (auto [e, ex] : llvm::enumerate(experts))
+      if (!ex.w1)
+        return fail(router.topk, "experts: no SwiGLU expert found for expert id " +
+                                     std::to_string(e) + " of " +
+                                     std::to_string(router.numExperts)),
+               std::nullopt;
+    return experts;
+  }
+
+  /// Recognises the whole decoder; nullopt with `error` set on failure.
+  bool recognise(Value &embeddingOut, NodeOp &embedding, std::vector<LayerMatch> &layers,
+                 NormMatch &finalNorm, NodeOp &head) {
+    Value ids = func.getArgument(0);
+    for (NodeOp gather : consumers(ids, "Gather"))
+      if (gather.getInputs()[1] == ids && weightOf(gather.getInputs()[0]))
+        embedding = gather;
+    if (!embedding) {
+      fail(func, "no token embedding: the token-id input feeds no Gather from a weight");
+      return false;
+    }
+    Value x = embedding.getOutputs()[0];
+    while (!error) {
+      auto norm = matchNorm(x);
+      if (!norm) {
+        if (!error)
+          fail(firstUser(x), "expected an RMSNorm on the residual stream here");
+        return false;
+      }
+      auto attention = matchAttention(norm->output);
+      if (!attention) {
+        if (error)
+          return false;
+        // Not an attention: this is the final norm, followed by the head.
+        finalNorm = *norm;
+        for (auto [mm, w] : projections(norm->output))
+          head = mm;
+        if (!head) {
+          fail(firstUser(norm->output), "expected the language-model head MatMul(norm, W)");
+          return false;
+        }
+        break;
+      }
+      LayerMatch layer;
+      layer.attnNorm = *norm;
+      layer.attention = *attention;
+      layer.attnResidualAdd = residualAdd(x, attention->output);
+      if (!layer.attnResidualAdd) {
+        fail(firstUser(attention->output), "expected the residual add x + attention(x)");
+        return false;
+      }
+      Value h = layer.attnResidualAdd.getOutputs()[0];
+      auto ffnNorm = matchNorm(h);
+      if (!ffnNorm) {
+        if (!error)
+          fail(firstUser(h), "expected the FFN RMSNorm after the attention residual");
+        return false;
+      }
+      layer.ffnNorm = *ffnNorm;
+      auto router = matchRouter(ffnNorm->output);
+      if (!router) {
+        if (!error)
+          fail(firstUser(ffnNorm->output),
+               "layer " + std::to_string(layers.size()) +
+                   ": the FFN has no router (TopK); dense FFN layers are not supported yet");
+        return false;
+      }
+      layer.router = *router;
+      auto experts = matchExperts(*router, layer.expertHidden);
+      if (!experts)
+        return false;
+      layer.experts = *experts;
+      // x_next = h + moe_out: the Add on h that is not part of the norm.
+      for (NodeOp add : consumers(h, "Add"))
+        if (add != layer.attnResidualAdd && otherOperand(add, h) &&
+            dependsOn(*otherOperand(add, h), router->ids))
+          layer.ffnResidualAdd = add;
+      if (!layer.ffnResidualAdd) {
+        fail(router->topk, "expected the residual add h + moe(h) after the experts");
+        return false;
+      }
+      layer.moeOutput = *otherOperand(layer.ffnResidualAdd, h);
+      x = layer.ffnResidualAdd.getOutputs()[0];
+      layers.push_back(std::move(layer));
+    }
+    embeddingOut = embedding.getOutputs()[0];
+    return !error;
+  }
+
+  void fail(Operation *at, const std::string &message) {
+    if (!error)
+      error = MatchError{at, message};
+  }
+
+  std::nullopt_t fail(NodeOp at, const std::string &message) {
+    fail(at.getOperation(), message);
+    return std::nullopt;
+  }
+
+private:
+  func::FuncOp func;
+
+  static NodeOp single(const SmallVector<NodeOp> &nodes) {
+    return nodes.size() == 1 ? nodes.front() : NodeOp();
+  }
+
+  Operation *firstUser(Value v) {
+    return v.getUsers().empty() ? v.getParentBlock()->getParentOp() : *v.getUsers().begin();
+  }
+
+  SmallVector<NodeOp> allNodes(StringRef opType) {
+    SmallVector<NodeOp> out;
+    func.walk([&](NodeOp node) {
+      if (node.getOpType() == opType)
+        out.push_back(node);
+    });
+    return out;
+  }
+
+  /// First node of `opType` reachable forwards from `v` (breadth-first). With needWeight, only a
+  /// MatMul whose second input is a weight counts. Does not walk past weighted MatMuls.
+  NodeOp findDownstream(Value v, StringRef opType, bool needWeight = false, int budget = 128) {
+    llvm::DenseSet<Operation *> seen;
+    std::deque<Value> work{v};
+    while (!work.empty() && budget-- > 0) {
+      Value cur = work.front();
+      work.pop_front();
+      for (Operation *user : cur.getUsers()) {
+        auto node = dyn_cast<NodeOp>(user);
+        if (!node || !seen.insert(node).second)
+          continue;
+        bool weighted = node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]);
+        if (node.getOpType() == opType && (!needWeight || weighted))
+          return node;
+        if (weighted)
+          continue;
+        for (Value out : node.getOutputs())
+          work.push_back(out);
+      }
+    }
+    return nullptr;
+  }
+
+  /// Nodes on the chain from `from`'s output to `to` (exclusive), following single-user links.
+  SmallVector<NodeOp> between(NodeOp from, NodeOp to) {
+    SmallVector<NodeOp> chain;
+    Value cur = from.getOutputs()[0];
+    for (int i = 0; i < 8; ++i) {
+      auto users = cur.getUsers();
+      if (users.empty())
+        break;
+      auto node = dyn_cast<NodeOp>(*users.begin());
+      if (!node || node == to)
+        break;
+      chain.push_back(node);
+      cur = node.getOutputs()[0];
+    }
+    return chain;
+  }
+
+  /// The projection's Reshape to [b, s, heads, head_dim] agrees with (heads, headDim), where the
+  /// shape is known (statically typed result, or constant trailing entries of its shape Concat).
+  bool checkHeadsInReshape(NodeOp proj, int64_t heads, int64_t headDim) {
+    NodeOp reshape = single(consumers(proj.getOutputs()[0], "Reshape"));
+    if (!reshape)
+      return true; // no explicit head split to compare with
+    auto shape = staticShape(reshape.getOutputs()[0]);
+    if (shape.size() == 4)
+      return shape[2] == heads && shape[3] == headDim;
+    if (auto concat = producer(reshape.getInputs()[1], {"Concat"})) {
+      auto n = concat.getInputs().size();
+      auto h = n >= 2 ? constantValues(concat.getInputs()[n - 2]) : std::nullopt;
+      auto d = n >= 2 ? constantValues(concat.getInputs()[n - 1]) : std::nullopt;
+      if (h && d && h->size() == 1 && d->size() == 1)
+        return (*h)[0] == heads && (*d)[0] == headDim;
+    }
+    return true;
+  }
+
+  /// A float constant with `count` values upstream of the RoPE angles.
+  std::optional<SmallVector<double>> findInverseFrequencies(Value angles, int64_t count) {
+    llvm::DenseSet<Value> seen;
+    std::deque<Value> work{angles};
+    for (int budget = 256; !work.empty() && budget-- > 0;) {
+      Value v = work.front();
+      work.pop_front();
+      if (!seen.insert(v).second)
+        continue;
+      if (auto values = constantValues(v))
+        if (static_cast<int64_t>(values->size()) == count)
+          return values;
+      if (Operation *def = v.getDefiningOp())
+        for (Value operand : def->getOperands())
+          work.push_back(operand);
+    }
+    return std::nullopt;
+  }
+
+  /// Expert id whose one-hot row selects `rows`: Gather(mask', e) upstream of rows, where mask' is
+  /// the OneHot output (possibly transposed).
+  std::optional<int64_t> expertIndexOf(Value rows, NodeOp oneHot) {
+    llvm::DenseSet<Value> seen;
+    std::deque<Value> work{rows};
+    for (int budget = 128; !work.empty() && budget-- > 0;) {
+      Value v = work.front();
+      work.pop_front();
+      if (!seen.insert(v).second)
+        continue;
+      NodeOp node = producer(v);
+      if (!node)
+        continue;
+      if (node.getOpType() == "Gather" && node.getInputs().size() == 2 &&
+          skipTranspose(node.getInputs()[0]) == oneHot.getOutputs()[0])
+        if (auto e = scalarConstant(node.getInputs()[1]))
+          return static_cast<int64_t>(*e);
+      if (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]))
+        continue; // another component's projection: stop here
+      for (Value operand : node.getInputs())
+        work.push_back(operand);
+    }
+    return std::nullopt;
+  }
+
+  static Value skipTranspose(Value v) {
+    while (auto t = producer(v, {"Transpose"}))
+      v = t.getInputs()[0];
+    return v;
+  }
+
+  /// The Add node computing x + y (either operand order).
+  NodeOp residualAdd(Value x, Value y) {
+    for (NodeOp add : consumers(y, "Add"))
+      if (otherOperand(add, y) && *otherOperand(add, y) == x)
+        return add;
+    return nullptr;
+  }
+};
+
+struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (funcs.size() != 1 || funcs[0].getNumArguments() < 1) {
+      module.emitError("raise-onnx-to-moe: expected one function with the token ids as its "
+                       "first argument");
+      return signalPassFailure();
+    }
+    func::FuncOp func = funcs[0];
+    if (failed(checkSupportedOps(func)) || failed(raise(func)))
+      return signalPassFailure();
+  }
+
+  /// Reports every node whose op type the recogniser does not know, all at once.
+  LogicalResult checkSupportedOps(func::FuncOp func) {
+    bool ok = true;
+    func.walk([&](NodeOp node) {
+      if (!node.getDomain().empty() && node.getDomain() != "ai.onnx") {
+        node.emitError() << describe(node) << ": domain '" << node.getDomain()
+                         << "' is not supported";
+        ok = false;
+      } else if (!supportedOpTypes().contains(node.getOpType())) {
+        node.emitError() << describe(node) << ": op type " << node.getOpType()
+                         << " is not supported";
+        ok = false;
+      }
+    });
+    return success(ok);
+  }
+
+  LogicalResult raise(func::FuncOp func) {
+    Recogniser rec(func);
+    Value embeddingOut;
+    NodeOp embedding, head;
+    std::vector<LayerMatch> layers;
+    NormMatch finalNorm;
+    bool ok = rec.recognise(embeddingOut, embedding, layers, finalNorm, head);
+    if (ok && layers.empty())
+      rec.fail(head, "the model has no MoE layer (no router TopK on any FFN)");
+    if (!ok || rec.error) {
+      auto &err = *rec.error;
+      if (auto node = dyn_cast<NodeOp>(err.at))
+        node.emitError() << describe(node) << ": " << err.message;
+      else
+        err.at->emitError() << err.message;
+      return failure();
+    }
+
+    // Build the moe ops at the end of the function, then route the graph output through them.
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    OpBuilder b(ret);
+    Location loc = func.getLoc();
+    auto norm = [&](NormMatch m, Value x, int64_t layer, StringRef role) {
+      return b.create<moe::RmsNormOp>(loc, m.output.getType(), x, m.weight.getResult(),
+                                      llvm::APFloat(m.eps), layer, role)
+          .getResult();
+    };
+    Value x = b.create<moe::EmbeddingOp>(embedding.getLoc(), embeddingOut.getType(),
+                                         func.getArgument(0), embedding.getInputs()[0])
+                  .getResult();
+    for (auto [l, layer] : llvm::enumerate(layers)) {
+      int64_t li = static_cast<int64_t>(l);
+      Value xn = norm(layer.attnNorm, x, li, "attn_norm");
+      AttentionMatch a = layer.attention;
+      Value attn = b.create<moe::AttentionOp>(loc, a.output.getType(), xn, a.wq.getResult(),
+                                              a.wk.getResult(), a.wv.getResult(), a.wo.getResult(),
+                                              li, a.heads, a.kvHeads, a.headDim,
+                                              llvm::APFloat(a.ropeTheta));
+      Value h = b.create<arith::AddFOp>(loc, x, attn);
+      Value hn = norm(layer.ffnNorm, h, li, "ffn_norm");
+      RouterMatch r = layer.router;
+      auto router = b.create<moe::RouterOp>(loc, r.ids.getType(), r.gates.getType(), hn, r.weight.getResult(),
+                                            li, r.numExperts, r.topK, r.scoring);
+      SmallVector<Value> w1, w3, w2;
+      for (ExpertMatch e : layer.experts) {
+        w1.push_back(e.w1);
+        w3.push_back(e.w3);
+        w2.push_back(e.w2);
+      }
+      Value moeOut = b.create<moe::ExpertsOp>(loc, layer.moeOutput.getType(), hn, router.getIds(),
+                                              router.getGates(), w1, w3, w2, li,
+                                              r.numExperts, layer.expertHidden);
+      x = b.create<arith::AddFOp>(loc, h, moeOut);
+    }
+    Value xn = norm(finalNorm, x, -1, "final_norm");
+    Value logits = b.create<moe::HeadOp>(head.getLoc(), head.getOutputs()[0].getType(), xn,
+                                         head.getInputs()[1]);
+    if (ret.getNumOperands() != 1 || ret.getOperand(0) != head.getOutputs()[0]) {
+      head.emitError() << describe(head)
+                       << ": the language-model head must produce the only graph output";
+      return failure();
+    }
+    ret->setOperand(0, logits);
+    return eraseRecognisedGraph(func);
+  }
+
+  /// Every ONNX node is now dead; one that is still used sits outside every recognised component.
+  LogicalResult eraseRecognisedGraph(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isa<NodeOp, onnxir::NoneOp>(op) && op.use_empty())
+        op.erase();
+    for (Operation &op : body)
+      if (auto node = dyn_cast<NodeOp>(op)) {
+        node.emitError() << describe(node)
+                         << ": not part of any recognised component (embedding, RMSNorm, "
+                            "attention, router, experts, head)";
+        return failure();
+      }
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (auto w = dyn_cast<WeightOp>(op); w && w->use_empty())
+        w->erase();
+    return success();
+  }
+};
+} // namespace
+} // namespace disagmoe
