@@ -24,7 +24,7 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (groups < 1) {
-      module.emitError() << "fuse-exchange: groups must be at least 1, got " << groups;
+      module.emitError() << "fuse-exchange: groups must be at least 1, got " << static_cast<int64_t>(groups);
       return signalPassFailure();
     }
     for (auto func : module.getOps<func::FuncOp>())
@@ -43,7 +43,7 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
       if (stage.getSide() == "ffn" || stage.getSide() == "attention")
         numLayers = std::max(numLayers, stage.getLayer() + 1);
     if (numLayers % groups != 0)
-      return func.emitError() << "fuse-exchange: " << groups << " groups do not divide the "
+      return func.emitError() << "fuse-exchange: " << static_cast<int64_t>(groups) << " groups do not divide the "
                               << numLayers << " layers (layer l runs on group l mod p)";
 
     OpBuilder b(func.getContext());

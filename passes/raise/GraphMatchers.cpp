@@ -68,7 +68,13 @@ std::optional<double> scalarConstant(Value v) {
   return values->front();
 }
 
-WeightOp weightOf(Value v) { return v.getDefiningOp<WeightOp>(); }
+WeightOp weightOf(Value v) {
+  // torch.onnx.export keeps one copy of identical initializers and reads the others through
+  // Identity nodes.
+  while (auto identity = producer(v, {"Identity"}))
+    v = identity.getInputs()[0];
+  return v.getDefiningOp<WeightOp>();
+}
 
 Value skipDataMovement(Value v) {
   while (auto node = producer(v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))

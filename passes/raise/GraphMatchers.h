@@ -34,7 +34,7 @@ std::optional<llvm::SmallVector<double>> constantValues(mlir::Value v);
 /// The single value of a scalar or one-element constant.
 std::optional<double> scalarConstant(mlir::Value v);
 
-/// The weight reference behind `v` (a large initializer: bytes stay in the file), or null.
+/// The weight reference behind `v` (an initializer, possibly read through Identity nodes), or null.
 WeightOp weightOf(mlir::Value v);
 
 /// Follows `v` backwards through ops that only move or retype data (Cast, Reshape, Unsqueeze,

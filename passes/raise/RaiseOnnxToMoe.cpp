@@ -228,8 +228,15 @@ public:
     if (!invFreq || invFreq->size() < 2 || (*invFreq)[1] <= 0 || (*invFreq)[1] >= 1)
       return fail(cos, "RoPE: no inverse-frequency constant with head_dim/2 = " +
                            std::to_string(m.headDim / 2) + " values");
-    // inv_freq[i] = theta^(-2i/d)  =>  theta = inv_freq[1]^(-d/2)  (RoFormer, eq. 15)
-    m.ropeTheta = std::pow((*invFreq)[1], -static_cast<double>(m.headDim) / 2.0);
+    // inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), so log theta = -d/(2i) * log inv_freq[i].
+    // Average over i, then keep 6 significant digits: the constant is fp32 (relative precision
+    // 6e-8), so further digits are rounding noise of the export, not part of the model.
+    double logTheta = 0;
+    for (size_t i = 1; i < invFreq->size(); ++i)
+      logTheta += -static_cast<double>(m.headDim) / (2.0 * i) * std::log((*invFreq)[i]);
+    double theta = std::exp(logTheta / static_cast<double>(invFreq->size() - 1));
+    double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
+    m.ropeTheta = std::round(theta / magnitude) * magnitude;
     return m;
   }
 
@@ -377,10 +384,11 @@ public:
       layer.ffnNorm = *ffnNorm;
       auto router = matchRouter(ffnNorm->output);
       if (!router) {
-        if (!error)
-          fail(firstUser(ffnNorm->output),
-               "layer " + std::to_string(layers.size()) +
-                   ": the FFN has no router (TopK); dense FFN layers are not supported yet");
+        std::string where = "layer " + std::to_string(layers.size()) + "'s FFN has no router (TopK)";
+        if (!error && allNodes("TopK").empty())
+          fail(firstUser(ffnNorm->output), "the model has no MoE layer: " + where);
+        else if (!error)
+          fail(firstUser(ffnNorm->output), where + "; dense FFN layers are not supported yet");
         return false;
       }
       layer.router = *router;
@@ -613,7 +621,8 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
           .getResult();
     };
     Value x = b.create<moe::EmbeddingOp>(embedding.getLoc(), embeddingOut.getType(),
-                                         func.getArgument(0), embedding.getInputs()[0])
+                                         func.getArgument(0),
+                                         weightOf(embedding.getInputs()[0]).getResult())
                   .getResult();
     for (auto [l, layer] : llvm::enumerate(layers)) {
       int64_t li = static_cast<int64_t>(l);
@@ -641,7 +650,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     }
     Value xn = norm(finalNorm, x, -1, "final_norm");
     Value logits = b.create<moe::HeadOp>(head.getLoc(), head.getOutputs()[0].getType(), xn,
-                                         head.getInputs()[1]);
+                                         weightOf(head.getInputs()[1]).getResult());
     if (ret.getNumOperands() != 1 || ret.getOperand(0) != head.getOutputs()[0]) {
       head.emitError() << describe(head)
                        << ": the language-model head must produce the only graph output";

@@ -1,0 +1,18 @@
+# lit configuration: FileCheck tests over disagmoe-opt / disagmoe output.
+import os
+
+import lit.formats
+
+config.name = "disagmoe"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = config.exec_root
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.disagmoe_bin, config.filecheck_dir, "/usr/lib/llvm-19/bin", config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%samples", os.path.join(config.source_root, "samples")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+# Debian's python3 (with onnx and numpy), not the first python3 on PATH.
+config.substitutions.append(("%python", config.python))
