@@ -260,7 +260,7 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                        {"src_group", res.getSrcGroup()},
                                        {"dst_group", res.getDstGroup()},
                                        {"capacity_tokens", batch * seq},
-                                       {"bytes_per_token", hidden * 4}});
+                                       {"bytes_per_token", 8 + hidden * 4}});
     }
   });
   if (!ok)

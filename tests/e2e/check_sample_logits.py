@@ -1,0 +1,59 @@
+"""End-to-end: compile the committed Mixtral-style export, run the plan on CPU ranks, and compare the
+logits with the PyTorch goldens written by samples/models/mixtral_tiny/export.py.
+
+Oracle: PyTorch eager logits (golden/logits_b{B}_s{S}.npy); tolerance 1e-4 max abs error (fp32).
+Run with Debian's /usr/bin/python3 (numpy).
+  check_sample_logits.py BIN_DIR SAMPLE_DIR WORK_DIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+TOLERANCE = 1e-4
+SHAPES = [(2, 8), (1, 5), (3, 12)]
+# (A-ranks, F-ranks): the issue's 2+2, and uneven splits of the 8 experts.
+RANKS = [(2, 2), (1, 3), (3, 4)]
+
+
+def run(cmd):
+    result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        print(result.stdout)
+        raise SystemExit(f"FAILED ({result.returncode}): {' '.join(cmd)}")
+    return result.stdout
+
+
+def main(bin_dir, sample, work):
+    failures = 0
+    worst = 0.0
+    for batch, seq in SHAPES:
+        ids = os.path.join(sample, "golden", f"ids_b{batch}_s{seq}.npy")
+        ref = np.load(os.path.join(sample, "golden", f"logits_b{batch}_s{seq}.npy"))
+        for attn, ffn in RANKS:
+            plan = os.path.join(work, f"plan_b{batch}_s{seq}_a{attn}_f{ffn}")
+            out = plan + "_logits.npy"
+            run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"),
+                 "-o", plan, "--batch", str(batch), "--seq-len", str(seq),
+                 "--attn-ranks", str(attn), "--ffn-ranks", str(ffn)])
+            run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", ids, "--output", out])
+            ours = np.load(out)
+            if ours.shape != ref.shape:
+                print(f"[b{batch} s{seq} A{attn} F{ffn}] shape {ours.shape} != {ref.shape}")
+                failures += 1
+                continue
+            err = float(np.abs(ours - ref).max())
+            worst = max(worst, err)
+            ok = err <= TOLERANCE
+            failures += not ok
+            print(f"[b{batch} s{seq} A{attn} F{ffn}] max abs error {err:.3e} "
+                  f"{'ok' if ok else 'FAIL'}")
+    print(f"worst max abs error {worst:.3e} (tolerance {TOLERANCE})")
+    print(f"{len(SHAPES) * len(RANKS) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    os.makedirs(sys.argv[3], exist_ok=True)
+    sys.exit(main(*sys.argv[1:4]))
