@@ -1,0 +1,175 @@
+#include "runtime/backends/cpu/Kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace disagmoe::cpu {
+
+void embedding(const float* table, int64_t vocab, int64_t hidden, const int64_t* ids, int64_t tokens, float* out) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab)
+      throw KernelError("embedding: token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+    std::copy_n(table + ids[t] * hidden, hidden, out + t * hidden);
+  }
+}
+
+void rmsNorm(const float* x, int64_t rows, int64_t hidden, const float* w, float eps, float* y) {
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* xr = x + t * hidden;
+    double sumSq = 0;
+    for (int64_t j = 0; j < hidden; ++j)
+      sumSq += static_cast<double>(xr[j]) * xr[j];
+    // PyTorch computes the mean and rsqrt in fp32; rounding the statistic to fp32 first matches it.
+    float variance = static_cast<float>(sumSq / static_cast<double>(hidden));
+    float inv = 1.0f / std::sqrt(variance + eps);
+    float* yr = y + t * hidden;
+    for (int64_t j = 0; j < hidden; ++j)
+      yr[j] = w[j] * (xr[j] * inv);
+  }
+}
+
+void linear(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y) {
+  if (rows == 0 || out == 0) return;
+  if (in == 0) {
+    std::fill_n(y, rows * out, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(out),
+              static_cast<int>(in), 1.0f, x, static_cast<int>(in), w, static_cast<int>(out), 0.0f, y,
+              static_cast<int>(out));
+}
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
+  const int64_t half = headDim / 2;
+  std::vector<float> cosv(half), sinv(half);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle.
+      float invFreq = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
+      float angle = static_cast<float>(positions[t]) * invFreq;
+      cosv[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sinv[i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (t * heads + h) * headDim;
+      for (int64_t i = 0; i < half; ++i) {
+        float a = v[i], b = v[i + half];
+        v[i] = a * cosv[i] - b * sinv[i];
+        v[i + half] = b * cosv[i] + a * sinv[i];
+      }
+    }
+  }
+}
+
+void causalAttention(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads, int64_t kvHeads,
+                     int64_t headDim, float* out) {
+  const int64_t groupSize = heads / kvHeads;
+  const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  std::vector<double> scores(static_cast<size_t>(seqLen));
+  std::vector<double> acc(static_cast<size_t>(headDim));
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / groupSize;
+    for (int64_t t = 0; t < seqLen; ++t) {
+      const float* qv = q + t * qStride + h * headDim;
+      double maxScore = -INFINITY;
+      for (int64_t s = 0; s <= t; ++s) {
+        const float* kv = k + s * kvStride + g * headDim;
+        double dot = 0;
+        for (int64_t d = 0; d < headDim; ++d)
+          dot += static_cast<double>(qv[d]) * kv[d];
+        scores[s] = dot * scale;
+        maxScore = std::max(maxScore, scores[s]);
+      }
+      double denom = 0;
+      for (int64_t s = 0; s <= t; ++s) {
+        scores[s] = std::exp(scores[s] - maxScore);
+        denom += scores[s];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t s = 0; s <= t; ++s) {
+        const float* vv = v + s * kvStride + g * headDim;
+        const double p = scores[s] / denom;
+        for (int64_t d = 0; d < headDim; ++d)
+          acc[d] += p * vv[d];
+      }
+      float* o = out + t * qStride + h * headDim;
+      for (int64_t d = 0; d < headDim; ++d)
+        o[d] = static_cast<float>(acc[d]);
+    }
+  }
+}
+
+void softmax(const float* x, int64_t rows, int64_t cols, float* y) {
+  std::vector<double> e(static_cast<size_t>(cols));
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* xr = x + t * cols;
+    const float maxValue = *std::max_element(xr, xr + cols);
+    double sum = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      e[j] = std::exp(static_cast<double>(xr[j]) - maxValue);
+      sum += e[j];
+    }
+    for (int64_t j = 0; j < cols; ++j)
+      y[t * cols + j] = static_cast<float>(e[j] / sum);
+  }
+}
+
+void topK(const float* row, int64_t n, int64_t k, int64_t* ids, float* values) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  // Stable on index: a strictly greater value wins, otherwise the lower index comes first.
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  for (int64_t i = 0; i < k; ++i) {
+    ids[i] = order[i];
+    values[i] = row[order[i]];
+  }
+}
+
+void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
+                 float* gates) {
+  std::vector<float> scores(static_cast<size_t>(experts));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = logits + t * experts;
+    int64_t* rowIds = ids + t * k;
+    float* rowGates = gates + t * k;
+    if (scoring == RouterScoring::TopkSoftmax) {
+      topK(row, experts, k, rowIds, rowGates);
+      softmax(rowGates, 1, k, rowGates);
+      continue;
+    }
+    softmax(row, 1, experts, scores.data());
+    topK(scores.data(), experts, k, rowIds, rowGates);
+    if (scoring == RouterScoring::SoftmaxTopkRenorm) {
+      // fp32 sum and division, as `routing_weights /= routing_weights.sum(-1, keepdim=True)`.
+      float sum = 0;
+      for (int64_t i = 0; i < k; ++i)
+        sum += rowGates[i];
+      for (int64_t i = 0; i < k; ++i)
+        rowGates[i] /= sum;
+    }
+  }
+}
+
+void swigluExpert(const float* x, int64_t rows, int64_t hidden, int64_t expertHidden, const float* w1, const float* w3,
+                  const float* w2, float* out) {
+  if (rows == 0) return;
+  std::vector<float> gate(static_cast<size_t>(rows * expertHidden));
+  std::vector<float> up(gate.size());
+  linear(x, rows, hidden, w1, expertHidden, gate.data());
+  linear(x, rows, hidden, w3, expertHidden, up.data());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const float z = gate[i];
+    gate[i] = z / (1.0f + std::exp(-z)) * up[i];
+  }
+  linear(gate.data(), rows, expertHidden, w2, hidden, out);
+}
+
+} // namespace disagmoe::cpu

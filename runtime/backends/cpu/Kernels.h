@@ -1,0 +1,69 @@
+// fp32 CPU kernels of the forward pass. All tensors are dense row-major float32 (int64 for ids),
+// passed as raw pointers with their sizes; rows may be 0. Shapes below use T = tokens (rows).
+//
+// Each kernel follows the Hugging Face Mixtral reference (transformers/models/mixtral/
+// modeling_mixtral.py), which is what samples/models/mixtral_tiny/export.py traces and the golden
+// tests compare against. Reductions accumulate in double, so results are within a few fp32 ulps of
+// PyTorch's fp32 results.
+#pragma once
+
+#include "runtime/plan/RouterScoring.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace disagmoe::cpu {
+
+/// Raised for invalid kernel arguments that depend on data (an id outside the vocabulary).
+class KernelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Embedding gather: out[t] = table[ids[t]].
+/// table [vocab, hidden], ids [T], out [T, hidden]. Throws KernelError if an id is outside [0, vocab).
+void embedding(const float* table, int64_t vocab, int64_t hidden, const int64_t* ids, int64_t tokens, float* out);
+
+/// RMSNorm (MixtralRMSNorm): y[t] = x[t] / sqrt(mean_j(x[t,j]^2) + eps) * w.
+/// x, y [T, hidden] (may alias), w [hidden].
+void rmsNorm(const float* x, int64_t rows, int64_t hidden, const float* w, float eps, float* y);
+
+/// Linear without bias: y = x @ w, with w stored [in, out] (cblas_sgemm, OpenBLAS).
+/// x [rows, in], w [in, out], y [rows, out] (must not alias x).
+void linear(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y);
+
+/// Rotary position embedding, rotate-half form (HF `apply_rotary_pos_emb`), in place:
+/// for head vector v of size d = headDim and position p, with inv_freq[i] = theta^(-2i/d),
+/// angle[i] = angle[i + d/2] = p * inv_freq[i]:  v' = v * cos(angle) + rotate_half(v) * sin(angle),
+/// rotate_half(v) = [-v[d/2:], v[:d/2]].
+/// x [T, heads, headDim] (a q or k projection), positions [T]. headDim must be even.
+void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta);
+
+/// Causal grouped-query attention of ONE sequence (positions 0..seqLen-1), after RoPE:
+/// out[t, h] = sum_{s<=t} softmax_s(q[t,h] . k[s,g] / sqrt(headDim)) v[s,g], g = h / (heads/kvHeads)
+/// (HF `repeat_kv`: kv head g serves query heads g*n_rep .. g*n_rep+n_rep-1). The softmax subtracts
+/// the row maximum before exp.
+/// q [seqLen, heads*headDim], k, v [seqLen, kvHeads*headDim], out [seqLen, heads*headDim].
+void causalAttention(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads, int64_t kvHeads,
+                     int64_t headDim, float* out);
+
+/// Row-wise softmax with max-subtraction: y[t] = exp(x[t] - max) / sum(exp(x[t] - max)).
+/// x, y [rows, cols] (may alias).
+void softmax(const float* x, int64_t rows, int64_t cols, float* y);
+
+/// Top-k of one row, descending by value; equal values go to the LOWER index first (ONNX TopK).
+/// row [n], ids [k], values [k]; requires 1 <= k <= n.
+void topK(const float* row, int64_t n, int64_t k, int64_t* ids, float* values);
+
+/// Router gates from logits (fp32): per token the top-k expert ids (descending score, ties to the
+/// lower id) and their gate weights per `scoring`.
+/// logits [T, experts], ids [T, k], gates [T, k].
+void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
+                 float* gates);
+
+/// SwiGLU expert (MixtralBlockSparseTop2MLP): out = (silu(x @ w1) * (x @ w3)) @ w2, silu(z) = z * sigmoid(z).
+/// x [rows, hidden], w1, w3 [hidden, expertHidden], w2 [expertHidden, hidden], out [rows, hidden].
+void swigluExpert(const float* x, int64_t rows, int64_t hidden, int64_t expertHidden, const float* w1, const float* w3,
+                  const float* w2, float* out);
+
+} // namespace disagmoe::cpu

@@ -1,0 +1,139 @@
+#include "runtime/exchange/Messages.h"
+
+#include <cstring>
+#include <string>
+
+namespace disagmoe {
+namespace {
+
+class Writer {
+public:
+  explicit Writer(size_t reserve) { bytes_.reserve(reserve); }
+  template <typename T> void put(T value) { putArray(&value, 1); }
+  template <typename T> void putArray(const T* values, size_t n) {
+    const size_t at = bytes_.size();
+    bytes_.resize(at + n * sizeof(T));
+    if (n) std::memcpy(bytes_.data() + at, values, n * sizeof(T));
+  }
+  Bytes take() { return std::move(bytes_); }
+
+private:
+  Bytes bytes_;
+};
+
+class Reader {
+public:
+  Reader(const Bytes& bytes, const char* kind) : bytes_(bytes), kind_(kind) {}
+  template <typename T> T get() {
+    T value;
+    getArray(&value, 1);
+    return value;
+  }
+  template <typename T> void getArray(T* out, size_t n) {
+    if (n > (bytes_.size() - at_) / sizeof(T))
+      fail("truncated at byte " + std::to_string(at_) + " of " + std::to_string(bytes_.size()));
+    if (n) std::memcpy(out, bytes_.data() + at_, n * sizeof(T));
+    at_ += n * sizeof(T);
+  }
+  size_t remaining() const { return bytes_.size() - at_; }
+  void expectEnd() {
+    if (at_ != bytes_.size())
+      fail(std::to_string(bytes_.size() - at_) + " trailing bytes after " + std::to_string(at_));
+  }
+  [[noreturn]] void fail(const std::string& what) { throw MessageError(std::string(kind_) + " message: " + what); }
+
+private:
+  const Bytes& bytes_;
+  const char* kind_;
+  size_t at_ = 0;
+};
+
+std::vector<int64_t> readTokenIds(Reader& in) {
+  const int64_t count = in.get<int64_t>();
+  if (count < 0 || static_cast<uint64_t>(count) > in.remaining() / sizeof(int64_t))
+    in.fail("token count " + std::to_string(count) + " does not fit the message");
+  std::vector<int64_t> ids(static_cast<size_t>(count));
+  in.getArray(ids.data(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || (i > 0 && ids[i] <= ids[i - 1])) in.fail("token ids are not non-negative and strictly ascending");
+  return ids;
+}
+
+void checkRows(size_t count, size_t values, int64_t hidden, const char* kind) {
+  if (values != count * static_cast<size_t>(hidden))
+    throw MessageError(std::string(kind) + " message: " + std::to_string(values) + " values for " +
+                       std::to_string(count) + " tokens of hidden size " + std::to_string(hidden));
+}
+
+} // namespace
+
+Bytes packM2n(const M2nMessage& message, int64_t hidden) {
+  const size_t count = message.tokenIds.size();
+  checkRows(count, message.x.size(), hidden, "M2N");
+  if (message.routes.size() != count) throw MessageError("M2N message: routes do not match the token count");
+  Writer out(8 + count * (16 + 4 * hidden));
+  out.put<int64_t>(static_cast<int64_t>(count));
+  out.putArray(message.tokenIds.data(), count);
+  out.putArray(message.x.data(), message.x.size());
+  for (const auto& route : message.routes) {
+    out.put<int64_t>(static_cast<int64_t>(route.size()));
+    for (const ExpertGate& eg : route) {
+      out.put<int64_t>(eg.expert);
+      out.put<float>(eg.gate);
+    }
+  }
+  return out.take();
+}
+
+M2nMessage unpackM2n(const Bytes& bytes, int64_t hidden) {
+  Reader in(bytes, "M2N");
+  M2nMessage message;
+  message.tokenIds = readTokenIds(in);
+  const size_t count = message.tokenIds.size();
+  if (count > in.remaining() / (4 * static_cast<size_t>(hidden)))
+    in.fail("too short for " + std::to_string(count) + " tokens");
+  message.x.resize(count * static_cast<size_t>(hidden));
+  in.getArray(message.x.data(), message.x.size());
+  message.routes.resize(count);
+  for (auto& route : message.routes) {
+    const int64_t nLocal = in.get<int64_t>();
+    if (nLocal < 0 || static_cast<uint64_t>(nLocal) > in.remaining() / 12)
+      in.fail("bad n_local " + std::to_string(nLocal));
+    route.resize(static_cast<size_t>(nLocal));
+    for (size_t i = 0; i < route.size(); ++i) {
+      route[i].expert = in.get<int64_t>();
+      route[i].gate = in.get<float>();
+      if (i > 0 && route[i].expert <= route[i - 1].expert) in.fail("expert ids of a token are not strictly ascending");
+    }
+  }
+  in.expectEnd();
+  return message;
+}
+
+Bytes packRows(const RowsMessage& message, int64_t hidden) {
+  const size_t count = message.tokenIds.size();
+  checkRows(count, message.rows.size(), hidden, "N2M");
+  Writer out(8 + count * (8 + 4 * hidden));
+  out.put<int64_t>(static_cast<int64_t>(count));
+  out.putArray(message.tokenIds.data(), count);
+  out.putArray(message.rows.data(), message.rows.size());
+  return out.take();
+}
+
+RowsMessage unpackRows(const Bytes& bytes, int64_t hidden) {
+  Reader in(bytes, "N2M");
+  RowsMessage message;
+  message.tokenIds = readTokenIds(in);
+  if (message.tokenIds.size() > in.remaining() / (4 * static_cast<size_t>(hidden)))
+    in.fail("too short for " + std::to_string(message.tokenIds.size()) + " tokens");
+  message.rows.resize(message.tokenIds.size() * static_cast<size_t>(hidden));
+  in.getArray(message.rows.data(), message.rows.size());
+  in.expectEnd();
+  return message;
+}
+
+int exchangeTag(ExchangeKind kind, int64_t layer) {
+  return static_cast<int>(layer * 3 + static_cast<int>(kind));
+}
+
+} // namespace disagmoe

@@ -1,0 +1,100 @@
+#include "runtime/executor/Executor.h"
+
+#include "runtime/comm/local/LocalComm.h"
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+namespace disagmoe {
+
+Executor::Executor(const Plan& plan, ExecutorOptions options) : plan_(plan), options_(options) {
+  for (int r = 0; r < plan.placement.worldSize; ++r)
+    weights_.emplace_back(plan, r);
+}
+
+namespace {
+
+void checkInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
+  if (batch < 1 || seqLen < 1)
+    throw ExecError("input shape [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] is empty");
+  if (static_cast<int64_t>(ids.size()) != batch * seqLen)
+    throw ExecError("input has " + std::to_string(ids.size()) + " ids, shape [" + std::to_string(batch) + "," +
+                    std::to_string(seqLen) + "] needs " + std::to_string(batch * seqLen));
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= plan.model.vocabSize)
+      throw ExecError("input id " + std::to_string(ids[i]) + " at [" + std::to_string(i / seqLen) + "," +
+                      std::to_string(i % seqLen) + "] is outside the vocabulary [0, " +
+                      std::to_string(plan.model.vocabSize) + ")");
+  // Every message carries at most one attention rank's tokens.
+  const int64_t da = plan.placement.attentionSize();
+  const int64_t perRank = (batch + da - 1) / da * seqLen;
+  for (const ExchangeSpec& e : plan.exchanges)
+    if (perRank > e.capacityTokens)
+      throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
+                      std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
+                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id + "\"");
+}
+
+} // namespace
+
+RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const {
+  checkInput(plan_, ids, batch, seqLen);
+  const int world = plan_.placement.worldSize;
+  LocalWorld comm(world);
+  std::vector<RankResult> results(world);
+  std::mutex failureMutex;
+  std::exception_ptr firstFailure;
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        results[r] = runRank(plan_, weights_[r], *endpoint, ids, batch, seqLen, options_.recvTimeout);
+      } catch (const CommAborted&) {
+        // Secondary: another rank failed first and reported the cause.
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(failureMutex);
+          if (!firstFailure) firstFailure = std::current_exception();
+        }
+        comm.abort("rank " + std::to_string(r) + " failed: " + e.what());
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  const auto stop = std::chrono::steady_clock::now();
+  if (firstFailure) std::rethrow_exception(firstFailure);
+
+  RunResult out;
+  out.batch = batch;
+  out.seqLen = seqLen;
+  out.wallSeconds = std::chrono::duration<double>(stop - start).count();
+  const int64_t H = plan_.model.hiddenSize, V = plan_.model.vocabSize;
+  out.hidden = Tensor({batch, seqLen, H});
+  out.logits = Tensor({batch, seqLen, V});
+  for (const RankResult& r : results) {
+    for (size_t i = 0; i < r.tokenIds.size(); ++i) {
+      std::copy_n(r.hidden.begin() + i * H, H, out.hidden.data.begin() + r.tokenIds[i] * H);
+      std::copy_n(r.logits.begin() + i * V, V, out.logits.data.begin() + r.tokenIds[i] * V);
+    }
+    out.exchanges.insert(out.exchanges.end(), r.sent.begin(), r.sent.end());
+    out.experts.insert(out.experts.end(), r.experts.begin(), r.experts.end());
+  }
+  std::sort(out.exchanges.begin(), out.exchanges.end(), [](const ExchangeRecord& a, const ExchangeRecord& b) {
+    return std::make_tuple(a.layer, static_cast<int>(a.kind), a.src, a.dst) <
+           std::make_tuple(b.layer, static_cast<int>(b.kind), b.src, b.dst);
+  });
+  std::sort(out.experts.begin(), out.experts.end(), [](const ExpertRecord& a, const ExpertRecord& b) {
+    return std::make_pair(a.layer, a.expert) < std::make_pair(b.layer, b.expert);
+  });
+  return out;
+}
+
+} // namespace disagmoe

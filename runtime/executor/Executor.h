@@ -1,0 +1,51 @@
+// The executor: runs a validated plan's forward pass with the cpu backend and the local comm
+// backend: one thread per global rank, each running its role's program (RankWorker.h).
+//
+// Usage:
+//   Plan plan = loadPlan("out/plan");              // throws PlanError
+//   Executor exec(plan);                           // binds each rank's weights; throws WeightError
+//   RunResult r = exec.run(ids, batch, seqLen);    // throws ExecError / CommError
+//   r.logits: [batch, seqLen, vocab] fp32
+#pragma once
+
+#include "runtime/executor/RankWorker.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/plan/Weights.h"
+#include "runtime/tensor/Tensor.h"
+
+#include <chrono>
+#include <vector>
+
+namespace disagmoe {
+
+struct ExecutorOptions {
+  /// How long a receive waits for its message before the run fails naming the peer.
+  std::chrono::milliseconds recvTimeout{60000};
+};
+
+struct RunResult {
+  int64_t batch = 0, seqLen = 0;
+  Tensor logits; ///< [batch, seqLen, vocab]: the head's output
+  Tensor hidden; ///< [batch, seqLen, hidden]: the residual stream after the last layer (final norm's input)
+  std::vector<ExchangeRecord> exchanges; ///< every message, sorted by (layer, kind, src, dst)
+  std::vector<ExpertRecord> experts;     ///< every expert run, sorted by (layer, expert)
+  double wallSeconds = 0;                ///< the ranks' run, from thread start to the last join
+};
+
+class Executor {
+public:
+  /// Binds the weights of every rank of `plan` (which must outlive the executor).
+  explicit Executor(const Plan& plan, ExecutorOptions options = {});
+
+  /// Runs one forward pass over `ids` ([batch, seqLen] row-major token ids). Throws ExecError if the
+  /// shape is empty, an id is outside the vocabulary, or an attention rank would hold more tokens
+  /// than an exchange's capacity_tokens; otherwise the first rank failure (ExecError or CommError).
+  RunResult run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const;
+
+private:
+  const Plan& plan_;
+  ExecutorOptions options_;
+  std::vector<RankWeights> weights_; // [worldSize]
+};
+
+} // namespace disagmoe

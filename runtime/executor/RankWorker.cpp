@@ -1,0 +1,379 @@
+#include "runtime/executor/RankWorker.h"
+
+#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/exchange/Messages.h"
+
+#include <algorithm>
+#include <string>
+
+namespace disagmoe {
+namespace {
+
+constexpr int64_t kUnset = INT64_MIN;
+
+// An activation buffer tagged with the layer it belongs to, so an instruction that runs before its
+// inputs exist fails with a clear message instead of reading stale data.
+struct Buffer {
+  int64_t layer = kUnset;
+  std::vector<float> data;
+};
+
+class Worker {
+public:
+  Worker(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids, int64_t batch,
+         int64_t seqLen, std::chrono::milliseconds recvTimeout)
+      : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm), ids_(ids),
+        batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
+        index_(placement_.indexInGroup(rank_)) {}
+
+  RankResult run() {
+    const bool attention = group_.role == GroupRole::Attention;
+    if (attention) assignTokens();
+    const auto& program = attention ? plan_.programs.attention : plan_.programs.ffn;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const Instruction& ins = program[i];
+      if (&runnerOf(ins) != &group_) continue;
+      try {
+        attention ? runAttention(ins) : runFfn(ins);
+      } catch (const CommAborted&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw ExecError("rank " + std::to_string(rank_) + " (" + toString(group_.role) + " group " +
+                        std::to_string(group_.index) + "): programs." + toString(group_.role) + "[" +
+                        std::to_string(i) + "] " + describe(ins) + ": " + e.what());
+      }
+    }
+    return std::move(result_);
+  }
+
+private:
+  static std::string describe(const Instruction& ins) {
+    std::string s = toString(ins.op);
+    if (ins.op == OpCode::RmsNorm) s += std::string(" ") + toString(ins.role);
+    if (ins.layer >= 0) s += " of layer " + std::to_string(ins.layer);
+    return s;
+  }
+
+  // The group that executes `ins` (see RankWorker.h).
+  const Group& runnerOf(const Instruction& ins) const {
+    const auto attentionGroup = [&](int64_t index) -> const Group& {
+      return placement_.groups[placement_.attentionGroups[index]];
+    };
+    switch (ins.op) {
+    case OpCode::Embed: return attentionGroup(placement_.embeddingGroup);
+    case OpCode::Head: return attentionGroup(placement_.headGroup);
+    case OpCode::RmsNorm:
+      if (ins.role == NormRole::FinalNorm) return attentionGroup(placement_.headGroup);
+      return placement_.attentionGroupOfLayer(ins.layer);
+    case OpCode::ResidualRecv:
+    case OpCode::N2mRecv: return placement_.nextAttentionGroup(ins.layer);
+    case OpCode::M2nRecv:
+    case OpCode::Experts:
+    case OpCode::N2mSend: return placement_.ffnGroupOfLayer(ins.layer);
+    default: return placement_.attentionGroupOfLayer(ins.layer);
+    }
+  }
+
+  // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen .. s*seqLen+seqLen-1.
+  void assignTokens() {
+    const int64_t da = placement_.attentionSize();
+    for (int64_t s = index_; s < batch_; s += da)
+      for (int64_t p = 0; p < seqLen_; ++p)
+        tokens_.push_back(s * seqLen_ + p);
+  }
+
+  int64_t tokenCount() const { return static_cast<int64_t>(tokens_.size()); }
+
+  // Row of flat token `id` in this A-rank's buffers, or -1 if the token lives elsewhere.
+  int64_t localRow(int64_t id) const {
+    auto it = std::lower_bound(tokens_.begin(), tokens_.end(), id);
+    return it != tokens_.end() && *it == id ? it - tokens_.begin() : -1;
+  }
+
+  const float* weight(int index) const { return weights_.get(index).data.data(); }
+  const Component& component(int index) const { return model_.components[index]; }
+
+  static void need(const Buffer& buffer, int64_t layer, const char* what) { need(buffer.layer, layer, what); }
+
+  static void need(int64_t haveLayer, int64_t layer, const char* what) {
+    if (haveLayer != layer)
+      throw ExecError(std::string("needs ") + what +
+                      (layer >= 0 ? " of layer " + std::to_string(layer) : std::string()) +
+                      ", which has not been computed on this rank (instructions out of order)");
+  }
+
+  void send(ExchangeKind kind, int64_t layer, int dst, int64_t tokens, Bytes message) {
+    result_.sent.push_back({kind, layer, rank_, dst, tokens, message.size()});
+    comm_.send(dst, exchangeTag(kind, layer), std::move(message));
+  }
+
+  Bytes recv(ExchangeKind kind, int64_t layer, int src) { return comm_.recv(src, exchangeTag(kind, layer), timeout_); }
+
+  // ---- attention role ------------------------------------------------------------------------
+
+  void runAttention(const Instruction& ins) {
+    const int64_t H = model_.hiddenSize, n = tokenCount(), l = ins.layer;
+    switch (ins.op) {
+    case OpCode::Embed: {
+      const Component& c = component(model_.embedding);
+      std::vector<int64_t> tokenIds(n);
+      for (int64_t t = 0; t < n; ++t)
+        tokenIds[t] = ids_[tokens_[t]];
+      x_.data.assign(n * H, 0.0f);
+      cpu::embedding(weight(c.weight), model_.vocabSize, H, tokenIds.data(), n, x_.data.data());
+      x_.layer = 0;
+      break;
+    }
+    case OpCode::RmsNorm: {
+      if (ins.role == NormRole::AttnNorm) {
+        need(x_, l, "the residual stream x");
+        norm(model_.layers[l].attnNorm, x_, attnNorm_, l);
+      } else if (ins.role == NormRole::FfnNorm) {
+        need(h_, l, "h (after residual_add)");
+        norm(model_.layers[l].ffnNorm, h_, ffnNorm_, l);
+      } else {
+        if (x_.layer != model_.numLayers)
+          throw ExecError("needs the output of the last layer (n2m_recv of layer " +
+                          std::to_string(model_.numLayers - 1) + "), which has not been computed on this rank");
+        result_.tokenIds = tokens_;
+        result_.hidden = x_.data;
+        norm(model_.finalNorm, x_, finalNorm_, -1);
+      }
+      break;
+    }
+    case OpCode::Attention:
+      need(attnNorm_, l, "attn_norm output");
+      attention(l);
+      break;
+    case OpCode::ResidualAdd: {
+      need(x_, l, "the residual stream x");
+      need(attnOut_, l, "attention output");
+      h_.data.resize(n * H);
+      for (int64_t i = 0; i < n * H; ++i)
+        h_.data[i] = x_.data[i] + attnOut_.data[i];
+      h_.layer = l;
+      break;
+    }
+    case OpCode::Router: {
+      need(ffnNorm_, l, "ffn_norm output");
+      const Component& c = component(model_.layers[l].router);
+      std::vector<float> logits(n * model_.numExperts);
+      cpu::linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts, logits.data());
+      topIds_.assign(n * model_.topK, 0);
+      topGates_.data.assign(n * model_.topK, 0.0f);
+      cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring, topIds_.data(),
+                       topGates_.data.data());
+      topGates_.layer = l;
+      break;
+    }
+    case OpCode::M2nSend: m2nSend(l); break;
+    case OpCode::ResidualSend: {
+      need(h_, l, "h (after residual_add)");
+      const int dst = placement_.nextAttentionGroup(l).ranks[index_];
+      send(ExchangeKind::Residual, l, dst, n, packRows({tokens_, h_.data}, H));
+      break;
+    }
+    case OpCode::ResidualRecv: {
+      const int src = placement_.attentionGroupOfLayer(l).ranks[index_];
+      RowsMessage m = unpackRows(recv(ExchangeKind::Residual, l, src), H);
+      if (m.tokenIds != tokens_)
+        throw ExecError("residual from rank " + std::to_string(src) + " carries " + std::to_string(m.tokenIds.size()) +
+                        " tokens that are not this rank's " + std::to_string(n));
+      pending_.data = std::move(m.rows);
+      pending_.layer = l;
+      break;
+    }
+    case OpCode::N2mRecv: n2mRecv(l); break;
+    case OpCode::Head: {
+      need(finalNorm_, -1, "the final norm output");
+      const Component& c = component(model_.head);
+      result_.logits.assign(n * model_.vocabSize, 0.0f);
+      cpu::linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize, result_.logits.data());
+      break;
+    }
+    default: throw ExecError("not an attention instruction");
+    }
+  }
+
+  void norm(int componentIndex, const Buffer& in, Buffer& out, int64_t layer) {
+    const Component& c = component(componentIndex);
+    out.data.resize(in.data.size());
+    cpu::rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps, out.data.data());
+    out.layer = layer;
+  }
+
+  void attention(int64_t l) {
+    const Component& c = component(model_.layers[l].attention);
+    const int64_t n = tokenCount(), H = model_.hiddenSize, hd = model_.headDim;
+    const int64_t qWidth = model_.numHeads * hd, kvWidth = model_.numKvHeads * hd;
+    std::vector<float> q(n * qWidth), k(n * kvWidth), v(n * kvWidth), heads(n * qWidth);
+    const float* in = attnNorm_.data.data();
+    cpu::linear(in, n, H, weight(c.wq), qWidth, q.data());
+    cpu::linear(in, n, H, weight(c.wk), kvWidth, k.data());
+    cpu::linear(in, n, H, weight(c.wv), kvWidth, v.data());
+    std::vector<int64_t> positions(n);
+    for (int64_t t = 0; t < n; ++t)
+      positions[t] = tokens_[t] % seqLen_;
+    cpu::rope(q.data(), n, model_.numHeads, hd, positions.data(), model_.ropeTheta);
+    cpu::rope(k.data(), n, model_.numKvHeads, hd, positions.data(), model_.ropeTheta);
+    // This rank's sequences are whole and contiguous: seqLen rows each.
+    for (int64_t start = 0; start < n; start += seqLen_)
+      cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth, v.data() + start * kvWidth, seqLen_,
+                           model_.numHeads, model_.numKvHeads, hd, heads.data() + start * qWidth);
+    attnOut_.data.resize(n * H);
+    cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
+    attnOut_.layer = l;
+  }
+
+  // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there.
+  void m2nSend(int64_t l) {
+    need(ffnNorm_, l, "ffn_norm output");
+    need(topGates_, l, "router output");
+    const int64_t n = tokenCount(), H = model_.hiddenSize, k = model_.topK;
+    const std::vector<int>& owner = placement_.expertToRank[l];
+    for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+      M2nMessage m;
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<ExpertGate> route;
+        for (int64_t j = 0; j < k; ++j)
+          if (owner[topIds_[t * k + j]] == f) route.push_back({topIds_[t * k + j], topGates_.data[t * k + j]});
+        if (route.empty()) continue;
+        std::sort(route.begin(), route.end(),
+                  [](const ExpertGate& a, const ExpertGate& b) { return a.expert < b.expert; });
+        m.tokenIds.push_back(tokens_[t]);
+        m.x.insert(m.x.end(), ffnNorm_.data.begin() + t * H, ffnNorm_.data.begin() + (t + 1) * H);
+        m.routes.push_back(std::move(route));
+      }
+      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
+      send(ExchangeKind::M2n, l, f, count, packM2n(m, H));
+    }
+  }
+
+  // x_{l+1} = r_l + sum over F-ranks in ascending rank order of their N2M vectors.
+  void n2mRecv(int64_t l) {
+    need(pending_, l, "the residual (residual_recv)");
+    const int64_t H = model_.hiddenSize;
+    for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+      RowsMessage m = unpackRows(recv(ExchangeKind::N2m, l, f), H);
+      for (size_t i = 0; i < m.tokenIds.size(); ++i) {
+        const int64_t row = localRow(m.tokenIds[i]);
+        if (row < 0)
+          throw ExecError("N2M from rank " + std::to_string(f) + " carries token " + std::to_string(m.tokenIds[i]) +
+                          ", which does not live on this rank");
+        float* dst = pending_.data.data() + row * H;
+        const float* src = m.rows.data() + i * H;
+        for (int64_t j = 0; j < H; ++j)
+          dst[j] += src[j];
+      }
+    }
+    x_.data = std::move(pending_.data);
+    x_.layer = l + 1;
+    pending_ = Buffer{};
+  }
+
+  // ---- ffn role ------------------------------------------------------------------------------
+
+  void runFfn(const Instruction& ins) {
+    switch (ins.op) {
+    case OpCode::M2nRecv: m2nRecv(ins.layer); break;
+    case OpCode::Experts: experts(ins.layer); break;
+    case OpCode::N2mSend: n2mSend(ins.layer); break;
+    default: throw ExecError("not an ffn instruction");
+    }
+  }
+
+  // From every A-rank of layer l's attention group, ascending rank order.
+  void m2nRecv(int64_t l) {
+    received_.clear();
+    for (int a : placement_.attentionGroupOfLayer(l).ranks) {
+      M2nMessage m = unpackM2n(recv(ExchangeKind::M2n, l, a), model_.hiddenSize);
+      for (const auto& route : m.routes)
+        for (const ExpertGate& eg : route)
+          if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
+            throw ExecError("M2N from rank " + std::to_string(a) + " routes a token to expert " +
+                            std::to_string(eg.expert) + ", which is not on this rank");
+      received_.push_back(std::move(m));
+    }
+    receivedLayer_ = l;
+  }
+
+  // Each local expert in ascending id over all its tokens (grouped across senders); every token's
+  // output accumulates g_e * E_e(x) in ascending expert id, starting from zero.
+  void experts(int64_t l) {
+    need(receivedLayer_, l, "the M2N messages (m2n_recv)");
+    const int64_t H = model_.hiddenSize;
+    const Component& c = component(model_.layers[l].experts);
+    outputs_.assign(received_.size(), {});
+    for (size_t s = 0; s < received_.size(); ++s)
+      outputs_[s].assign(received_[s].tokenIds.size() * H, 0.0f);
+    for (const ExpertWeights& ew : c.experts) {
+      if (placement_.expertToRank[l][ew.expert] != rank_) continue;
+      struct Use {
+        size_t source, token;
+        float gate;
+      };
+      std::vector<Use> uses;
+      std::vector<float> x;
+      for (size_t s = 0; s < received_.size(); ++s)
+        for (size_t t = 0; t < received_[s].tokenIds.size(); ++t)
+          for (const ExpertGate& eg : received_[s].routes[t])
+            if (eg.expert == ew.expert) {
+              uses.push_back({s, t, eg.gate});
+              x.insert(x.end(), received_[s].x.begin() + t * H, received_[s].x.begin() + (t + 1) * H);
+            }
+      const int64_t rows = static_cast<int64_t>(uses.size());
+      std::vector<float> y(rows * H);
+      cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2), y.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        float* out = outputs_[uses[r].source].data() + uses[r].token * H;
+        for (int64_t j = 0; j < H; ++j)
+          out[j] += uses[r].gate * y[r * H + j];
+      }
+      result_.experts.push_back({l, ew.expert, rank_, rows});
+    }
+    outputsLayer_ = l;
+  }
+
+  // Back to the A-rank with the same index in the group that receives layer l's output.
+  void n2mSend(int64_t l) {
+    need(outputsLayer_, l, "the expert outputs (experts)");
+    const Group& next = placement_.nextAttentionGroup(l);
+    for (size_t s = 0; s < received_.size(); ++s) {
+      const int64_t count = static_cast<int64_t>(received_[s].tokenIds.size());
+      send(ExchangeKind::N2m, l, next.ranks[s], count,
+           packRows({received_[s].tokenIds, outputs_[s]}, model_.hiddenSize));
+    }
+  }
+
+  const Plan& plan_;
+  const ModelSpec& model_;
+  const Placement& placement_;
+  const RankWeights& weights_;
+  Comm& comm_;
+  const std::vector<int64_t>& ids_;
+  const int64_t batch_, seqLen_;
+  const std::chrono::milliseconds timeout_;
+  const int rank_;
+  const Group& group_;
+  const int64_t index_;
+
+  // attention role
+  std::vector<int64_t> tokens_; // flat ids of this rank's tokens, ascending
+  Buffer x_, attnNorm_, attnOut_, h_, ffnNorm_, topGates_, pending_, finalNorm_;
+  std::vector<int64_t> topIds_; // [tokens, top_k], valid with topGates_
+  // ffn role
+  std::vector<M2nMessage> received_;        // per A-rank of the attention group, ascending
+  std::vector<std::vector<float>> outputs_; // per received message: [count, hidden]
+  int64_t receivedLayer_ = kUnset, outputsLayer_ = kUnset;
+
+  RankResult result_;
+};
+
+} // namespace
+
+RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
+                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout) {
+  return Worker(plan, weights, comm, ids, batch, seqLen, recvTimeout).run();
+}
+
+} // namespace disagmoe

@@ -1,0 +1,63 @@
+// One rank's interpreter: runs its role's program (plan.programs.attention or .ffn) in order,
+// executing the instructions that belong to its group and skipping the rest.
+//
+// Which group runs an instruction: embed -> the embedding group; rms_norm attn_norm/ffn_norm,
+// attention, residual_add, router, m2n_send, residual_send of layer l -> the attention group of l;
+// residual_recv, n2m_recv of layer l -> the group receiving layer l's output
+// (Placement::nextAttentionGroup); final norm and head -> the head group; m2n_recv, experts,
+// n2m_send of layer l -> the ffn group of l.
+//
+// This version runs a rank's instructions in list order on one worker thread; the `stream` of each
+// instruction is validated but streams do not yet overlap.
+#pragma once
+
+#include "runtime/comm/Comm.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/plan/Weights.h"
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+namespace disagmoe {
+
+/// A failure while running a plan; the message names the rank and the instruction.
+class ExecError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One message sent during a run.
+struct ExchangeRecord {
+  ExchangeKind kind = ExchangeKind::M2n;
+  int64_t layer = 0;
+  int src = 0, dst = 0; ///< global ranks
+  int64_t tokens = 0;
+  uint64_t bytes = 0; ///< the whole message, count field included
+};
+
+/// One expert run: layer, expert id, the rank it ran on and how many tokens it processed.
+struct ExpertRecord {
+  int64_t layer = 0, expert = 0;
+  int rank = 0;
+  int64_t tokens = 0;
+};
+
+/// What one rank produced.
+struct RankResult {
+  std::vector<int64_t> tokenIds; ///< the head group's A-ranks: their tokens (flat ids), ascending
+  std::vector<float> hidden;     ///< [tokens, hidden]: the residual stream entering the final norm
+  std::vector<float> logits;     ///< [tokens, vocab]
+  std::vector<ExchangeRecord> sent;
+  std::vector<ExpertRecord> experts;
+};
+
+/// Runs `comm.rank()`'s program over the token ids `ids` ([batch, seqLen] row-major, already
+/// checked against the vocabulary and the capacity bounds). Receives wait at most `recvTimeout`.
+/// Throws ExecError naming the rank and the instruction, CommError for a timed-out receive, and
+/// CommAborted when another rank failed first.
+RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
+                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout);
+
+} // namespace disagmoe

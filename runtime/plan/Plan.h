@@ -1,0 +1,195 @@
+// The plan (`plan.json`, schema "disagmoe-plan" version 1; docs/plan-format.md): what
+// `disagmoe compile` writes and the executor runs. loadPlan parses AND validates it completely, so
+// the executor never meets an inconsistent plan.
+//
+// Errors: every problem is a PlanError with one line "<plan path>: <json.field.path>: <problem>",
+// e.g. "plan.json: model.weights[12].length: 4096 does not match shape [64,128] float32 (32768 bytes)".
+#pragma once
+
+#include "runtime/plan/RouterScoring.h"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace disagmoe {
+
+class PlanError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr const char* kPlanFormat = "disagmoe-plan";
+constexpr int64_t kPlanVersion = 1;
+
+enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head };
+enum class NormRole { None, AttnNorm, FfnNorm, FinalNorm };
+enum class GroupRole { Attention, Ffn };
+enum class Stream { Forward, Backward, Comm };
+enum class ExchangeKind { M2n, N2m, Residual };
+enum class OpCode {
+  // attention role
+  Embed,
+  RmsNorm,
+  Attention,
+  ResidualAdd,
+  Router,
+  M2nSend,
+  ResidualSend,
+  ResidualRecv,
+  N2mRecv,
+  Head,
+  // ffn role
+  M2nRecv,
+  Experts,
+  N2mSend,
+};
+
+/// The JSON spellings ("rms_norm", "ffn_norm", "m2n", ...).
+const char* toString(ComponentKind kind);
+const char* toString(NormRole role);
+const char* toString(GroupRole role);
+const char* toString(ExchangeKind kind);
+const char* toString(OpCode op);
+
+/// One entry of `model.weights`: where a weight's bytes are and which ranks hold it.
+struct WeightSpec {
+  std::string name;
+  std::string dtype;          ///< "float32" (the only dtype of version 1)
+  std::vector<int64_t> shape; ///< logical shape; linear weights are [in, out]
+  bool transposed = false;    ///< bytes on disk are the 2-D transpose of `shape` ([out, in])
+  std::string file;           ///< as written in plan.json
+  std::string path;           ///< `file` resolved against the plan's directory
+  uint64_t offset = 0;        ///< bytes into `path`
+  uint64_t length = 0;        ///< bytes; == numel(shape) * 4
+  std::vector<int> ranks;     ///< global ranks holding it, ascending
+};
+
+/// One expert's weights, as indices into ModelSpec::weights.
+struct ExpertWeights {
+  int64_t expert = 0;
+  int w1 = -1, w3 = -1, w2 = -1;
+};
+
+/// One entry of `model.components`. Weight fields are indices into ModelSpec::weights; unused ones are -1.
+struct Component {
+  ComponentKind kind = ComponentKind::Embedding;
+  int64_t layer = -1; ///< -1 for embedding, final norm and head
+  NormRole role = NormRole::None;
+  float eps = 0;   ///< rms_norm only
+  int weight = -1; ///< embedding [vocab,hidden], rms_norm [hidden], router [hidden,experts], head [hidden,vocab]
+  int wq = -1, wk = -1, wv = -1, wo = -1; ///< attention
+  std::vector<ExpertWeights> experts;     ///< experts: all num_experts, ascending expert id
+};
+
+/// Component indices of one layer (into ModelSpec::components).
+struct LayerComponents {
+  int attnNorm = -1, attention = -1, ffnNorm = -1, router = -1, experts = -1;
+};
+
+struct ModelSpec {
+  std::string family;
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0;
+  int64_t numHeads = 0, numKvHeads = 0, headDim = 0;
+  double ropeTheta = 0;
+  float rmsNormEps = 0;
+  int64_t numExperts = 0, topK = 0, expertHidden = 0;
+  RouterScoring routerScoring = RouterScoring::SoftmaxTopkRenorm;
+  int64_t batch = 0, seqLen = 0; ///< the compiled shape
+  std::vector<Component> components;
+  std::vector<WeightSpec> weights;
+
+  // Lookups filled by validation (indices into `components`).
+  int embedding = -1, finalNorm = -1, head = -1;
+  std::vector<LayerComponents> layers; ///< [numLayers]
+};
+
+struct Group {
+  GroupRole role = GroupRole::Attention;
+  int64_t index = 0;           ///< 0..n-1 within its role
+  std::vector<int> ranks;      ///< global ranks, strictly ascending; a rank's position is its index in the group
+  std::vector<int64_t> layers; ///< layers whose attention (or FFN) part this group runs
+};
+
+struct Placement {
+  int worldSize = 0;
+  std::vector<Group> groups;                  ///< as listed in plan.json
+  std::vector<std::vector<int>> expertToRank; ///< [numLayers][numExperts] global F-rank
+  int64_t embeddingGroup = 0, headGroup = 0;  ///< attention group indices
+
+  // Lookups filled by validation (positions in `groups`).
+  std::vector<int> attentionGroups, ffnGroups; ///< by group index
+  std::vector<int> layerAttention, layerFfn;   ///< [numLayers]: the group running layer l
+  std::vector<int> groupOfRank;                ///< [worldSize]
+
+  /// D_A: the size shared by all attention groups.
+  int64_t attentionSize() const;
+  const Group& attentionGroupOfLayer(int64_t layer) const { return groups[layerAttention[layer]]; }
+  const Group& ffnGroupOfLayer(int64_t layer) const { return groups[layerFfn[layer]]; }
+  /// The attention group that receives layer `layer`'s output (residual and N2M): the group running
+  /// layer+1, or the head group after the last layer. With interleaved layers that is (layer+1) mod p.
+  const Group& nextAttentionGroup(int64_t layer) const;
+  const Group& groupOf(int rank) const { return groups[groupOfRank[rank]]; }
+  /// Position of `rank` within its group.
+  int64_t indexInGroup(int rank) const;
+};
+
+/// One instruction of a role's program. `layer` is -1 for embed, final norm and head.
+struct Instruction {
+  OpCode op = OpCode::Embed;
+  int64_t layer = -1;
+  NormRole role = NormRole::None; ///< rms_norm only
+  Stream stream = Stream::Forward;
+};
+
+struct Programs {
+  std::vector<Instruction> attention, ffn;
+};
+
+/// One entry of `exchanges`: the capacity bound of one message kind of one layer.
+struct ExchangeSpec {
+  std::string id;
+  ExchangeKind kind = ExchangeKind::M2n;
+  int64_t layer = 0;
+  int64_t srcGroup = 0, dstGroup = 0; ///< group indices (m2n: attention -> ffn; n2m: ffn -> attention)
+  int64_t capacityTokens = 0;         ///< most tokens in any one message of this exchange
+  int64_t bytesPerToken = 0;          ///< most payload bytes per token (see bytesPerTokenOf)
+};
+
+/// `memory.ranks`: per global rank, the stated weight bytes (checked against the manifest) and the
+/// compiler's activation estimate at the compiled shape (optional; printed, not checked).
+struct MemorySpec {
+  std::vector<uint64_t> weightBytes;                    ///< [worldSize]
+  std::vector<std::optional<uint64_t>> activationBytes; ///< [worldSize]
+};
+
+struct Plan {
+  std::string path; ///< the plan.json path as given
+  std::string dir;  ///< its directory, against which weight files resolve
+  std::string source;
+  ModelSpec model;
+  Placement placement;
+  Programs programs;
+  std::vector<ExchangeSpec> exchanges;
+  MemorySpec memory;
+
+  /// The exchange of `kind` for `layer` (validation guarantees exactly one).
+  const ExchangeSpec& exchange(ExchangeKind kind, int64_t layer) const;
+};
+
+/// Bytes per token the messages of an exchange carry besides their 8-byte count:
+/// m2n: 8 (token id) + 4*hidden (x) + 8 (n_local) + top_k * 12 (expert id, gate);
+/// n2m and residual: 8 (token id) + 4*hidden.
+int64_t bytesPerTokenOf(ExchangeKind kind, int64_t hiddenSize, int64_t topK);
+
+/// Loads `planDirOrJson` (a directory holding plan.json, or the JSON file itself), validates every
+/// field, checks that each weight's file exists and holds offset+length bytes, and that
+/// memory.weight_bytes matches the manifest. Throws PlanError.
+Plan loadPlan(const std::string& planDirOrJson);
+
+/// Same, from JSON text; `planPath` names the plan in messages and anchors relative weight files.
+Plan parsePlan(const std::string& jsonText, const std::string& planPath);
+
+} // namespace disagmoe

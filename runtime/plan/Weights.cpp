@@ -1,0 +1,74 @@
+#include "runtime/plan/Weights.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace disagmoe {
+namespace {
+
+std::string where(const WeightSpec& spec) {
+  return "weight \"" + spec.name + "\" (" + spec.path + ", offset " + std::to_string(spec.offset) + ", length " +
+         std::to_string(spec.length) + ")";
+}
+
+} // namespace
+
+Tensor readWeight(const WeightSpec& spec) {
+  Tensor raw(spec.transposed ? std::vector<int64_t>{spec.shape[1], spec.shape[0]} : spec.shape);
+  if (static_cast<uint64_t>(raw.numel()) * sizeof(float) != spec.length)
+    throw WeightError(where(spec) + ": length does not match shape " + shapeToString(spec.shape));
+  int fd = ::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw WeightError(where(spec) + ": cannot open file: " + std::strerror(errno));
+  char* dst = reinterpret_cast<char*>(raw.data.data());
+  uint64_t done = 0;
+  while (done < spec.length) {
+    ssize_t n = ::pread(fd, dst + done, spec.length - done, static_cast<off_t>(spec.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why =
+          n < 0 ? std::strerror(errno) : "file ends after " + std::to_string(spec.offset + done) + " bytes";
+      ::close(fd);
+      throw WeightError(where(spec) + ": short read: " + why);
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (!spec.transposed) return raw;
+
+  // Disk holds [out, in]; the runtime wants [in, out].
+  const int64_t rows = spec.shape[0], cols = spec.shape[1];
+  Tensor t(spec.shape);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      t.data[i * cols + j] = raw.data[j * rows + i];
+  return t;
+}
+
+RankWeights::RankWeights(const Plan& plan, int rank) : rank_(rank), plan_(&plan) {
+  tensors_.resize(plan.model.weights.size());
+  for (size_t i = 0; i < plan.model.weights.size(); ++i) {
+    const WeightSpec& spec = plan.model.weights[i];
+    if (std::binary_search(spec.ranks.begin(), spec.ranks.end(), rank)) tensors_[i] = readWeight(spec);
+  }
+}
+
+const Tensor& RankWeights::get(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= tensors_.size() || tensors_[index].empty())
+    throw WeightError("rank " + std::to_string(rank_) + " does not hold weight " +
+                      (plan_ && index >= 0 && static_cast<size_t>(index) < tensors_.size()
+                           ? "\"" + plan_->model.weights[index].name + "\""
+                           : "#" + std::to_string(index)));
+  return tensors_[index];
+}
+
+uint64_t RankWeights::bytes() const {
+  uint64_t total = 0;
+  for (const Tensor& t : tensors_)
+    total += static_cast<uint64_t>(t.numel()) * sizeof(float);
+  return total;
+}
+
+} // namespace disagmoe

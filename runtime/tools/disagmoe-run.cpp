@@ -1,0 +1,153 @@
+// disagmoe-run: execute a compiled plan's forward pass.
+//
+//   disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]
+//                [--output logits.npy] [--batch B --seq-len S --seed N] [--timeout SECONDS]
+//
+// Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
+// (shape: --batch/--seq-len, default the plan's compiled shape). Prints the placement, the
+// exchange bytes per layer and the throughput. Every error: one line "disagmoe-run: <message>" on
+// stderr and exit code 1.
+#include "runtime/executor/Executor.h"
+#include "runtime/executor/Report.h"
+#include "runtime/io/Npy.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+using namespace disagmoe;
+
+namespace {
+
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+const char* kUsage =
+    "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
+    "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n";
+
+struct Options {
+  std::string plan, backend = "cpu", comm = "local", input, output;
+  int64_t batch = 0, seqLen = 0; // 0: the plan's compiled shape
+  uint64_t seed = 0;
+  int64_t timeoutSeconds = 60;
+};
+
+int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v < lo)
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text + "\"");
+  return v;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!o.plan.empty()) throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
+      o.plan = arg;
+      continue;
+    }
+    if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--backend")
+      o.backend = value;
+    else if (arg == "--comm")
+      o.comm = value;
+    else if (arg == "--input")
+      o.input = value;
+    else if (arg == "--output")
+      o.output = value;
+    else if (arg == "--batch")
+      o.batch = parseInteger(arg, value, 1);
+    else if (arg == "--seq-len")
+      o.seqLen = parseInteger(arg, value, 1);
+    else if (arg == "--seed")
+      o.seed = static_cast<uint64_t>(parseInteger(arg, value, 0));
+    else if (arg == "--timeout")
+      o.timeoutSeconds = parseInteger(arg, value, 1);
+    else
+      throw UsageError("unknown option " + arg);
+  }
+  if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  if (o.backend == "cuda" || o.backend == "sim")
+    throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu)");
+  if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
+  if (o.comm == "mpi" || o.comm == "nccl")
+    throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local)");
+  if (o.comm != "local") throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
+  return o;
+}
+
+int run(const Options& o) {
+  const Plan plan = loadPlan(o.plan);
+  int64_t batch = o.batch ? o.batch : plan.model.batch;
+  int64_t seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
+  std::vector<int64_t> ids;
+  if (!o.input.empty()) {
+    std::vector<int64_t> shape;
+    ids = readNpyInt64(o.input, shape);
+    if (shape.size() != 2)
+      throw UsageError(o.input + ": expected token ids of shape [batch, seq], got rank " +
+                       std::to_string(shape.size()));
+    if ((o.batch && o.batch != shape[0]) || (o.seqLen && o.seqLen != shape[1]))
+      throw UsageError(o.input + ": shape [" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) +
+                       "] disagrees with --batch/--seq-len");
+    batch = shape[0];
+    seqLen = shape[1];
+  } else {
+    std::mt19937_64 rng(o.seed);
+    ids.resize(static_cast<size_t>(batch * seqLen));
+    for (int64_t& id : ids)
+      id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
+  }
+
+  ExecutorOptions options;
+  options.recvTimeout = std::chrono::seconds(o.timeoutSeconds);
+  const Executor executor(plan, options);
+  const RunResult result = executor.run(ids, batch, seqLen);
+
+  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
+            << plan.model.numExperts << " experts, top-" << plan.model.topK << ", world size "
+            << plan.placement.worldSize << ")\n\n";
+  std::cout << "placement:\n" << formatPlacement(plan, result) << "\n";
+  std::cout << "memory:\n" << formatMemory(plan) << "\n";
+  std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+  std::cout << formatThroughput(result);
+  if (!o.output.empty()) {
+    writeNpyFloat32(o.output, result.logits);
+    std::cout << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize << "] written to " << o.output
+              << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parseArgs(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "disagmoe-run: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "disagmoe-run: unknown error\n";
+  }
+  return 1;
+}

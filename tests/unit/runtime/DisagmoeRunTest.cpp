@@ -1,0 +1,103 @@
+// The disagmoe-run command line: a full run with --input/--output, and one-line errors with exit 1.
+#include "TestSupport.h"
+
+#include "runtime/executor/Executor.h"
+#include "runtime/io/Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+using namespace disagmoe;
+using namespace disagmoe::test;
+
+namespace {
+
+struct Outcome {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Outcome runTool(const std::string& args) {
+  const std::string dir = makeTempDir("cli_out");
+  const std::string command = std::string(DISAGMOE_RUN_PATH) + " " + args + " >" + dir + "/out 2>" + dir + "/err";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
+}
+
+std::string tinyPlanPath() {
+  TinyPlacement p;
+  p.attentionGroups = {{0, 1}};
+  p.ffnGroups = {{2, 3}};
+  p.expertToRank = {{2, 2, 2, 2, 3, 3, 3, 3}};
+  return writePlan(tinyPlan(p), "cli_plan");
+}
+
+} // namespace
+
+TEST(DisagmoeRun, RunsAPlanAndWritesLogitsAtomically) {
+  const std::string plan = tinyPlanPath();
+  const std::string outDir = makeTempDir("cli_logits");
+  const Outcome o =
+      runTool(std::filesystem::path(plan).parent_path().string() + " --backend cpu --comm local --input " +
+              goldenPath("ids_b2_s8.npy") + " --output " + outDir + "/logits.npy");
+  ASSERT_EQ(o.exitCode, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find("layer 0 attention: group A0 ranks 0,1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("layer 0 experts 0-3 -> rank 2, 4-7 -> rank 3"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("residual  0->0"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tokens/s"), std::string::npos) << o.out;
+
+  // The file holds what the executor computes, and nothing else is left in the directory.
+  const Tensor logits = readNpyFloat32(outDir + "/logits.npy");
+  EXPECT_EQ(logits.shape, (std::vector<int64_t>{2, 8, 256}));
+  std::vector<int64_t> shape;
+  const Plan loaded = loadPlan(plan);
+  const RunResult r = Executor(loaded).run(loadGoldenIds("ids_b2_s8.npy", shape), 2, 8);
+  EXPECT_EQ(logits.data, r.logits.data);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outDir), std::filesystem::directory_iterator()), 1);
+}
+
+TEST(DisagmoeRun, RandomIdsFromASeedAreReproducible) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_seed");
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/a.npy").exitCode, 0);
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/b.npy").exitCode, 0);
+  const Tensor a = readNpyFloat32(dir + "/a.npy");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 5, 256}));
+  EXPECT_EQ(a.data, readNpyFloat32(dir + "/b.npy").data);
+}
+
+TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
+  const std::string plan = tinyPlanPath();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {plan + " --backend cuda", "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu)\n"},
+      {plan + " --backend sim", "disagmoe-run: backend \"sim\" is not built in this version (available: cpu)\n"},
+      {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
+      {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" is not built in this version (available: local)\n"},
+      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local)\n"},
+      {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
+      {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},
+      {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate\n"},
+      {"", "disagmoe-run: missing the plan (a directory holding plan.json, or the JSON file)\n"},
+      {"/no/such/plan.json", "disagmoe-run: /no/such/plan.json: cannot open: No such file or directory\n"},
+      {plan + " --input /no/such/ids.npy", "disagmoe-run: /no/such/ids.npy: cannot open: No such file or directory\n"},
+      {plan + " --batch 17 --seq-len 8", "disagmoe-run: input [17,8] puts 72 tokens on an attention rank, above "
+                                         "capacity_tokens 64 of exchange \"m2n.0\"\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = runTool(args);
+    EXPECT_EQ(o.exitCode, 1) << args;
+    EXPECT_EQ(o.err, expected) << args;
+  }
+}

@@ -1,0 +1,114 @@
+// CPU kernels on small hand-checked inputs: top-k ties, router scorings, RoPE, attention, errors.
+#include "runtime/backends/cpu/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace disagmoe;
+using namespace disagmoe::cpu;
+
+TEST(Kernels, TopKTiesGoToTheLowerIndex) {
+  const float row[6] = {0.5f, 2.0f, 1.0f, 2.0f, 2.0f, 1.0f};
+  int64_t ids[4];
+  float values[4];
+  topK(row, 6, 4, ids, values);
+  EXPECT_EQ(std::vector<int64_t>(ids, ids + 4), (std::vector<int64_t>{1, 3, 4, 2}));
+  EXPECT_EQ(std::vector<float>(values, values + 4), (std::vector<float>{2, 2, 2, 1}));
+}
+
+TEST(Kernels, RouterWithEqualLogitsPicksLowestExperts) {
+  const std::vector<float> logits(8, 0.25f);
+  for (RouterScoring scoring :
+       {RouterScoring::SoftmaxTopkRenorm, RouterScoring::SoftmaxTopk, RouterScoring::TopkSoftmax}) {
+    int64_t ids[2];
+    float gates[2];
+    routerGates(logits.data(), 1, 8, 2, scoring, ids, gates);
+    EXPECT_EQ(ids[0], 0);
+    EXPECT_EQ(ids[1], 1);
+    const float expected = scoring == RouterScoring::SoftmaxTopk ? 0.125f : 0.5f;
+    EXPECT_FLOAT_EQ(gates[0], expected);
+    EXPECT_FLOAT_EQ(gates[1], expected);
+  }
+}
+
+TEST(Kernels, RouterScoringsFollowTheirDefinitions) {
+  const float logits[4] = {1.0f, 3.0f, 2.0f, 0.0f};
+  double e[4], sum = 0;
+  for (int i = 0; i < 4; ++i)
+    sum += e[i] = std::exp(logits[i]);
+  int64_t ids[2];
+  float gates[2];
+
+  routerGates(logits, 1, 4, 2, RouterScoring::SoftmaxTopk, ids, gates);
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 2);
+  EXPECT_NEAR(gates[0], e[1] / sum, 1e-7);
+  EXPECT_NEAR(gates[1], e[2] / sum, 1e-7);
+
+  routerGates(logits, 1, 4, 2, RouterScoring::SoftmaxTopkRenorm, ids, gates);
+  EXPECT_NEAR(gates[0], e[1] / (e[1] + e[2]), 1e-7);
+  EXPECT_NEAR(gates[1], e[2] / (e[1] + e[2]), 1e-7);
+
+  routerGates(logits, 1, 4, 2, RouterScoring::TopkSoftmax, ids, gates);
+  EXPECT_NEAR(gates[0], e[1] / (e[1] + e[2]), 1e-7);
+  EXPECT_NEAR(gates[1], e[2] / (e[1] + e[2]), 1e-7);
+}
+
+TEST(Kernels, SoftmaxSubtractsTheMaximum) {
+  const float x[3] = {1000.0f, 1001.0f, 1000.0f};
+  float y[3];
+  softmax(x, 1, 3, y);
+  const double e = std::exp(-1.0);
+  EXPECT_NEAR(y[1], 1.0 / (1.0 + 2 * e), 1e-7);
+  EXPECT_NEAR(y[0], e / (1.0 + 2 * e), 1e-7);
+  EXPECT_FALSE(std::isnan(y[2]));
+}
+
+TEST(Kernels, RopeIsIdentityAtPositionZeroAndRotatesPairs) {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8}; // 2 tokens, 1 head, head_dim 4
+  const int64_t positions[2] = {0, 1};
+  rope(x.data(), 2, 1, 4, positions, 10000.0);
+  EXPECT_EQ(std::vector<float>(x.begin(), x.begin() + 4), (std::vector<float>{1, 2, 3, 4}));
+  // Position 1: pair (i, i+2) rotates by angle theta^(-i/2): 1 rad for i = 0, 0.01 rad for i = 1.
+  EXPECT_NEAR(x[4], 5 * std::cos(1.0) - 7 * std::sin(1.0), 1e-6);
+  EXPECT_NEAR(x[6], 7 * std::cos(1.0) + 5 * std::sin(1.0), 1e-6);
+  EXPECT_NEAR(x[5], 6 * std::cos(0.01) - 8 * std::sin(0.01), 1e-6);
+  EXPECT_NEAR(x[7], 8 * std::cos(0.01) + 6 * std::sin(0.01), 1e-6);
+}
+
+TEST(Kernels, CausalAttentionFirstTokenSeesOnlyItselfAndKvHeadsAreShared) {
+  // 2 tokens, 2 query heads sharing 1 kv head, head_dim 2.
+  const float q[8] = {1, 0, 0, 1, /*t1*/ 1, 0, 0, 1};
+  const float k[4] = {1, 0, /*t1*/ 0, 1};
+  const float v[4] = {10, 20, /*t1*/ 30, 40};
+  float out[8];
+  causalAttention(q, k, v, 2, 2, 1, 2, out);
+  EXPECT_FLOAT_EQ(out[0], 10);
+  EXPECT_FLOAT_EQ(out[1], 20);
+  EXPECT_FLOAT_EQ(out[2], 10);
+  // Token 1, head 0: scores (1, 0) / sqrt(2).
+  const double p0 = 1.0 / (1.0 + std::exp(-1.0 / std::sqrt(2.0)));
+  EXPECT_NEAR(out[4], p0 * 10 + (1 - p0) * 30, 1e-5);
+  // Head 1 prefers token 1 by the same margin.
+  EXPECT_NEAR(out[6], (1 - p0) * 10 + p0 * 30, 1e-5);
+}
+
+TEST(Kernels, EmbeddingRejectsIdsOutsideTheVocabulary) {
+  const float table[4] = {1, 2, 3, 4};
+  const int64_t ids[2] = {1, 2};
+  float out[4];
+  EXPECT_THROW(embedding(table, 2, 2, ids, 2, out), KernelError);
+  embedding(table, 2, 2, ids, 1, out);
+  EXPECT_EQ(out[0], 3);
+  EXPECT_EQ(out[1], 4);
+}
+
+TEST(Kernels, LinearAndExpertAcceptZeroRows) {
+  const float w[4] = {1, 2, 3, 4};
+  float y[1] = {42};
+  linear(nullptr, 0, 2, w, 2, y);
+  swigluExpert(nullptr, 0, 2, 2, w, w, w, y);
+  EXPECT_EQ(y[0], 42);
+}

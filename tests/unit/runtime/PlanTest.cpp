@@ -1,0 +1,201 @@
+// plan.json loading and validation: a valid plan's lookups, and one test per class of error, each
+// checking the exact one-line message "<plan path>: <field path>: <problem>".
+#include "TestSupport.h"
+
+#include "runtime/plan/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace disagmoe;
+using namespace disagmoe::test;
+using json = nlohmann::json;
+
+namespace {
+
+TinyPlacement twoByTwo() {
+  TinyPlacement p;
+  p.attentionGroups = {{0, 1}};
+  p.ffnGroups = {{2, 3}};
+  p.expertToRank = {{2, 2, 2, 2, 3, 3, 3, 3}};
+  return p;
+}
+
+// Loads `plan` from a fresh directory; returns the PlanError message with the path prefix removed.
+std::string errorOf(const json& plan) {
+  const std::string path = writePlan(plan, "plan_error");
+  try {
+    loadPlan(path);
+  } catch (const PlanError& e) {
+    const std::string message = e.what();
+    if (message.rfind(path + ": ", 0) != 0) return "(message does not start with the path) " + message;
+    return message.substr(path.size() + 2);
+  }
+  return "(no error)";
+}
+
+// Index of the weight named `name` in plan["model"]["weights"].
+size_t weightIndex(const json& plan, const std::string& name) {
+  const json& weights = plan["model"]["weights"];
+  for (size_t i = 0; i < weights.size(); ++i)
+    if (weights[i]["name"] == name) return i;
+  ADD_FAILURE() << "no weight " << name;
+  return 0;
+}
+
+} // namespace
+
+TEST(Plan, LoadsAValidPlanFromItsDirectory) {
+  const std::string path = writePlan(tinyPlan(twoByTwo()), "plan_ok");
+  const Plan plan = loadPlan(std::filesystem::path(path).parent_path().string());
+  EXPECT_EQ(plan.path, path);
+  EXPECT_EQ(plan.model.hiddenSize, 64);
+  EXPECT_EQ(plan.model.routerScoring, RouterScoring::SoftmaxTopkRenorm);
+  EXPECT_EQ(plan.placement.attentionSize(), 2);
+  EXPECT_EQ(plan.placement.ffnGroupOfLayer(0).ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(plan.placement.nextAttentionGroup(0).index, 0);
+  EXPECT_EQ(plan.placement.indexInGroup(3), 1);
+  EXPECT_EQ(plan.programs.attention.size(), 12u);
+  EXPECT_EQ(plan.programs.ffn.size(), 3u);
+  EXPECT_EQ(plan.exchange(ExchangeKind::M2n, 0).bytesPerToken, 8 + 256 + 8 + 24);
+  const Component& experts = plan.model.components[plan.model.layers[0].experts];
+  ASSERT_EQ(experts.experts.size(), 8u);
+  EXPECT_EQ(plan.model.weights[experts.experts[5].w2].ranks, std::vector<int>{3});
+  EXPECT_EQ(plan.memory.weightBytes[2], plan.memory.weightBytes[3]);
+  EXPECT_EQ(plan.memory.activationBytes[0], std::optional<uint64_t>(16 * 64 * 4));
+  EXPECT_EQ(plan.memory.activationBytes[1], std::nullopt);
+}
+
+TEST(Plan, RejectsAnUnknownVersionOrFormat) {
+  json plan = tinyPlan(twoByTwo());
+  plan["version"] = 2;
+  EXPECT_EQ(errorOf(plan), "version: 2 is not supported (this runtime reads version 1)");
+  plan = tinyPlan(twoByTwo());
+  plan["format"] = "onnx";
+  EXPECT_EQ(errorOf(plan), "format: \"onnx\" is not a disagmoe plan (expected \"disagmoe-plan\")");
+}
+
+TEST(Plan, RejectsMissingFieldsAndWrongTypes) {
+  json plan = tinyPlan(twoByTwo());
+  plan["model"].erase("hidden_size");
+  EXPECT_EQ(errorOf(plan), "model.hidden_size: missing");
+  plan = tinyPlan(twoByTwo());
+  plan["model"]["weights"][3].erase("offset");
+  EXPECT_EQ(errorOf(plan), "model.weights[3].offset: missing");
+  plan = tinyPlan(twoByTwo());
+  plan["model"]["top_k"] = "2";
+  EXPECT_EQ(errorOf(plan), "model.top_k: expected an integer, got string \"2\"");
+  plan = tinyPlan(twoByTwo());
+  plan["model"]["top_k"] = 9;
+  EXPECT_EQ(errorOf(plan), "model.top_k: 9 is out of range [1, 8]");
+}
+
+TEST(Plan, RejectsInvalidJson) {
+  const std::string path = makeTempDir("plan_json") + "/plan.json";
+  writeText(path, "{ \"format\": ");
+  try {
+    loadPlan(path);
+    FAIL();
+  } catch (const PlanError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": invalid JSON: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Plan, RejectsWeightLengthThatDoesNotMatchItsShape) {
+  json plan = tinyPlan(twoByTwo());
+  const size_t i = weightIndex(plan, "l0.expert0.w1");
+  plan["model"]["weights"][i]["length"] = 4096;
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].length: 4096 does not match shape [64,128] float32 (32768 bytes)");
+}
+
+TEST(Plan, RejectsWeightsOutsideTheirFile) {
+  json plan = tinyPlan(twoByTwo());
+  const size_t i = weightIndex(plan, "l0.q");
+  plan["model"]["weights"][i]["offset"] = 129;
+  const std::string file = goldenPath("w_l0_q.npy");
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].offset: offset 129 + length 16384 exceeds the size of \"" + file +
+                               "\" (16512 bytes)");
+  plan = tinyPlan(twoByTwo());
+  plan["model"]["weights"][i]["file"] = "missing.bin";
+  const std::string message = errorOf(plan);
+  EXPECT_EQ(message.rfind("model.weights[" + std::to_string(i) + "].file: cannot open \"", 0), 0u) << message;
+  EXPECT_NE(message.find("missing.bin\": No such file or directory"), std::string::npos) << message;
+}
+
+TEST(Plan, RejectsShapesInconsistentWithHyperParameters) {
+  json plan = tinyPlan(twoByTwo());
+  plan["model"]["components"][2]["wq"] = "l0.k";
+  EXPECT_EQ(errorOf(plan), "model.components[2].wq: weight \"l0.k\" has shape [64,32], expected [64,64] "
+                           "(hidden_size, num_heads*head_dim)");
+  plan = tinyPlan(twoByTwo());
+  plan["model"]["num_kv_heads"] = 3;
+  EXPECT_EQ(errorOf(plan), "model.num_kv_heads: 3 does not divide num_heads 4");
+}
+
+TEST(Plan, RejectsExpertsPlacedOutsideTheLayersFfnGroup) {
+  json plan = tinyPlan(twoByTwo());
+  plan["placement"]["expert_to_rank"][0][5] = 1;
+  EXPECT_EQ(errorOf(plan),
+            "placement.expert_to_rank[0][5]: rank 1 is not in ffn group 0, which runs layer 0 (ranks 2,3)");
+}
+
+TEST(Plan, RejectsWeightsMissingOnARankThatNeedsThem) {
+  json plan = tinyPlan(twoByTwo());
+  const size_t i = weightIndex(plan, "l0.router");
+  plan["model"]["weights"][i]["ranks"] = {0};
+  json& rank1 = plan["memory"]["ranks"][1];
+  rank1["weight_bytes"] = rank1["weight_bytes"].get<int64_t>() - 2048;
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].ranks: rank 1 runs layer 0 router but does not hold weight \"l0.router\"");
+}
+
+TEST(Plan, RejectsGroupsThatDoNotCoverTheWorld) {
+  json plan = tinyPlan(twoByTwo());
+  plan["placement"]["world_size"] = 5;
+  plan["memory"]["ranks"].push_back({{"rank", 4}, {"weight_bytes", 0}});
+  EXPECT_EQ(errorOf(plan), "placement.groups: rank 4 is in no group");
+  plan = tinyPlan(twoByTwo());
+  plan["placement"]["groups"][1]["ranks"] = {1, 3};
+  EXPECT_EQ(errorOf(plan), "placement.groups[1].ranks[0]: rank 1 is already in placement.groups[0]");
+}
+
+TEST(Plan, RejectsProgramsThatDoNotMatchSendsWithReceives) {
+  json plan = tinyPlan(twoByTwo());
+  json& attention = plan["programs"]["attention"];
+  for (size_t i = 0; i < attention.size(); ++i)
+    if (attention[i]["op"] == "n2m_recv") {
+      attention.erase(i);
+      break;
+    }
+  EXPECT_EQ(errorOf(plan), "programs.attention: no n2m_recv for layer 0");
+  plan = tinyPlan(twoByTwo());
+  plan["programs"]["ffn"][1]["stream"] = "comm";
+  EXPECT_EQ(errorOf(plan), "programs.ffn[1].stream: experts runs on the forward stream, not \"comm\"");
+  plan = tinyPlan(twoByTwo());
+  plan["programs"]["ffn"][0]["op"] = "embed";
+  EXPECT_EQ(errorOf(plan), "programs.ffn[0].op: \"embed\" is not an ffn instruction");
+}
+
+TEST(Plan, RejectsExchangesWithWrongGroupsOrSizes) {
+  json plan = tinyPlan(twoByTwo());
+  plan["exchanges"][0]["bytes_per_token"] = 272;
+  EXPECT_EQ(errorOf(plan), "exchanges[0].bytes_per_token: 272, expected 296 (8 token id + 4*hidden x + 8 n_local + "
+                           "12*top_k expert/gate pairs)");
+  plan = tinyPlan(twoByTwo());
+  plan["exchanges"][1]["src_group"] = 1;
+  EXPECT_EQ(errorOf(plan), "exchanges[1].src_group: 1, but n2m of layer 0 leaves ffn group 0");
+  plan = tinyPlan(twoByTwo());
+  plan["exchanges"].erase(2);
+  EXPECT_EQ(errorOf(plan), "exchanges: no residual exchange for layer 0");
+}
+
+TEST(Plan, RejectsMemoryThatDisagreesWithTheManifest) {
+  json plan = tinyPlan(twoByTwo());
+  const uint64_t stated = plan["memory"]["ranks"][2]["weight_bytes"].get<uint64_t>();
+  plan["memory"]["ranks"][2]["weight_bytes"] = stated + 4;
+  EXPECT_EQ(errorOf(plan), "memory.ranks[2].weight_bytes: " + std::to_string(stated + 4) + ", but model.weights puts " +
+                               std::to_string(stated) + " bytes on rank 2");
+}
