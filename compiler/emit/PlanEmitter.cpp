@@ -325,7 +325,7 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                    {"groups", std::move(groups)},
                                    {"expert_to_rank", std::move(expertMap)},
                                    {"embedding_group", 0},
-                                   {"head_group", 0}};
+                                   {"head_group", numLayers % p.groups}};
   plan["programs"] =
       json::Object{{"attention", std::move(ordered)}, {"ffn", std::move(ffnProgram)}};
   plan["exchanges"] = std::move(exchanges);
