@@ -31,6 +31,22 @@ def Moe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t", "64-bit integer a
 
 class Moe_Op<string mnemonic, list<Trait> traits = []> : Op<Moe_Dialect, mnemonic, traits>;
 
+def Moe_ParamOp : Moe_Op<"param", [Pure]> {
+  let summary = "a parameter known by name and shape only (no bytes), from the config frontend";
+  let description = [{
+    Full-size models are planned and simulated from their `config.json` without weights; their
+    parameters are `moe.param` values in place of `onnx.weight` references. Plans that must run
+    (not only be costed) need `onnx.weight` references instead.
+
+    ```mlir
+    %wq = moe.param "layers.0.self_attn.q_proj" : tensor<4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$param_name);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$param_name attr-dict `:` type($result)";
+}
+
 def Moe_EmbeddingOp : Moe_Op<"embedding", [Pure]> {
   let summary = "token embedding: y[b,s] = W[ids[b,s]]";
   let arguments = (ins TensorOf<[I64, I32]>:$ids, F32Tensor:$weight);
