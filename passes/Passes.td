@@ -34,18 +34,28 @@ def PartitionComponents : Pass<"partition-components", "mlir::ModuleOp"> {
   let dependentDialects = ["disagmoe::moe::MoeDialect"];
 }
 
+def AssignGroups : Pass<"assign-groups", "mlir::ModuleOp"> {
+  let summary = "Interleave layers over p groups per side: group g holds layers g, g+p, g+2p, ...";
+  let description = [{
+    Sets `group` on every `moe.stage`: the attention and FFN stages of layer l run on group
+    l mod p of their side (DisagMoE, seeds/000, "interleaved layer assignment"; DESIGN.md, "Terms").
+    The embedding runs with layer 0 (group 0) and the head where the last layer's output arrives
+    (group L mod p = 0). Rejects a p that does not divide the number of layers.
+  }];
+  let options = [
+    Option<"groups", "p", "int64_t", /*default=*/"1",
+           "Number of groups p per side (layer l runs on group l mod p)">
+  ];
+}
+
 def FuseExchange : Pass<"fuse-exchange", "mlir::ModuleOp"> {
   let summary = "Replace each layer's dispatch/combine with moe.m2n, moe.n2m and moe.residual";
   let description = [{
     The routed values that an attention stage hands to its FFN stage go through `moe.m2n`; the FFN
     output goes back through `moe.n2m` to the next layer's attention group, and the residual stream
-    through `moe.residual`; the receiver adds them (DESIGN.md, "Exchanges"). Groups follow the
-    interleaved assignment: layer l runs on group l mod p of each side.
+    through `moe.residual`; the receiver adds them (DESIGN.md, "Exchanges"). Source and
+    destination groups are the `group` attributes that assign-groups put on the stages.
   }];
-  let options = [
-    Option<"groups", "groups", "int64_t", /*default=*/"1",
-           "Number of groups p per side (layer l runs on group l mod p)">
-  ];
   let dependentDialects = ["disagmoe::moe::MoeDialect", "mlir::arith::ArithDialect"];
 }
 

@@ -13,8 +13,8 @@ namespace disagmoe {
 using namespace mlir;
 
 const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names = {"import", "raise", "partition", "exchange",
-                                                 "placement"};
+  static const std::vector<std::string> names = {"import",   "raise",    "partition",
+                                                 "groups",   "exchange", "placement"};
   return names;
 }
 
@@ -23,6 +23,7 @@ namespace {
 std::string passArgument(const std::string &stage) {
   if (stage == "raise") return "raise-onnx-to-moe";
   if (stage == "partition") return "partition-components";
+  if (stage == "groups") return "assign-groups";
   if (stage == "exchange") return "fuse-exchange";
   if (stage == "placement") return "place-groups";
   return stage;
@@ -61,7 +62,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       known |= s == stage || s == passArgument(stage);
     if (!known) {
       error = "--print-ir-after: unknown stage '" + s +
-              "' (expected import, raise, partition, exchange or placement)";
+              "' (expected import, raise, partition, groups, exchange or placement)";
       return nullptr;
     }
   }
@@ -103,7 +104,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
   PassManager pm(&context);
   pm.addPass(createRaiseOnnxToMoe());
   pm.addPass(createPartitionComponents());
-  pm.addPass(createFuseExchange(FuseExchangeOptions{options.groups}));
+  pm.addPass(createAssignGroups(AssignGroupsOptions{options.groups}));
+  pm.addPass(createFuseExchange());
   pm.addPass(createPlaceGroups(PlaceGroupsOptions{options.attnRanks, options.ffnRanks}));
   pm.enableIRPrinting(
       /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },

@@ -21,8 +21,9 @@ namespace disagmoe {
 struct CompileOptions {
   int64_t batch = 2, seqLen = 8; ///< static shape the plan is compiled for (tokens)
   int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
-  /// Stage names after which to print the IR: import, raise, partition, exchange, placement
-  /// (or the pass arguments raise-onnx-to-moe, partition-components, fuse-exchange, place-groups).
+  /// Stage names after which to print the IR: import, raise, partition, groups, exchange,
+  /// placement (or the pass arguments raise-onnx-to-moe, partition-components, assign-groups,
+  /// fuse-exchange, place-groups).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
 };

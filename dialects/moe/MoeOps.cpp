@@ -152,6 +152,8 @@ LogicalResult StageOp::verify() {
   StringRef side = getSide();
   if (side != "attention" && side != "ffn" && side != "embedding" && side != "head")
     return emitOpError() << "unknown side '" << side << "'";
+  if (getGroup() && *getGroup() < 0)
+    return emitOpError() << "attribute 'group' must be >= 0, got " << *getGroup();
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "region has " << body.getNumArguments() << " arguments for "

@@ -136,13 +136,16 @@ def Moe_StageOp : Moe_Op<"stage", [IsolatedFromAbove]> {
   let description = [{
     `side` is `attention` or `ffn` (also `embedding` and `head`, which run on the attention side by
     default). The region's block arguments are the stage's inputs; `moe.yield` returns its outputs.
-    The residual stream crosses the cut explicitly as an input and an output.
+    The residual stream crosses the cut explicitly as an input and an output. `group` (set by
+    assign-groups) is the index of the group of its side that runs it: layer l on group l mod p.
   }];
-  let arguments = (ins StrAttr:$side, Moe_I64Attr:$layer, Variadic<AnyType>:$inputs);
+  let arguments = (ins StrAttr:$side, Moe_I64Attr:$layer, OptionalAttr<Moe_I64Attr>:$group,
+                       Variadic<AnyType>:$inputs);
   let results = (outs Variadic<AnyType>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $side `layer` $layer `(` $inputs `)` `:` functional-type($inputs, $outputs) attr-dict-with-keyword
+    $side `layer` $layer (`group` $group^)? `(` $inputs `)` `:` functional-type($inputs, $outputs)
+    attr-dict-with-keyword
     $body
   }];
   let hasVerifier = 1;

@@ -62,8 +62,9 @@ void outlineStage(OpBuilder &b, const StageKey &key, ArrayRef<Operation *> ops) 
   SmallVector<Type> outTypes;
   for (Value v : outputs)
     outTypes.push_back(v.getType());
-  auto stage = b.create<moe::StageOp>(ops.front()->getLoc(), outTypes, key.side, key.layer,
-                                      inputs.getArrayRef());
+  auto stage = b.create<moe::StageOp>(ops.front()->getLoc(), outTypes,
+                                      b.getStringAttr(key.side), b.getI64IntegerAttr(key.layer),
+                                      /*group=*/IntegerAttr(), inputs.getArrayRef());
   Block *body = new Block();
   stage.getBody().push_back(body);
   IRMapping map;

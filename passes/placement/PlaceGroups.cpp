@@ -25,8 +25,8 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
     Builder b(module.getContext());
     auto groupsAttr = module->getAttrOfType<IntegerAttr>("moe.num_groups");
     if (!groupsAttr) {
-      module.emitError("place-groups needs the exchanges fused first (no 'moe.num_groups' "
-                       "attribute; run fuse-exchange)");
+      module.emitError("place-groups needs the groups assigned first (no 'moe.num_groups' "
+                       "attribute; run assign-groups and fuse-exchange)");
       return signalPassFailure();
     }
     int64_t p = groupsAttr.getInt();

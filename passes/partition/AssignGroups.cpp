@@ -1,0 +1,55 @@
+//===- AssignGroups.cpp - interleave layers over p groups per side --------===//
+//
+// DisagMoE's interleaved layer assignment (seeds/000; DESIGN.md, "Terms"): with p groups per side,
+// group g holds layers g, g+p, g+2p, ... on the attention side and on the FFN side, so each group
+// runs v = L/p virtual stages of the AF-Pipe ring A0 -> F0 -> A1 -> F1 -> ...
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace disagmoe {
+#define GEN_PASS_DEF_ASSIGNGROUPS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
+  using AssignGroupsBase::AssignGroupsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const int64_t p = groups;
+    if (p < 1) {
+      module.emitError() << "assign-groups: p must be at least 1, got " << p;
+      return signalPassFailure();
+    }
+    SmallVector<moe::StageOp> stages;
+    module.walk([&](moe::StageOp stage) { stages.push_back(stage); });
+    if (stages.empty()) {
+      module.emitError("assign-groups: no moe.stage ops; run partition-components first");
+      return signalPassFailure();
+    }
+    int64_t numLayers = 0;
+    for (moe::StageOp stage : stages)
+      if (stage.getSide() == "attention" || stage.getSide() == "ffn")
+        numLayers = std::max(numLayers, stage.getLayer() + 1);
+    if (numLayers % p != 0) {
+      module.emitError() << "assign-groups: p = " << p << " does not divide the " << numLayers
+                         << " layers (layer l runs on group l mod p, so every group must hold "
+                            "the same number of layers)";
+      return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    for (moe::StageOp stage : stages) {
+      // The head runs where the last layer's output arrives: group L mod p.
+      int64_t layer = stage.getSide() == "head" ? numLayers : stage.getLayer();
+      stage.setGroupAttr(b.getI64IntegerAttr(layer % p));
+    }
+    module->setAttr("moe.num_groups", b.getI64IntegerAttr(p));
+  }
+};
+} // namespace
+} // namespace disagmoe
