@@ -55,7 +55,8 @@ RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t 
     threads.emplace_back([&, r] {
       try {
         std::unique_ptr<Comm> endpoint = comm.endpoint(r);
-        results[r] = runRank(plan_, weights_[r], *endpoint, ids, batch, seqLen, options_.recvTimeout);
+        results[r] = runRank(plan_, weights_[r], *endpoint, ids, batch, seqLen, options_.recvTimeout,
+                             options_.recordRouting);
       } catch (const CommAborted&) {
         // Secondary: another rank failed first and reported the cause.
       } catch (const std::exception& e) {
@@ -86,6 +87,14 @@ RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t 
     }
     out.exchanges.insert(out.exchanges.end(), r.sent.begin(), r.sent.end());
     out.experts.insert(out.experts.end(), r.experts.begin(), r.experts.end());
+  }
+  if (options_.recordRouting) {
+    const int64_t k = plan_.model.topK;
+    out.routing.assign(plan_.model.numLayers, std::vector<int64_t>(batch * seqLen * k, -1));
+    for (const RankResult& r : results)
+      for (const RoutingRecord& rec : r.routing)
+        for (size_t i = 0; i < rec.tokenIds.size(); ++i)
+          std::copy_n(rec.topIds.begin() + i * k, k, out.routing[rec.layer].begin() + rec.tokenIds[i] * k);
   }
   std::sort(out.exchanges.begin(), out.exchanges.end(), [](const ExchangeRecord& a, const ExchangeRecord& b) {
     return std::make_tuple(a.layer, static_cast<int>(a.kind), a.src, a.dst) <

@@ -21,6 +21,8 @@ namespace disagmoe {
 struct ExecutorOptions {
   /// How long a receive waits for its message before the run fails naming the peer.
   std::chrono::milliseconds recvTimeout{60000};
+  /// Routing hook for the observatory (docs/observatory.md): fill RunResult::routing.
+  bool recordRouting = false;
 };
 
 struct RunResult {
@@ -29,6 +31,9 @@ struct RunResult {
   Tensor hidden; ///< [batch, seqLen, hidden]: the residual stream after the last layer (final norm's input)
   std::vector<ExchangeRecord> exchanges; ///< every message, sorted by (layer, kind, src, dst)
   std::vector<ExpertRecord> experts;     ///< every expert run, sorted by (layer, expert)
+  /// With ExecutorOptions::recordRouting: per layer, [batch * seqLen * top_k] router top-k expert ids
+  /// in flat token order (token s*seqLen+i, then the k ids by descending score); otherwise empty.
+  std::vector<std::vector<int64_t>> routing;
   double wallSeconds = 0;                ///< the ranks' run, from thread start to the last join
 };
 

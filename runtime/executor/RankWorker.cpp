@@ -21,9 +21,9 @@ struct Buffer {
 class Worker {
 public:
   Worker(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids, int64_t batch,
-         int64_t seqLen, std::chrono::milliseconds recvTimeout)
+         int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting)
       : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm), ids_(ids),
-        batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
+        batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), recordRouting_(recordRouting), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
         index_(placement_.indexInGroup(rank_)) {}
 
   RankResult run() {
@@ -164,6 +164,7 @@ private:
       cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring, topIds_.data(),
                        topGates_.data.data());
       topGates_.layer = l;
+      if (recordRouting_) result_.routing.push_back({l, tokens_, topIds_});
       break;
     }
     case OpCode::M2nSend: m2nSend(l); break;
@@ -353,6 +354,7 @@ private:
   const std::vector<int64_t>& ids_;
   const int64_t batch_, seqLen_;
   const std::chrono::milliseconds timeout_;
+  const bool recordRouting_;
   const int rank_;
   const Group& group_;
   const int64_t index_;
@@ -372,8 +374,8 @@ private:
 } // namespace
 
 RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
-                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout) {
-  return Worker(plan, weights, comm, ids, batch, seqLen, recvTimeout).run();
+                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting) {
+  return Worker(plan, weights, comm, ids, batch, seqLen, recvTimeout, recordRouting).run();
 }
 
 } // namespace disagmoe

@@ -44,6 +44,14 @@ struct ExpertRecord {
   int64_t tokens = 0;
 };
 
+/// Routing hook (observatory): the router's top-k expert ids of one layer on one A-rank, recorded only
+/// when runRank is called with recordRouting = true.
+struct RoutingRecord {
+  int64_t layer = 0;
+  std::vector<int64_t> tokenIds; ///< flat token ids ([batch, seq] row-major), ascending
+  std::vector<int64_t> topIds;   ///< [tokens, top_k]: descending router score, ties to the lower id
+};
+
 /// What one rank produced.
 struct RankResult {
   std::vector<int64_t> tokenIds; ///< the head group's A-ranks: their tokens (flat ids), ascending
@@ -51,13 +59,15 @@ struct RankResult {
   std::vector<float> logits;     ///< [tokens, vocab]
   std::vector<ExchangeRecord> sent;
   std::vector<ExpertRecord> experts;
+  std::vector<RoutingRecord> routing; ///< empty unless recordRouting
 };
 
 /// Runs `comm.rank()`'s program over the token ids `ids` ([batch, seqLen] row-major, already
 /// checked against the vocabulary and the capacity bounds). Receives wait at most `recvTimeout`.
 /// Throws ExecError naming the rank and the instruction, CommError for a timed-out receive, and
-/// CommAborted when another rank failed first.
+/// CommAborted when another rank failed first. With `recordRouting`, every `router` instruction also
+/// appends its top-k ids to RankResult::routing.
 RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
-                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout);
+                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting = false);
 
 } // namespace disagmoe

@@ -44,7 +44,7 @@ struct SendMatrix {
 /// Per-expert loads c_e (assignments per expert) of [tokens * topK] top-k ids.
 std::vector<int64_t> expertLoads(const int64_t* topIds, int64_t tokens, int64_t topK, int64_t experts);
 
-/// Digamma psi(x) for x > 0 (recurrence to x >= 6, then the asymptotic series; |error| < 1e-13).
+/// Digamma psi(x) for x > 0 (recurrence to x >= 10, then the asymptotic series; |error| < 1e-13).
 double digamma(double x);
 
 /// Log-likelihood of counts under a symmetric Dirichlet-multinomial with parameter alpha, without
