@@ -73,4 +73,19 @@ def PlaceGroups : Pass<"place-groups", "mlir::ModuleOp"> {
   ];
 }
 
+def ExchangeVolume : Pass<"exchange-volume", "mlir::ModuleOp"> {
+  let summary = "Annotate each M2N with its expected bytes against an EP all-to-all";
+  let description = [{
+    For a placed module, attaches to every `moe.m2n` a `volume` dictionary: the expected number of
+    destination F-ranks per token under uniform top-k routing, E[D] = sum_r [1 - C(E - E_r, k) /
+    C(E, k)], and the bytes per micro-batch of M2N, N2M and the residual route beside the
+    conventional expert-parallel all-to-all dispatch + combine (2 * T * k * H * b), and their ratio
+    (formulas and sources in passes/exchange/ExchangeVolume.h).
+  }];
+  let options = [
+    Option<"bytesPerElement", "bytes-per-element", "int64_t", /*default=*/"4",
+           "Bytes per activation element on the wire (4: fp32 CPU, 2: bf16 GPU)">
+  ];
+}
+
 #endif // DISAGMOE_PASSES

@@ -239,6 +239,11 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                        {"dst_group", m.getDstGroup()},
                                        {"capacity_tokens", batch * seq},
                                        {"bytes_per_token", 8 + hidden * 4 + 8 + k * 12}});
+      // Expected F-ranks per token under uniform routing (exchange-volume), for the simulator.
+      if (auto volume = m->getAttrOfType<DictionaryAttr>("volume"))
+        exchanges.back().getAsObject()->try_emplace(
+            "expected_destinations_per_token",
+            volume.getAs<FloatAttr>("destinations_per_token").getValueAsDouble());
     } else if (auto n2m = dyn_cast<moe::N2MOp>(op)) {
       int64_t layer = n2m.getLayer();
       ffnProgram.push_back(instr("n2m_send", layer, "comm"));

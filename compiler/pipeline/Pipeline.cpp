@@ -14,7 +14,8 @@ using namespace mlir;
 
 const std::vector<std::string> &stageNames() {
   static const std::vector<std::string> names = {"import",   "raise",    "partition",
-                                                 "groups",   "exchange", "placement"};
+                                                 "groups",   "exchange", "placement",
+                                                 "volume"};
   return names;
 }
 
@@ -26,6 +27,7 @@ std::string passArgument(const std::string &stage) {
   if (stage == "groups") return "assign-groups";
   if (stage == "exchange") return "fuse-exchange";
   if (stage == "placement") return "place-groups";
+  if (stage == "volume") return "exchange-volume";
   return stage;
 }
 
@@ -62,7 +64,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       known |= s == stage || s == passArgument(stage);
     if (!known) {
       error = "--print-ir-after: unknown stage '" + s +
-              "' (expected import, raise, partition, groups, exchange or placement)";
+              "' (expected import, raise, partition, groups, exchange, placement or volume)";
       return nullptr;
     }
   }
@@ -107,6 +109,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
   pm.addPass(createAssignGroups(AssignGroupsOptions{options.groups}));
   pm.addPass(createFuseExchange());
   pm.addPass(createPlaceGroups(PlaceGroupsOptions{options.attnRanks, options.ffnRanks}));
+  pm.addPass(createExchangeVolume());
   pm.enableIRPrinting(
       /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
       /*shouldPrintAfterPass=*/

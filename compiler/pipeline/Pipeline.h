@@ -1,6 +1,7 @@
 //===- Pipeline.h - the disagmoe compile pipeline -------------*- C++ -*-===//
 //
-// ONNX file -> `onnx` dialect -> raise -> partition -> exchange fusion -> placement -> plan.json
+// ONNX file -> `onnx` dialect -> raise -> partition -> groups -> exchange fusion -> placement ->
+// exchange volume -> plan.json
 // (DESIGN.md, "The data path"). Used by the `disagmoe compile` CLI and by the tests.
 //
 //===----------------------------------------------------------------------===//
@@ -22,8 +23,8 @@ struct CompileOptions {
   int64_t batch = 2, seqLen = 8; ///< static shape the plan is compiled for (tokens)
   int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
   /// Stage names after which to print the IR: import, raise, partition, groups, exchange,
-  /// placement (or the pass arguments raise-onnx-to-moe, partition-components, assign-groups,
-  /// fuse-exchange, place-groups).
+  /// placement, volume (or the pass arguments raise-onnx-to-moe, partition-components,
+  /// assign-groups, fuse-exchange, place-groups, exchange-volume).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
 };

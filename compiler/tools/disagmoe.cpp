@@ -47,7 +47,8 @@ int compileMain(int argc, char **argv) {
                           cl::cat(category));
   cl::list<std::string> printAfter(
       "print-ir-after",
-      cl::desc("Print the IR after a stage: import, raise, partition, groups, exchange, placement"),
+      cl::desc("Print the IR after a stage: import, raise, partition, groups, exchange, placement, "
+                "volume"),
       cl::CommaSeparated, cl::cat(category));
   cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
                               cl::cat(category));

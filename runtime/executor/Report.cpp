@@ -93,6 +93,39 @@ std::string formatExchanges(const Plan& plan, const RunResult& run) {
   return out;
 }
 
+std::string formatAllToAllComparison(const Plan& plan, const RunResult& run) {
+  // Conventional expert-parallel all-to-all on the same routing: every token-expert assignment is
+  // one copy in dispatch (id, activations, expert id and gate) and one in combine (id, output),
+  // versus one M2N copy per distinct destination F-rank plus the N2M and residual messages
+  // (passes/exchange/ExchangeVolume.h has the formulas). Messages a rank sends to itself (the
+  // residual route when both layers run on one attention group) never reach the network and are
+  // left out; the baseline counts every assignment as crossing, as between disjoint GPU groups.
+  const int64_t tokens = run.batch * run.seqLen, k = plan.model.topK, hidden = plan.model.hiddenSize;
+  const uint64_t assignments = static_cast<uint64_t>(tokens * k);
+  const uint64_t allToAll = assignments * static_cast<uint64_t>((8 + 4 * hidden + 12) + (8 + 4 * hidden));
+  std::string out = row("%-6s %14s %14s %14s %16s %8s", "layer", "assignments", "m2n copies", "disagmoe bytes",
+                        "all-to-all bytes", "ratio");
+  uint64_t ours = 0, theirs = 0;
+  for (int64_t l = 0; l < plan.model.numLayers; ++l) {
+    uint64_t bytes = 0;
+    int64_t copies = 0;
+    for (const ExchangeRecord& e : run.exchanges) {
+      if (e.layer != l || e.src == e.dst) continue;
+      bytes += e.bytes;
+      if (e.kind == ExchangeKind::M2n) copies += e.tokens;
+    }
+    out += row("%-6lld %14llu %14lld %14llu %16llu %8.3f", static_cast<long long>(l),
+               static_cast<unsigned long long>(assignments), static_cast<long long>(copies),
+               static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(allToAll),
+               allToAll ? static_cast<double>(bytes) / static_cast<double>(allToAll) : 0.0);
+    ours += bytes;
+    theirs += allToAll;
+  }
+  out += row("%-6s %14s %14s %14llu %16llu %8.3f", "all", "", "", static_cast<unsigned long long>(ours),
+             static_cast<unsigned long long>(theirs), theirs ? static_cast<double>(ours) / static_cast<double>(theirs) : 0.0);
+  return out;
+}
+
 std::string formatMemory(const Plan& plan) {
   std::string out;
   for (size_t r = 0; r < plan.memory.weightBytes.size(); ++r) {

@@ -18,6 +18,12 @@ std::string formatPlacement(const Plan& plan, const RunResult& run);
 /// per kind and per layer, and a grand total.
 std::string formatExchanges(const Plan& plan, const RunResult& run);
 
+/// Per layer: the bytes this run's exchanges sent between different ranks (M2N + N2M + residual,
+/// whole messages; a residual kept on its own rank is not counted) beside a
+/// conventional EP all-to-all dispatch + combine of the same routing (one copy per token-expert
+/// assignment each way, same per-copy header), and their ratio.
+std::string formatAllToAllComparison(const Plan& plan, const RunResult& run);
+
 /// Weight bytes per rank, and the plan's activation estimate where it states one.
 std::string formatMemory(const Plan& plan);
 

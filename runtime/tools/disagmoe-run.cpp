@@ -130,6 +130,8 @@ int run(const Options& o) {
   std::cout << "placement:\n" << formatPlacement(plan, result) << "\n";
   std::cout << "memory:\n" << formatMemory(plan) << "\n";
   std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+  std::cout << "against an expert-parallel all-to-all of the same routing:\n"
+            << formatAllToAllComparison(plan, result) << "\n";
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
