@@ -73,3 +73,92 @@ func.func @stage_yield_types(%x: tensor<2x4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @norm_role(%x: tensor<2x4xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'role' must be attn_norm, ffn_norm or final_norm, got 'pre_norm'}}
+  %n = moe.rms_norm %x, %w {eps = 1.0e-5 : f64, layer = 0 : i64, role = "pre_norm"} : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @norm_eps(%x: tensor<2x4xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'eps' must be positive, got 0}}
+  %n = moe.rms_norm %x, %w {eps = 0.0 : f64, layer = 0 : i64, role = "attn_norm"} : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @norm_weight(%x: tensor<2x4xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight has shape [8], expected [4]}}
+  %n = moe.rms_norm %x, %w {eps = 1.0e-5 : f64, layer = 0 : i64, role = "attn_norm"} : tensor<2x4xf32>, tensor<8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_hidden(%ids: tensor<1x2xi64>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{result hidden size 6 differs from weight's 4}}
+  %x = moe.embedding %ids, %w : tensor<1x2xi64>, tensor<8x4xf32> -> tensor<1x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @head_weight(%x: tensor<1x2x4xf32>, %w: tensor<5x8xf32>) {
+  // expected-error @+1 {{weight has shape [5,8], expected [4,8]}}
+  %l = moe.head %x, %w : tensor<1x2x4xf32>, tensor<5x8xf32> -> tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @m2n_types(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>) {
+  // expected-error @+1 {{results must have the types of the sent values}}
+  %a, %b, %c = moe.m2n %x, %i, %g {dst_group = 0 : i64, layer = 0 : i64, src_group = 0 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32> -> tensor<2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @residual_group(%h: tensor<2x4xf32>) {
+  // expected-error @+1 {{group indices must be >= 0, got src_group -1, dst_group 0}}
+  %r = moe.residual %h {dst_group = 0 : i64, layer = 0 : i64, src_group = -1 : i64} : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_args(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{region argument #0 type differs from input #0}}
+  %0 = moe.stage "attention" layer 0(%x) : (tensor<2x4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    moe.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @stage_group(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{attribute 'group' must be >= 0, got -3}}
+  %0 = moe.stage "ffn" layer 0 group -3(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    moe.yield %a : tensor<2x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @stage_side(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{unknown side 'router'}}
+  %0 = moe.stage "router" layer 0(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    moe.yield %a : tensor<2x4xf32>
+  }
+  return
+}

@@ -27,11 +27,18 @@ func.func @components(%ids: tensor<1x2xi64>, %emb: tensor<8x4xf32>, %nw: tensor<
   return %l : tensor<1x2x8xf32>
 }
 
+// CHECK-LABEL: func.func @params
+func.func @params() -> tensor<4096x1536xbf16> {
+  // CHECK: moe.param "layers.0.mlp.experts.0.gate_proj" : tensor<4096x1536xbf16>
+  %w = moe.param "layers.0.mlp.experts.0.gate_proj" : tensor<4096x1536xbf16>
+  return %w : tensor<4096x1536xbf16>
+}
+
 // CHECK-LABEL: func.func @stage
 func.func @stage(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
-  // CHECK: moe.stage "ffn" layer 3(%{{.*}}) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: moe.stage "ffn" layer 3 group 1(%{{.*}}) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
   // CHECK: moe.yield
-  %0 = moe.stage "ffn" layer 3(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = moe.stage "ffn" layer 3 group 1(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
   ^bb0(%a: tensor<2x4xf32>):
     moe.yield %a : tensor<2x4xf32>
   }
