@@ -1,0 +1,264 @@
+#include "runtime/backends/cpu/BackwardKernels.h"
+
+#include "runtime/backends/cpu/Kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace disagmoe::cpu {
+
+void embeddingBackward(const float* dOut, const int64_t* ids, int64_t tokens, int64_t hidden, float* dW) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    float* row = dW + ids[t] * hidden;
+    const float* g = dOut + t * hidden;
+    for (int64_t j = 0; j < hidden; ++j)
+      row[j] += g[j];
+  }
+}
+
+void rmsNormBackward(const float* x, const float* dy, int64_t rows, int64_t hidden, const float* w, float eps,
+                     float* dx, float* dw) {
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* xr = x + t * hidden;
+    const float* dyr = dy + t * hidden;
+    double sumSq = 0;
+    for (int64_t j = 0; j < hidden; ++j)
+      sumSq += static_cast<double>(xr[j]) * xr[j];
+    // The same fp32 statistic as the forward kernel.
+    const float variance = static_cast<float>(sumSq / static_cast<double>(hidden));
+    const double r = 1.0f / std::sqrt(variance + eps);
+    double dot = 0; // sum_j (dy_j w_j) x_j
+    for (int64_t j = 0; j < hidden; ++j)
+      dot += static_cast<double>(dyr[j]) * w[j] * xr[j];
+    if (dw)
+      for (int64_t j = 0; j < hidden; ++j)
+        dw[j] += static_cast<float>(static_cast<double>(dyr[j]) * xr[j] * r);
+    const double c = r * r * r * dot / static_cast<double>(hidden);
+    float* dxr = dx + t * hidden;
+    for (int64_t j = 0; j < hidden; ++j)
+      dxr[j] = static_cast<float>(r * static_cast<double>(dyr[j]) * w[j] - xr[j] * c);
+  }
+}
+
+void linearBackward(const float* x, const float* dy, int64_t rows, int64_t in, const float* w, int64_t out, float* dx,
+                    float* dW) {
+  if (dx) {
+    if (rows > 0 && in > 0) {
+      if (out == 0)
+        std::fill_n(dx, rows * in, 0.0f);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(in),
+                    static_cast<int>(out), 1.0f, dy, static_cast<int>(out), w, static_cast<int>(out), 0.0f, dx,
+                    static_cast<int>(in));
+    }
+  }
+  if (dW && rows > 0 && in > 0 && out > 0)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(in), static_cast<int>(out),
+                static_cast<int>(rows), 1.0f, x, static_cast<int>(in), dy, static_cast<int>(out), 1.0f, dW,
+                static_cast<int>(out));
+}
+
+void ropeBackward(float* dx, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
+  const int64_t half = headDim / 2;
+  std::vector<float> cosv(half), sinv(half);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      // Exactly the forward's fp32 angle.
+      float invFreq = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
+      float angle = static_cast<float>(positions[t]) * invFreq;
+      cosv[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sinv[i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = dx + (t * heads + h) * headDim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * cosv[i] + b * sinv[i];
+        v[i + half] = b * cosv[i] - a * sinv[i];
+      }
+    }
+  }
+}
+
+void causalAttentionBackward(const float* q, const float* k, const float* v, const float* dOut, int64_t seqLen,
+                             int64_t heads, int64_t kvHeads, int64_t headDim, float* dq, float* dk, float* dv) {
+  const int64_t groupSize = heads / kvHeads;
+  const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  // Accumulate kv gradients in double over every query head of the group, then round once.
+  std::vector<double> dkAcc(static_cast<size_t>(seqLen * kvStride), 0.0), dvAcc(dkAcc.size(), 0.0);
+  std::vector<double> p(static_cast<size_t>(seqLen)), dp(static_cast<size_t>(seqLen));
+  std::vector<double> dqAcc(static_cast<size_t>(headDim));
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / groupSize;
+    for (int64_t t = 0; t < seqLen; ++t) {
+      const float* qv = q + t * qStride + h * headDim;
+      const float* dov = dOut + t * qStride + h * headDim;
+      double maxScore = -INFINITY;
+      for (int64_t s = 0; s <= t; ++s) {
+        const float* kv = k + s * kvStride + g * headDim;
+        double dot = 0;
+        for (int64_t d = 0; d < headDim; ++d)
+          dot += static_cast<double>(qv[d]) * kv[d];
+        p[s] = dot * scale;
+        maxScore = std::max(maxScore, p[s]);
+      }
+      double denom = 0;
+      for (int64_t s = 0; s <= t; ++s) {
+        p[s] = std::exp(p[s] - maxScore);
+        denom += p[s];
+      }
+      double pdp = 0;
+      for (int64_t s = 0; s <= t; ++s) {
+        p[s] /= denom;
+        const float* vv = v + s * kvStride + g * headDim;
+        double dot = 0;
+        for (int64_t d = 0; d < headDim; ++d)
+          dot += static_cast<double>(dov[d]) * vv[d];
+        dp[s] = dot;
+        pdp += p[s] * dot;
+        double* dvr = dvAcc.data() + s * kvStride + g * headDim;
+        for (int64_t d = 0; d < headDim; ++d)
+          dvr[d] += p[s] * dov[d];
+      }
+      std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
+      for (int64_t s = 0; s <= t; ++s) {
+        const double ds = p[s] * (dp[s] - pdp) * scale;
+        const float* kv = k + s * kvStride + g * headDim;
+        double* dkr = dkAcc.data() + s * kvStride + g * headDim;
+        for (int64_t d = 0; d < headDim; ++d) {
+          dqAcc[d] += ds * kv[d];
+          dkr[d] += ds * qv[d];
+        }
+      }
+      float* dqr = dq + t * qStride + h * headDim;
+      for (int64_t d = 0; d < headDim; ++d)
+        dqr[d] = static_cast<float>(dqAcc[d]);
+    }
+  }
+  for (size_t i = 0; i < dkAcc.size(); ++i) {
+    dk[i] = static_cast<float>(dkAcc[i]);
+    dv[i] = static_cast<float>(dvAcc[i]);
+  }
+}
+
+void routerGatesBackward(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring,
+                         const int64_t* ids, const float* dGates, float* dLogits) {
+  std::vector<double> p(static_cast<size_t>(experts)), dp(static_cast<size_t>(experts));
+  std::vector<double> g(static_cast<size_t>(k));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* z = logits + t * experts;
+    const int64_t* id = ids + t * k;
+    const float* dg = dGates + t * k;
+    float* dz = dLogits + t * experts;
+    std::fill_n(dz, experts, 0.0f);
+    if (scoring == RouterScoring::TopkSoftmax) {
+      // g = softmax over the k chosen logits.
+      double m = -INFINITY, sum = 0, dot = 0;
+      for (int64_t i = 0; i < k; ++i)
+        m = std::max(m, static_cast<double>(z[id[i]]));
+      for (int64_t i = 0; i < k; ++i)
+        sum += g[i] = std::exp(z[id[i]] - m);
+      for (int64_t i = 0; i < k; ++i)
+        dot += dg[i] * (g[i] /= sum);
+      for (int64_t i = 0; i < k; ++i)
+        dz[id[i]] = static_cast<float>(g[i] * (dg[i] - dot));
+      continue;
+    }
+    double m = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < experts; ++e)
+      m = std::max(m, static_cast<double>(z[e]));
+    for (int64_t e = 0; e < experts; ++e)
+      sum += p[e] = std::exp(z[e] - m);
+    for (int64_t e = 0; e < experts; ++e)
+      p[e] /= sum;
+    std::fill(dp.begin(), dp.end(), 0.0);
+    if (scoring == RouterScoring::SoftmaxTopkRenorm) {
+      double s = 0, dot = 0;
+      for (int64_t i = 0; i < k; ++i)
+        s += p[id[i]];
+      for (int64_t i = 0; i < k; ++i)
+        dot += dg[i] * (p[id[i]] / s);
+      for (int64_t i = 0; i < k; ++i)
+        dp[id[i]] = (dg[i] - dot) / s;
+    } else {
+      for (int64_t i = 0; i < k; ++i)
+        dp[id[i]] = dg[i];
+    }
+    double pdp = 0;
+    for (int64_t e = 0; e < experts; ++e)
+      pdp += p[e] * dp[e];
+    for (int64_t e = 0; e < experts; ++e)
+      dz[e] = static_cast<float>(p[e] * (dp[e] - pdp));
+  }
+}
+
+void swigluExpertBackward(const float* x, const float* dy, int64_t rows, int64_t hidden, int64_t expertHidden,
+                          const float* w1, const float* w3, const float* w2, float* dx, float* dw1, float* dw3,
+                          float* dw2, float* y) {
+  if (rows == 0) return;
+  const size_t n = static_cast<size_t>(rows * expertHidden);
+  std::vector<float> a(n), b(n), hid(n), dh(n);
+  linear(x, rows, hidden, w1, expertHidden, a.data());
+  linear(x, rows, hidden, w3, expertHidden, b.data());
+  for (size_t i = 0; i < n; ++i) {
+    const float z = a[i];
+    hid[i] = z / (1.0f + std::exp(-z)) * b[i]; // as the forward kernel
+  }
+  if (y) linear(hid.data(), rows, expertHidden, w2, hidden, y);
+  // dh = dy W2^T, dW2 += hid^T dy
+  linearBackward(hid.data(), dy, rows, expertHidden, w2, hidden, dh.data(), dw2);
+  // da, db into a and b (their forward values are no longer needed after this loop).
+  for (size_t i = 0; i < n; ++i) {
+    const double z = a[i];
+    const double sig = 1.0 / (1.0 + std::exp(-z));
+    const double silu = z * sig;
+    const double dsilu = sig * (1.0 + z * (1.0 - sig));
+    const double d = dh[i];
+    a[i] = static_cast<float>(d * b[i] * dsilu);
+    b[i] = static_cast<float>(d * silu);
+  }
+  // dx = da W1^T + db W3^T; dW1 += x^T da; dW3 += x^T db.
+  std::vector<float> dx3(static_cast<size_t>(rows * hidden));
+  linearBackward(x, a.data(), rows, hidden, w1, expertHidden, dx, dw1);
+  linearBackward(x, b.data(), rows, hidden, w3, expertHidden, dx3.data(), dw3);
+  for (size_t i = 0; i < dx3.size(); ++i)
+    dx[i] += dx3[i];
+}
+
+double crossEntropyBackward(const float* logits, const int64_t* targets, int64_t rows, int64_t vocab, float gradScale,
+                            float* dLogits) {
+  double total = 0;
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* z = logits + t * vocab;
+    float* dz = dLogits + t * vocab;
+    if (targets[t] < 0) {
+      std::fill_n(dz, vocab, 0.0f);
+      continue;
+    }
+    double m = -INFINITY;
+    for (int64_t j = 0; j < vocab; ++j)
+      m = std::max(m, static_cast<double>(z[j]));
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(z[j] - m);
+    const double lse = m + std::log(sum);
+    total += lse - z[targets[t]];
+    for (int64_t j = 0; j < vocab; ++j) {
+      const double prob = std::exp(z[j] - lse);
+      dz[j] = static_cast<float>((prob - (j == targets[t] ? 1.0 : 0.0)) * gradScale);
+    }
+  }
+  return total;
+}
+
+void nextTokenTargets(const int64_t* ids, int64_t batch, int64_t seq, int64_t* targets) {
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t i = 0; i < seq; ++i)
+      targets[s * seq + i] = i + 1 < seq ? ids[s * seq + i + 1] : -1;
+}
+
+} // namespace disagmoe::cpu
