@@ -93,7 +93,7 @@ public:
       json::Object w{{"name", name},
                      {"dtype", "float32"},
                      {"shape", disagmoe::toJson(e.shape)},
-                     {"transposed", false},
+                     {"transposed", e.op.getTransposed()},
                      {"file", std::string(abs)},
                      {"offset", e.op.getOffset()},
                      {"length", e.op.getLength()},
@@ -339,6 +339,15 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
 }
 
 bool writePlan(const json::Object &plan, const std::string &dir, std::string &error) {
+  if (dir.empty()) {
+    error = "-o: the output directory name is empty";
+    return false;
+  }
+  bool existed = llvm::sys::fs::exists(dir);
+  if (existed && !llvm::sys::fs::is_directory(dir)) {
+    error = dir + ": exists and is not a directory";
+    return false;
+  }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     error = dir + ": cannot create directory: " + ec.message();
     return false;
@@ -346,26 +355,35 @@ bool writePlan(const json::Object &plan, const std::string &dir, std::string &er
   llvm::SmallString<256> path(dir), tmp(dir);
   llvm::sys::path::append(path, "plan.json");
   llvm::sys::path::append(tmp, "plan.json.tmp");
+  // Renaming over a symbolic link or a device would replace it rather than write through it.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status, /*follow=*/false) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    error = std::string(path) + ": refusing to replace it: not a regular file";
+    return false;
+  }
+  auto failWith = [&](std::string message) {
+    error = std::move(message);
+    llvm::sys::fs::remove(tmp);
+    if (!existed)
+      llvm::sys::fs::remove(dir); // only removes the directory we created, and only if empty
+    return false;
+  };
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(tmp, ec);
-    if (ec) {
-      error = std::string(tmp) + ": cannot write: " + ec.message();
-      return false;
-    }
+    if (ec)
+      return failWith(std::string(tmp) + ": cannot write: " + ec.message());
     os << llvm::formatv("{0:2}", json::Value(json::Object(plan))) << "\n";
     os.close();
     if (os.has_error()) {
-      error = std::string(tmp) + ": write failed";
-      llvm::sys::fs::remove(tmp);
-      return false;
+      std::string message = std::string(tmp) + ": write failed: " + os.error().message();
+      os.clear_error(); // otherwise raw_fd_ostream aborts in its destructor
+      return failWith(message);
     }
   }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
-    error = std::string(path) + ": cannot rename into place: " + ec.message();
-    llvm::sys::fs::remove(tmp);
-    return false;
-  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
+    return failWith(std::string(path) + ": cannot rename into place: " + ec.message());
   return true;
 }
 

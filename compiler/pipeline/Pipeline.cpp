@@ -68,15 +68,65 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       return nullptr;
     }
   }
-  if (options.batch < 1 || options.seqLen < 1) {
-    error = "--batch and --seq-len must be at least 1";
+  // Limits: the runtime addresses tokens with 32-bit-safe counts and one thread or process per rank.
+  constexpr int64_t kMaxTokens = int64_t{1} << 30, kMaxRanksPerGroup = 65536, kMaxWorld = 1 << 20;
+  for (auto [name, value] : {std::pair<const char *, int64_t>{"--attn-ranks", options.attnRanks},
+                             {"--ffn-ranks", options.ffnRanks},
+                             {"--groups", options.groups}})
+    if (value < 1 || value > kMaxRanksPerGroup) {
+      error = std::string(name) + " must be in [1, " + std::to_string(kMaxRanksPerGroup) +
+              "], got " + std::to_string(value);
+      return nullptr;
+    }
+  if (options.groups * (options.attnRanks + options.ffnRanks) > kMaxWorld) {
+    error = "--groups x (--attn-ranks + --ffn-ranks) = " +
+            std::to_string(options.groups * (options.attnRanks + options.ffnRanks)) +
+            " ranks exceeds the supported world size " + std::to_string(kMaxWorld);
+    return nullptr;
+  }
+
+  // The compiled shape: the model's static input dims, or --batch/--seq-len for symbolic ones;
+  // a flag that contradicts a static dim is an error.
+  onnxfe::Graph graph;
+  onnxfe::LoadOptions peek;
+  peek.inferShapes = false;
+  onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, peek, graph);
+  if (!loaded.ok) {
+    error = loaded.error;
+    return nullptr;
+  }
+  if (graph.inputs.empty() || graph.inputs[0].dims.size() != 2) {
+    error = path + ": input '" + (graph.inputs.empty() ? std::string() : graph.inputs[0].name) +
+            "': expected token ids of shape [batch, seq]";
+    return nullptr;
+  }
+  int64_t dims[2];
+  const char *flags[2] = {"--batch", "--seq-len"};
+  const std::optional<int64_t> requested[2] = {options.batch, options.seqLen};
+  for (int i = 0; i < 2; ++i) {
+    int64_t fromModel = graph.inputs[0].dims[i];
+    if (requested[i] && fromModel > 0 && *requested[i] != fromModel) {
+      error = path + ": input '" + graph.inputs[0].name + "' has static dim " + std::to_string(i) +
+              " = " + std::to_string(fromModel) + ", but " + flags[i] + " " +
+              std::to_string(*requested[i]) + " was given";
+      return nullptr;
+    }
+    dims[i] = requested[i] ? *requested[i] : fromModel > 0 ? fromModel : kDefaultShape[i];
+    if (dims[i] < 1 || dims[i] > kMaxTokens) {
+      error = std::string(flags[i]) + " must be in [1, " + std::to_string(kMaxTokens) + "], got " +
+              std::to_string(dims[i]);
+      return nullptr;
+    }
+  }
+  if (dims[0] * dims[1] > kMaxTokens) {
+    error = "--batch x --seq-len = " + std::to_string(dims[0] * dims[1]) +
+            " tokens exceeds the supported " + std::to_string(kMaxTokens);
     return nullptr;
   }
 
   onnxfe::LoadOptions load;
-  load.inputShapeOverride = {options.batch, options.seqLen};
-  onnxfe::Graph graph;
-  onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, load, graph);
+  load.inputShapeOverride = {dims[0], dims[1]};
+  loaded = onnxfe::loadOnnxModel(path, load, graph);
   if (!loaded.ok) {
     error = loaded.error;
     return nullptr;

@@ -14,13 +14,20 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace disagmoe {
 
+/// Shape used for a symbolic [batch, seq] input when no flag gives it.
+inline constexpr int64_t kDefaultShape[2] = {2, 8};
+
 struct CompileOptions {
-  int64_t batch = 2, seqLen = 8; ///< static shape the plan is compiled for (tokens)
+  /// Static shape the plan is compiled for: unset means the model's static input dims, or
+  /// kDefaultShape where the model leaves them symbolic. A value contradicting a static dim of the
+  /// model is an error.
+  std::optional<int64_t> batch, seqLen;
   int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
   /// Stage names after which to print the IR: import, raise, partition, groups, exchange,
   /// placement, volume (or the pass arguments raise-onnx-to-moe, partition-components,

@@ -35,16 +35,20 @@ int compileMain(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
                               cl::Required, cl::cat(category));
-  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks per attention group"), cl::init(2),
-                             cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group"), cl::init(2),
-                            cl::cat(category));
-  cl::opt<int64_t> groups("groups", cl::desc("Groups per side (layer l on group l mod p)"),
+  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks per attention group (default 2)"),
+                             cl::init(2), cl::cat(category));
+  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"),
+                            cl::init(2), cl::cat(category));
+  cl::opt<int64_t> groups("groups",
+                          cl::desc("Groups per side, layer l on group l mod p (default 1)"),
                           cl::init(1), cl::cat(category));
-  cl::opt<int64_t> batch("batch", cl::desc("Sequences per batch the plan is compiled for"),
-                         cl::init(2), cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(8),
-                          cl::cat(category));
+  cl::opt<int64_t> batch("batch",
+                         cl::desc("Sequences per batch the plan is compiled for (default: the "
+                                  "model's static dim, else 2)"),
+                         cl::init(0), cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len",
+                          cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
+                          cl::init(0), cl::cat(category));
   cl::list<std::string> printAfter(
       "print-ir-after",
       cl::desc("Print the IR after a stage: import, raise, partition, groups, exchange, placement, "
@@ -58,8 +62,10 @@ int compileMain(int argc, char **argv) {
     return 2;
 
   disagmoe::CompileOptions options;
-  options.batch = batch;
-  options.seqLen = seqLen;
+  if (batch.getNumOccurrences())
+    options.batch = batch;
+  if (seqLen.getNumOccurrences())
+    options.seqLen = seqLen;
   options.attnRanks = attnRanks;
   options.ffnRanks = ffnRanks;
   options.groups = groups;
@@ -78,10 +84,12 @@ int compileMain(int argc, char **argv) {
     return fail(input + ": " + error);
   if (!disagmoe::writePlan(plan, output, error))
     return fail(error);
-  outs() << "disagmoe: wrote " << output << "/plan.json\n";
+  // On stderr, so that stdout holds only the IR that --print-ir-after asked for.
+  errs() << "disagmoe: wrote " << output << "/plan.json\n";
   return 0;
 }
 } // namespace
+
 
 int main(int argc, char **argv) {
   if (argc < 2)

@@ -18,6 +18,9 @@ LogicalResult WeightOp::verify() {
   auto type = llvm::dyn_cast<RankedTensorType>(getResult().getType());
   if (!type || !type.hasStaticShape())
     return emitOpError("weight '") << getWeightName() << "' must have a static tensor type";
+  if (getTransposed() && type.getRank() != 2)
+    return emitOpError("weight '") << getWeightName() << "' is marked transposed but has rank "
+                                   << type.getRank() << " (only 2-D weights can be)";
   if (getOffset() < 0 || getLength() < 0)
     return emitOpError("weight '") << getWeightName() << "' has a negative offset or length";
   unsigned bits = type.getElementType().getIntOrFloatBitWidth();

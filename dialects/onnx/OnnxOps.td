@@ -51,6 +51,9 @@ def Onnx_WeightOp : Onnx_Op<"weight", [Pure]> {
     The bytes live in `file` (the model file, or its external data file) at `offset` for `length`
     bytes, little-endian. `value` is present only for small tensors (at most 4096 bytes) so that passes
     can read shape constants and frequencies; large weights are never loaded at compile time.
+    `transposed` marks a 2-D weight whose result is the transpose of the bytes on disk: exports
+    without constant folding keep `nn.Linear` weights as stored ([out, in]) behind a `Transpose`,
+    which the raising pass folds into the reference.
 
     ```mlir
     %w = onnx.weight "onnx::MatMul_1234" {file = "model.onnx", offset = 4096 : i64, length = 16384 : i64}
@@ -58,7 +61,7 @@ def Onnx_WeightOp : Onnx_Op<"weight", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$weight_name, StrAttr:$file, I64Attr:$offset, I64Attr:$length,
-                       OptionalAttr<ElementsAttr>:$value);
+                       OptionalAttr<ElementsAttr>:$value, UnitAttr:$transposed);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = "$weight_name attr-dict `:` type($result)";
   let hasVerifier = 1;

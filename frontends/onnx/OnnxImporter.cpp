@@ -132,7 +132,7 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
         static_cast<int64_t>(init.hasFileRange
                                  ? init.length
                                  : init.data->bytes.size()),
-        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr());
+        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), /*transposed=*/false);
     values[init.info.name] = weight.getResult();
   }
 

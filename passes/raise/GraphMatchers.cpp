@@ -51,8 +51,10 @@ std::optional<SmallVector<double>> valuesOf(ElementsAttr attr) {
 } // namespace
 
 std::optional<SmallVector<double>> constantValues(Value v) {
-  if (auto cast = producer(v, {"Cast"}))
-    return constantValues(cast.getInputs()[0]);
+  // Ops that keep a tensor's values in row-major order (exports without constant folding leave
+  // them around constants such as TopK's K).
+  if (auto node = producer(v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))
+    return constantValues(node.getInputs()[0]);
   if (auto weight = v.getDefiningOp<WeightOp>())
     return weight.getValue() ? valuesOf(*weight.getValue()) : std::nullopt;
   if (auto node = producer(v, {"Constant"}))

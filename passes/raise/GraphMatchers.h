@@ -28,7 +28,8 @@ NodeOp producer(mlir::Value v, llvm::ArrayRef<llvm::StringRef> opTypes = {});
 llvm::SmallVector<NodeOp> consumers(mlir::Value v, llvm::StringRef opType);
 
 /// Values of a constant tensor (a `Constant` node's `value`, or an `onnx.weight` with its value
-/// kept), as doubles; nullopt if `v` is not such a constant. Looks through Cast.
+/// kept), as doubles; nullopt if `v` is not such a constant. Looks through Cast and the reshaping
+/// ops that keep values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity).
 std::optional<llvm::SmallVector<double>> constantValues(mlir::Value v);
 
 /// The single value of a scalar or one-element constant.

@@ -209,15 +209,16 @@ public:
       return fail(qProj, "attention: the head split (Reshape to [b, s, heads, head_dim]) "
                          "disagrees with the softmax scale");
 
-    // Causal mask: an additive mask derived from Trilu before the Softmax.
+    // Causal mask: an additive mask on the scores before the Softmax that hides key j > query i.
     bool causal = false;
     for (NodeOp node : between(scores, softmax))
       if (node.getOpType() == "Add")
-        causal |= static_cast<bool>(findUpstream(node.getInputs()[1], "Trilu", 64)) ||
-                  static_cast<bool>(findUpstream(node.getInputs()[0], "Trilu", 64));
+        for (Value operand : node.getInputs())
+          causal |= isCausalMask(operand);
     if (!causal)
-      return fail(softmax, "attention: no causal mask (Trilu) added before the Softmax; only "
-                           "causal decoders are supported");
+      return fail(softmax, "attention: no causal mask (Trilu(upper=1), or -inf where key "
+                           "position > query position) added before the Softmax; only causal "
+                           "decoders are supported");
 
     // RoPE: the rotated q reaches a Cos whose angles come from an inverse-frequency constant.
     NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);
@@ -522,6 +523,46 @@ private:
     return std::nullopt;
   }
 
+  /// An additive causal mask: -inf strictly above the diagonal of [query, key], built either as
+  /// Trilu(upper = 1) of a -inf tensor, or as Where(key > query, -inf, 0) with key and query the
+  /// positions Range(0, seq) unsqueezed along axes 0 and 1 (exports before opset 14 lack Trilu).
+  bool isCausalMask(Value mask) {
+    if (NodeOp trilu = findUpstream(mask, "Trilu", 16)) {
+      auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
+      return upper && upper.getInt() == 1;
+    }
+    NodeOp where = producer(skipDataMovement(mask), {"Where"});
+    if (!where || where.getInputs().size() != 3)
+      return false;
+    auto masked = scalarConstant(where.getInputs()[1]), kept = scalarConstant(where.getInputs()[2]);
+    if (!masked || !kept || *kept != 0.0 || *masked > -1e4)
+      return false;
+    NodeOp cmp = producer(where.getInputs()[0], {"Greater", "Less"});
+    if (!cmp)
+      return false;
+    // Greater(key, query) or Less(query, key), key = positions along the last axis.
+    Value key = cmp.getInputs()[cmp.getOpType() == "Greater" ? 0 : 1];
+    Value query = cmp.getInputs()[cmp.getOpType() == "Greater" ? 1 : 0];
+    return positionsAlong(key, 0) && positionsAlong(query, 1);
+  }
+
+  /// `v` is Unsqueeze(Range(0, n, 1), axes = [axis]).
+  bool positionsAlong(Value v, int64_t axis) {
+    NodeOp unsqueeze = producer(v, {"Unsqueeze"});
+    if (!unsqueeze)
+      return false;
+    std::optional<SmallVector<double>> axes;
+    if (unsqueeze.getInputs().size() == 2)
+      axes = constantValues(unsqueeze.getInputs()[1]); // opset >= 13: axes is an input
+    else if (auto attr = unsqueeze.getOnnxAttrs().getAs<ArrayAttr>("axes"))
+      axes = SmallVector<double>{static_cast<double>(llvm::cast<IntegerAttr>(attr[0]).getInt())};
+    NodeOp range = producer(unsqueeze.getInputs()[0], {"Range"});
+    auto start = range ? scalarConstant(range.getInputs()[0]) : std::nullopt;
+    auto step = range ? scalarConstant(range.getInputs()[2]) : std::nullopt;
+    return axes && axes->size() == 1 && (*axes)[0] == axis && start && *start == 0 && step &&
+           *step == 1;
+  }
+
   /// Expert id whose one-hot row selects `rows`: Gather(mask', e) upstream of rows, where mask' is
   /// the OneHot output (possibly transposed).
   std::optional<int64_t> expertIndexOf(Value rows, NodeOp oneHot) {
@@ -572,8 +613,43 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       return signalPassFailure();
     }
     func::FuncOp func = funcs[0];
-    if (failed(checkSupportedOps(func)) || failed(raise(func)))
+    if (failed(checkSupportedOps(func)))
       return signalPassFailure();
+    foldWeightTransposes(func);
+    if (failed(raise(func)))
+      return signalPassFailure();
+  }
+
+  /// Exports without constant folding read `nn.Linear` weights ([out, in] on disk) through
+  /// `Transpose(W)`; replace each such node by a reference marked `transposed` whose type is the
+  /// [in, out] matrix the MatMul sees, so the recogniser sees weights in one orientation.
+  void foldWeightTransposes(func::FuncOp func) {
+    SmallVector<NodeOp> transposes;
+    func.walk([&](NodeOp node) {
+      if (node.getOpType() == "Transpose" && weightOf(node.getInputs()[0]))
+        transposes.push_back(node);
+    });
+    for (NodeOp node : transposes) {
+      WeightOp w = weightOf(node.getInputs()[0]);
+      auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+      if (type.getRank() != 2 || w.getTransposed())
+        continue;
+      if (auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm")) {
+        auto p = llvm::to_vector(llvm::map_range(perm, [](Attribute a) {
+          return llvm::cast<IntegerAttr>(a).getInt();
+        }));
+        if (p != SmallVector<int64_t>{1, 0})
+          continue;
+      }
+      OpBuilder b(w);
+      auto transposed = b.create<WeightOp>(
+          w.getLoc(), RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
+                                            type.getElementType()),
+          w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
+          /*value=*/ElementsAttr(), b.getUnitAttr());
+      node.getOutputs()[0].replaceAllUsesWith(transposed.getResult());
+      node.erase();
+    }
   }
 
   /// Reports every node whose op type the recogniser does not know, all at once.
@@ -612,50 +688,62 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     }
 
     // Build the moe ops at the end of the function, then route the graph output through them.
+    // Types come from the token ids [batch, seq] and the weight shapes, not from ONNX shape
+    // inference, which leaves many values without static shapes.
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     OpBuilder b(ret);
     Location loc = func.getLoc();
+    auto idsType = llvm::cast<RankedTensorType>(func.getArgument(0).getType());
+    auto embedShape = staticShape(weightOf(embedding.getInputs()[0]).getResult());
+    auto headShape = staticShape(weightOf(head.getInputs()[1]).getResult());
+    const int64_t batch = idsType.getDimSize(0), seq = idsType.getDimSize(1);
+    const int64_t tokens = ShapedType::isDynamic(batch) || ShapedType::isDynamic(seq)
+                               ? ShapedType::kDynamic
+                               : batch * seq;
+    auto actType = RankedTensorType::get({batch, seq, embedShape[1]}, b.getF32Type());
+    auto logitsType = RankedTensorType::get({batch, seq, headShape[1]}, b.getF32Type());
     auto norm = [&](NormMatch m, Value x, int64_t layer, StringRef role) {
-      return b.create<moe::RmsNormOp>(loc, m.output.getType(), x, m.weight.getResult(),
-                                      llvm::APFloat(m.eps), layer, role)
+      return b.create<moe::RmsNormOp>(loc, actType, x, m.weight.getResult(), llvm::APFloat(m.eps),
+                                      layer, role)
           .getResult();
     };
-    Value x = b.create<moe::EmbeddingOp>(embedding.getLoc(), embeddingOut.getType(),
-                                         func.getArgument(0),
+    Value x = b.create<moe::EmbeddingOp>(embedding.getLoc(), actType, func.getArgument(0),
                                          weightOf(embedding.getInputs()[0]).getResult())
                   .getResult();
     for (auto [l, layer] : llvm::enumerate(layers)) {
       int64_t li = static_cast<int64_t>(l);
       Value xn = norm(layer.attnNorm, x, li, "attn_norm");
       AttentionMatch a = layer.attention;
-      Value attn = b.create<moe::AttentionOp>(loc, a.output.getType(), xn, a.wq.getResult(),
+      Value attn = b.create<moe::AttentionOp>(loc, actType, xn, a.wq.getResult(),
                                               a.wk.getResult(), a.wv.getResult(), a.wo.getResult(),
                                               li, a.heads, a.kvHeads, a.headDim,
                                               llvm::APFloat(a.ropeTheta));
       Value h = b.create<arith::AddFOp>(loc, x, attn);
       Value hn = norm(layer.ffnNorm, h, li, "ffn_norm");
       RouterMatch r = layer.router;
-      auto router = b.create<moe::RouterOp>(loc, r.ids.getType(), r.gates.getType(), hn, r.weight.getResult(),
-                                            li, r.numExperts, r.topK, r.scoring);
+      auto router = b.create<moe::RouterOp>(
+          loc, RankedTensorType::get({tokens, r.topK}, b.getI64Type()),
+          RankedTensorType::get({tokens, r.topK}, b.getF32Type()), hn, r.weight.getResult(), li,
+          r.numExperts, r.topK, r.scoring);
       SmallVector<Value> w1, w3, w2;
       for (ExpertMatch e : layer.experts) {
         w1.push_back(e.w1);
         w3.push_back(e.w3);
         w2.push_back(e.w2);
       }
-      Value moeOut = b.create<moe::ExpertsOp>(loc, layer.moeOutput.getType(), hn, router.getIds(),
-                                              router.getGates(), w1, w3, w2, li,
-                                              r.numExperts, layer.expertHidden);
+      Value moeOut = b.create<moe::ExpertsOp>(loc, actType, hn, router.getIds(), router.getGates(),
+                                              w1, w3, w2, li, r.numExperts, layer.expertHidden);
       x = b.create<arith::AddFOp>(loc, h, moeOut);
     }
     Value xn = norm(finalNorm, x, -1, "final_norm");
-    Value logits = b.create<moe::HeadOp>(head.getLoc(), head.getOutputs()[0].getType(), xn,
+    Value logits = b.create<moe::HeadOp>(head.getLoc(), logitsType, xn,
                                          weightOf(head.getInputs()[1]).getResult());
     if (ret.getNumOperands() != 1 || ret.getOperand(0) != head.getOutputs()[0]) {
       head.emitError() << describe(head)
                        << ": the language-model head must produce the only graph output";
       return failure();
     }
+    func.setFunctionType(b.getFunctionType(func.getArgumentTypes(), {logitsType}));
     ret->setOperand(0, logits);
     return eraseRecognisedGraph(func);
   }

@@ -16,9 +16,7 @@ Executor::Executor(const Plan& plan, ExecutorOptions options) : plan_(plan), opt
     weights_.emplace_back(plan, r);
 }
 
-namespace {
-
-void checkInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
+void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
   if (batch < 1 || seqLen < 1)
     throw ExecError("input shape [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] is empty");
   if (static_cast<int64_t>(ids.size()) != batch * seqLen)
@@ -36,13 +34,12 @@ void checkInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch
     if (perRank > e.capacityTokens)
       throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
                       std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
-                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id + "\"");
+                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id +
+                      "\" (compile the plan for this shape with --batch/--seq-len)");
 }
 
-} // namespace
-
 RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const {
-  checkInput(plan_, ids, batch, seqLen);
+  validateInput(plan_, ids, batch, seqLen);
   const int world = plan_.placement.worldSize;
   LocalWorld comm(world);
   std::vector<RankResult> results(world);

@@ -37,6 +37,11 @@ struct RunResult {
   double wallSeconds = 0;                ///< the ranks' run, from thread start to the last join
 };
 
+/// Checks token ids `ids` ([batch, seqLen] row-major) against the plan before any rank starts:
+/// a non-empty shape, ids in [0, vocab), and at most capacity_tokens tokens per attention rank
+/// (ceil(batch / D_A) * seqLen). Throws ExecError naming the offending id or exchange.
+void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen);
+
 class Executor {
 public:
   /// Binds the weights of every rank of `plan` (which must outlive the executor).

@@ -4,6 +4,8 @@
 // Element bytes are copied as they are, so the host must be little-endian (x86-64, AArch64).
 #include "runtime/io/Npy.h"
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -96,6 +98,11 @@ void writeNpy(const std::string& path, NpyDtype dtype, const std::vector<int64_t
   dict += '\n';
   if (dict.size() > 0xffff) fail(path, "header too long for format 1.0");
 
+  // The temporary file is renamed over `path`, which would silently replace a device, a FIFO or a
+  // symbolic link (and its target would never be written): refuse anything but a regular file.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(path, "refusing to replace it: not a regular file (a device, FIFO, directory or symbolic link)");
   std::string tmp = tempPathFor(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -178,9 +185,15 @@ NpyHeader readNpyHeader(const std::string& path) {
 
   NpyHeader header = parseDict(path, dict);
   header.dataOffset = prefix + headerLen;
-  header.dataBytes = static_cast<uint64_t>(numelOf(header.shape) * npyItemSize(header.dtype));
   in.seekg(0, std::ios::end);
   uint64_t size = static_cast<uint64_t>(in.tellg());
+  // The shape comes from the file: multiply with overflow checks before trusting it to size
+  // anything (a hostile header must not wrap around and pass the size check below).
+  uint64_t bytes = static_cast<uint64_t>(npyItemSize(header.dtype));
+  for (int64_t d : header.shape)
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      fail(path, "shape " + shapeToString(header.shape) + " overflows 64-bit sizes");
+  header.dataBytes = bytes;
   if (size < header.dataOffset + header.dataBytes)
     fail(path, "file has " + std::to_string(size) + " bytes, shape " + shapeToString(header.shape) + " " +
                    npyDescr(header.dtype) + " needs " + std::to_string(header.dataOffset + header.dataBytes));

@@ -384,9 +384,10 @@ private:
                          " float32 (" + std::to_string(expected) + " bytes)");
       struct stat st;
       if (::stat(spec.path.c_str(), &st) != 0)
-        w["file"].fail("cannot open \"" + spec.path + "\": " + std::strerror(errno));
+        w["file"].fail("weight \"" + spec.name + "\": cannot open \"" + spec.path + "\": " + std::strerror(errno));
       if (spec.offset + spec.length > static_cast<uint64_t>(st.st_size))
-        w["offset"].fail("offset " + std::to_string(spec.offset) + " + length " + std::to_string(spec.length) +
+        w["offset"].fail("weight \"" + spec.name + "\": offset " + std::to_string(spec.offset) + " + length " +
+                         std::to_string(spec.length) +
                          " exceeds the size of \"" + spec.path + "\" (" + std::to_string(st.st_size) + " bytes)");
       Node ranks = w["ranks"];
       if (ranks.size() == 0) ranks.fail("a weight must be held by at least one rank");
@@ -682,6 +683,25 @@ Plan parsePlan(const std::string& jsonText, const std::string& planPath) {
   plan.path = planPath;
   plan.dir = std::filesystem::path(planPath).parent_path().string();
   if (plan.dir.empty()) plan.dir = ".";
+  // nlohmann-json frees nested values recursively: a hostile plan nested 100k levels deep would
+  // overflow the stack. Plans nest a handful of levels; refuse anything absurd before parsing.
+  constexpr int kMaxDepth = 64;
+  int depth = 0;
+  bool inString = false, escaped = false;
+  for (char c : jsonText) {
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        throw PlanError(planPath + ": invalid plan: JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
   json root;
   try {
     root = json::parse(jsonText);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -65,26 +66,41 @@ Options parseArgs(int argc, char** argv) {
       o.plan = arg;
       continue;
     }
-    if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-    const std::string value = argv[++i];
-    if (arg == "--backend")
+    // Both "--flag value" and "--flag=value".
+    std::string name = arg, value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
+                                         "--seq-len", "--seed", "--timeout"};
+    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
+      throw UsageError("unknown option " + name + " (see --help)");
+    if (eq == std::string::npos) {
+      if (i + 1 >= argc) throw UsageError(name + " needs a value");
+      value = argv[++i];
+    }
+    if (value.empty()) throw UsageError(name + ": empty value");
+    const std::string& arg_ = name;
+    if (arg_ == "--backend")
       o.backend = value;
-    else if (arg == "--comm")
+    else if (arg_ == "--comm")
       o.comm = value;
-    else if (arg == "--input")
+    else if (arg_ == "--input")
       o.input = value;
-    else if (arg == "--output")
+    else if (arg_ == "--output")
       o.output = value;
-    else if (arg == "--batch")
-      o.batch = parseInteger(arg, value, 1);
-    else if (arg == "--seq-len")
-      o.seqLen = parseInteger(arg, value, 1);
-    else if (arg == "--seed")
-      o.seed = static_cast<uint64_t>(parseInteger(arg, value, 0));
-    else if (arg == "--timeout")
-      o.timeoutSeconds = parseInteger(arg, value, 1);
+    else if (arg_ == "--batch")
+      o.batch = parseInteger(arg_, value, 1);
+    else if (arg_ == "--seq-len")
+      o.seqLen = parseInteger(arg_, value, 1);
+    else if (arg_ == "--seed")
+      o.seed = static_cast<uint64_t>(parseInteger(arg_, value, 0));
+    else if (arg_ == "--timeout")
+      o.timeoutSeconds = parseInteger(arg_, value, 1);
     else
-      throw UsageError("unknown option " + arg);
+      throw UsageError("unknown option " + arg_);
   }
   if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
   if (o.backend == "cuda" || o.backend == "sim")
@@ -117,6 +133,13 @@ int run(const Options& o) {
     ids.resize(static_cast<size_t>(batch * seqLen));
     for (int64_t& id : ids)
       id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
+    std::cout << "no --input: running on random token ids [" << batch << "," << seqLen << "] (seed " << o.seed
+              << ")\n";
+  }
+  try {
+    validateInput(plan, ids, batch, seqLen);
+  } catch (const ExecError& e) {
+    throw UsageError((o.input.empty() ? std::string("generated ids") : o.input) + ": " + e.what());
   }
 
   ExecutorOptions options;

@@ -88,12 +88,16 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local)\n"},
       {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
       {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},
-      {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate\n"},
+      {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate (see --help)\n"},
       {"", "disagmoe-run: missing the plan (a directory holding plan.json, or the JSON file)\n"},
       {"/no/such/plan.json", "disagmoe-run: /no/such/plan.json: cannot open: No such file or directory\n"},
       {plan + " --input /no/such/ids.npy", "disagmoe-run: /no/such/ids.npy: cannot open: No such file or directory\n"},
-      {plan + " --batch 17 --seq-len 8", "disagmoe-run: input [17,8] puts 72 tokens on an attention rank, above "
-                                         "capacity_tokens 64 of exchange \"m2n.0\"\n"},
+      {plan + " --batch 17 --seq-len 8",
+       "disagmoe-run: generated ids: input [17,8] puts 72 tokens on an attention rank, above capacity_tokens 64 of "
+       "exchange \"m2n.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
+      {plan + " --output=", "disagmoe-run: --output: empty value\n"},
+      {plan + " --output /dev/null", "disagmoe-run: /dev/null: refusing to replace it: not a regular file (a device, "
+                                      "FIFO, directory or symbolic link)\n"},
   };
   for (const auto& [args, expected] : cases) {
     const Outcome o = runTool(args);

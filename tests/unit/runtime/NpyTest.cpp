@@ -116,3 +116,24 @@ TEST(Npy, ErrorsNameTheFile) {
             }).rfind(dir + "/no/such/dir/x.npy: cannot create", 0),
             0u);
 }
+
+TEST(Npy, RejectsShapesWhoseSizeOverflows) {
+  // A hostile header: 2^62 x 4 float32 elements with 128 bytes of data; the byte count wraps
+  // around 2^64 and must not be trusted to size an allocation.
+  const std::string path = makeTempDir("npy") + "/huge.npy";
+  writeRawNpy(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }",
+              std::string(128, '\0'));
+  EXPECT_EQ(errorOf([&] { readNpyFloat32(path); }),
+            path + ": shape [4611686018427387904,4] overflows 64-bit sizes");
+}
+
+TEST(Npy, RefusesToReplaceSomethingThatIsNotARegularFile) {
+  const std::string dir = makeTempDir("npy");
+  std::filesystem::create_symlink(dir + "/target.npy", dir + "/link.npy");
+  Tensor t({1, 2});
+  EXPECT_EQ(errorOf([&] { writeNpyFloat32(dir + "/link.npy", t); }),
+            dir + "/link.npy: refusing to replace it: not a regular file (a device, FIFO, directory or "
+                  "symbolic link)");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.npy"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/target.npy"));
+}

@@ -102,6 +102,18 @@ TEST(Plan, RejectsInvalidJson) {
   }
 }
 
+TEST(Plan, RejectsAbsurdlyDeepJsonBeforeParsingIt) {
+  // nlohmann-json would overflow the stack freeing 100000 nested arrays.
+  const std::string path = makeTempDir("plan_json") + "/plan.json";
+  writeText(path, std::string(100000, '[') + std::string(100000, ']'));
+  try {
+    loadPlan(path);
+    FAIL();
+  } catch (const PlanError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": invalid plan: JSON nested deeper than 64 levels");
+  }
+}
+
 TEST(Plan, RejectsWeightLengthThatDoesNotMatchItsShape) {
   json plan = tinyPlan(twoByTwo());
   const size_t i = weightIndex(plan, "l0.expert0.w1");
@@ -116,12 +128,13 @@ TEST(Plan, RejectsWeightsOutsideTheirFile) {
   plan["model"]["weights"][i]["offset"] = 129;
   const std::string file = goldenPath("w_l0_q.npy");
   EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
-                               "].offset: offset 129 + length 16384 exceeds the size of \"" + file +
+                               "].offset: weight \"l0.q\": offset 129 + length 16384 exceeds the size of \"" + file +
                                "\" (16512 bytes)");
   plan = tinyPlan(twoByTwo());
   plan["model"]["weights"][i]["file"] = "missing.bin";
   const std::string message = errorOf(plan);
-  EXPECT_EQ(message.rfind("model.weights[" + std::to_string(i) + "].file: cannot open \"", 0), 0u) << message;
+  EXPECT_EQ(message.rfind("model.weights[" + std::to_string(i) + "].file: weight \"l0.q\": cannot open \"", 0), 0u)
+      << message;
   EXPECT_NE(message.find("missing.bin\": No such file or directory"), std::string::npos) << message;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -34,12 +35,34 @@ double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
+namespace {
+/// Removes the test's temporary directories when the test binary exits.
+struct TempDirRegistry {
+  std::mutex mutex;
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirRegistry() {
+    for (const auto& dir : dirs) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+};
+TempDirRegistry& tempDirRegistry() {
+  static TempDirRegistry registry;
+  return registry;
+}
+} // namespace
+
 std::string makeTempDir(const std::string& stem) {
   static std::atomic<int> counter{0};
   std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
                               ("disagmoe_" + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  {
+    std::lock_guard<std::mutex> lock(tempDirRegistry().mutex);
+    tempDirRegistry().dirs.push_back(dir);
+  }
   return dir.string();
 }
 

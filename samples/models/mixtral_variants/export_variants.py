@@ -1,0 +1,182 @@
+"""Export settings and router forms of the Mixtral-style sample, as real torch.onnx.export files.
+
+Each variant is a small model (2 layers, hidden 32, 4 heads / 2 KV heads, 4 experts, top-2) built
+from the module code of ../mixtral_tiny/export.py, exported with one combination of:
+  - opset 13 .. 17 (opset 13 has no Trilu, so that variant builds its causal mask from a position
+    comparison, as Hugging Face models did before torch.triu exported);
+  - constant folding on (weights become onnx::MatMul_<n>, stored [in, out]) or off (weights keep
+    their module names, stored [out, in] behind a Transpose);
+  - weights inline or in an ONNX external data file;
+  - router forms: softmax -> top-k -> renormalise (Mixtral), top-k on logits -> softmax (the
+    mistral-src form), softmax -> top-k without renormalisation.
+For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
+golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
+hyper-parameters, for tests; the compiler never reads it).
+
+  /usr/bin/python3 export_variants.py [--out DIR] [--check]
+--check regenerates into a temporary directory and compares: model files byte-identical, goldens
+within 1e-6.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mixtral_tiny"))
+import export as base  # noqa: E402  (the sample's module code and helpers)
+
+CONFIG = dict(base.CONFIG, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
+              expert_hidden=64, num_experts=4, top_k=2)
+SHAPES = [(2, 8), (1, 5)]
+TOLERANCE = 1e-6
+
+VARIANTS = {
+    # name: (opset, constant folding, external data, router scoring, mask form)
+    "opset13_fold": (13, True, False, "softmax_topk_renorm", "compare"),
+    "opset14_nofold_softmax_topk": (14, False, False, "softmax_topk", "triu"),
+    "opset15_nofold": (15, False, False, "softmax_topk_renorm", "triu"),
+    "opset16_topk_softmax": (16, True, False, "topk_softmax", "triu"),
+    "opset17_external": (17, True, True, "softmax_topk_renorm", "triu"),
+}
+
+
+class Router(base.SparseMoeBlock):
+    """The sample's MoE block with a configurable router form."""
+
+    scoring = "softmax_topk_renorm"
+
+    def route(self, x):
+        logits = self.gate(x)
+        probs = F.softmax(logits, dim=-1, dtype=torch.float)
+        if self.scoring == "topk_softmax":
+            top, ids = torch.topk(logits, self.top_k, dim=-1)
+            w = F.softmax(top, dim=-1, dtype=torch.float)
+        else:
+            w, ids = torch.topk(probs, self.top_k, dim=-1)
+            if self.scoring == "softmax_topk_renorm":
+                w = w / w.sum(dim=-1, keepdim=True)
+        return logits, probs, w.to(x.dtype), ids
+
+
+class Model(base.MixtralTiny):
+    mask_form = "triu"
+
+    def rope_and_mask(self, input_ids):
+        cos, sin, mask = super().rope_and_mask(input_ids)
+        if self.mask_form == "compare":
+            pos = torch.arange(input_ids.shape[1])
+            mask = torch.where(pos[None, :] > pos[:, None], torch.tensor(float("-inf")),
+                               torch.tensor(0.0))
+        return cos, sin, mask
+
+
+def build(scoring, mask_form):
+    base.CONFIG.update(CONFIG)  # the margin helpers read the module's CONFIG
+    model = Model(CONFIG)
+    model.mask_form = mask_form
+    for layer in model.layers:
+        block = Router(CONFIG)
+        block.scoring = scoring
+        layer.block_sparse_moe = block
+    with torch.no_grad():
+        torch.manual_seed(0)
+        for name, p in model.named_parameters():
+            if name.endswith("embed_tokens.weight"):
+                p.normal_(0.0, 1.0)
+            elif "layernorm" in name or name == "norm.weight":
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("gate.weight"):
+                p.normal_(0.0, 0.3)
+            else:
+                p.normal_(0.0, 1.0 / np.sqrt(p.shape[1]))
+    model.eval()
+    return model
+
+
+def export_variant(name, out_dir):
+    opset, fold, external, scoring, mask_form = VARIANTS[name]
+    model = build(scoring, mask_form)
+    vdir = os.path.join(out_dir, name)
+    gdir = os.path.join(vdir, "golden")
+    os.makedirs(gdir, exist_ok=True)
+    path = os.path.join(vdir, "model.onnx")
+    ids = torch.zeros((2, 8), dtype=torch.int64)
+    torch.onnx.export(model, ids, path, opset_version=opset, input_names=["input_ids"],
+                      output_names=["logits"], do_constant_folding=fold,
+                      dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
+                                    "logits": {0: "batch", 1: "seq"}})
+    m = onnx.load(path)
+    for n in m.graph.node:
+        n.doc_string = ""
+    m.graph.doc_string = ""
+    if external:
+        onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="model.onnx.data", size_threshold=1024)
+    else:
+        onnx.save_model(m, path)
+    onnx.checker.check_model(path)
+    for batch, seq in SHAPES:
+        base.ID_SEED_BASE.setdefault((batch, seq), 1000 * (batch + seq))
+        ids, _, _ = base.draw_ids(model, batch, seq)
+        with torch.no_grad():
+            logits = model(ids)
+        np.save(os.path.join(gdir, f"ids_b{batch}_s{seq}.npy"), base.i64(ids))
+        np.save(os.path.join(gdir, f"logits_b{batch}_s{seq}.npy"), base.f32(logits))
+    cfg = dict(CONFIG, router_scoring=scoring, opset=opset, constant_folding=fold,
+               external_data=external, trace_batch=2, trace_seq=8)
+    with open(os.path.join(gdir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def compare(a_dir, b_dir):
+    ok = True
+    for root, _, files in os.walk(a_dir):
+        for name in sorted(files):
+            a = os.path.join(root, name)
+            b = os.path.join(b_dir, os.path.relpath(a, a_dir))
+            if name.endswith(".npy"):
+                x, y = np.load(a), np.load(b)
+                same = x.shape == y.shape and (x.dtype.kind == "i" and (x == y).all()
+                                               or np.abs(x - y).max(initial=0) <= TOLERANCE)
+            elif name.endswith(".py"):
+                continue
+            else:
+                same = open(a, "rb").read() == open(b, "rb").read()
+            if not same:
+                print(f"differs: {os.path.relpath(a, a_dir)}")
+                ok = False
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=HERE)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    if args.check:
+        tmp = tempfile.mkdtemp()
+        try:
+            for name in VARIANTS:
+                export_variant(name, tmp)
+            ok = all(compare(os.path.join(tmp, n), os.path.join(HERE, n)) for n in VARIANTS)
+        finally:
+            shutil.rmtree(tmp)
+        print("check: OK" if ok else "check: FAILED")
+        return 0 if ok else 1
+    for name in VARIANTS:
+        export_variant(name, args.out)
+        print(f"wrote {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
