@@ -10,7 +10,8 @@ mkdir -p "$OUT"
 echo "== disagmoe compile: partition, exchanges and placement"
 build/bin/disagmoe compile "$SAMPLE/model.onnx" -o "$OUT/plan" --attn-ranks 2 --ffn-ranks 2 \
   --batch 2 --seq-len 8 --print-ir-after=exchange > "$OUT/ir-after-exchange.mlir"
-grep -E 'moe\.(stage|m2n|n2m|residual)' "$OUT/ir-after-exchange.mlir" | sed 's/ {$//' | cut -c1-110
+# One line per stage and exchange, without the tensor types.
+grep -E 'moe\.(stage|m2n|n2m|residual)' "$OUT/ir-after-exchange.mlir" | sed -E 's/ : i64//g; s/ : (tensor|\().*$//; s/^ +/  /'
 echo "   (full IR: $OUT/ir-after-exchange.mlir, plan: $OUT/plan/plan.json)"
 echo "== disagmoe-run: forward on 2 A-ranks + 2 F-ranks (cpu backend, local comm)"
 build/bin/disagmoe-run "$OUT/plan" --backend cpu --comm local \
