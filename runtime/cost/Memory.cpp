@@ -54,8 +54,8 @@ MemoryBreakdown attentionGpuMemory(const ModelShape &m, const std::vector<int64_
     params += vocabRows + m.hidden;
   addParams(b, params, dpDegree, opts);
   b.activations = actPerToken * tokensPerMicrobatch * static_cast<double>(inflight);
-  if (holdsHead) // logits in fp32 for the loss, one micro-batch at a time
-    b.activations += 4.0 * tokensPerMicrobatch * m.vocab;
+  if (holdsHead) // bf16 logits of one micro-batch, kept for the loss's backward
+    b.activations += 2.0 * tokensPerMicrobatch * m.vocab;
   return b;
 }
 

@@ -51,7 +51,8 @@ double attentionActivationBytesPerToken(const ModelShape &m, int64_t layer, bool
 /// SwiGLU intermediates x W1, x W3, silu, product (8 * I); with full recomputation 2h.
 double expertActivationBytesPerPair(const ModelShape &m, int64_t layer, bool recompute);
 
-/// One A-GPU of a group holding `layers`, optionally the embedding and/or the head; its attention
+/// One A-GPU of a group holding `layers`, optionally the embedding and/or the head (whose bf16
+/// logits of one micro-batch, 2 * vocab bytes per token, count as activations); its attention
 /// weights are replicated over `dpDegree` ranks (the group's A-ranks times pipeline replicas).
 /// `tokensPerMicrobatch`: tokens this rank processes per micro-batch; `inflight` micro-batches.
 MemoryBreakdown attentionGpuMemory(const ModelShape &m, const std::vector<int64_t> &layers,

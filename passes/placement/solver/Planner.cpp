@@ -1,0 +1,581 @@
+//===- Planner.cpp - candidates, roofline evaluation, exhaustive search, local search ----===//
+#include "passes/placement/solver/Planner.h"
+#include "passes/placement/solver/PlannerInternal.h"
+
+#include "runtime/cost/Roofline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace disagmoe::placement {
+using namespace detail;
+
+namespace {
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(i);
+  return d;
+}
+
+std::vector<int64_t> groupLayers(int64_t layers, int64_t p, int64_t g) {
+  std::vector<int64_t> out;
+  for (int64_t l = g; l < layers; l += p)
+    out.push_back(l);
+  return out;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string gb(double bytes) {
+  std::ostringstream os;
+  os.precision(1);
+  os << std::fixed << bytes / 1e9 << " GB";
+  return os.str();
+}
+} // namespace
+
+std::vector<bool> detail::recomputeChoices(const PlannerOptions &o) {
+  switch (o.recompute) {
+  case Recompute::Never: return {false};
+  case Recompute::Always: return {true};
+  default: return {false, true};
+  }
+}
+
+double detail::usableBytes(const Problem &problem) {
+  return problem.cluster.gpu.hbmBytes - problem.options.reserveBytes;
+}
+
+bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
+                         std::string &error) noexcept {
+  out.clear();
+  const cost::ModelShape &m = problem.model;
+  const PlannerOptions &o = problem.options;
+  std::string invalid = m.validate();
+  if (!invalid.empty()) {
+    error = "model: " + invalid;
+    return false;
+  }
+  const int64_t W = problem.cluster.gpus(), L = m.numLayers(), E = m.numExperts();
+  if (W < 2 || problem.cluster.nics() < 2) {
+    error = "cluster: needs at least 2 GPUs and 2 NICs (one attention and one FFN side), has " +
+            std::to_string(W) + " GPUs and " + std::to_string(problem.cluster.nics()) + " NICs";
+    return false;
+  }
+  if (o.seqLen < 1 || o.globalTokens < 1) {
+    error = "--seq-len and --global-tokens must be at least 1";
+    return false;
+  }
+  if (o.globalTokens % o.seqLen) {
+    error = "--global-tokens " + std::to_string(o.globalTokens) + " is not a multiple of --seq-len " +
+            std::to_string(o.seqLen) + " (a step holds whole sequences)";
+    return false;
+  }
+  const int64_t B = o.globalTokens / o.seqLen;
+  auto name = [](const char *flag, int64_t v) { return std::string(flag) + " " + std::to_string(v); };
+  // Contradictory fixed options, named.
+  if (o.fixedAttnGpus && o.fixedFfnGpus && o.fixedAttnGpus + o.fixedFfnGpus > W) {
+    error = name("--attn-gpus", o.fixedAttnGpus) + " and " + name("--ffn-gpus", o.fixedFfnGpus) +
+            " exceed the cluster's " + std::to_string(W) + " GPUs";
+    return false;
+  }
+  if (o.fixedGroups > L) {
+    error = name("--groups", o.fixedGroups) + " exceeds the model's " + std::to_string(L) + " layers";
+    return false;
+  }
+  for (auto [flag, v] : {std::pair<const char *, int64_t>{"--attn-gpus", o.fixedAttnGpus},
+                         {"--ffn-gpus", o.fixedFfnGpus}})
+    if (v && o.fixedGroups && v % o.fixedGroups) {
+      error = name(flag, v) + " is not a multiple of " + name("--groups", o.fixedGroups) +
+              " (every group of a side has the same size)";
+      return false;
+    }
+  if (o.fixedMicrobatches && o.fixedGroups && o.fixedMicrobatches < 2 * o.fixedGroups) {
+    error = name("--microbatches", o.fixedMicrobatches) + " is below 2 x " +
+            name("--groups", o.fixedGroups) + " (the ring of 2p stages needs 2p micro-batches)";
+    return false;
+  }
+  if (o.fixedMicrobatches && B % o.fixedMicrobatches) {
+    error = name("--microbatches", o.fixedMicrobatches) + " does not divide the " +
+            std::to_string(B) + " sequences of a step (--global-tokens / --seq-len)";
+    return false;
+  }
+  for (int64_t r : divisors(B)) {
+    if (2 * r > W)
+      break;
+    if (o.fixedReplicas && r != o.fixedReplicas)
+      continue;
+    for (int64_t p = 1; p <= L && 2 * r * p <= W; ++p) {
+      if (o.fixedGroups && p != o.fixedGroups)
+        continue;
+      for (int64_t eF = 1; eF <= E && r * p * (1 + eF) <= W; ++eF) {
+        for (int64_t dA = 1; r * p * (dA + eF) <= W; ++dA) {
+          if (B % (r * dA))
+            continue;
+          Candidate c{r, p, dA, eF, 1};
+          if (o.fixedAttnGpus && c.attnGpus() != o.fixedAttnGpus)
+            continue;
+          if (o.fixedFfnGpus && c.ffnGpus() != o.fixedFfnGpus)
+            continue;
+          const int64_t most = B / (r * dA); // one sequence per A-rank per micro-batch
+          for (int64_t mb : divisors(most)) {
+            if (mb < 2 * p || (o.fixedMicrobatches && mb != o.fixedMicrobatches))
+              continue;
+            if (!o.fixedMicrobatches && !o.allMicrobatchCounts && mb != most)
+              continue;
+            c.microbatches = mb;
+            out.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  if (out.empty()) {
+    std::string fixed;
+    if (o.fixedGroups) fixed += " " + name("--groups", o.fixedGroups);
+    if (o.fixedAttnGpus) fixed += " " + name("--attn-gpus", o.fixedAttnGpus);
+    if (o.fixedFfnGpus) fixed += " " + name("--ffn-gpus", o.fixedFfnGpus);
+    if (o.fixedMicrobatches) fixed += " " + name("--microbatches", o.fixedMicrobatches);
+    if (o.fixedReplicas) fixed += " " + name("--replicas", o.fixedReplicas);
+    error = "no configuration satisfies the integer constraints (" + std::to_string(B) +
+ " sequences per step split evenly over replicas x A-ranks x micro-batches, at least "
+            "2p micro-batches, at most " + std::to_string(E) + " F-ranks per group, at most " + std::to_string(W) + " GPUs)" +
+            (fixed.empty() ? "" : " with" + fixed);
+    return false;
+  }
+  return true;
+}
+
+std::pair<int64_t, int64_t> nicCaps(const Problem &problem, const Candidate &c) {
+  const cost::ClusterSpec &cl = problem.cluster;
+  int64_t g = cl.gpusPerNode, n = cl.nicsPerNode, N = cl.nics();
+  int64_t M = c.attnGpus(), F = c.ffnGpus();
+  int64_t attnNodes = ceilDiv(M, g);
+  int64_t ffnNodes = ceilDiv(M + F, g) - M / g;
+  return {std::min(N - 1, n * attnNodes), std::min(N - 1, n * ffnNodes)};
+}
+
+double CandidateCosts::attnBandwidth(int64_t nics) const {
+  return std::min(static_cast<double>(nics) / groupsTotal * nicBandwidth, attnPcieCap);
+}
+double CandidateCosts::ffnBandwidth(int64_t nics) const {
+  return std::min(static_cast<double>(nics) / groupsTotal * nicBandwidth, ffnPcieCap);
+}
+
+namespace {
+using Groups = std::vector<std::vector<CandidateCosts::Term>>;
+
+double busy(const Groups &groups, const std::vector<double> *extra, double bw) {
+  double worst = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    double sum = extra ? (*extra)[g] : 0.0;
+    for (const CandidateCosts::Term &t : groups[g])
+      sum += t.count * std::max(t.compute, t.bytes / bw);
+    worst = std::max(worst, sum);
+  }
+  return worst;
+}
+
+/// Merges a group's equal layers into counted terms and drops groups equal to an earlier one
+/// (the busy time is a max over groups of sums, so neither changes it beyond rounding order;
+/// every solver evaluates the compressed form, so they agree exactly).
+void compress(Groups &groups, std::vector<double> *extra) {
+  Groups outGroups;
+  std::vector<double> outExtra;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<CandidateCosts::Term> terms = groups[g];
+    std::sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) {
+      return a.compute != b.compute ? a.compute < b.compute : a.bytes < b.bytes;
+    });
+    std::vector<CandidateCosts::Term> merged;
+    for (const auto &t : terms) {
+      if (!merged.empty() && merged.back().compute == t.compute && merged.back().bytes == t.bytes)
+        merged.back().count += t.count;
+      else
+        merged.push_back(t);
+    }
+    double e = extra ? (*extra)[g] : 0.0;
+    bool seen = false;
+    for (size_t h = 0; h < outGroups.size() && !seen; ++h) {
+      const auto &o = outGroups[h];
+      seen = (!extra || outExtra[h] == e) && o.size() == merged.size() &&
+             std::equal(o.begin(), o.end(), merged.begin(), [](const auto &a, const auto &b) {
+               return a.compute == b.compute && a.bytes == b.bytes && a.count == b.count;
+             });
+    }
+    if (!seen) {
+      outGroups.push_back(std::move(merged));
+      outExtra.push_back(e);
+    }
+  }
+  groups = std::move(outGroups);
+  if (extra)
+    *extra = std::move(outExtra);
+}
+
+template <typename F> int64_t minNics(F side, int64_t cap, double tau, bool strict) {
+  auto ok = [&](int64_t n) { return strict ? side(n) < tau : side(n) <= tau; };
+  if (cap < 1 || !ok(cap))
+    return 0;
+  int64_t lo = 1, hi = cap; // side is non-increasing in n: find the first n with ok(n)
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (ok(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+} // namespace
+
+double CandidateCosts::attnBusy(int64_t nics) const {
+  return busy(attnLayers, &attnExtra, attnBandwidth(nics));
+}
+double CandidateCosts::ffnBusy(int64_t nics) const {
+  return busy(ffnLayers, nullptr, ffnBandwidth(nics));
+}
+int64_t CandidateCosts::minNicsA(double tau, bool strict) const {
+  return minNics([&](int64_t n) { return sideA(n); }, capA, tau, strict);
+}
+int64_t CandidateCosts::minNicsF(double tau, bool strict) const {
+  return minNics([&](int64_t n) { return sideF(n); }, capF, tau, strict);
+}
+
+CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bool recompute) {
+  const cost::ModelShape &m = problem.model;
+  const cost::ClusterSpec &cl = problem.cluster;
+  const PlannerOptions &o = problem.options;
+  CandidateCosts out;
+  out.cand = c;
+  out.recompute = recompute;
+  const int64_t L = m.numLayers(), p = c.groups, E = m.numExperts(), k = m.topK();
+  const double peak = cl.gpu.peakFlops, mult = cost::trainingMultiplier(recompute);
+  const double B = static_cast<double>(o.globalTokens / o.seqLen);
+  const double seqs = B / static_cast<double>(c.replicas * c.microbatches); // per micro-batch
+  const double tokens = seqs * static_cast<double>(o.seqLen);
+  const int64_t v = ceilDiv(L, p), headGroup = L % p;
+  const int64_t inflight = std::min<int64_t>(c.microbatches, 2 * p);
+  out.groupsTotal = static_cast<double>(c.replicas * p);
+  out.nicBandwidth = cl.nic.bandwidth;
+  out.attnPcieCap = static_cast<double>(c.attnRanks) * cl.gpu.pcieBandwidth;
+  out.ffnPcieCap = static_cast<double>(c.ffnRanks) * cl.gpu.pcieBandwidth;
+  out.K = static_cast<double>(c.microbatches) + static_cast<double>(2 * p - 1) / static_cast<double>(v);
+  const double bwGpu = cl.perGpuNetworkBandwidth();
+  auto allReduce = [&](double bytes, int64_t n) {
+    return n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / bwGpu : 0.0;
+  };
+  const double usable = usableBytes(problem);
+  const int64_t expertsPerRank = (E + c.ffnRanks - 1) / c.ffnRanks; // the busiest F-rank's
+  const double ffnShare = static_cast<double>(expertsPerRank) / static_cast<double>(E);
+  double attnMem = 0, ffnMem = 0;
+  out.attnLayers.resize(p);
+  out.ffnLayers.resize(p);
+  out.attnExtra.assign(p, 0.0);
+  double worstA = -1, worstF = -1;
+  for (int64_t g = 0; g < p; ++g) {
+    std::vector<int64_t> layers = groupLayers(L, p, g);
+    double flopsA = 0, flopsF = 0, bytesA = 0, bytesF = 0, paramsA = 0, paramsF = 0;
+    for (int64_t l : layers) {
+      double fa = mult * cost::attentionSideForwardFlops(m, l, seqs, o.seqLen).total();
+      cost::ExchangeBytes x = cost::exchangeBytes(m, l, tokens, c.ffnRanks, p > 1);
+      out.attnLayers[g].push_back({fa / (static_cast<double>(c.attnRanks) * peak), x.attnMax(), 1.0});
+      flopsA += fa;
+      bytesA += x.attnMax();
+      paramsA += m.attentionSideParams(l);
+      if (m.layers[l].isMoe()) {
+        double ff = mult * cost::routedExpertForwardFlops(m, l, tokens) * o.expertImbalance;
+        out.ffnLayers[g].push_back({ff * ffnShare / peak, x.ffnMax(), 1.0});
+        flopsF += ff;
+        bytesF += x.ffnMax();
+        paramsF += static_cast<double>(expertsPerRank) * m.expertParams(l);
+      }
+    }
+    if (g == headGroup) {
+      double fh = mult * cost::headForwardFlops(m, tokens);
+      out.attnExtra[g] = fh / (static_cast<double>(c.attnRanks) * peak);
+      flopsA += fh;
+      paramsA += static_cast<double>(m.vocab) * m.hidden + m.hidden;
+    }
+    if (g == 0 && !(m.tiedEmbeddings && headGroup == 0))
+      paramsA += static_cast<double>(m.vocab) * m.hidden;
+    if (flopsA > worstA) {
+      worstA = flopsA;
+      out.attnFlopsBusiest = flopsA;
+      out.attnBytesBusiest = bytesA;
+    }
+    if (flopsF > worstF) {
+      worstF = flopsF;
+      out.ffnFlopsBusiest = flopsF;
+      out.ffnBytesBusiest = bytesF;
+    }
+    out.D = std::max({out.D, allReduce(o.memory.gradientBytes * paramsA, c.replicas * c.attnRanks),
+                      allReduce(o.memory.gradientBytes * paramsF, c.replicas)});
+    cost::MemoryBreakdown ma = cost::attentionGpuMemory(
+        m, layers, g == 0, g == headGroup, c.replicas * c.attnRanks,
+        tokens / static_cast<double>(c.attnRanks), inflight, recompute, o.memory);
+    cost::MemoryBreakdown mf = cost::ffnGpuMemory(
+        m, layers, expertsPerRank, c.replicas,
+        tokens * static_cast<double>(k) * ffnShare * o.expertImbalance,
+        inflight, recompute, o.memory);
+    if (ma.total() > attnMem) {
+      attnMem = ma.total();
+      out.attnMemory = ma;
+    }
+    if (mf.total() > ffnMem) {
+      ffnMem = mf.total();
+      out.ffnMemory = mf;
+    }
+  }
+  out.fits = attnMem <= usable && ffnMem <= usable;
+  compress(out.attnLayers, &out.attnExtra);
+  compress(out.ffnLayers, nullptr);
+  out.attnLowerBound = out.K * busy(out.attnLayers, &out.attnExtra,
+                                    std::numeric_limits<double>::infinity()) + out.D;
+  out.ffnLowerBound = out.K * busy(out.ffnLayers, nullptr,
+                                   std::numeric_limits<double>::infinity()) + out.D;
+  auto caps = nicCaps(problem, c);
+  out.capA = caps.first;
+  out.capF = caps.second;
+  return out;
+}
+
+Evaluation detail::evaluateCosts(const Problem &problem, const CandidateCosts &c, int64_t nA,
+                                 int64_t nF) {
+  const cost::ModelShape &m = problem.model;
+  const PlannerOptions &o = problem.options;
+  Evaluation e;
+  double bwA = c.attnBandwidth(nA), bwF = c.ffnBandwidth(nF);
+  e.attnBusy = c.attnBusy(nA);
+  e.ffnBusy = c.ffnBusy(nF);
+  e.stepTime = std::max(c.sideA(nA), c.sideF(nF));
+  e.bubbleFactor = c.K;
+  e.gradSync = c.D;
+  e.attnBandwidth = bwA;
+  e.ffnBandwidth = bwF;
+  e.attnFlops = c.attnFlopsBusiest;
+  e.ffnFlops = c.ffnFlopsBusiest;
+  e.attnBytes = c.attnBytesBusiest;
+  e.ffnBytes = c.ffnBytesBusiest;
+  e.attnCompute = busy(c.attnLayers, &c.attnExtra, std::numeric_limits<double>::infinity());
+  e.ffnCompute = busy(c.ffnLayers, nullptr, std::numeric_limits<double>::infinity());
+  e.attnComm = c.attnBytesBusiest / bwA;
+  e.ffnComm = c.ffnBytesBusiest / bwF;
+  e.attnMemory = c.attnMemory;
+  e.ffnMemory = c.ffnMemory;
+  e.fitsMemory = c.fits;
+  const double B = static_cast<double>(o.globalTokens / o.seqLen);
+  double modelFlops = 3.0 * cost::headForwardFlops(m, B * static_cast<double>(o.seqLen));
+  for (int64_t l = 0; l < m.numLayers(); ++l) {
+    modelFlops += 3.0 * cost::attentionSideForwardFlops(m, l, B, o.seqLen).total();
+    if (m.layers[l].isMoe())
+      modelFlops += 3.0 * cost::routedExpertForwardFlops(m, l, B * static_cast<double>(o.seqLen));
+  }
+  e.mfu = modelFlops / (e.stepTime * static_cast<double>(c.cand.gpus()) * problem.cluster.gpu.peakFlops);
+  return e;
+}
+
+Evaluation evaluate(const Problem &problem, const Config &config) {
+  CandidateCosts c = buildCosts(problem, config.cand, config.recompute);
+  return evaluateCosts(problem, c, config.attnNics, config.ffnNics);
+}
+
+std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands) {
+  double best = std::numeric_limits<double>::infinity();
+  CandidateCosts bestCosts;
+  for (const Candidate &c : cands)
+    for (bool rc : recomputeChoices(problem.options)) {
+      CandidateCosts costs = buildCosts(problem, c, rc);
+      double need = std::max(costs.attnMemory.total(), costs.ffnMemory.total());
+      if (need < best) {
+        best = need;
+        bestCosts = costs;
+      }
+    }
+  bool attn = bestCosts.attnMemory.total() >= bestCosts.ffnMemory.total();
+  const cost::MemoryBreakdown &mb = attn ? bestCosts.attnMemory : bestCosts.ffnMemory;
+  double dominant = std::max({mb.weights, mb.gradients, mb.optimizer, mb.activations});
+  const Candidate &c = bestCosts.cand;
+  std::ostringstream os;
+  os << "the model does not fit: the smallest per-GPU memory any configuration needs is "
+     << gb(best + problem.options.reserveBytes) << " (" << gb(best) << " of model state + "
+     << gb(problem.options.reserveBytes) << " reserved), the " << problem.cluster.gpu.name
+     << " has " << gb(problem.cluster.gpu.hbmBytes) << "; the dominant term is the "
+     << mb.dominant() << " of an " << (attn ? "attention" : "FFN") << " GPU (" << gb(dominant)
+     << ") with " << c.groups << " groups, " << c.attnRanks << " A-ranks and " << c.ffnRanks
+     << " F-ranks per group" << (bestCosts.recompute ? ", activations recomputed" : "");
+  return os.str();
+}
+
+Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
+  auto start = std::chrono::steady_clock::now();
+  Solution s;
+  std::vector<Candidate> cands;
+  if (!enumerateCandidates(problem, cands, s.error))
+    return s;
+  s.candidates = static_cast<int64_t>(cands.size());
+  const int64_t N = problem.cluster.nics();
+  for (const Candidate &c : cands)
+    for (bool rc : recomputeChoices(problem.options)) {
+      CandidateCosts costs = buildCosts(problem, c, rc);
+      if (!costs.fits)
+        continue;
+      // Every NIC split: no monotonicity assumed, this is the oracle.
+      for (int64_t nA = 1; nA <= costs.capA; ++nA) {
+        double a = costs.sideA(nA);
+        int64_t lastF = std::min(costs.capF, N - nA);
+        for (int64_t nF = everyNicPair ? 1 : lastF; nF >= 1 && nF <= lastF; ++nF) {
+          double step = std::max(a, costs.sideF(nF));
+          if (s.ok && (step > s.eval.stepTime ||
+                       (step == s.eval.stepTime && c.gpus() >= s.config.cand.gpus())))
+            continue;
+          s.ok = true;
+          s.config = Config{c, rc, nA, nF};
+          s.eval.stepTime = step;
+        }
+      }
+    }
+  if (!s.ok)
+    s.error = explainInfeasible(problem, cands);
+  else {
+    s.eval = evaluate(problem, s.config);
+    s.optimal = true;
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept {
+  std::vector<Solution> out;
+  std::vector<Candidate> cands;
+  std::string error;
+  if (!enumerateCandidates(problem, cands, error))
+    return out;
+  std::vector<int64_t> counts;
+  for (const Candidate &c : cands)
+    counts.push_back(c.attnGpus());
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (int64_t M : counts) {
+    Problem fixed = problem;
+    fixed.options.fixedAttnGpus = M;
+    Solution s = solveExhaustive(fixed, false);
+    if (s.ok)
+      out.push_back(s);
+  }
+  return out;
+}
+
+bool RooflineStageTimes::busyTimes(const Problem &problem, const Config &config, double &attn,
+                                   double &ffn) const {
+  Evaluation e = evaluate(problem, config);
+  attn = e.attnBusy;
+  ffn = e.ffnBusy;
+  return true;
+}
+
+double stepTimeWith(const Problem &problem, const Config &config, const StageTimeSource &source,
+                    bool &ok) {
+  double a = 0, f = 0;
+  ok = source.busyTimes(problem, config, a, f);
+  if (!ok)
+    return std::numeric_limits<double>::infinity();
+  CandidateCosts c = buildCosts(problem, config.cand, config.recompute);
+  return std::max(c.K * a + c.D, c.K * f + c.D);
+}
+
+namespace {
+bool validConfig(const Problem &problem, const Config &c) {
+  std::vector<Candidate> one;
+  const PlannerOptions &o = problem.options;
+  const int64_t B = o.globalTokens / o.seqLen, E = problem.model.numExperts();
+  const Candidate &k = c.cand;
+  if (k.replicas < 1 || k.groups < 1 || k.attnRanks < 1 || k.ffnRanks < 1 || k.microbatches < 1)
+    return false;
+  if (k.groups > problem.model.numLayers() || k.gpus() > problem.cluster.gpus())
+    return false;
+  if (k.ffnRanks > E || B % (k.replicas * k.attnRanks * k.microbatches) ||
+      k.microbatches < 2 * k.groups)
+    return false;
+  if ((o.fixedGroups && k.groups != o.fixedGroups) ||
+      (o.fixedAttnGpus && k.attnGpus() != o.fixedAttnGpus) ||
+      (o.fixedFfnGpus && k.ffnGpus() != o.fixedFfnGpus) ||
+      (o.fixedMicrobatches && k.microbatches != o.fixedMicrobatches) ||
+      (o.fixedReplicas && k.replicas != o.fixedReplicas))
+    return false;
+  if ((o.recompute == Recompute::Never && c.recompute) ||
+      (o.recompute == Recompute::Always && !c.recompute))
+    return false;
+  auto caps = nicCaps(problem, k);
+  return c.attnNics >= 1 && c.ffnNics >= 1 && c.attnNics <= caps.first &&
+         c.ffnNics <= caps.second && c.attnNics + c.ffnNics <= problem.cluster.nics();
+}
+
+std::vector<Config> neighbours(const Problem &problem, const Config &c) {
+  std::vector<Config> out;
+  auto add = [&](Config n) { out.push_back(n); };
+  const int64_t node = problem.cluster.nicsPerNode;
+  for (int64_t d : {-1, 1}) {
+    Config n = c;
+    n.cand.groups += d;
+    add(n);
+    n = c; n.cand.attnRanks += d; add(n);
+    n = c; n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2; add(n);
+    n = c; n.cand.ffnRanks = d > 0 ? c.cand.ffnRanks * 2 : c.cand.ffnRanks / 2; add(n);
+    n = c; n.cand.ffnRanks += d; add(n);
+    n = c; n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2;
+    n.cand.microbatches = d > 0 ? c.cand.microbatches / 2 : c.cand.microbatches * 2; add(n);
+    n = c; n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2; add(n);
+    n = c; n.cand.replicas = d > 0 ? c.cand.replicas * 2 : c.cand.replicas / 2; add(n);
+    for (int64_t step : {int64_t(1), node}) {
+      n = c; n.attnNics += d * step; add(n);
+      n = c; n.ffnNics += d * step; add(n);
+      n = c; n.attnNics += d * step; n.ffnNics -= d * step; add(n);
+    }
+  }
+  Config n = c;
+  n.recompute = !c.recompute;
+  add(n);
+  return out;
+}
+} // namespace
+
+LocalSearchResult localSearch(const Problem &problem, const Config &start,
+                              const StageTimeSource &source, int64_t maxMoves) noexcept {
+  LocalSearchResult r;
+  r.config = start;
+  bool ok = false;
+  r.stepTime = stepTimeWith(problem, start, source, ok);
+  for (; r.moves < maxMoves;) {
+    Config best = r.config;
+    double bestTime = r.stepTime;
+    for (const Config &n : neighbours(problem, r.config)) {
+      if (!validConfig(problem, n))
+        continue;
+      CandidateCosts costs = buildCosts(problem, n.cand, n.recompute);
+      if (!costs.fits)
+        continue;
+      ++r.evaluated;
+      double t = stepTimeWith(problem, n, source, ok);
+      if (!ok)
+        continue;
+      if (t < bestTime || (t == bestTime && n.cand.gpus() < best.cand.gpus())) {
+        best = n;
+        bestTime = t;
+      }
+    }
+    if (bestTime == r.stepTime && best.cand.gpus() == r.config.cand.gpus())
+      break;
+    r.config = best;
+    r.stepTime = bestTime;
+    ++r.moves;
+  }
+  return r;
+}
+
+} // namespace disagmoe::placement

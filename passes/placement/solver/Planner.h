@@ -1,0 +1,174 @@
+//===- Planner.h - GPU/NIC split, groups, DP/EP and micro-batches ---*- C++ -*-===//
+//
+// The placement problem of DisagMoE (DESIGN.md, "Placement problem"; docs/placement.md): choose
+//   r  pipeline replicas (outer data parallelism),
+//   p  groups per side (layer l on group l mod p, the interleaved assignment),
+//   dA A-ranks per attention group (attention DP degree r*dA; M = r*p*dA attention GPUs),
+//   eF F-ranks per FFN group (the EP degree; F-rank j holds a contiguous block of floor or ceil of
+//      E/eF experts, the busiest ceil(E/eF); W-M = r*p*eF FFN GPUs),
+//   nA, nF NICs of each side, m micro-batches per replica per step, and whether to recompute
+//      activations (full recomputation trades one extra forward for memory),
+// for a fixed number of tokens per step, under the per-GPU memory limit (runtime/cost/Memory.h),
+// minimising the step time  K * max(U_a, U_f) + D  (stage alignment: the pipeline runs at the
+// pace of the slower side), with ties broken by MFU (fewer GPUs for the same time):
+//   U_x  busy time of the busiest group of side x per micro-batch: the sum over its layers of the
+//        roofline stage time max(FLOPs / (GPUs * peak), bytes / min(NICs * NIC bw, GPUs * PCIe bw))
+//        (DisagMoE roofline, ../shared/reference/papers.md), plus the LM head on the head group;
+//   K    m + (2p - 1) / v: m micro-batches, and the fill/drain bubble of the ring of 2p stages,
+//        (2p - 1) stage times of U/v each (v = ceil(L/p) layers per group) — the interleaved 1F1B
+//        bubble (PP - 1) * (t_f + t_b) / v of Narayanan et al. 2021 §2.2.2 with PP = 2p;
+//   D    gradient synchronisation after the drain: a ring all-reduce of fp32 gradients over each
+//        parameter's DP replicas, 2 (n-1)/n * bytes / per-GPU NIC bandwidth (Patarasuk & Yuan 2009).
+// All times in seconds, FLOP/s, bytes, bytes/s. Plain C++ (no MLIR, no Z3 in this header);
+// functions never throw.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_PASSES_PLACEMENT_SOLVER_PLANNER_H
+#define DISAGMOE_PASSES_PLACEMENT_SOLVER_PLANNER_H
+
+#include "runtime/cost/Hardware.h"
+#include "runtime/cost/Memory.h"
+#include "runtime/cost/ModelShape.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace disagmoe::placement {
+
+enum class Recompute { Auto, Never, Always };
+
+struct PlannerOptions {
+  int64_t seqLen = 4096;
+  int64_t globalTokens = int64_t(1) << 24; ///< tokens per step, all replicas (16M)
+  Recompute recompute = Recompute::Auto;
+  cost::MemoryOptions memory;
+  double reserveBytes = 4e9;  ///< per GPU, not usable by the model (CUDA context, NCCL buffers)
+  double expertImbalance = 1; ///< busiest F-rank load / mean (1: balanced; from expert placement)
+  // Optional fixed choices (0 = free). Contradictions are reported by name.
+  int64_t fixedGroups = 0, fixedAttnGpus = 0, fixedFfnGpus = 0, fixedMicrobatches = 0;
+  int64_t fixedReplicas = 0;
+  double timeLimitSeconds = 60; ///< Z3 safety net: past it, the best configuration found so far
+  /// Under the roofline the largest micro-batch count (one sequence per A-rank per micro-batch)
+  /// dominates every smaller one: the same GPUs, a smaller bubble share and fewer activations in
+  /// flight (docs/placement.md, "Exactness"). Candidates keep only it unless this is set (the
+  /// tests set it to check the pruning) or --microbatches fixes m.
+  bool allMicrobatchCounts = false;
+};
+
+/// Structural choice; NICs and recomputation are chosen on top of it.
+struct Candidate {
+  int64_t replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
+  int64_t attnGpus() const { return replicas * groups * attnRanks; }
+  int64_t ffnGpus() const { return replicas * groups * ffnRanks; }
+  int64_t gpus() const { return attnGpus() + ffnGpus(); }
+};
+
+struct Config {
+  Candidate cand;
+  bool recompute = false;
+  int64_t attnNics = 1, ffnNics = 1;
+};
+
+/// Everything the planner knows about one configuration.
+struct Evaluation {
+  double stepTime = 0;              ///< seconds
+  double attnBusy = 0, ffnBusy = 0; ///< U_a, U_f: seconds per micro-batch (busiest group)
+  double attnCompute = 0, ffnCompute = 0; ///< compute-only parts of U_a, U_f
+  double attnComm = 0, ffnComm = 0;       ///< communication-only parts (each layer's bytes / bw)
+  double bubbleFactor = 0;          ///< K = m + (2p - 1) / v
+  double gradSync = 0;              ///< D
+  double attnFlops = 0, ffnFlops = 0; ///< training FLOPs per micro-batch of the busiest group
+  double attnBytes = 0, ffnBytes = 0; ///< exchange bytes per micro-batch (larger direction)
+  double attnBandwidth = 0, ffnBandwidth = 0; ///< bytes/s of a group's NICs
+  cost::MemoryBreakdown attnMemory, ffnMemory; ///< busiest GPU of each side
+  bool fitsMemory = false;
+  double mfu = 0; ///< model FLOPs (no recomputation) / (step time * GPUs * peak)
+};
+
+struct Problem {
+  cost::ModelShape model;
+  cost::ClusterSpec cluster;
+  PlannerOptions options;
+};
+
+/// The structural candidates (all integer constraints but NICs, memory and time applied).
+/// Returns false with a named reason when the options contradict each other or the cluster.
+bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
+                         std::string &error) noexcept;
+
+/// The roofline evaluation of one configuration.
+Evaluation evaluate(const Problem &problem, const Config &config);
+
+/// Largest NIC counts each side may have: NICs of the nodes its GPUs occupy (attention GPUs fill
+/// the first nodes, FFN GPUs the next), and at least one NIC left to the other side.
+std::pair<int64_t, int64_t> nicCaps(const Problem &problem, const Candidate &cand);
+
+struct Solution {
+  bool ok = false;
+  std::string error;   ///< why there is no solution (infeasible input: smallest memory needed)
+  Config config;
+  Evaluation eval;
+  bool optimal = false; ///< proven optimal (false: time limit hit, best found so far)
+  std::string note;     ///< e.g. "Z3 time limit of 5 s reached: best configuration found so far"
+  int64_t candidates = 0, queries = 0;
+  double seconds = 0;
+};
+
+/// Enumerates every candidate, recomputation choice and NIC split (the oracle of the tests).
+/// With `everyNicPair` false, each attention NIC count is paired only with the most FFN NICs left
+/// (exact because the FFN side time is non-increasing in its NICs; the tests check both agree),
+/// which makes it usable as the benchmark's peer on 128+ GPUs.
+Solution solveExhaustive(const Problem &problem, bool everyNicPair = true) noexcept;
+
+/// For each attention GPU count M, the best configuration with exactly M attention GPUs (exhaustive,
+/// `everyNicPair` false), ascending M: the runner-ups that explain why a split won.
+std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept;
+
+/// The Z3 model (Z3Placement.cpp): one Boolean per candidate, integer NIC counts and a Boolean for
+/// recomputation under linear constraints (exactly one candidate, NIC budget and locality, memory),
+/// with the objective bounded by a threshold that is bisected, then tightened strictly until
+/// unsatisfiable (exact); then GPUs are minimised at the optimal time (the MFU tie-break).
+Solution solveZ3(const Problem &problem) noexcept;
+
+/// Stage times of a configuration from some source: the roofline (Planner.cpp), the simulation
+/// backend (AF-Pipe issue, once it exists) or measured per-stage times (StageTimes.h).
+class StageTimeSource {
+public:
+  virtual ~StageTimeSource() = default;
+  virtual std::string name() const = 0;
+  /// U_a and U_f in seconds per micro-batch for `config`; false when the source cannot say.
+  virtual bool busyTimes(const Problem &problem, const Config &config, double &attn,
+                         double &ffn) const = 0;
+};
+
+class RooflineStageTimes : public StageTimeSource {
+public:
+  std::string name() const override { return "roofline"; }
+  bool busyTimes(const Problem &problem, const Config &config, double &attn,
+                 double &ffn) const override;
+};
+
+/// Step time of `config` with the busy times of `source` (K and D from the roofline model).
+double stepTimeWith(const Problem &problem, const Config &config, const StageTimeSource &source,
+                    bool &ok);
+
+/// Hill climbing from `start` over neighbouring configurations (one of p, dA, eF, m, r moved to
+/// the next allowed value, NICs moved by one or by a node's worth, recomputation toggled),
+/// keeping memory feasibility, scored by `source`. Returns the local optimum.
+struct LocalSearchResult {
+  Config config;
+  double stepTime = 0;
+  int64_t moves = 0, evaluated = 0;
+};
+LocalSearchResult localSearch(const Problem &problem, const Config &start,
+                              const StageTimeSource &source, int64_t maxMoves = 1000) noexcept;
+
+/// For infeasible inputs: the smallest per-GPU memory any configuration needs, with its
+/// dominant term, as one line.
+std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands);
+
+} // namespace disagmoe::placement
+
+#endif

@@ -1,0 +1,37 @@
+//===- StageTimes.h - measured per-stage times as a stage-time source -*- C++ -*-===//
+//
+// A file of measured busy times per micro-batch (format "disagmoe-stage-times", version 1;
+// docs/placement.md) scores configurations in the local search. Entries match a configuration on
+// seq_len, replicas, groups, attn_ranks, ffn_ranks, microbatches, recompute and, when given,
+// attn_nics / ffn_nics; a configuration without an entry gets the roofline's times scaled by the
+// median measured/roofline ratio of each side over the file's entries (so measured overheads carry
+// over to neighbours). The simulation backend (AF-Pipe issue) plugs in the same way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_PASSES_PLACEMENT_SOLVER_STAGETIMES_H
+#define DISAGMOE_PASSES_PLACEMENT_SOLVER_STAGETIMES_H
+
+#include "passes/placement/solver/Planner.h"
+
+namespace disagmoe::placement {
+
+class MeasuredStageTimes : public StageTimeSource {
+public:
+  struct Entry {
+    int64_t seqLen = 0, replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
+    int64_t attnNics = 0, ffnNics = 0; ///< 0: any
+    bool recompute = false;
+    double attnSeconds = 0, ffnSeconds = 0;
+  };
+  std::string name() const override { return "measured"; }
+  bool busyTimes(const Problem &problem, const Config &config, double &attn,
+                 double &ffn) const override;
+  /// Reads `path`; false with `error` naming the file and field.
+  bool load(const std::string &path, std::string &error) noexcept;
+  bool save(const std::string &path, std::string &error) const noexcept;
+  std::vector<Entry> entries;
+};
+
+} // namespace disagmoe::placement
+
+#endif

@@ -1,0 +1,241 @@
+//===- Z3Placement.cpp - the placement problem as a Z3 model --------------===//
+//
+// Stage times are not linear in the integer choices (FLOPs / (GPUs * peak), bytes over a NIC share,
+// max over groups of sums of maxima), so they are precomputed per structural candidate and Z3
+// chooses among candidates under linear constraints (docs/placement.md, "Exactness"):
+//   b_i            Boolean, candidate i chosen; exactly one is true
+//   rc             Boolean, activations recomputed
+//   nA, nF         integers, NICs of each side: 1 <= nA, nF; nA + nF <= NICs of the cluster;
+//                  b_i -> nA <= capA_i and nF <= capF_i (NICs of the nodes the side occupies)
+//   memory         b_i -> ite(rc, memRc_i, mem_i) <= usable bytes, per side
+//   objective      for a threshold tau: b_i and rc = x -> nA >= needA_i,x(tau) and
+//                  nF >= needF_i,x(tau), where need is the least NIC count whose side time is
+//                  <= tau (side times are non-increasing in their NIC count, so "nA >= need" is
+//                  exactly "side time <= tau"); candidates whose compute alone exceeds tau get
+//                  b_i -> rc != x.
+// The threshold is bisected, then tightened strictly below the best found until unsatisfiable,
+// which proves the optimum (a finite set of values); GPUs are then minimised at that time.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/placement/solver/Planner.h"
+#include "passes/placement/solver/PlannerInternal.h"
+
+#include <z3++.h>
+
+#include <chrono>
+#include <limits>
+#include <cmath>
+#include <sstream>
+
+namespace disagmoe::placement {
+using namespace detail;
+
+namespace {
+struct Z3Model {
+  const Problem &problem;
+  std::vector<CandidateCosts> costs; ///< index 2*i + rc (rc costs only when allowed)
+  std::vector<Candidate> cands;
+  std::vector<bool> rcAllowed{false, false};
+  z3::context ctx;
+  z3::solver solver;
+  z3::expr_vector chosen;
+  z3::expr rc, nA, nF;
+  std::chrono::steady_clock::time_point deadline;
+  bool timedOut = false;
+  int64_t queries = 0;
+
+  Z3Model(const Problem &p, std::vector<Candidate> c)
+      : problem(p), cands(std::move(c)), solver(ctx), chosen(ctx), rc(ctx.bool_const("rc")),
+        nA(ctx.int_const("nA")), nF(ctx.int_const("nF")) {}
+
+  const CandidateCosts *at(size_t i, bool recompute) const {
+    const CandidateCosts &c = costs[2 * i + (recompute ? 1 : 0)];
+    return rcAllowed[recompute ? 1 : 0] && c.fits ? &c : nullptr;
+  }
+
+  void build() {
+    for (bool r : recomputeChoices(problem.options))
+      rcAllowed[r ? 1 : 0] = true;
+    costs.reserve(2 * cands.size());
+    for (const Candidate &c : cands)
+      for (bool r : {false, true})
+        costs.push_back(rcAllowed[r ? 1 : 0] ? buildCosts(problem, c, r) : CandidateCosts{});
+    const int64_t usable = static_cast<int64_t>(std::floor(usableBytes(problem)));
+    for (size_t i = 0; i < cands.size(); ++i) {
+      z3::expr b = ctx.bool_const(("b" + std::to_string(i)).c_str());
+      chosen.push_back(b);
+      const CandidateCosts &any = costs[2 * i + (rcAllowed[0] ? 0 : 1)];
+      solver.add(z3::implies(b, nA <= ctx.int_val(any.capA) && nF <= ctx.int_val(any.capF)));
+      auto mem = [&](bool r, bool attn) -> z3::expr {
+        const CandidateCosts &c = costs[2 * i + (r ? 1 : 0)];
+        if (!rcAllowed[r ? 1 : 0])
+          return ctx.int_val(usable + 1); // not allowed: never fits
+        double bytes = attn ? c.attnMemory.total() : c.ffnMemory.total();
+        return ctx.int_val(static_cast<int64_t>(std::ceil(bytes)));
+      };
+      for (bool attn : {true, false})
+        solver.add(z3::implies(b, z3::ite(rc, mem(true, attn), mem(false, attn)) <=
+                                      ctx.int_val(usable)));
+    }
+    solver.add(z3::atleast(chosen, 1));
+    solver.add(z3::atmost(chosen, 1));
+    solver.add(nA >= 1 && nF >= 1 && nA + nF <= ctx.int_val(problem.cluster.nics()));
+    if (!rcAllowed[0])
+      solver.add(rc);
+    if (!rcAllowed[1])
+      solver.add(!rc);
+  }
+
+  /// One satisfiability question; fills `out` on sat.
+  z3::check_result query(double tau, bool strict, int64_t maxGpus, Config &out) {
+    double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timedOut = true;
+      return z3::unknown;
+    }
+    ++queries;
+    solver.push();
+    bool finite = std::isfinite(tau);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const z3::expr &b = chosen[static_cast<int>(i)];
+      if (maxGpus > 0 && cands[i].gpus() > maxGpus) {
+        solver.add(!b);
+        continue;
+      }
+      if (!finite)
+        continue;
+      for (bool r : {false, true}) {
+        const CandidateCosts *c = at(i, r);
+        if (!c)
+          continue;
+        z3::expr when = b && (r ? rc : !rc);
+        double bound = std::max(c->attnLowerBound, c->ffnLowerBound);
+        if (strict ? bound >= tau : bound > tau) { // compute alone is too slow: no NIC count helps
+          solver.add(!when);
+          continue;
+        }
+        int64_t a = c->minNicsA(tau, strict), f = a ? c->minNicsF(tau, strict) : 0;
+        if (!a || !f)
+          solver.add(!when);
+        else
+          solver.add(z3::implies(when, nA >= ctx.int_val(a) && nF >= ctx.int_val(f)));
+      }
+    }
+    z3::params params(ctx);
+    params.set("timeout", static_cast<unsigned>(std::max(1.0, left * 1000)));
+    solver.set(params);
+    z3::check_result result = solver.check();
+    if (result == z3::sat) {
+      z3::model model = solver.get_model();
+      for (size_t i = 0; i < cands.size(); ++i)
+        if (model.eval(chosen[static_cast<int>(i)], true).is_true()) {
+          out.cand = cands[i];
+          break;
+        }
+      out.recompute = model.eval(rc, true).is_true();
+      out.attnNics = model.eval(nA, true).get_numeral_int64();
+      out.ffnNics = model.eval(nF, true).get_numeral_int64();
+    } else if (result == z3::unknown) {
+      timedOut = true;
+    }
+    solver.pop();
+    return result;
+  }
+
+  double stepOf(const Config &c) {
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].replicas == c.cand.replicas && cands[i].groups == c.cand.groups &&
+          cands[i].attnRanks == c.cand.attnRanks && cands[i].ffnRanks == c.cand.ffnRanks &&
+          cands[i].microbatches == c.cand.microbatches) {
+        const CandidateCosts *k = at(i, c.recompute);
+        return std::max(k->sideA(c.attnNics), k->sideF(c.ffnNics));
+      }
+    return std::numeric_limits<double>::infinity();
+  }
+};
+} // namespace
+
+Solution solveZ3(const Problem &problem) noexcept {
+  auto start = std::chrono::steady_clock::now();
+  Solution s;
+  std::vector<Candidate> cands;
+  if (!enumerateCandidates(problem, cands, s.error))
+    return s;
+  s.candidates = static_cast<int64_t>(cands.size());
+  try {
+    Z3Model z(problem, cands);
+    z.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(problem.options.timeLimitSeconds));
+    z.build();
+    Config found;
+    z3::check_result r = z.query(std::numeric_limits<double>::infinity(), false, 0, found);
+    if (r == z3::unsat) {
+      s.error = explainInfeasible(problem, cands);
+      return s;
+    }
+    if (r == z3::sat) {
+      s.ok = true;
+      s.config = found;
+      double hi = z.stepOf(found), lo = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < cands.size(); ++i) // no configuration beats its compute-only time
+        for (bool rc : {false, true})
+          if (const CandidateCosts *k = z.at(i, rc))
+            lo = std::min(lo, std::max(k->attnLowerBound, k->ffnLowerBound));
+      lo = std::min(lo, hi) * (1 - 1e-12);
+      bool proven = false, probe = true;
+      while (!z.timedOut) {
+        // Alternate a strict probe below the best found (unsat proves it optimal) with a
+        // bisection step between the lower bound and the best found.
+        bool strict = probe || (hi - lo) <= 1e-9 * hi;
+        double tau = strict ? hi : 0.5 * (lo + hi);
+        probe = !probe;
+        Config c;
+        r = z.query(tau, strict, 0, c);
+        if (r == z3::sat) {
+          s.config = c;
+          hi = z.stepOf(c);
+        } else if (r == z3::unsat) {
+          if (strict) {
+            proven = true;
+            break;
+          }
+          lo = tau;
+        }
+      }
+      // MFU tie-break: fewest GPUs at the optimal step time (bisection on the GPU count).
+      if (proven) {
+        int64_t loG = 1, hiG = s.config.cand.gpus();
+        while (loG < hiG && !z.timedOut) {
+          int64_t mid = loG + (hiG - loG) / 2;
+          Config c;
+          r = z.query(hi, false, mid, c);
+          if (r == z3::sat) {
+            s.config = c;
+            hiG = c.cand.gpus();
+          } else if (r == z3::unsat) {
+            loG = mid + 1;
+          }
+        }
+      }
+      s.optimal = proven && !z.timedOut;
+      s.eval = evaluate(problem, s.config);
+    } else {
+      s.error = "Z3 found no configuration within the time limit of " +
+                std::to_string(problem.options.timeLimitSeconds) + " s";
+    }
+    s.queries = z.queries;
+    if (s.ok && !s.optimal) {
+      std::ostringstream os;
+      os << "Z3 time limit of " << problem.options.timeLimitSeconds
+         << " s reached: this is the best configuration found so far, not proven optimal";
+      s.note = os.str();
+    }
+  } catch (const z3::exception &e) {
+    s.ok = false;
+    s.error = std::string("Z3: ") + e.msg();
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+} // namespace disagmoe::placement

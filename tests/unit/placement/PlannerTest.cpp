@@ -1,0 +1,283 @@
+//===- PlannerTest.cpp - Z3 placement against exhaustive enumeration ------===//
+//
+// Oracles: exhaustive enumeration of every candidate, recomputation choice and NIC split; brute
+// force minima computed here; the options' arithmetic.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/placement/solver/Planner.h"
+#include "passes/placement/solver/StageTimes.h"
+
+#include "runtime/cost/Roofline.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace disagmoe;
+using namespace disagmoe::placement;
+
+namespace {
+/// A small MoE whose memory binds on the smallest clusters of the sweep (GPUs of 0.6 GB).
+cost::ModelShape miniModel() {
+  cost::ModelShape m;
+  m.name = "mini";
+  m.hidden = 512;
+  m.vocab = 8000;
+  cost::LayerShape l;
+  l.heads = 8; l.kvHeads = 2; l.headDim = 64;
+  l.experts = 8; l.topK = 2; l.expertHidden = 1024;
+  for (int i = 0; i < 6; ++i)
+    m.layers.push_back(l);
+  m.layers[1].window = 256; // one sliding-window layer
+  return m;
+}
+
+cost::ClusterSpec cluster(int nodes, int gpusPerNode, int nicsPerNode, double hbm = 0.6e9) {
+  cost::ClusterSpec c;
+  c.name = "sweep";
+  c.gpu.name = "H800";
+  c.gpu.peakFlops = 989.4e12;
+  c.gpu.hbmBytes = hbm;
+  c.gpu.pcieBandwidth = 64e9;
+  c.gpu.nvlinkBandwidth = 200e9;
+  c.nic.name = "CX7-400G";
+  c.nic.bandwidth = 50e9;
+  c.nodes = nodes;
+  c.gpusPerNode = gpusPerNode;
+  c.nicsPerNode = nicsPerNode;
+  c.nvlinkBandwidth = 200e9;
+  return c;
+}
+
+Problem problem(const cost::ClusterSpec &c, int64_t seqLen) {
+  Problem p;
+  p.model = miniModel();
+  p.cluster = c;
+  p.options.seqLen = seqLen;
+  p.options.globalTokens = int64_t(1) << 17;
+  p.options.reserveBytes = 0;
+  return p;
+}
+} // namespace
+
+// Every cluster of 2..32 GPUs (1, 2, 4 or 8 GPUs per node, one NIC per GPU, and half as many
+// NICs for 2+ GPUs per node), two sequence lengths: Z3's optimum has the objective value of the
+// exhaustive enumeration (step time, then GPU count), and is proven optimal.
+TEST(PlannerSweep, Z3MatchesExhaustiveOnEveryClusterUpTo32Gpus) {
+  int compared = 0, infeasible = 0;
+  for (int gpn : {1, 2, 4, 8})
+    for (int nodes = 1; nodes * gpn <= 32; ++nodes)
+      for (int nics : {gpn, gpn / 2}) {
+        if (nics < 1 || nodes * gpn < 2 || nodes * nics < 2 || (gpn == 1 && nics != gpn))
+          continue;
+        for (int64_t s : {2048, 16384}) {
+          Problem p = problem(cluster(nodes, gpn, nics), s);
+          Solution e = solveExhaustive(p);
+          Solution z = solveZ3(p);
+          SCOPED_TRACE(std::to_string(nodes) + "x" + std::to_string(gpn) + " GPUs, " +
+                       std::to_string(nodes * nics) + " NICs, s=" + std::to_string(s));
+          ASSERT_EQ(e.ok, z.ok) << e.error << " | " << z.error;
+          if (!e.ok) {
+            ++infeasible;
+            EXPECT_NE(z.error.find("does not fit"), std::string::npos) << z.error;
+            continue;
+          }
+          EXPECT_TRUE(z.optimal) << z.note;
+          EXPECT_EQ(z.eval.stepTime, e.eval.stepTime);
+          EXPECT_EQ(z.config.cand.gpus(), e.config.cand.gpus());
+          EXPECT_TRUE(z.eval.fitsMemory);
+          // The fast exhaustive variant (best FFN NIC count only) is exact too.
+          Solution f = solveExhaustive(p, false);
+          EXPECT_EQ(f.eval.stepTime, e.eval.stepTime);
+          ++compared;
+        }
+      }
+  EXPECT_GT(compared, 80);
+  EXPECT_GT(infeasible, 0); // the sweep reaches clusters where memory binds
+}
+
+// Keeping only the largest micro-batch count loses nothing (docs/placement.md, "Exactness").
+TEST(PlannerSweep, MicrobatchPruningIsExact) {
+  for (int nodes : {2, 3, 4})
+    for (int64_t s : {2048, 16384}) {
+      Problem p = problem(cluster(nodes, 8, 8, 2e9), s);
+      Solution pruned = solveExhaustive(p, false);
+      p.options.allMicrobatchCounts = true;
+      Solution all = solveExhaustive(p, false);
+      ASSERT_EQ(pruned.ok, all.ok);
+      EXPECT_TRUE(pruned.ok) << pruned.error;
+      if (pruned.ok) {
+        EXPECT_EQ(pruned.eval.stepTime, all.eval.stepTime);
+        EXPECT_EQ(pruned.config.cand.gpus(), all.config.cand.gpus());
+        EXPECT_GT(all.candidates, pruned.candidates);
+      }
+    }
+}
+
+TEST(Planner, StepTimeIsTheSlowerSideTimesTheBubbleFactorPlusSync) {
+  Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
+  Config c;
+  c.cand = Candidate{1, 2, 4, 4, 8};
+  c.attnNics = 6;
+  c.ffnNics = 8;
+  Evaluation e = evaluate(p, c);
+  // K = m + (2p - 1) / ceil(L / p) = 8 + 3 / 3.
+  EXPECT_DOUBLE_EQ(e.bubbleFactor, 9.0);
+  EXPECT_DOUBLE_EQ(e.stepTime, e.bubbleFactor * std::max(e.attnBusy, e.ffnBusy) + e.gradSync);
+  // Each side's busy time is at least its compute and its exchange time.
+  EXPECT_GE(e.attnBusy * (1 + 1e-12), std::max(e.attnCompute, e.attnComm));
+  EXPECT_GE(e.ffnBusy * (1 + 1e-12), std::max(e.ffnCompute, e.ffnComm));
+  // Group bandwidth: 6 NICs over r*p = 2 groups, below 4 GPUs' PCIe.
+  EXPECT_DOUBLE_EQ(e.attnBandwidth, 3 * 50e9);
+  // Gradient all-reduce over r*dA = 4 ranks of the busiest attention GPU's fp32 gradients:
+  // group 0 holds layers 0, 2, 4 and the embedding; group 1 layers 1, 3, 5 and the head
+  // (head group = L mod p = 0: the head is on group 0 too).
+  cost::ModelShape m = p.model;
+  double params0 = m.attentionSideParams(0) * 3 + 2.0 * m.vocab * m.hidden + m.hidden;
+  double syncA = 2.0 * 3 / 4 * 4 * params0 / 50e9;
+  EXPECT_NEAR(e.gradSync, syncA, 1e-12 * syncA);
+  // MFU: 3 x forward model FLOPs over step time x GPUs x peak.
+  double tokens = double(int64_t(1) << 17), flops = 3 * cost::headForwardFlops(m, tokens);
+  for (int64_t l = 0; l < 6; ++l)
+    flops += 3 * (cost::attentionSideForwardFlops(m, l, tokens / 4096, 4096).total() +
+                  cost::routedExpertForwardFlops(m, l, tokens));
+  EXPECT_NEAR(e.mfu, flops / (e.stepTime * 16 * 989.4e12), 1e-12);
+}
+
+TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
+  Problem p = problem(cluster(1, 4, 4, 0.05e9), 2048);
+  Solution z = solveZ3(p);
+  ASSERT_FALSE(z.ok);
+  // Oracle: the least max(attention GPU, FFN GPU) bytes over every candidate and choice.
+  std::vector<Candidate> cands;
+  std::string error;
+  ASSERT_TRUE(enumerateCandidates(p, cands, error)) << error;
+  double least = 1e300;
+  for (const Candidate &c : cands)
+    for (bool rc : {false, true}) {
+      Evaluation e = evaluate(p, Config{c, rc, 1, 1});
+      least = std::min(least, std::max(e.attnMemory.total(), e.ffnMemory.total()));
+    }
+  char expect[64];
+  std::snprintf(expect, sizeof expect, "any configuration needs is %.1f GB", least / 1e9);
+  EXPECT_NE(z.error.find(expect), std::string::npos) << z.error;
+  EXPECT_NE(z.error.find("the dominant term is the "), std::string::npos) << z.error;
+  Solution e = solveExhaustive(p);
+  EXPECT_EQ(e.error, z.error);
+}
+
+TEST(Planner, ContradictoryOptionsAreNamed) {
+  Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
+  auto fails = [&](Problem q, const std::string &expect) {
+    Solution s = solveZ3(q);
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.error.find(expect), std::string::npos) << s.error;
+  };
+  Problem q = p;
+  q.options.fixedAttnGpus = 10;
+  q.options.fixedFfnGpus = 8;
+  fails(q, "--attn-gpus 10 and --ffn-gpus 8 exceed the cluster's 16 GPUs");
+  q = p;
+  q.options.fixedGroups = 7;
+  fails(q, "--groups 7 exceeds the model's 6 layers");
+  q = p;
+  q.options.fixedGroups = 3;
+  q.options.fixedAttnGpus = 4;
+  fails(q, "--attn-gpus 4 is not a multiple of --groups 3");
+  q = p;
+  q.options.fixedGroups = 3;
+  q.options.fixedMicrobatches = 4;
+  fails(q, "--microbatches 4 is below 2 x --groups 3");
+  q = p;
+  q.options.globalTokens = 5000;
+  fails(q, "--global-tokens 5000 is not a multiple of --seq-len 4096");
+  q = p;
+  q.options.fixedAttnGpus = 15;
+  q.options.fixedGroups = 5;
+  fails(q, "no configuration satisfies the integer constraints");
+}
+
+TEST(Planner, RecomputationIsChosenWhenMemoryBinds) {
+  // Find an HBM size at which the best configuration needs recomputation: feasible with it,
+  // infeasible without.
+  bool seen = false;
+  for (double hbm = 0.2e9; hbm < 3e9 && !seen; hbm *= 1.15) {
+    Problem p = problem(cluster(1, 8, 8, hbm), 16384);
+    Problem never = p;
+    never.options.recompute = Recompute::Never;
+    Solution a = solveExhaustive(p, false), n = solveExhaustive(never, false);
+    if (a.ok && !n.ok) {
+      Solution z = solveZ3(p);
+      ASSERT_TRUE(z.ok);
+      EXPECT_TRUE(z.config.recompute);
+      EXPECT_EQ(z.eval.stepTime, a.eval.stepTime);
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Planner, TimeLimitIsReported) {
+  Problem p = problem(cluster(4, 8, 8, 80e9), 4096);
+  p.options.timeLimitSeconds = 0;
+  Solution z = solveZ3(p);
+  EXPECT_FALSE(z.ok && z.optimal);
+  EXPECT_NE((z.error + z.note).find("time limit"), std::string::npos) << z.error << z.note;
+}
+
+TEST(LocalSearch, RooflineOptimumIsALocalOptimum) {
+  Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
+  Solution z = solveZ3(p);
+  ASSERT_TRUE(z.ok);
+  RooflineStageTimes roofline;
+  LocalSearchResult r = localSearch(p, z.config, roofline);
+  EXPECT_EQ(r.stepTime, z.eval.stepTime);
+  EXPECT_GT(r.evaluated, 0);
+}
+
+TEST(LocalSearch, MeasuredSlowAttentionMovesGpusToAttention) {
+  Problem p = problem(cluster(4, 8, 8, 80e9), 16384);
+  Solution z = solveZ3(p);
+  ASSERT_TRUE(z.ok);
+  // Measured: the attention stage is three times the roofline's, the FFN stage as predicted.
+  MeasuredStageTimes measured;
+  MeasuredStageTimes::Entry e;
+  e.seqLen = 16384;
+  e.replicas = z.config.cand.replicas;
+  e.groups = z.config.cand.groups;
+  e.attnRanks = z.config.cand.attnRanks;
+  e.ffnRanks = z.config.cand.ffnRanks;
+  e.microbatches = z.config.cand.microbatches;
+  e.recompute = z.config.recompute;
+  e.attnSeconds = 3 * z.eval.attnBusy;
+  e.ffnSeconds = z.eval.ffnBusy;
+  measured.entries.push_back(e);
+  std::string error, path = std::string(DISAGMOE_TEST_TMP) + "/stage-times.json";
+  ASSERT_TRUE(measured.save(path, error)) << error;
+  MeasuredStageTimes loaded;
+  ASSERT_TRUE(loaded.load(path, error)) << error;
+  ASSERT_EQ(loaded.entries.size(), 1u);
+  bool ok = false;
+  double start = stepTimeWith(p, z.config, loaded, ok);
+  ASSERT_TRUE(ok);
+  LocalSearchResult r = localSearch(p, z.config, loaded);
+  EXPECT_LT(r.stepTime, start);
+  EXPECT_GT(double(r.config.cand.attnGpus()) / r.config.cand.gpus(),
+            double(z.config.cand.attnGpus()) / z.config.cand.gpus());
+}
+
+TEST(Roofline, AttentionIntensityGrowsWithSequenceLengthAndFfnsDoesNot) {
+  cost::ModelShape m = miniModel();
+  double prevA = 0, prevF = -1;
+  for (int64_t s : {4096, 8192, 16384, 32768}) {
+    double tokens = 65536;
+    cost::ExchangeBytes x = cost::exchangeBytes(m, 0, tokens, 4, false);
+    double a = cost::flopsPerByte(cost::attentionSideForwardFlops(m, 0, tokens / s, s).total(), x.attnMax());
+    double f = cost::flopsPerByte(cost::routedExpertForwardFlops(m, 0, tokens), x.ffnMax());
+    EXPECT_GT(a, prevA);
+    if (prevF >= 0)
+      EXPECT_DOUBLE_EQ(f, prevF);
+    prevA = a;
+    prevF = f;
+  }
+}
