@@ -1,0 +1,60 @@
+"""Oracle: every committed export run by onnxruntime-node (CPU) and by our compiler + executor on the
+same golden token ids gives the same logits (max abs error <= 1e-4). onnxruntime shares no code with
+us: it imports the ONNX file itself and runs the exported graph node by node, loop over experts
+included. Exits 77 (CTest: skipped) with a message when onnxruntime-node is not installed (npm
+unreachable when scripts/setup.sh ran).
+  check_onnxruntime_oracle.py BIN_DIR REPO_DIR WORK_DIR
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+TOLERANCE = 1e-4
+SKIP = 77
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print(r.stdout)
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
+
+
+def main(bin_dir, repo, work):
+    oracle_dir = os.path.join(repo, "tests", "oracle")
+    if not os.path.isdir(os.path.join(oracle_dir, "node_modules", "onnxruntime-node")) or not shutil.which("node"):
+        print("skipped: onnxruntime-node is not installed (scripts/setup.sh installs it from npm; "
+              "npm was unreachable or node is missing)")
+        return SKIP
+    passed = failed = 0
+    models = sorted(glob.glob(os.path.join(repo, "samples", "models", "**", "model.onnx"), recursive=True))
+    for model in models:
+        golden = os.path.join(os.path.dirname(model), "golden")
+        name = os.path.relpath(os.path.dirname(model), os.path.join(repo, "samples", "models"))
+        for ids in sorted(glob.glob(os.path.join(golden, "ids_b*_s*.npy"))):
+            shape = os.path.basename(ids)[len("ids_"):-len(".npy")]
+            batch, seq = (int(x[1:]) for x in shape.split("_"))
+            tag = f"{name.replace('/', '_')}_{shape}"
+            ort_out = os.path.join(work, tag + "_ort.npy")
+            run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, ort_out])
+            plan = os.path.join(work, tag + "_plan")
+            ours = os.path.join(work, tag + "_ours.npy")
+            run([os.path.join(bin_dir, "disagmoe"), "compile", model, "-o", plan,
+                 "--batch", str(batch), "--seq-len", str(seq)])
+            run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", ids, "--output", ours])
+            err = float(np.abs(np.load(ours) - np.load(ort_out)).max())
+            ok = err <= TOLERANCE
+            passed += ok
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name} {shape}: max abs error vs onnxruntime {err:.3e}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    os.makedirs(sys.argv[3], exist_ok=True)
+    sys.exit(main(*sys.argv[1:4]))

@@ -1,0 +1,44 @@
+// Runs an ONNX model with onnxruntime-node (CPU) on token ids from a .npy file and writes the
+// first output as a float32 .npy: an oracle independent of our importer and executor.
+//   node run_onnxruntime.js MODEL.onnx IDS.npy OUT.npy
+'use strict';
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+function readNpy(path) {
+  const buf = fs.readFileSync(path);
+  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${path}: not a .npy file`);
+  const major = buf[6];
+  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = buf.toString('latin1', start, start + headerLen);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
+  const data = buf.subarray(start + headerLen);
+  if (descr === '<i8') return { shape, data: new BigInt64Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)) };
+  if (descr === '<i4') return { shape, data: BigInt64Array.from(new Int32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)), BigInt) };
+  throw new Error(`${path}: unsupported dtype ${descr}`);
+}
+
+function writeNpyFloat32(path, shape, values) {
+  let dict = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  const unpadded = 10 + dict.length + 1;
+  dict += ' '.repeat((64 - (unpadded % 64)) % 64) + '\n';
+  const head = Buffer.alloc(10);
+  head.write('\x93NUMPY', 0, 'latin1');
+  head[6] = 1; head[7] = 0;
+  head.writeUInt16LE(dict.length, 8);
+  fs.writeFileSync(path, Buffer.concat([head, Buffer.from(dict, 'latin1'), Buffer.from(values.buffer, values.byteOffset, values.byteLength)]));
+}
+
+async function main() {
+  const [model, idsPath, outPath] = process.argv.slice(2);
+  const ids = readNpy(idsPath);
+  const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], graphOptimizationLevel: 'disabled' });
+  const feeds = { [session.inputNames[0]]: new ort.Tensor('int64', ids.data, ids.shape) };
+  const result = await session.run(feeds);
+  const out = result[session.outputNames[0]];
+  writeNpyFloat32(outPath, out.dims, out.data);
+}
+
+main().catch(e => { console.error(`run_onnxruntime: ${e.message}`); process.exit(1); });
