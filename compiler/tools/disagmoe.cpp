@@ -90,10 +90,13 @@ int compileMain(int argc, char **argv) {
 }
 } // namespace
 
+int planMain(int argc, char **argv); // PlanCommand.cpp
 
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage();
+  if (std::strcmp(argv[1], "plan") == 0) // roofline + Z3 placement (docs/placement.md)
+    return argv[1] = argv[0], planMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "compile") == 0) {
     // Parse the rest as if "disagmoe compile" were the program name.
     argv[1] = argv[0];

@@ -163,6 +163,35 @@ Solution solveZ3(const Problem &problem) noexcept {
     return s;
   s.candidates = static_cast<int64_t>(cands.size());
   try {
+    // Exact presolve: a configuration found by a proportional NIC split bounds the optimum from
+    // above; candidates whose compute-only time exceeds that bound cannot be optimal.
+    {
+      const int64_t N = problem.cluster.nics();
+      double ub = std::numeric_limits<double>::infinity();
+      std::vector<std::pair<double, size_t>> bounds;
+      for (size_t i = 0; i < cands.size(); ++i) {
+        double lb = std::numeric_limits<double>::infinity();
+        for (bool rc : recomputeChoices(problem.options)) {
+          CandidateCosts k = buildCosts(problem, cands[i], rc);
+          if (!k.fits)
+            continue;
+          lb = std::min(lb, std::max(k.attnLowerBound, k.ffnLowerBound));
+          double total = k.attnBytesBusiest + k.ffnBytesBusiest;
+          int64_t nA = total > 0 ? static_cast<int64_t>(std::llround(N * k.attnBytesBusiest / total)) : 1;
+          nA = std::max<int64_t>(1, std::min({nA, k.capA, N - 1}));
+          int64_t nF = std::min(k.capF, N - nA);
+          if (nF >= 1)
+            ub = std::min(ub, std::max(k.sideA(nA), k.sideF(nF)));
+        }
+        bounds.push_back({lb, i});
+      }
+      std::vector<Candidate> kept;
+      for (const auto &[lb, i] : bounds)
+        if (lb <= ub)
+          kept.push_back(cands[i]);
+      if (!kept.empty())
+        cands = std::move(kept);
+    }
     Z3Model z(problem, cands);
     z.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(problem.options.timeLimitSeconds));

@@ -1,0 +1,276 @@
+//===- PlanCommand.cpp - `disagmoe plan`: roofline + Z3 placement of a model ----===//
+//
+//   disagmoe plan --config MODEL.json --cluster CLUSTER.yaml --seq-len S [options]
+//
+// Builds the `moe` IR of a model's config.json (frontends/config), extracts its cost shape, and
+// solves the placement (passes/placement/solver): prints the chosen configuration, the roofline
+// numbers of each side (FLOPs per byte against the turning point) and why it won. Bare file names
+// are also looked up in samples/configs/ and samples/clusters/. Errors: one line, exit code 1.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/config/ConfigFrontend.h"
+#include "frontends/config/CostExtraction.h"
+#include "passes/placement/solver/ExpertPlacement.h"
+#include "passes/placement/solver/Planner.h"
+#include "passes/placement/solver/StageTimes.h"
+
+#include "runtime/cost/Hardware.h"
+#include "runtime/cost/Roofline.h"
+#include "runtime/cost/RoutingProfile.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+#ifndef DISAGMOE_SOURCE_DIR
+#define DISAGMOE_SOURCE_DIR "."
+#endif
+
+using namespace llvm;
+using namespace disagmoe;
+
+namespace {
+int fail(const std::string &message) {
+  errs() << "disagmoe plan: " << message << "\n";
+  return 1;
+}
+
+std::string resolve(const std::string &path, const char *folder) {
+  if (sys::fs::exists(path))
+    return path;
+  std::string alt = std::string(DISAGMOE_SOURCE_DIR) + "/samples/" + folder + "/" + path;
+  return sys::fs::exists(alt) ? alt : path;
+}
+
+std::string gb(double bytes) { return formatv("{0:F1} GB", bytes / 1e9).str(); }
+
+void printSide(raw_ostream &os, const char *name, int64_t gpus, int64_t nics, double flops,
+               double bytes, double busy, double compute, double comm, double bandwidth,
+               const cost::ClusterSpec &cl) {
+  double intensity = cost::flopsPerByte(flops, bytes);
+  double turning = cost::turningPoint(cl.gpu, cl.nic);
+  // The side's own turning point: its GPUs' peak over the bandwidth of its NICs (PCIe-capped).
+  double perGroupGpus = static_cast<double>(gpus);
+  double sideTurning = perGroupGpus * cl.gpu.peakFlops / bandwidth;
+  os << formatv("  {0,-9} {1,4} GPUs : {2,4} NICs   {3:F2} TFLOP over {4:F2} GB exchanged per "
+                "micro-batch = {5:F0} FLOP/byte\n",
+                name, gpus, nics, flops / 1e12, bytes / 1e9, intensity);
+  os << formatv("            turning point of this side {0:F0} FLOP/byte (I = {1:F0} x GPUs/NIC "
+                "share) -> {2}; busy {3:F4} s per micro-batch (compute {4:F4} s, exchange "
+                "{5:F4} s)\n",
+                sideTurning, turning,
+                intensity >= sideTurning ? "compute-bound" : "network-bound", busy, compute, comm);
+}
+} // namespace
+
+int planMain(int argc, char **argv) {
+  cl::OptionCategory category("disagmoe plan options");
+  cl::opt<std::string> config("config", cl::desc("Model config.json (samples/configs/)"),
+                              cl::Required, cl::cat(category));
+  cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
+                                   cl::Required, cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::Required,
+                          cl::cat(category));
+  cl::opt<int64_t> globalTokens("global-tokens", cl::desc("Tokens per training step"),
+                                cl::init(int64_t(1) << 24), cl::cat(category));
+  cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
+                                cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
+  cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto, on, off"),
+                                 cl::init("auto"), cl::cat(category));
+  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0), cl::cat(category));
+  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0), cl::cat(category));
+  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0), cl::cat(category));
+  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
+  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category));
+  cl::opt<double> optimizerBytes("optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
+                                 cl::init(12.0), cl::cat(category));
+  cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
+                            cl::init(4.0), cl::cat(category));
+  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0), cl::cat(category));
+  cl::opt<std::string> stageTimes("stage-times", cl::desc("Measured stage times JSON for the local search"),
+                                  cl::init(""), cl::cat(category));
+  cl::opt<std::string> routingProfile("routing-profile", cl::desc("routing-profile.json for expert placement"),
+                                      cl::init(""), cl::cat(category));
+  cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe plan: roofline + Z3 placement\n", &errs()))
+    return 2;
+
+  placement::Problem problem;
+  std::string error;
+  cost::HardwareCatalog catalog;
+  if (!cost::loadHardwareCatalog(hardware, catalog, error))
+    return fail(error);
+  std::string clusterFile = resolve(clusterPath, "clusters");
+  if (!cost::loadCluster(clusterFile, catalog, problem.cluster, error))
+    return fail(error);
+  std::string configFile = resolve(config, "configs");
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  auto module = configfe::importModelConfig(context, configFile, 1, 16, error);
+  if (!module)
+    return fail(error);
+  if (!configfe::extractModelShape(*module, problem.model, error))
+    return fail(configFile + ": " + error);
+
+  placement::PlannerOptions &o = problem.options;
+  o.seqLen = seqLen;
+  o.globalTokens = globalTokens;
+  if (recompute == "on") o.recompute = placement::Recompute::Always;
+  else if (recompute == "off") o.recompute = placement::Recompute::Never;
+  else if (recompute != "auto")
+    return fail("--recompute: expected auto, on or off, got '" + recompute + "'");
+  o.fixedGroups = groups;
+  o.fixedAttnGpus = attnGpus;
+  o.fixedFfnGpus = ffnGpus;
+  o.fixedMicrobatches = microbatches;
+  o.fixedReplicas = replicas;
+  if (optimizerBytes < 0 || reserveGb < 0 || timeLimit <= 0)
+    return fail("--optimizer-bytes and --reserve-gb must be >= 0, --time-limit > 0");
+  o.memory.optimizerBytes = optimizerBytes;
+  o.reserveBytes = reserveGb * 1e9;
+  o.timeLimitSeconds = timeLimit;
+  for (auto [flag, v] : {std::pair<const char *, int64_t>{"--groups", groups}, {"--attn-gpus", attnGpus},
+                         {"--ffn-gpus", ffnGpus}, {"--microbatches", microbatches}, {"--replicas", replicas}})
+    if (v < 0)
+      return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner)");
+
+  const cost::ModelShape &m = problem.model;
+  const cost::ClusterSpec &clu = problem.cluster;
+  raw_ostream &os = outs();
+  os << formatv("disagmoe plan: {0} on {1} ({2} x {3}, {4} x {5}), seq-len {6}, {7} tokens per step\n",
+                sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, clu.nics(),
+                clu.nic.name, o.seqLen, o.globalTokens);
+  os << formatv("model: {0} layers, hidden {1}, {2} experts top-{3}, {4:F1}B parameters ({5:F1}B "
+                "active)\n",
+                m.numLayers(), m.hidden, m.numExperts(), m.topK(), m.totalParams() / 1e9,
+                m.activeParams() / 1e9);
+
+  placement::Solution sol = placement::solveZ3(problem);
+  if (!sol.ok)
+    return fail(sol.error);
+
+  // Expert placement from a routing profile: balance the chosen EP degree, then re-solve with the
+  // placement's imbalance in the FFN stage times.
+  if (!routingProfile.empty()) {
+    cost::RoutingProfile prof;
+    if (!cost::readRoutingProfile(routingProfile, prof, error, m.numExperts()))
+      return fail(error);
+    int64_t ranks = sol.config.cand.ffnRanks;
+    int64_t slots = (m.numExperts() + ranks - 1) / ranks;
+    double worst = 1, worstLpt = 1, worstContig = 1;
+    for (const auto &layer : prof.layers) {
+      worst = std::max(worst, placement::placeBalanced(layer.expertLoads, ranks, slots).imbalance());
+      worstLpt = std::max(worstLpt, placement::placeGreedyLpt(layer.expertLoads, ranks, slots).imbalance());
+      worstContig = std::max(worstContig, placement::placeContiguous(layer.expertLoads, ranks).imbalance());
+    }
+    os << formatv("expert placement over {0} F-ranks ({1} layers of {2}): worst max/mean rank load "
+                  "{3:F3} (greedy LPT {4:F3}, contiguous {5:F3})\n",
+                  ranks, prof.layers.size(), routingProfile.getValue(), worst, worstLpt, worstContig);
+    o.expertImbalance = worst;
+    placement::Solution again = placement::solveZ3(problem);
+    if (!again.ok)
+      return fail(again.error);
+    sol = again;
+  }
+
+  const placement::Config &c = sol.config;
+  const placement::Evaluation &e = sol.eval;
+  os << formatv("chosen configuration (Z3, {0} in {1:F2} s over {2} candidates, {3} queries):\n",
+                sol.optimal ? "proven optimal" : "NOT proven optimal", sol.seconds, sol.candidates,
+                sol.queries);
+  if (!sol.note.empty())
+    os << "  note: " << sol.note << "\n";
+  os << formatv("  attention : FFN GPUs  {0} : {1}   (attention share {2:F3}; {3} of {4} GPUs used)\n",
+                c.cand.attnGpus(), c.cand.ffnGpus(),
+                double(c.cand.attnGpus()) / double(c.cand.gpus()), c.cand.gpus(), clu.gpus());
+  os << formatv("  attention : FFN NICs  {0} : {1}\n", c.attnNics, c.ffnNics);
+  os << formatv("  groups p {0}, pipeline replicas r {1}, A-ranks per group {2} (attention DP {3}), "
+                "F-ranks per group {4} (EP {4}, expert DP {1}), micro-batches {5}, recomputation {6}\n",
+                c.cand.groups, c.cand.replicas, c.cand.attnRanks, c.cand.replicas * c.cand.attnRanks,
+                c.cand.ffnRanks, c.cand.microbatches, c.recompute ? "on" : "off");
+  os << formatv("  step time {0:F4} s = K {1:F3} x max(U_a {2:F4}, U_f {3:F4}) + gradient sync "
+                "{4:F4} s; MFU {5:F3}\n",
+                e.stepTime, e.bubbleFactor, e.attnBusy, e.ffnBusy, e.gradSync, e.mfu);
+  os << formatv("roofline (busiest group, per micro-batch; turning point I = {0:F1} TFLOP/s / "
+                "{1:F0} GB/s = {2:F0} FLOP/byte):\n",
+                clu.gpu.peakFlops / 1e12, clu.nic.bandwidth / 1e9, cost::turningPoint(clu.gpu, clu.nic));
+  const double groupsTotal = double(c.cand.replicas * c.cand.groups);
+  printSide(os, "attention", c.cand.attnRanks, static_cast<int64_t>(c.attnNics / groupsTotal + 0.5),
+            e.attnFlops, e.attnBytes, e.attnBusy, e.attnCompute, e.attnComm, e.attnBandwidth, clu);
+  printSide(os, "ffn", c.cand.ffnRanks, static_cast<int64_t>(c.ffnNics / groupsTotal + 0.5),
+            e.ffnFlops, e.ffnBytes, e.ffnBusy, e.ffnCompute, e.ffnComm, e.ffnBandwidth, clu);
+  double usable = clu.gpu.hbmBytes - o.reserveBytes;
+  auto mem = [&](const char *side, const cost::MemoryBreakdown &b) {
+    os << formatv("  memory of an {0} GPU: {1} of {2} usable (weights {3}, gradients {4}, "
+                  "optimizer {5}, activations {6})\n",
+                  side, gb(b.total()), gb(usable), gb(b.weights), gb(b.gradients), gb(b.optimizer),
+                  gb(b.activations));
+  };
+  mem("attention", e.attnMemory);
+  mem("FFN", e.ffnMemory);
+
+  // Why it won: stage alignment, and the best configurations with other attention GPU counts.
+  os << "why it won:\n";
+  double ratio = e.attnBusy / e.ffnBusy;
+  os << formatv("  stage alignment: U_a / U_f = {0:F3} ({1}); the pipeline runs at the slower "
+                "side's pace, so the minimum of K x max(U_a, U_f) + sync is the objective\n",
+                ratio,
+                ratio > 1.05   ? "attention is the slower side"
+                : ratio < 0.95 ? "FFN is the slower side"
+                               : "aligned within 5%");
+  std::vector<placement::Solution> others = placement::bestPerAttentionGpus(problem);
+  const placement::Solution *below = nullptr, *above = nullptr;
+  for (const placement::Solution &s : others) {
+    if (s.config.cand.attnGpus() < c.cand.attnGpus())
+      below = &s;
+    if (s.config.cand.attnGpus() > c.cand.attnGpus() && !above)
+      above = &s;
+  }
+  auto runnerUp = [&](const char *what, const placement::Solution *s) {
+    if (!s) {
+      os << formatv("  {0}: no configuration fits memory and the integer constraints\n", what);
+      return;
+    }
+    const placement::Evaluation &r = s->eval;
+    os << formatv("  {0}: {1}:{2} GPUs, step {3:F4} s ({4:+F1}%), U_a {5:F4} vs U_f {6:F4} s{7}\n",
+                  what, s->config.cand.attnGpus(), s->config.cand.ffnGpus(), r.stepTime,
+                  100 * (r.stepTime / e.stepTime - 1), r.attnBusy, r.ffnBusy,
+                  r.attnBusy > r.ffnBusy ? " (attention-bound)" : " (FFN-bound)");
+  };
+  runnerUp("best with fewer attention GPUs", below);
+  runnerUp("best with more attention GPUs", above);
+  if (others.size() > 0) {
+    int64_t feasibleMax = others.back().config.cand.attnGpus();
+    os << formatv("  {0} attention GPU counts fit memory (up to {1} attention GPUs)\n", others.size(),
+                  feasibleMax);
+  }
+
+  if (!stageTimes.empty()) {
+    placement::MeasuredStageTimes measured;
+    if (!measured.load(stageTimes, error))
+      return fail(error);
+    placement::LocalSearchResult ls = placement::localSearch(problem, c, measured);
+    bool ok = false;
+    double start = placement::stepTimeWith(problem, c, measured, ok);
+    os << formatv("local search on measured stage times ({0} moves, {1} neighbours): step {2:F4} s "
+                  "-> {3:F4} s with {4}:{5} GPUs, {6}:{7} NICs, p {8}, A-ranks {9}, F-ranks {10}\n",
+                  ls.moves, ls.evaluated, start, ls.stepTime, ls.config.cand.attnGpus(),
+                  ls.config.cand.ffnGpus(), ls.config.attnNics, ls.config.ffnNics,
+                  ls.config.cand.groups, ls.config.cand.attnRanks, ls.config.cand.ffnRanks);
+  }
+  if (exhaustive) {
+    placement::Solution ex = placement::solveExhaustive(problem, false);
+    os << formatv("exhaustive search: step {0:F4} s with {1} GPUs in {2:F2} s: {3}\n",
+                  ex.eval.stepTime, ex.config.cand.gpus(), ex.seconds,
+                  ex.eval.stepTime == e.stepTime && ex.config.cand.gpus() == c.cand.gpus()
+                      ? "same objective as Z3"
+                      : "OBJECTIVE DIFFERS from Z3");
+  }
+  return 0;
+}
