@@ -11,6 +11,7 @@
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/tools/DistributedRun.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -58,7 +59,7 @@ Options parseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
+      std::cout << kUsage << disagmoe::tools::distributedUsage();
       std::exit(0);
     }
     if (arg.rfind("--", 0) != 0) {
@@ -167,6 +168,8 @@ int run(const Options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // --train and --comm mpi: runtime/tools/DistributedRun.h.
+  if (disagmoe::tools::handlesArgs(argc, argv)) return disagmoe::tools::distributedMain(argc, argv);
   try {
     return run(parseArgs(argc, argv));
   } catch (const std::exception& e) {

@@ -84,7 +84,8 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {plan + " --backend cuda", "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu)\n"},
       {plan + " --backend sim", "disagmoe-run: backend \"sim\" is not built in this version (available: cpu)\n"},
       {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
-      {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" is not built in this version (available: local)\n"},
+      {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
+                             "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
       {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local)\n"},
       {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
       {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},

@@ -1,0 +1,506 @@
+#include "runtime/tools/DistributedRun.h"
+
+#include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/executor/Executor.h"
+#include "runtime/executor/RankWorker.h"
+#include "runtime/executor/Report.h"
+#include "runtime/io/Npy.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/plan/Weights.h"
+#include "runtime/train/Trainer.h"
+#ifdef DISAGMOE_HAVE_MPI
+#include "runtime/comm/mpi/MpiComm.h"
+#endif
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+namespace disagmoe::tools {
+namespace {
+
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string plan, backend = "cpu", comm = "local", input, output;
+  int64_t batch = 0, seqLen = 0;
+  uint64_t seed = 0;
+  int64_t timeoutSeconds = 60;
+  bool train = false;
+  std::string targets, saveGrads, saveWeights, optimizer = "sgd";
+  double lr = -1, weightDecay = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t microBatches = 1, steps = 1;
+  int64_t failRank = -1;
+};
+
+int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v < lo)
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text + "\"");
+  return v;
+}
+
+double parseReal(const std::string& flag, const std::string& text, double lo) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(v >= lo))
+    throw UsageError(flag + ": expected a number >= " + std::to_string(lo) + ", got \"" + text + "\"");
+  return v;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--train") {
+      o.train = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!o.plan.empty()) throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
+      o.plan = arg;
+      continue;
+    }
+    std::string name = arg, value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      value = argv[++i];
+    }
+    if (value.empty()) throw UsageError(name + ": empty value");
+    if (name == "--backend")
+      o.backend = value;
+    else if (name == "--comm")
+      o.comm = value;
+    else if (name == "--input")
+      o.input = value;
+    else if (name == "--output")
+      o.output = value;
+    else if (name == "--batch")
+      o.batch = parseInteger(name, value, 1);
+    else if (name == "--seq-len")
+      o.seqLen = parseInteger(name, value, 1);
+    else if (name == "--seed")
+      o.seed = static_cast<uint64_t>(parseInteger(name, value, 0));
+    else if (name == "--timeout")
+      o.timeoutSeconds = parseInteger(name, value, 1);
+    else if (name == "--targets")
+      o.targets = value;
+    else if (name == "--optimizer")
+      o.optimizer = value;
+    else if (name == "--lr")
+      o.lr = parseReal(name, value, 0);
+    else if (name == "--weight-decay")
+      o.weightDecay = parseReal(name, value, 0);
+    else if (name == "--beta1")
+      o.beta1 = parseReal(name, value, 0);
+    else if (name == "--beta2")
+      o.beta2 = parseReal(name, value, 0);
+    else if (name == "--eps")
+      o.eps = parseReal(name, value, 0);
+    else if (name == "--micro-batches")
+      o.microBatches = parseInteger(name, value, 1);
+    else if (name == "--steps")
+      o.steps = parseInteger(name, value, 1);
+    else if (name == "--save-grads")
+      o.saveGrads = value;
+    else if (name == "--save-weights")
+      o.saveWeights = value;
+    else if (name == "--fail-rank")
+      o.failRank = parseInteger(name, value, 0);
+    else
+      throw UsageError("unknown option " + name + " (see --help)");
+  }
+  if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  if (o.backend != "cpu") throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu)");
+  if (o.comm == "nccl") throw UsageError("comm \"nccl\" is not built in this version (available: local, mpi)");
+  if (o.comm != "local" && o.comm != "mpi")
+    throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
+#ifndef DISAGMOE_HAVE_MPI
+  if (o.comm == "mpi") throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
+#endif
+  if (o.optimizer != "sgd" && o.optimizer != "adamw")
+    throw UsageError("--optimizer: expected sgd or adamw, got \"" + o.optimizer + "\"");
+  if (!o.train) {
+    if (!o.targets.empty()) throw UsageError("--targets needs --train");
+    if (!o.saveGrads.empty()) throw UsageError("--save-grads needs --train");
+    if (!o.saveWeights.empty()) throw UsageError("--save-weights needs --train");
+  } else if (!o.output.empty()) {
+    throw UsageError("--output writes forward logits; it does not combine with --train");
+  }
+  if (o.optimizer == "sgd" && o.weightDecay > 0) throw UsageError("--weight-decay applies to adamw only");
+  return o;
+}
+
+// The token ids every rank uses: --input, or seeded random ids (identical on every process).
+std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch, int64_t& seqLen) {
+  batch = o.batch ? o.batch : plan.model.batch;
+  seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
+  std::vector<int64_t> ids;
+  if (!o.input.empty()) {
+    std::vector<int64_t> shape;
+    ids = readNpyInt64(o.input, shape);
+    if (shape.size() != 2)
+      throw UsageError(o.input + ": expected token ids of shape [batch, seq], got rank " + std::to_string(shape.size()));
+    if ((o.batch && o.batch != shape[0]) || (o.seqLen && o.seqLen != shape[1]))
+      throw UsageError(o.input + ": shape " + shapeToString(shape) + " disagrees with --batch/--seq-len");
+    batch = shape[0];
+    seqLen = shape[1];
+  } else {
+    std::mt19937_64 rng(o.seed);
+    ids.resize(static_cast<size_t>(batch * seqLen));
+    for (int64_t& id : ids)
+      id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
+  }
+  return ids;
+}
+
+std::vector<int64_t> loadTargets(const Options& o, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
+  std::vector<int64_t> targets(ids.size());
+  if (o.targets.empty()) {
+    cpu::nextTokenTargets(ids.data(), batch, seqLen, targets.data());
+    return targets;
+  }
+  std::vector<int64_t> shape;
+  targets = readNpyInt64(o.targets, shape);
+  if (shape != std::vector<int64_t>{batch, seqLen})
+    throw UsageError(o.targets + ": shape " + shapeToString(shape) + " is not the input's [" + std::to_string(batch) +
+                     "," + std::to_string(seqLen) + "]");
+  return targets;
+}
+
+void printPlanLine(const Plan& plan) {
+  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
+            << plan.model.numExperts << " experts, top-" << plan.model.topK << ", world size "
+            << plan.placement.worldSize << ")\n";
+}
+
+// ---- forward over one process per rank --------------------------------------------------------
+
+// What Executor::run checks before starting its ranks.
+void checkForwardInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= plan.model.vocabSize)
+      throw ExecError("input id " + std::to_string(ids[i]) + " at [" + std::to_string(i / seqLen) + "," +
+                      std::to_string(i % seqLen) + "] is outside the vocabulary [0, " +
+                      std::to_string(plan.model.vocabSize) + ")");
+  const int64_t da = plan.placement.attentionSize();
+  const int64_t perRank = (batch + da - 1) / da * seqLen;
+  for (const ExchangeSpec& e : plan.exchanges)
+    if (perRank > e.capacityTokens)
+      throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
+                      std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
+                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id + "\"");
+}
+
+class Writer {
+public:
+  template <typename T> void put(const T& v) {
+    static_assert(std::is_trivially_copyable<T>::value, "POD only");
+    const size_t at = bytes.size();
+    bytes.resize(at + sizeof(T));
+    std::memcpy(bytes.data() + at, &v, sizeof(T));
+  }
+  template <typename T> void putVector(const std::vector<T>& v) {
+    put<uint64_t>(v.size());
+    const size_t at = bytes.size();
+    bytes.resize(at + v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(bytes.data() + at, v.data(), v.size() * sizeof(T));
+  }
+  Bytes bytes;
+};
+
+class Reader {
+public:
+  explicit Reader(const Bytes& b) : b_(b) {}
+  template <typename T> T get() {
+    T v;
+    take(&v, sizeof(T));
+    return v;
+  }
+  template <typename T> std::vector<T> getVector() {
+    const uint64_t n = get<uint64_t>();
+    if (n > (b_.size() - at_) / sizeof(T)) throw ExecError("malformed result message");
+    std::vector<T> v(static_cast<size_t>(n));
+    take(v.data(), v.size() * sizeof(T));
+    return v;
+  }
+
+private:
+  void take(void* out, size_t n) {
+    if (n > b_.size() - at_) throw ExecError("malformed result message");
+    if (n) std::memcpy(out, b_.data() + at_, n);
+    at_ += n;
+  }
+  const Bytes& b_;
+  size_t at_ = 0;
+};
+
+Bytes packResult(const RankResult& r) {
+  Writer w;
+  w.putVector(r.tokenIds);
+  w.putVector(r.hidden);
+  w.putVector(r.logits);
+  w.putVector(r.sent);
+  w.putVector(r.experts);
+  return std::move(w.bytes);
+}
+
+RankResult unpackResult(const Bytes& b) {
+  Reader in(b);
+  RankResult r;
+  r.tokenIds = in.getVector<int64_t>();
+  r.hidden = in.getVector<float>();
+  r.logits = in.getVector<float>();
+  r.sent = in.getVector<ExchangeRecord>();
+  r.experts = in.getVector<ExpertRecord>();
+  return r;
+}
+
+// Executor::run's assembly of every rank's result.
+RunResult assemble(const Plan& plan, const std::vector<RankResult>& results, int64_t batch, int64_t seqLen,
+                   double seconds) {
+  RunResult out;
+  out.batch = batch;
+  out.seqLen = seqLen;
+  out.wallSeconds = seconds;
+  const int64_t H = plan.model.hiddenSize, V = plan.model.vocabSize;
+  out.hidden = Tensor({batch, seqLen, H});
+  out.logits = Tensor({batch, seqLen, V});
+  for (const RankResult& r : results) {
+    if (r.hidden.size() != r.tokenIds.size() * H || r.logits.size() != r.tokenIds.size() * V)
+      throw ExecError("malformed result message");
+    for (size_t i = 0; i < r.tokenIds.size(); ++i) {
+      if (r.tokenIds[i] < 0 || r.tokenIds[i] >= batch * seqLen) throw ExecError("malformed result message");
+      std::copy_n(r.hidden.begin() + i * H, H, out.hidden.data.begin() + r.tokenIds[i] * H);
+      std::copy_n(r.logits.begin() + i * V, V, out.logits.data.begin() + r.tokenIds[i] * V);
+    }
+    out.exchanges.insert(out.exchanges.end(), r.sent.begin(), r.sent.end());
+    out.experts.insert(out.experts.end(), r.experts.begin(), r.experts.end());
+  }
+  std::sort(out.exchanges.begin(), out.exchanges.end(), [](const ExchangeRecord& a, const ExchangeRecord& b) {
+    return std::make_tuple(a.layer, static_cast<int>(a.kind), a.src, a.dst) <
+           std::make_tuple(b.layer, static_cast<int>(b.kind), b.src, b.dst);
+  });
+  std::sort(out.experts.begin(), out.experts.end(), [](const ExpertRecord& a, const ExpertRecord& b) {
+    return std::make_pair(a.layer, a.expert) < std::make_pair(b.layer, b.expert);
+  });
+  return out;
+}
+
+void printForward(const Options& o, const Plan& plan, const RunResult& result) {
+  printPlanLine(plan);
+  std::cout << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
+  std::cout << "memory:\n" << formatMemory(plan) << "\n";
+  std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+  std::cout << "against an expert-parallel all-to-all of the same routing:\n"
+            << formatAllToAllComparison(plan, result) << "\n";
+  std::cout << formatThroughput(result);
+  if (!o.output.empty()) {
+    writeNpyFloat32(o.output, result.logits);
+    std::cout << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize << "] written to "
+              << o.output << "\n";
+  }
+}
+
+// ---- training --------------------------------------------------------------------------------
+
+train::TrainOptions trainOptions(const Options& o) {
+  train::TrainOptions t;
+  t.recvTimeout = std::chrono::seconds(o.timeoutSeconds);
+  t.microBatches = o.microBatches;
+  t.optimizer.kind = train::parseOptimizerKind(o.optimizer);
+  const bool sgd = t.optimizer.kind == train::OptimizerKind::Sgd;
+  t.optimizer.lr = o.lr >= 0 ? o.lr : sgd ? 0.1 : 1e-3;
+  t.optimizer.weightDecay = o.weightDecay >= 0 ? o.weightDecay : 0.01;
+  t.optimizer.beta1 = o.beta1;
+  t.optimizer.beta2 = o.beta2;
+  t.optimizer.eps = o.eps;
+  return t;
+}
+
+void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOptions& t, int64_t batch,
+                      int64_t seqLen) {
+  printPlanLine(plan);
+  std::cout << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches << " micro-batch"
+            << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm << ", optimizer " << o.optimizer << " lr "
+            << t.optimizer.lr;
+  if (t.optimizer.kind == train::OptimizerKind::AdamW)
+    std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps " << t.optimizer.eps
+              << " weight decay " << t.optimizer.weightDecay;
+  std::cout << "\n";
+}
+
+void printStep(const train::StepResult& r) {
+  char line[200];
+  std::snprintf(line, sizeof line, "step %lld: loss %.7f over %lld target tokens (%.4f s)\n",
+                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens), r.wallSeconds);
+  std::cout << line << std::flush;
+}
+
+void saveOutputs(const Options& o, const train::Trainer& trainer, bool print) {
+  if (!o.saveGrads.empty()) {
+    trainer.saveGradients(o.saveGrads);
+    if (print) std::cout << "gradients of the last step written to " << o.saveGrads << "/\n";
+  }
+  if (!o.saveWeights.empty()) {
+    trainer.saveWeights(o.saveWeights);
+    if (print) std::cout << "weights after the last step written to " << o.saveWeights << "/\n";
+  }
+}
+
+// A failure injected by --fail-rank (a test hook).
+void maybeFail(const Options& o, int rank) {
+  if (o.failRank == rank) throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
+}
+
+int runLocalTrain(const Options& o) {
+  const Plan plan = loadPlan(o.plan);
+  int64_t batch = 0, seqLen = 0;
+  const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
+  const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+  const train::TrainOptions t = trainOptions(o);
+  train::Trainer trainer(plan, t);
+  printTrainHeader(o, plan, t, batch, seqLen);
+  if (o.failRank >= 0) throw ExecError("--fail-rank needs --comm mpi");
+  for (int64_t s = 0; s < o.steps; ++s)
+    printStep(trainer.step(ids, targets, batch, seqLen));
+  saveOutputs(o, trainer, true);
+  return 0;
+}
+
+#ifdef DISAGMOE_HAVE_MPI
+int runMpi(const Options& o) {
+  std::unique_ptr<MpiComm> comm = MpiComm::start();
+  const int me = comm->rank();
+  try {
+    const Plan plan = loadPlan(o.plan);
+    if (comm->worldSize() != plan.placement.worldSize)
+      throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
+                       std::to_string(comm->worldSize()) + " (use mpirun -np " +
+                       std::to_string(plan.placement.worldSize) + ")");
+    int64_t batch = 0, seqLen = 0;
+    const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
+    const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
+    if (o.train) {
+      const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      train::TrainOptions t = trainOptions(o);
+      t.onlyRank = me;
+      train::Trainer trainer(plan, t);
+      if (me == 0) printTrainHeader(o, plan, t, batch, seqLen);
+      maybeFail(o, me);
+      for (int64_t s = 0; s < o.steps; ++s) {
+        const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
+        if (me == 0) printStep(r);
+      }
+      saveOutputs(o, trainer, me == 0);
+    } else {
+      checkForwardInput(plan, ids, batch, seqLen);
+      const RankWeights weights(plan, me);
+      maybeFail(o, me);
+      const auto start = std::chrono::steady_clock::now();
+      RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
+      // Results to rank 0, on the tag after every exchange tag of the forward (3 L).
+      const int tag = static_cast<int>(3 * plan.model.numLayers);
+      if (me != 0) {
+        comm->send(0, tag, packResult(mine));
+      } else {
+        std::vector<RankResult> all(static_cast<size_t>(comm->worldSize()));
+        all[0] = std::move(mine);
+        for (int r = 1; r < comm->worldSize(); ++r)
+          all[r] = unpackResult(comm->recv(r, tag, timeout));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
+      }
+    }
+    std::cout << std::flush;
+    comm->finish();
+    return 0;
+  } catch (const CommAborted& e) {
+    std::cerr << "disagmoe-run: " << e.what() << "\n" << std::flush;
+    comm->abortJob(e.what());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
+    std::cerr << "disagmoe-run: " << what << "\n" << std::flush;
+    comm->abortJob("rank " + std::to_string(me) + " failed: " + what);
+  }
+}
+#endif
+
+} // namespace
+
+bool handlesArgs(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return false; // disagmoe-run's help
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--train" || a == "--comm=mpi" || (a == "--comm" && i + 1 < argc && std::string(argv[i + 1]) == "mpi"))
+      return true;
+  }
+  return false;
+}
+
+const char* distributedUsage() {
+  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer sgd|adamw]\n"
+         "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
+         "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
+         "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
+         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
+         "\n"
+         "--train runs training steps (docs/training.md): forward, causal LM loss (mean cross-entropy over\n"
+         "the target tokens; targets default to the next token within each sequence; targets.npy is int64\n"
+         "[batch, seq], negative for none), backward through the exchanges in reverse, all-reduce of the\n"
+         "attention groups' gradients in ascending rank order, then one optimizer step on fp32 master\n"
+         "weights: sgd (default; lr 0.1) or adamw (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01\n"
+         "unless given). --micro-batches splits the batch's sequences (gradients accumulate, scaled by the\n"
+         "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, l0_router,\n"
+         "l0_expert3_w1, final_norm, head, ...) after the last step.\n"
+         "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
+         "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
+         "the job naming itself (--fail-rank R injects such a failure, for tests).\n";
+}
+
+int distributedMain(int argc, char** argv) {
+  try {
+    const Options o = parseArgs(argc, argv);
+#ifdef DISAGMOE_HAVE_MPI
+    if (o.comm == "mpi") {
+      if (rankFromEnvironment() < 0)
+        throw UsageError("comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD disagmoe-run PLAN "
+                         "--comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)");
+      return runMpi(o);
+    }
+#endif
+    return runLocalTrain(o);
+  } catch (const std::exception& e) {
+    std::cerr << "disagmoe-run: " << e.what() << "\n";
+  }
+  return 1;
+}
+
+} // namespace disagmoe::tools

@@ -1,0 +1,812 @@
+#include "runtime/train/TrainStep.h"
+
+#include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/exchange/Messages.h"
+#include "runtime/executor/RankWorker.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace disagmoe::train {
+
+RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.rank()) {
+  const size_t n = plan.model.weights.size();
+  weights.resize(n);
+  grads.resize(n);
+  m.resize(n);
+  v.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& ranks = plan.model.weights[i].ranks;
+    if (!std::binary_search(ranks.begin(), ranks.end(), rank)) continue;
+    weights[i] = bound.get(static_cast<int>(i));
+    grads[i] = Tensor(weights[i].shape);
+  }
+}
+
+std::vector<MicroBatch> splitMicroBatches(int64_t batch, int64_t count) {
+  if (count < 1 || count > batch)
+    throw std::invalid_argument("cannot split " + std::to_string(batch) + " sequences into " + std::to_string(count) +
+                                " micro-batches (need 1 <= micro-batches <= batch)");
+  std::vector<MicroBatch> out;
+  int64_t begin = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t size = batch / count + (i < batch % count ? 1 : 0);
+    out.push_back({begin, begin + size});
+    begin += size;
+  }
+  return out;
+}
+
+int backwardTag(ExchangeKind kind, int64_t layer, int64_t numLayers) {
+  return static_cast<int>(3 * numLayers + 3 * layer + static_cast<int>(kind));
+}
+
+namespace {
+
+// Tags after the forward (3L) and backward (3L) exchanges: one per all-reduce set.
+int allReduceTag(int64_t numLayers, int firstWeight) { return static_cast<int>(6 * numLayers + firstWeight); }
+
+struct AttentionLayer {
+  bool hasX = false, hasAttnNorm = false, hasAttention = false, hasH = false, hasFfnNorm = false, hasRouter = false;
+  bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
+  std::vector<float> x, attnNorm, q, k, v, heads, h, ffnNorm, logits, gates;
+  std::vector<int64_t> topIds;
+  std::vector<std::vector<int64_t>> n2mTokens; // layer l-1's N2M token ids per F-rank (receiving side)
+  std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
+};
+
+struct ExpertUse {
+  size_t source, token;
+  float gate;
+};
+
+struct FfnLayer {
+  bool received = false, computed = false, hasDy = false, hasDx = false;
+  std::vector<M2nMessage> messages;          // per A-rank of the layer's attention group
+  std::vector<std::vector<ExpertUse>> uses;  // per local expert (ascending id)
+  std::vector<const ExpertWeights*> experts; // the local experts
+  std::vector<std::vector<float>> dy;        // per source: [count, hidden]
+  std::vector<std::vector<float>> dx;        // per source
+  std::vector<std::vector<std::vector<ExpertGate>>> dGates; // per source, per token
+};
+
+class TrainWorker {
+public:
+  TrainWorker(const Plan& plan, RankState& state, Comm& comm, const int64_t* ids, const int64_t* targets,
+              int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout)
+      : plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
+        targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
+        rank_(comm.rank()), group_(placement_.groupOf(rank_)), index_(placement_.indexInGroup(rank_)),
+        L_(model_.numLayers) {
+    if (group_.role == GroupRole::Attention) {
+      const int64_t da = placement_.attentionSize();
+      for (int64_t s = index_; s < batch_; s += da)
+        for (int64_t p = 0; p < seqLen_; ++p)
+          tokens_.push_back(s * seqLen_ + p);
+      attn_.resize(static_cast<size_t>(L_ + 1));
+    } else {
+      ffn_.resize(static_cast<size_t>(L_));
+    }
+  }
+
+  // Forward, then backward over the reversed program. Returns this rank's loss sum.
+  double run() {
+    const bool attention = group_.role == GroupRole::Attention;
+    const auto& program = attention ? plan_.programs.attention : plan_.programs.ffn;
+    for (size_t i = 0; i < program.size(); ++i)
+      step(program, i, false);
+    for (size_t i = program.size(); i-- > 0;)
+      step(program, i, true);
+    return lossSum_;
+  }
+
+  int64_t targetTokens() const { return targetTokens_; }
+
+private:
+  void step(const std::vector<Instruction>& program, size_t i, bool backward) {
+    const Instruction& ins = program[i];
+    if (&runnerOf(ins) != &group_) return;
+    const bool attention = group_.role == GroupRole::Attention;
+    try {
+      if (attention)
+        backward ? attentionBackward(ins) : attentionForward(ins);
+      else
+        backward ? ffnBackward(ins) : ffnForward(ins);
+    } catch (const CommAborted&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = toString(ins.op);
+      if (ins.op == OpCode::RmsNorm) what += std::string(" ") + toString(ins.role);
+      if (ins.layer >= 0) what += " of layer " + std::to_string(ins.layer);
+      throw ExecError("rank " + std::to_string(rank_) + " (" + toString(group_.role) + " group " +
+                      std::to_string(group_.index) + "): programs." + toString(group_.role) + "[" + std::to_string(i) +
+                      "] " + what + (backward ? " (backward)" : " (forward)") + ": " + e.what());
+    }
+  }
+
+  const Group& runnerOf(const Instruction& ins) const {
+    const auto attentionGroup = [&](int64_t index) -> const Group& {
+      return placement_.groups[placement_.attentionGroups[index]];
+    };
+    switch (ins.op) {
+    case OpCode::Embed: return attentionGroup(placement_.embeddingGroup);
+    case OpCode::Head: return attentionGroup(placement_.headGroup);
+    case OpCode::RmsNorm:
+      if (ins.role == NormRole::FinalNorm) return attentionGroup(placement_.headGroup);
+      return placement_.attentionGroupOfLayer(ins.layer);
+    case OpCode::ResidualRecv:
+    case OpCode::N2mRecv: return placement_.nextAttentionGroup(ins.layer);
+    case OpCode::M2nRecv:
+    case OpCode::Experts:
+    case OpCode::N2mSend: return placement_.ffnGroupOfLayer(ins.layer);
+    default: return placement_.attentionGroupOfLayer(ins.layer);
+    }
+  }
+
+  static void need(bool have, const std::string& what) {
+    if (!have) throw ExecError("needs " + what + ", which has not been computed on this rank (instructions out of order)");
+  }
+
+  int64_t n() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t localRow(int64_t id) const {
+    auto it = std::lower_bound(tokens_.begin(), tokens_.end(), id);
+    return it != tokens_.end() && *it == id ? it - tokens_.begin() : -1;
+  }
+  const float* w(int index) const { return state_.weights[index].data.data(); }
+  float* grad(int index) { return state_.grads[index].data.data(); }
+  const Component& component(int index) const { return model_.components[index]; }
+
+  void send(int dst, int tag, Bytes message) { comm_.send(dst, tag, std::move(message)); }
+  Bytes recv(int src, int tag) { return comm_.recv(src, tag, timeout_); }
+  int fwdTag(ExchangeKind kind, int64_t l) const { return exchangeTag(kind, l); }
+  int bwdTag(ExchangeKind kind, int64_t l) const { return backwardTag(kind, l, L_); }
+
+  static void addInto(std::vector<float>& dst, const std::vector<float>& src) {
+    for (size_t i = 0; i < dst.size(); ++i)
+      dst[i] += src[i];
+  }
+
+  // ---- attention role: forward -----------------------------------------------------------------
+
+  void attentionForward(const Instruction& ins) {
+    const int64_t H = model_.hiddenSize, l = ins.layer;
+    switch (ins.op) {
+    case OpCode::Embed: {
+      AttentionLayer& a = attn_[0];
+      std::vector<int64_t> vocabIds = localIds();
+      a.x.assign(n() * H, 0.0f);
+      cpu::embedding(w(component(model_.embedding).weight), model_.vocabSize, H, vocabIds.data(), n(), a.x.data());
+      a.hasX = true;
+      break;
+    }
+    case OpCode::RmsNorm: {
+      if (ins.role == NormRole::AttnNorm) {
+        AttentionLayer& a = attn_[l];
+        need(a.hasX, "the residual stream x of layer " + std::to_string(l));
+        a.attnNorm.resize(a.x.size());
+        const Component& c = component(model_.layers[l].attnNorm);
+        cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, a.attnNorm.data());
+        a.hasAttnNorm = true;
+      } else if (ins.role == NormRole::FfnNorm) {
+        AttentionLayer& a = attn_[l];
+        need(a.hasH, "h of layer " + std::to_string(l));
+        a.ffnNorm.resize(a.h.size());
+        const Component& c = component(model_.layers[l].ffnNorm);
+        cpu::rmsNorm(a.h.data(), n(), H, w(c.weight), c.eps, a.ffnNorm.data());
+        a.hasFfnNorm = true;
+      } else {
+        AttentionLayer& a = attn_[L_];
+        need(a.hasX, "the output of the last layer");
+        finalNorm_.resize(a.x.size());
+        const Component& c = component(model_.finalNorm);
+        cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, finalNorm_.data());
+        hasFinalNorm_ = true;
+      }
+      break;
+    }
+    case OpCode::Attention: attentionFwd(l); break;
+    case OpCode::ResidualAdd: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasX && a.hasAttention, "x and the attention output of layer " + std::to_string(l));
+      a.h.resize(a.x.size());
+      for (size_t i = 0; i < a.h.size(); ++i)
+        a.h[i] = a.x[i] + attnOut_[i];
+      a.hasH = true;
+      break;
+    }
+    case OpCode::Router: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasFfnNorm, "ffn_norm output of layer " + std::to_string(l));
+      const int64_t E = model_.numExperts, k = model_.topK;
+      a.logits.assign(n() * E, 0.0f);
+      cpu::linear(a.ffnNorm.data(), n(), H, w(component(model_.layers[l].router).weight), E, a.logits.data());
+      a.topIds.assign(n() * k, 0);
+      a.gates.assign(n() * k, 0.0f);
+      cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data());
+      a.hasRouter = true;
+      break;
+    }
+    case OpCode::M2nSend: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasFfnNorm && a.hasRouter, "ffn_norm and router outputs of layer " + std::to_string(l));
+      const int64_t k = model_.topK;
+      const std::vector<int>& owner = placement_.expertToRank[l];
+      for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+        M2nMessage m;
+        for (int64_t t = 0; t < n(); ++t) {
+          std::vector<ExpertGate> route;
+          for (int64_t j = 0; j < k; ++j)
+            if (owner[a.topIds[t * k + j]] == f) route.push_back({a.topIds[t * k + j], a.gates[t * k + j]});
+          if (route.empty()) continue;
+          std::sort(route.begin(), route.end(),
+                    [](const ExpertGate& x, const ExpertGate& y) { return x.expert < y.expert; });
+          m.tokenIds.push_back(tokens_[t]);
+          m.x.insert(m.x.end(), a.ffnNorm.begin() + t * H, a.ffnNorm.begin() + (t + 1) * H);
+          m.routes.push_back(std::move(route));
+        }
+        send(f, fwdTag(ExchangeKind::M2n, l), packM2n(m, H));
+      }
+      break;
+    }
+    case OpCode::ResidualSend: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasH, "h of layer " + std::to_string(l));
+      send(placement_.nextAttentionGroup(l).ranks[index_], fwdTag(ExchangeKind::Residual, l), packRows({tokens_, a.h}, H));
+      break;
+    }
+    case OpCode::ResidualRecv: {
+      const int src = placement_.attentionGroupOfLayer(l).ranks[index_];
+      RowsMessage m = unpackRows(recv(src, fwdTag(ExchangeKind::Residual, l)), H);
+      if (m.tokenIds != tokens_)
+        throw ExecError("residual from rank " + std::to_string(src) + " does not carry this rank's tokens");
+      pending_ = std::move(m.rows);
+      hasPending_ = true;
+      break;
+    }
+    case OpCode::N2mRecv: {
+      need(hasPending_, "the residual of layer " + std::to_string(l) + " (residual_recv)");
+      AttentionLayer& next = attn_[l + 1];
+      next.n2mTokens.clear();
+      for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+        RowsMessage m = unpackRows(recv(f, fwdTag(ExchangeKind::N2m, l)), H);
+        for (size_t i = 0; i < m.tokenIds.size(); ++i) {
+          const int64_t row = localRow(m.tokenIds[i]);
+          if (row < 0)
+            throw ExecError("N2M from rank " + std::to_string(f) + " carries token " + std::to_string(m.tokenIds[i]) +
+                            ", which does not live on this rank");
+          float* dst = pending_.data() + row * H;
+          for (int64_t j = 0; j < H; ++j)
+            dst[j] += m.rows[i * H + j];
+        }
+        next.n2mTokens.push_back(std::move(m.tokenIds));
+      }
+      next.x = std::move(pending_);
+      next.hasX = true;
+      pending_.clear();
+      hasPending_ = false;
+      break;
+    }
+    case OpCode::Head: {
+      need(hasFinalNorm_, "the final norm output");
+      const int64_t V = model_.vocabSize;
+      std::vector<float> logits(n() * V);
+      cpu::linear(finalNorm_.data(), n(), H, w(component(model_.head).weight), V, logits.data());
+      std::vector<int64_t> targets(n());
+      for (int64_t t = 0; t < n(); ++t) {
+        targets[t] = targets_[tokens_[t]];
+        if (targets[t] >= V)
+          throw ExecError("target id " + std::to_string(targets[t]) + " is outside the vocabulary [0, " +
+                          std::to_string(V) + ")");
+        targetTokens_ += targets[t] >= 0;
+      }
+      dLogits_.assign(n() * V, 0.0f);
+      lossSum_ += cpu::crossEntropyBackward(logits.data(), targets.data(), n(), V, gradScale_, dLogits_.data());
+      hasLoss_ = true;
+      break;
+    }
+    default: throw ExecError("not an attention instruction");
+    }
+  }
+
+  std::vector<int64_t> localIds() const {
+    std::vector<int64_t> v(tokens_.size());
+    for (size_t t = 0; t < tokens_.size(); ++t)
+      v[t] = ids_[tokens_[t]];
+    return v;
+  }
+
+  std::vector<int64_t> positions() const {
+    std::vector<int64_t> p(tokens_.size());
+    for (size_t t = 0; t < tokens_.size(); ++t)
+      p[t] = tokens_[t] % seqLen_;
+    return p;
+  }
+
+  // The forward of RankWorker's attention, keeping q, k (after RoPE), v and the heads' output.
+  void attentionFwd(int64_t l) {
+    AttentionLayer& a = attn_[l];
+    need(a.hasAttnNorm, "attn_norm output of layer " + std::to_string(l));
+    const Component& c = component(model_.layers[l].attention);
+    const int64_t H = model_.hiddenSize, hd = model_.headDim;
+    const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
+    a.q.assign(n() * qW, 0.0f);
+    a.k.assign(n() * kvW, 0.0f);
+    a.v.assign(n() * kvW, 0.0f);
+    a.heads.assign(n() * qW, 0.0f);
+    cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
+    cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
+    cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
+    const std::vector<int64_t> pos = positions();
+    cpu::rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+    cpu::rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+    for (int64_t s = 0; s < n(); s += seqLen_)
+      cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_, model_.numHeads,
+                           model_.numKvHeads, hd, a.heads.data() + s * qW);
+    attnOut_.assign(n() * H, 0.0f);
+    cpu::linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
+    a.hasAttention = true;
+  }
+
+  // ---- attention role: backward ----------------------------------------------------------------
+
+  void attentionBackward(const Instruction& ins) {
+    const int64_t H = model_.hiddenSize, l = ins.layer;
+    switch (ins.op) {
+    case OpCode::Head: {
+      need(hasLoss_, "the loss (head forward)");
+      dFinalNorm_.assign(n() * H, 0.0f);
+      const int weight = component(model_.head).weight;
+      cpu::linearBackward(finalNorm_.data(), dLogits_.data(), n(), H, w(weight), model_.vocabSize, dFinalNorm_.data(),
+                          grad(weight));
+      hasDFinalNorm_ = true;
+      break;
+    }
+    case OpCode::RmsNorm: {
+      if (ins.role == NormRole::FinalNorm) {
+        need(hasDFinalNorm_, "dL/d(final norm output) (head backward)");
+        AttentionLayer& a = attn_[L_];
+        const Component& c = component(model_.finalNorm);
+        a.dx.assign(a.x.size(), 0.0f);
+        cpu::rmsNormBackward(a.x.data(), dFinalNorm_.data(), n(), H, w(c.weight), c.eps, a.dx.data(), grad(c.weight));
+        a.hasDx = true;
+      } else if (ins.role == NormRole::FfnNorm) {
+        AttentionLayer& a = attn_[l];
+        need(a.hasDFfn && a.hasDh, "dL/d(ffn_norm output) and dL/dh of layer " + std::to_string(l));
+        const Component& c = component(model_.layers[l].ffnNorm);
+        std::vector<float> part(a.h.size());
+        cpu::rmsNormBackward(a.h.data(), a.dFfn.data(), n(), H, w(c.weight), c.eps, part.data(), grad(c.weight));
+        addInto(a.dh, part);
+      } else {
+        AttentionLayer& a = attn_[l];
+        need(a.hasDAttnNorm && a.hasDx, "dL/d(attn_norm output) of layer " + std::to_string(l));
+        const Component& c = component(model_.layers[l].attnNorm);
+        std::vector<float> part(a.x.size());
+        cpu::rmsNormBackward(a.x.data(), a.dAttnNorm.data(), n(), H, w(c.weight), c.eps, part.data(), grad(c.weight));
+        addInto(a.dx, part);
+      }
+      break;
+    }
+    case OpCode::N2mRecv: {
+      // dL/dy of every F-rank's N2M vectors is dL/dx_{l+1} at its tokens.
+      AttentionLayer& next = attn_[l + 1];
+      need(next.hasDx, "dL/dx of layer " + std::to_string(l + 1));
+      const auto& franks = placement_.ffnGroupOfLayer(l).ranks;
+      if (next.n2mTokens.size() != franks.size()) throw ExecError("no N2M of this layer was received");
+      for (size_t fi = 0; fi < franks.size(); ++fi) {
+        RowsMessage m;
+        m.tokenIds = next.n2mTokens[fi];
+        m.rows.reserve(m.tokenIds.size() * H);
+        for (int64_t id : m.tokenIds) {
+          const int64_t row = localRow(id);
+          m.rows.insert(m.rows.end(), next.dx.begin() + row * H, next.dx.begin() + (row + 1) * H);
+        }
+        send(franks[fi], bwdTag(ExchangeKind::N2m, l), packRows(m, H));
+      }
+      break;
+    }
+    case OpCode::ResidualRecv: {
+      AttentionLayer& next = attn_[l + 1];
+      need(next.hasDx, "dL/dx of layer " + std::to_string(l + 1));
+      send(placement_.attentionGroupOfLayer(l).ranks[index_], bwdTag(ExchangeKind::Residual, l),
+           packRows({tokens_, next.dx}, H));
+      break;
+    }
+    case OpCode::ResidualSend: {
+      AttentionLayer& a = attn_[l];
+      const int src = placement_.nextAttentionGroup(l).ranks[index_];
+      RowsMessage m = unpackRows(recv(src, bwdTag(ExchangeKind::Residual, l)), H);
+      if (m.tokenIds != tokens_)
+        throw ExecError("residual gradient from rank " + std::to_string(src) + " does not carry this rank's tokens");
+      a.dh = std::move(m.rows);
+      a.hasDh = true;
+      break;
+    }
+    case OpCode::M2nSend: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasRouter, "the router output of layer " + std::to_string(l));
+      const int64_t k = model_.topK;
+      a.dFfn.assign(n() * H, 0.0f);
+      a.dGates.assign(n() * k, 0.0f);
+      for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+        M2nMessage m = unpackM2n(recv(f, bwdTag(ExchangeKind::M2n, l)), H);
+        for (size_t i = 0; i < m.tokenIds.size(); ++i) {
+          const int64_t row = localRow(m.tokenIds[i]);
+          if (row < 0)
+            throw ExecError("gradient from rank " + std::to_string(f) + " carries token " +
+                            std::to_string(m.tokenIds[i]) + ", which does not live on this rank");
+          float* dst = a.dFfn.data() + row * H;
+          for (int64_t j = 0; j < H; ++j)
+            dst[j] += m.x[i * H + j];
+          for (const ExpertGate& eg : m.routes[i]) {
+            int64_t slot = -1;
+            for (int64_t j = 0; j < k; ++j)
+              if (a.topIds[row * k + j] == eg.expert) slot = row * k + j;
+            if (slot < 0)
+              throw ExecError("gate gradient from rank " + std::to_string(f) + " for expert " +
+                              std::to_string(eg.expert) + ", which token " + std::to_string(m.tokenIds[i]) +
+                              " was not routed to");
+            a.dGates[slot] = eg.gate;
+          }
+        }
+      }
+      a.hasDFfn = true;
+      break;
+    }
+    case OpCode::Router: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasDFfn, "the gate gradients of layer " + std::to_string(l) + " (m2n_send backward)");
+      const int64_t E = model_.numExperts;
+      std::vector<float> dLogits(n() * E), part(n() * H);
+      cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring, a.topIds.data(),
+                               a.dGates.data(), dLogits.data());
+      const int weight = component(model_.layers[l].router).weight;
+      cpu::linearBackward(a.ffnNorm.data(), dLogits.data(), n(), H, w(weight), E, part.data(), grad(weight));
+      addInto(a.dFfn, part);
+      break;
+    }
+    case OpCode::ResidualAdd: {
+      AttentionLayer& a = attn_[l];
+      need(a.hasDh, "dL/dh of layer " + std::to_string(l));
+      a.dx = a.dh; // h = x + attn(x): dL/dx gets dL/dh, the attention output gets dL/dh too
+      a.hasDx = true;
+      break;
+    }
+    case OpCode::Attention: attentionBwd(l); break;
+    case OpCode::Embed: {
+      AttentionLayer& a = attn_[0];
+      need(a.hasDx, "dL/dx of layer 0");
+      const std::vector<int64_t> vocabIds = localIds();
+      cpu::embeddingBackward(a.dx.data(), vocabIds.data(), n(), H, grad(component(model_.embedding).weight));
+      break;
+    }
+    default: throw ExecError("not an attention instruction");
+    }
+  }
+
+  void attentionBwd(int64_t l) {
+    AttentionLayer& a = attn_[l];
+    need(a.hasDh && a.hasAttention, "dL/dh and the attention forward of layer " + std::to_string(l));
+    const Component& c = component(model_.layers[l].attention);
+    const int64_t H = model_.hiddenSize, hd = model_.headDim;
+    const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
+    std::vector<float> dHeads(n() * qW), dq(n() * qW), dk(n() * kvW), dv(n() * kvW), part(n() * H);
+    cpu::linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(), grad(c.wo));
+    for (int64_t s = 0; s < n(); s += seqLen_)
+      cpu::causalAttentionBackward(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
+                                   dHeads.data() + s * qW, seqLen_, model_.numHeads, model_.numKvHeads, hd,
+                                   dq.data() + s * qW, dk.data() + s * kvW, dv.data() + s * kvW);
+    const std::vector<int64_t> pos = positions();
+    cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+    cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+    a.dAttnNorm.assign(n() * H, 0.0f);
+    cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(), grad(c.wq));
+    cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
+    addInto(a.dAttnNorm, part);
+    cpu::linearBackward(a.attnNorm.data(), dv.data(), n(), H, w(c.wv), kvW, part.data(), grad(c.wv));
+    addInto(a.dAttnNorm, part);
+    a.hasDAttnNorm = true;
+  }
+
+  // ---- ffn role ----------------------------------------------------------------------------------
+
+  void ffnForward(const Instruction& ins) {
+    const int64_t H = model_.hiddenSize, l = ins.layer;
+    FfnLayer& f = ffn_[l];
+    switch (ins.op) {
+    case OpCode::M2nRecv: {
+      f.messages.clear();
+      for (int a : placement_.attentionGroupOfLayer(l).ranks) {
+        M2nMessage m = unpackM2n(recv(a, fwdTag(ExchangeKind::M2n, l)), H);
+        for (const auto& route : m.routes)
+          for (const ExpertGate& eg : route)
+            if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
+              throw ExecError("M2N from rank " + std::to_string(a) + " routes a token to expert " +
+                              std::to_string(eg.expert) + ", which is not on this rank");
+        f.messages.push_back(std::move(m));
+      }
+      f.received = true;
+      break;
+    }
+    case OpCode::Experts: {
+      need(f.received, "the M2N messages of layer " + std::to_string(l));
+      const Component& c = component(model_.layers[l].experts);
+      std::vector<std::vector<float>> outputs(f.messages.size());
+      for (size_t s = 0; s < f.messages.size(); ++s)
+        outputs[s].assign(f.messages[s].tokenIds.size() * H, 0.0f);
+      f.uses.clear();
+      f.experts.clear();
+      for (const ExpertWeights& ew : c.experts) {
+        if (placement_.expertToRank[l][ew.expert] != rank_) continue;
+        std::vector<ExpertUse> uses;
+        std::vector<float> x = gatherUses(f, ew.expert, uses);
+        const int64_t rows = static_cast<int64_t>(uses.size());
+        std::vector<float> y(rows * H);
+        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2), y.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          float* out = outputs[uses[r].source].data() + uses[r].token * H;
+          for (int64_t j = 0; j < H; ++j)
+            out[j] += uses[r].gate * y[r * H + j];
+        }
+        f.uses.push_back(std::move(uses));
+        f.experts.push_back(&ew);
+      }
+      f.dy = std::move(outputs); // the N2M payloads until n2m_send
+      f.computed = true;
+      break;
+    }
+    case OpCode::N2mSend: {
+      need(f.computed, "the expert outputs of layer " + std::to_string(l));
+      const Group& next = placement_.nextAttentionGroup(l);
+      for (size_t s = 0; s < f.messages.size(); ++s)
+        send(next.ranks[s], fwdTag(ExchangeKind::N2m, l), packRows({f.messages[s].tokenIds, f.dy[s]}, H));
+      f.dy.clear();
+      break;
+    }
+    default: throw ExecError("not an ffn instruction");
+    }
+  }
+
+  // The rows of every token routed to `expert`, over all sources in ascending order.
+  std::vector<float> gatherUses(const FfnLayer& f, int64_t expert, std::vector<ExpertUse>& uses) const {
+    const int64_t H = model_.hiddenSize;
+    std::vector<float> x;
+    for (size_t s = 0; s < f.messages.size(); ++s)
+      for (size_t t = 0; t < f.messages[s].tokenIds.size(); ++t)
+        for (const ExpertGate& eg : f.messages[s].routes[t])
+          if (eg.expert == expert) {
+            uses.push_back({s, t, eg.gate});
+            x.insert(x.end(), f.messages[s].x.begin() + t * H, f.messages[s].x.begin() + (t + 1) * H);
+          }
+    return x;
+  }
+
+  void ffnBackward(const Instruction& ins) {
+    const int64_t H = model_.hiddenSize, l = ins.layer;
+    FfnLayer& f = ffn_[l];
+    switch (ins.op) {
+    case OpCode::N2mSend: {
+      need(f.computed, "the forward of layer " + std::to_string(l));
+      const Group& next = placement_.nextAttentionGroup(l);
+      f.dy.assign(f.messages.size(), {});
+      for (size_t s = 0; s < f.messages.size(); ++s) {
+        RowsMessage m = unpackRows(recv(next.ranks[s], bwdTag(ExchangeKind::N2m, l)), H);
+        if (m.tokenIds != f.messages[s].tokenIds)
+          throw ExecError("dL/dy from rank " + std::to_string(next.ranks[s]) +
+                          " does not carry the tokens this rank sent it");
+        f.dy[s] = std::move(m.rows);
+      }
+      f.hasDy = true;
+      break;
+    }
+    case OpCode::Experts: {
+      need(f.hasDy, "dL/dy of layer " + std::to_string(l) + " (n2m_send backward)");
+      f.dx.assign(f.messages.size(), {});
+      f.dGates.assign(f.messages.size(), {});
+      for (size_t s = 0; s < f.messages.size(); ++s) {
+        f.dx[s].assign(f.messages[s].tokenIds.size() * H, 0.0f);
+        f.dGates[s].assign(f.messages[s].tokenIds.size(), {});
+      }
+      for (size_t e = 0; e < f.experts.size(); ++e) {
+        const ExpertWeights& ew = *f.experts[e];
+        std::vector<ExpertUse> uses;
+        const std::vector<float> x = gatherUses(f, ew.expert, uses);
+        const int64_t rows = static_cast<int64_t>(uses.size());
+        std::vector<float> dy(rows * H), dx(rows * H), y(rows * H);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* up = f.dy[uses[r].source].data() + uses[r].token * H;
+          for (int64_t j = 0; j < H; ++j)
+            dy[r * H + j] = uses[r].gate * up[j];
+        }
+        cpu::swigluExpertBackward(x.data(), dy.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2),
+                                  dx.data(), grad(ew.w1), grad(ew.w3), grad(ew.w2), y.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          float* out = f.dx[uses[r].source].data() + uses[r].token * H;
+          const float* up = f.dy[uses[r].source].data() + uses[r].token * H;
+          double dot = 0;
+          for (int64_t j = 0; j < H; ++j) {
+            out[j] += dx[r * H + j];
+            dot += static_cast<double>(up[j]) * y[r * H + j];
+          }
+          f.dGates[uses[r].source][uses[r].token].push_back({ew.expert, static_cast<float>(dot)});
+        }
+      }
+      f.hasDx = true;
+      break;
+    }
+    case OpCode::M2nRecv: {
+      need(f.hasDx, "the expert gradients of layer " + std::to_string(l));
+      const auto& aranks = placement_.attentionGroupOfLayer(l).ranks;
+      for (size_t s = 0; s < f.messages.size(); ++s) {
+        M2nMessage m{f.messages[s].tokenIds, std::move(f.dx[s]), std::move(f.dGates[s])};
+        send(aranks[s], bwdTag(ExchangeKind::M2n, l), packM2n(m, H));
+      }
+      f = FfnLayer{};
+      break;
+    }
+    default: throw ExecError("not an ffn instruction");
+    }
+  }
+
+  const Plan& plan_;
+  const ModelSpec& model_;
+  const Placement& placement_;
+  RankState& state_;
+  Comm& comm_;
+  const int64_t* ids_;
+  const int64_t* targets_;
+  const int64_t batch_, seqLen_;
+  const float gradScale_;
+  const std::chrono::milliseconds timeout_;
+  const int rank_;
+  const Group& group_;
+  const int64_t index_;
+  const int64_t L_;
+
+  std::vector<int64_t> tokens_;
+  std::vector<AttentionLayer> attn_; // [L + 1]: x of layer L is the final norm's input
+  std::vector<float> attnOut_, pending_, finalNorm_, dFinalNorm_, dLogits_;
+  bool hasPending_ = false, hasFinalNorm_ = false, hasLoss_ = false, hasDFinalNorm_ = false;
+  double lossSum_ = 0;
+  int64_t targetTokens_ = 0;
+  std::vector<FfnLayer> ffn_;
+};
+
+// Sum of replicated weights' gradients over their holders, in ascending rank order (see header).
+void allReduce(const Plan& plan, RankState& state, Comm& comm, std::chrono::milliseconds timeout) {
+  std::map<std::vector<int>, std::vector<int>> sets; // holders -> weight indices (ascending)
+  for (size_t i = 0; i < plan.model.weights.size(); ++i)
+    if (state.holds(static_cast<int>(i)) && plan.model.weights[i].ranks.size() > 1)
+      sets[plan.model.weights[i].ranks].push_back(static_cast<int>(i));
+  for (const auto& [holders, indices] : sets) {
+    const int tag = allReduceTag(plan.model.numLayers, indices.front());
+    size_t total = 0;
+    for (int i : indices)
+      total += state.grads[i].data.size();
+    const auto pack = [&] {
+      Bytes b(total * sizeof(float));
+      size_t at = 0;
+      for (int i : indices) {
+        const auto& g = state.grads[i].data;
+        std::memcpy(b.data() + at, g.data(), g.size() * sizeof(float));
+        at += g.size() * sizeof(float);
+      }
+      return b;
+    };
+    const auto unpack = [&](const Bytes& b, bool add) {
+      if (b.size() != total * sizeof(float))
+        throw ExecError("rank " + std::to_string(state.rank) + ": all-reduce message of " + std::to_string(b.size()) +
+                        " bytes, expected " + std::to_string(total * sizeof(float)));
+      size_t at = 0;
+      for (int i : indices) {
+        auto& g = state.grads[i].data;
+        if (add) {
+          std::vector<float> tmp(g.size());
+          std::memcpy(tmp.data(), b.data() + at, tmp.size() * sizeof(float));
+          for (size_t j = 0; j < g.size(); ++j)
+            g[j] += tmp[j];
+        } else {
+          std::memcpy(g.data(), b.data() + at, g.size() * sizeof(float));
+        }
+        at += g.size() * sizeof(float);
+      }
+    };
+    const int leader = holders.front();
+    if (state.rank == leader) {
+      for (size_t r = 1; r < holders.size(); ++r)
+        unpack(comm.recv(holders[r], tag, timeout), true);
+      const Bytes sum = pack();
+      for (size_t r = 1; r < holders.size(); ++r)
+        comm.send(holders[r], tag, sum);
+    } else {
+      comm.send(leader, tag, pack());
+      unpack(comm.recv(leader, tag, timeout), false);
+    }
+  }
+}
+
+void optimizerStep(RankState& state, const OptimizerConfig& config) {
+  ++state.step;
+  for (size_t i = 0; i < state.weights.size(); ++i) {
+    if (state.weights[i].empty()) continue;
+    float* w = state.weights[i].data.data();
+    const float* g = state.grads[i].data.data();
+    const int64_t n = state.weights[i].numel();
+    if (config.kind == OptimizerKind::Sgd) {
+      sgdStep(w, g, n, config.lr);
+    } else {
+      if (state.m[i].empty()) {
+        state.m[i] = Tensor(state.weights[i].shape);
+        state.v[i] = Tensor(state.weights[i].shape);
+      }
+      adamwStep(w, g, state.m[i].data.data(), state.v[i].data.data(), n, state.step, config);
+    }
+  }
+}
+
+} // namespace
+
+RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
+                         const std::vector<int64_t>& targets, int64_t batch, int64_t seqLen,
+                         const std::vector<MicroBatch>& microBatches, int64_t targetTokens,
+                         const OptimizerConfig& optimizer, std::chrono::milliseconds recvTimeout) {
+  if (static_cast<int64_t>(ids.size()) != batch * seqLen || ids.size() != targets.size())
+    throw ExecError("rank " + std::to_string(state.rank) + ": ids/targets do not have " +
+                    std::to_string(batch * seqLen) + " entries");
+  for (Tensor& g : state.grads)
+    std::fill(g.data.begin(), g.data.end(), 0.0f);
+  // An empty batch of targets has no loss: scale 0 keeps every gradient zero.
+  const float scale = targetTokens > 0 ? static_cast<float>(1.0 / static_cast<double>(targetTokens)) : 0.0f;
+  RankStepResult result;
+  for (const MicroBatch& mb : microBatches) {
+    TrainWorker worker(plan, state, comm, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
+                       mb.end - mb.begin, seqLen, scale, recvTimeout);
+    result.lossSum += worker.run();
+    result.targetTokens += worker.targetTokens();
+  }
+  allReduce(plan, state, comm, recvTimeout);
+  optimizerStep(state, optimizer);
+  return result;
+}
+
+std::vector<std::string> weightKeys(const ModelSpec& model) {
+  std::vector<std::string> keys(model.weights.size());
+  const auto set = [&](int index, const std::string& key) {
+    if (index >= 0 && keys[index].empty()) keys[index] = key;
+  };
+  for (const Component& c : model.components) {
+    const std::string L = "l" + std::to_string(c.layer) + "_";
+    switch (c.kind) {
+    case ComponentKind::Embedding: set(c.weight, "embed"); break;
+    case ComponentKind::Head: set(c.weight, "head"); break;
+    case ComponentKind::RmsNorm:
+      set(c.weight, c.role == NormRole::FinalNorm ? "final_norm"
+                    : c.role == NormRole::AttnNorm ? L + "attn_norm"
+                                                   : L + "ffn_norm");
+      break;
+    case ComponentKind::Attention:
+      set(c.wq, L + "q");
+      set(c.wk, L + "k");
+      set(c.wv, L + "v");
+      set(c.wo, L + "o");
+      break;
+    case ComponentKind::Router: set(c.weight, L + "router"); break;
+    case ComponentKind::Experts:
+      for (const ExpertWeights& e : c.experts) {
+        const std::string E = L + "expert" + std::to_string(e.expert) + "_";
+        set(e.w1, E + "w1");
+        set(e.w3, E + "w3");
+        set(e.w2, E + "w2");
+      }
+      break;
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i].empty()) keys[i] = "weight" + std::to_string(i);
+  return keys;
+}
+
+} // namespace disagmoe::train

@@ -1,0 +1,94 @@
+// One rank's part of a training step over the plan `disagmoe compile` emits today (forward programs
+// per role; docs/training.md). For each micro-batch the rank runs its role's program forward,
+// keeping every activation, computes the causal LM loss on the head group, then walks the same
+// program in REVERSE running each instruction's backward (DESIGN.md "Exchanges", Backward):
+//
+//   head, rms_norm final_norm   dL/dlogits -> dL/dx_L (weight gradients of the head and norm)
+//   n2m_recv l (next group)     send dL/dy = dL/dx_{l+1} rows to every F-rank of layer l, for the
+//                               tokens that F-rank sent (zero-token messages too)
+//   residual_recv l             send dL/dr_l = dL/dx_{l+1} back to A-rank i of layer l's group
+//   n2m_send l (F-rank)         receive those dL/dy
+//   experts l (F-rank)          per local expert (ascending id): dL/dE_e = g_e dL/dy, SwiGLU backward
+//                               (dW1, dW3, dW2 accumulate over every A-rank's tokens), dL/dx summed over
+//                               the local experts in ascending id, dL/dg_e = <dL/dy, E_e(x)>
+//   m2n_recv l (F-rank)         return dL/dx and each (expert, dL/dg_e) to every A-rank (the M2N layout)
+//   residual_send l             receive dL/dh_l
+//   m2n_send l                  receive the summed dL/dx (ascending F-rank) and the gate gradients
+//   router l                    gates -> logits backward (through the chosen gates only), += dL/dx
+//   rms_norm ffn_norm, residual_add, attention, rms_norm attn_norm, embed   as their kernels say
+//
+// Backward messages use their own tags (backwardTag), so they never meet forward ones. After the
+// last micro-batch the gradients of weights replicated on several ranks (the attention groups' data
+// parallelism) are all-reduced over exactly the ranks that hold them, in a fixed order: every holder
+// sends to the lowest-ranked holder, which adds them in ascending rank order and sends the sum back;
+// so every replica, and every comm backend, gets the same bits. Then the optimizer steps every
+// weight the rank holds (an expert without tokens has a zero gradient and still steps).
+//
+// Gradients are accumulated over micro-batches; dL/dlogits is scaled by 1/N with N the number of
+// target tokens of the GLOBAL batch, so the result does not depend on how the batch is split.
+#pragma once
+
+#include "runtime/comm/Comm.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/plan/Weights.h"
+#include "runtime/tensor/Tensor.h"
+#include "runtime/train/Optimizer.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace disagmoe::train {
+
+/// The parameters one rank holds, their gradients and optimizer state, indexed like
+/// ModelSpec::weights (empty tensors for weights the rank does not hold).
+struct RankState {
+  int rank = -1;
+  std::vector<Tensor> weights; ///< fp32 master weights
+  std::vector<Tensor> grads;   ///< of the last step, after the all-reduce
+  std::vector<Tensor> m, v;    ///< AdamW moments (allocated by the first AdamW step)
+  int64_t step = 0;            ///< optimizer steps taken
+
+  RankState() = default;
+  /// Copies the weights `bound` holds (RankWeights of `plan` for `bound.rank()`).
+  RankState(const Plan& plan, const RankWeights& bound);
+  bool holds(int weight) const { return !weights[weight].empty(); }
+};
+
+/// One micro-batch: rows [begin, end) of the global [batch, seqLen] ids and targets.
+struct MicroBatch {
+  int64_t begin = 0, end = 0;
+};
+
+/// Splits `batch` sequences into `count` micro-batches of consecutive sequences, the first
+/// `batch % count` one sequence longer. Throws std::invalid_argument unless 1 <= count <= batch.
+std::vector<MicroBatch> splitMicroBatches(int64_t batch, int64_t count);
+
+/// What one rank's step produced.
+struct RankStepResult {
+  /// Sum of this rank's token cross-entropies over all micro-batches (head-group A-ranks only; 0
+  /// elsewhere), added in micro-batch order.
+  double lossSum = 0;
+  int64_t targetTokens = 0; ///< target tokens among this rank's (head group only)
+};
+
+/// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).
+int backwardTag(ExchangeKind kind, int64_t layer, int64_t numLayers);
+
+/// Runs `comm.rank()`'s part of one training step: every micro-batch forward and backward
+/// (gradients zeroed first, then accumulated), the all-reduce of replicated weights' gradients and
+/// the optimizer step. `targets` [batch*seqLen]: the target id of every position, negative for none.
+/// `targetTokens`: the number of non-negative targets in the global batch (the loss's N). Throws
+/// ExecError naming the rank and the instruction, CommError / CommAborted like runRank.
+RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
+                         const std::vector<int64_t>& targets, int64_t batch, int64_t seqLen,
+                         const std::vector<MicroBatch>& microBatches, int64_t targetTokens,
+                         const OptimizerConfig& optimizer, std::chrono::milliseconds recvTimeout);
+
+/// File stem of weight `index` by the first component that uses it: "embed", "l{l}_attn_norm",
+/// "l{l}_q" (k, v, o), "l{l}_ffn_norm", "l{l}_router", "l{l}_expert{e}_w1" (w3, w2), "final_norm",
+/// "head" (the keys of samples/models/mixtral_tiny/golden/train).
+std::vector<std::string> weightKeys(const ModelSpec& model);
+
+} // namespace disagmoe::train

@@ -1,0 +1,197 @@
+#include "runtime/train/Trainer.h"
+
+#include "runtime/comm/local/LocalComm.h"
+#include "runtime/executor/RankWorker.h"
+#include "runtime/io/Npy.h"
+#include "runtime/plan/Weights.h"
+
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace disagmoe::train {
+
+int64_t countTargets(const std::vector<int64_t>& targets) {
+  int64_t n = 0;
+  for (int64_t t : targets)
+    n += t >= 0;
+  return n;
+}
+
+Trainer::Trainer(const Plan& plan, TrainOptions options) : plan_(plan), options_(options) {
+  const int world = plan.placement.worldSize;
+  if (options.onlyRank >= world)
+    throw ExecError("rank " + std::to_string(options.onlyRank) + " is outside the plan's world of " +
+                    std::to_string(world) + " ranks");
+  states_.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    if (options.onlyRank < 0 || options.onlyRank == r) states_[r] = RankState(plan, RankWeights(plan, r));
+}
+
+void Trainer::checkInput(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
+                         int64_t seqLen, const std::vector<MicroBatch>& microBatches) const {
+  const auto shape = "[" + std::to_string(batch) + "," + std::to_string(seqLen) + "]";
+  if (batch < 1 || seqLen < 1) throw ExecError("input shape " + shape + " is empty");
+  if (static_cast<int64_t>(ids.size()) != batch * seqLen)
+    throw ExecError("input has " + std::to_string(ids.size()) + " ids, shape " + shape + " needs " +
+                    std::to_string(batch * seqLen));
+  if (targets.size() != ids.size())
+    throw ExecError("targets have " + std::to_string(targets.size()) + " entries, the input " +
+                    std::to_string(ids.size()));
+  const int64_t V = plan_.model.vocabSize;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto at = "[" + std::to_string(i / seqLen) + "," + std::to_string(i % seqLen) + "]";
+    if (ids[i] < 0 || ids[i] >= V)
+      throw ExecError("input id " + std::to_string(ids[i]) + " at " + at + " is outside the vocabulary [0, " +
+                      std::to_string(V) + ")");
+    if (targets[i] >= V)
+      throw ExecError("target id " + std::to_string(targets[i]) + " at " + at + " is outside the vocabulary [0, " +
+                      std::to_string(V) + ")");
+  }
+  const int64_t da = plan_.placement.attentionSize();
+  for (const MicroBatch& mb : microBatches) {
+    const int64_t perRank = (mb.end - mb.begin + da - 1) / da * seqLen;
+    for (const ExchangeSpec& e : plan_.exchanges)
+      if (perRank > e.capacityTokens)
+        throw ExecError("micro-batch of " + std::to_string(mb.end - mb.begin) + " sequences of " +
+                        std::to_string(seqLen) + " puts " + std::to_string(perRank) +
+                        " tokens on an attention rank, above capacity_tokens " + std::to_string(e.capacityTokens) +
+                        " of exchange \"" + e.id + "\"");
+  }
+}
+
+StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
+                         int64_t seqLen) {
+  if (options_.onlyRank >= 0) throw ExecError("this trainer holds rank " + std::to_string(options_.onlyRank) +
+                                              " only; use stepRank with a comm of every rank");
+  std::vector<MicroBatch> mbs;
+  try {
+    mbs = splitMicroBatches(batch, options_.microBatches);
+  } catch (const std::invalid_argument& e) {
+    throw ExecError(e.what());
+  }
+  checkInput(ids, targets, batch, seqLen, mbs);
+  const int64_t N = countTargets(targets);
+  const int world = plan_.placement.worldSize;
+  LocalWorld comm(world);
+  std::vector<RankStepResult> results(world);
+  std::mutex failureMutex;
+  std::exception_ptr firstFailure;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        results[r] = trainRank(plan_, states_[r], *endpoint, ids, targets, batch, seqLen, mbs, N, options_.optimizer,
+                               options_.recvTimeout);
+      } catch (const CommAborted&) {
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(failureMutex);
+          if (!firstFailure) firstFailure = std::current_exception();
+        }
+        comm.abort("rank " + std::to_string(r) + " failed: " + e.what());
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  if (firstFailure) std::rethrow_exception(firstFailure);
+  StepResult out;
+  double total = 0; // ascending rank order, as stepRank's gather
+  for (const RankStepResult& r : results)
+    total += r.lossSum;
+  out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
+  out.targetTokens = N;
+  out.step = ++steps_;
+  out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const std::vector<int64_t>& targets,
+                             int64_t batch, int64_t seqLen) {
+  const int me = comm.rank();
+  if (comm.worldSize() != plan_.placement.worldSize)
+    throw ExecError("the comm has " + std::to_string(comm.worldSize()) + " ranks, the plan " +
+                    std::to_string(plan_.placement.worldSize));
+  if (states_[me].rank != me) throw ExecError("this trainer does not hold rank " + std::to_string(me));
+  std::vector<MicroBatch> mbs;
+  try {
+    mbs = splitMicroBatches(batch, options_.microBatches);
+  } catch (const std::invalid_argument& e) {
+    throw ExecError(e.what());
+  }
+  checkInput(ids, targets, batch, seqLen, mbs);
+  const int64_t N = countTargets(targets);
+  const auto start = std::chrono::steady_clock::now();
+  const RankStepResult mine = trainRank(plan_, states_[me], comm, ids, targets, batch, seqLen, mbs, N,
+                                        options_.optimizer, options_.recvTimeout);
+  // Loss gather: the tag after the all-reduce tags (TrainStep.cpp: 6 L + weight index).
+  const int tag = static_cast<int>(6 * plan_.model.numLayers + static_cast<int64_t>(plan_.model.weights.size()));
+  double total = 0;
+  const auto toBytes = [](double v) {
+    Bytes b(sizeof v);
+    std::memcpy(b.data(), &v, sizeof v);
+    return b;
+  };
+  const auto fromBytes = [&](const Bytes& b, int src) {
+    if (b.size() != sizeof(double)) throw ExecError("loss message from rank " + std::to_string(src) + " is malformed");
+    double v;
+    std::memcpy(&v, b.data(), sizeof v);
+    return v;
+  };
+  if (me == 0) {
+    total += mine.lossSum;
+    for (int r = 1; r < comm.worldSize(); ++r)
+      total += fromBytes(comm.recv(r, tag, options_.recvTimeout), r);
+    for (int r = 1; r < comm.worldSize(); ++r)
+      comm.send(r, tag, toBytes(total));
+  } else {
+    comm.send(0, tag, toBytes(mine.lossSum));
+    total = fromBytes(comm.recv(0, tag, options_.recvTimeout), 0);
+  }
+  StepResult out;
+  out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
+  out.targetTokens = N;
+  out.step = ++steps_;
+  out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+const RankState* Trainer::holder(int index) const {
+  for (int r : plan_.model.weights.at(static_cast<size_t>(index)).ranks)
+    if (states_[r].rank == r) return &states_[r];
+  return nullptr;
+}
+
+bool Trainer::holds(int index) const { return holder(index) != nullptr; }
+
+const Tensor& Trainer::weight(int index) const {
+  const RankState* s = holder(index);
+  if (!s) throw ExecError("weight \"" + plan_.model.weights[index].name + "\" is not held in this process");
+  return s->weights[index];
+}
+
+const Tensor& Trainer::gradient(int index) const {
+  const RankState* s = holder(index);
+  if (!s) throw ExecError("weight \"" + plan_.model.weights[index].name + "\" is not held in this process");
+  return s->grads[index];
+}
+
+void Trainer::save(const std::string& dir, bool gradients) const {
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> keys = weightKeys(plan_.model);
+  for (size_t i = 0; i < plan_.model.weights.size(); ++i) {
+    const int lowest = plan_.model.weights[i].ranks.front();
+    if (states_[lowest].rank != lowest) continue;
+    writeNpyFloat32(dir + "/" + keys[i] + ".npy", gradients ? states_[lowest].grads[i] : states_[lowest].weights[i]);
+  }
+}
+
+void Trainer::saveWeights(const std::string& dir) const { save(dir, false); }
+void Trainer::saveGradients(const std::string& dir) const { save(dir, true); }
+
+} // namespace disagmoe::train

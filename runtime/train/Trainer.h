@@ -1,0 +1,86 @@
+// The training API: data-parallel attention groups, expert-parallel FFN groups, one step at a time
+// (docs/training.md). It holds each rank's fp32 master weights, gradients and optimizer state and
+// runs trainRank (TrainStep.h) on every rank: all ranks in this process over the local comm
+// (step), or this process's one rank over any Comm such as MPI (stepRank).
+//
+// Usage:
+//   Plan plan = loadPlan("out/plan");
+//   TrainOptions o;  o.optimizer = {OptimizerKind::AdamW, 1e-3};  o.microBatches = 2;
+//   Trainer trainer(plan, o);                            // binds the weights (throws WeightError)
+//   StepResult r = trainer.step(ids, targets, batch, seq);  // r.loss: mean CE over the targets
+//   trainer.saveGradients("grads/");  trainer.saveWeights("weights/");
+#pragma once
+
+#include "runtime/comm/Comm.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/tensor/Tensor.h"
+#include "runtime/train/Optimizer.h"
+#include "runtime/train/TrainStep.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace disagmoe::train {
+
+struct TrainOptions {
+  OptimizerConfig optimizer;
+  /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
+  int64_t microBatches = 1;
+  std::chrono::milliseconds recvTimeout{60000};
+  /// >= 0: this process runs only that rank (stepRank), so only its weights are bound.
+  int onlyRank = -1;
+};
+
+struct StepResult {
+  double loss = 0;          ///< mean cross-entropy over the global batch's target tokens
+  int64_t targetTokens = 0; ///< N
+  int64_t step = 0;         ///< optimizer steps taken so far
+  double wallSeconds = 0;
+};
+
+class Trainer {
+public:
+  /// Binds the weights of every rank of `plan` (or only options.onlyRank's); `plan` must outlive it.
+  explicit Trainer(const Plan& plan, TrainOptions options = {});
+
+  /// One step of all ranks in this process (local comm, one thread per rank). `targets`:
+  /// [batch*seqLen], the target id of each position, negative for none (nextTokenTargets gives the
+  /// causal LM's). Throws ExecError for bad input or the first rank failure (ExecError / CommError).
+  StepResult step(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
+                  int64_t seqLen);
+
+  /// One step of `comm.rank()` only (every other rank runs stepRank in its own process at the
+  /// same time); the loss is gathered to rank 0 and sent back, so every rank returns the same
+  /// StepResult. Bit-identical to step() for the same plan and input.
+  StepResult stepRank(Comm& comm, const std::vector<int64_t>& ids, const std::vector<int64_t>& targets,
+                      int64_t batch, int64_t seqLen);
+
+  /// Whether weight `index` has a holder in this process; its current value and last gradient
+  /// (after the all-reduce) from the lowest-ranked holder here. Throws ExecError when not held.
+  bool holds(int index) const;
+  const Tensor& weight(int index) const;
+  const Tensor& gradient(int index) const;
+  const RankState& state(int rank) const { return states_.at(static_cast<size_t>(rank)); }
+
+  /// Writes DIR/<key>.npy (weightKeys) for every weight whose LOWEST holder (spec.ranks[0]) runs in
+  /// this process, so one process per rank writes each weight exactly once. Creates DIR.
+  void saveWeights(const std::string& dir) const;
+  void saveGradients(const std::string& dir) const;
+
+private:
+  void checkInput(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
+                  int64_t seqLen, const std::vector<MicroBatch>& microBatches) const;
+  const RankState* holder(int index) const;
+  void save(const std::string& dir, bool gradients) const;
+
+  const Plan& plan_;
+  TrainOptions options_;
+  std::vector<RankState> states_; // [worldSize]; only onlyRank's filled when set
+  int64_t steps_ = 0;
+};
+
+/// The number of non-negative entries of `targets`.
+int64_t countTargets(const std::vector<int64_t>& targets);
+
+} // namespace disagmoe::train
