@@ -90,6 +90,7 @@ int compileMain(int argc, char **argv) {
 }
 } // namespace
 
+int routeStatsMain(int argc, char **argv); // RouteStatsCommand.cpp
 int planMain(int argc, char **argv); // PlanCommand.cpp
 
 int main(int argc, char **argv) {
@@ -97,6 +98,8 @@ int main(int argc, char **argv) {
     return usage();
   if (std::strcmp(argv[1], "plan") == 0) // roofline + Z3 placement (docs/placement.md)
     return argv[1] = argv[0], planMain(argc - 1, argv + 1);
+  if (std::strcmp(argv[1], "route-stats") == 0) // routing observatory (docs/observatory.md)
+    return argv[1] = argv[0], routeStatsMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "compile") == 0) {
     // Parse the rest as if "disagmoe compile" were the program name.
     argv[1] = argv[0];

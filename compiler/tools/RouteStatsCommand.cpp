@@ -1,0 +1,149 @@
+//===- RouteStatsCommand.cpp - `disagmoe route-stats` ---------------------===//
+//
+//   disagmoe route-stats MODEL.onnx --data mock --data text:FILE [--data shuffled:FILE ...]
+//                        [-o OUT_DIR] [--ep 4,8,16,32] [--gbs 64,128,256,512,1024,2048]
+//                        [--seq-len 64] [--tokens 1048576] [--run-batch 64] [--seed 1]
+//                        [--attn-ranks 2] [--ffn-ranks 1] [--classify-ep 8] [--classify-gbs G]
+//                        [--profile-data NAME]
+//
+// Compiles MODEL.onnx through the same pipeline as `disagmoe compile` to a plan for
+// [run-batch, seq-len] (OUT_DIR/plan), runs its forward pass on cpu ranks over every data
+// condition's token stream, and writes OUT_DIR/route-stats.json, route-stats.csv and
+// routing-profile.json (docs/observatory.md). Errors: one line "disagmoe: ...", exit code 1.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/emit/PlanEmitter.h"
+#include "compiler/observatory/RouteStats.h"
+#include "compiler/pipeline/Pipeline.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <iostream>
+
+using namespace llvm;
+namespace obs = disagmoe::observatory;
+
+int routeStatsMain(int argc, char **argv) {
+  cl::OptionCategory category("disagmoe route-stats options");
+  cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required, cl::cat(category));
+  cl::list<std::string> data("data",
+                             cl::desc("Data condition: mock, shuffled:FILE, remapped:FILE or text:FILE "
+                                      "(repeat or separate with commas)"),
+                             cl::CommaSeparated, cl::OneOrMore, cl::cat(category));
+  cl::opt<std::string> output("o", cl::desc("Output directory"), cl::value_desc("dir"),
+                              cl::init("route-stats"), cl::cat(category));
+  cl::list<int> ep("ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"), cl::CommaSeparated, cl::cat(category));
+  cl::list<int64_t> gbs("gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"),
+                        cl::CommaSeparated, cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(64), cl::cat(category));
+  cl::opt<int64_t> tokens("tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"),
+                          cl::init(1 << 20), cl::cat(category));
+  cl::opt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"), cl::init(64),
+                            cl::cat(category));
+  cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"), cl::init(1),
+                         cl::cat(category));
+  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2),
+                             cl::cat(category));
+  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"), cl::init(1),
+                            cl::cat(category));
+  cl::opt<int> classifyEp("classify-ep", cl::desc("EP degree of the classification (default 8)"),
+                          cl::init(8), cl::cat(category));
+  cl::opt<int64_t> classifyGbs("classify-gbs", cl::desc("GBS of the classification (default: smallest)"),
+                               cl::init(0), cl::cat(category));
+  cl::opt<std::string> profileData("profile-data",
+                                   cl::desc("Condition written to routing-profile.json (default: first text:)"),
+                                   cl::init(""), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe route-stats: routing observatory\n", &errs()))
+    return 2;
+
+  obs::RouteStatsOptions o;
+  for (const std::string &d : data) {
+    obs::DataSpec spec;
+    std::string error;
+    if (!obs::parseDataSpec(d, spec, error)) {
+      errs() << "disagmoe: " << error << "\n";
+      return 1;
+    }
+    o.data.push_back(spec);
+  }
+  if (!ep.empty())
+    o.ep.assign(ep.begin(), ep.end());
+  else
+    o.epDefault = true; // 4,8,16,32 up to the model's expert count
+  if (!gbs.empty())
+    o.gbs.assign(gbs.begin(), gbs.end());
+  o.seqLen = seqLen;
+  o.tokens = tokens;
+  o.runBatch = runBatch;
+  o.seed = seed;
+  o.classifyEp = classifyEp;
+  o.classifyGbs = classifyGbs;
+  o.profileData = profileData;
+  o.modelPath = input;
+  o.outDir = output;
+  o.planDir = output + "/plan";
+  if (seqLen < 1 || runBatch < 1) {
+    errs() << "disagmoe: --seq-len and --run-batch must be >= 1\n";
+    return 1;
+  }
+
+  disagmoe::CompileOptions options;
+  options.batch = runBatch;
+  options.seqLen = seqLen;
+  options.attnRanks = attnRanks;
+  options.ffnRanks = ffnRanks;
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  std::string error;
+  auto module = disagmoe::compileOnnx(context, input, options, nulls(), error);
+  if (!module) {
+    errs() << "disagmoe: " << error << "\n";
+    return 1;
+  }
+  json::Object plan;
+  if (!disagmoe::emitPlan(*module, input, plan, error) || !disagmoe::writePlan(plan, o.planDir, error)) {
+    errs() << "disagmoe: " << input << ": " << error << "\n";
+    return 1;
+  }
+
+  obs::RouteStatsSummary s;
+  const bool ok = obs::runRouteStats(o, s, std::cout, error);
+  std::cout.flush(); // progress lines before the summary below
+  if (!ok) {
+    errs() << "disagmoe: " << error << "\n";
+    return 1;
+  }
+  outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-" << s.topK
+         << "; Gini of per-rank load at EP " << s.classifyEp << ", GBS " << s.classifyGbs
+         << " (mean over layers and batches):\n";
+  for (const obs::ConditionSummary &c : s.conditions) {
+    outs() << "  " << c.name << ": Gini " << format("%.4f", c.meanGini) << " by layer [";
+    for (size_t l = 0; l < c.giniByLayer.size(); ++l)
+      outs() << (l ? " " : "") << format("%.3f", c.giniByLayer[l]);
+    outs() << "], max/mean [";
+    for (size_t l = 0; l < c.maxOverMeanByLayer.size(); ++l)
+      outs() << (l ? " " : "") << format("%.3f", c.maxOverMeanByLayer[l]);
+    outs() << "], alpha [";
+    for (size_t l = 0; l < c.alphaByLayer.size(); ++l)
+      outs() << (l ? " " : "") << format("%.4g", c.alphaByLayer[l]);
+    outs() << "]\n";
+  }
+  outs() << "route-stats: forward " << s.forwardTokens << " tokens in " << format("%.2f", s.forwardSeconds)
+         << " s; total " << format("%.2f", s.totalSeconds) << " s\n";
+  outs() << "classification: " << input << ": " << s.classification;
+  if (s.realGini >= 0)
+    outs() << " (real-text Gini " << format("%.3f", s.realGini);
+  if (s.realGini >= 0 && s.mockGini >= 0)
+    outs() << ", mock " << format("%.3f", s.mockGini) << ", mock/real "
+           << format("%.2f", s.realGini > 0 ? s.mockGini / s.realGini : 0.0);
+  if (s.realGini >= 0)
+    outs() << ")";
+  else
+    outs() << " (no text: condition)";
+  outs() << "\n";
+  outs() << "disagmoe: wrote " << output << "/route-stats.json, route-stats.csv, routing-profile.json\n";
+  return 0;
+}
