@@ -64,12 +64,18 @@ def PlaceGroups : Pass<"place-groups", "mlir::ModuleOp"> {
   let description = [{
     Attention group g gets `attn-ranks` consecutive ranks, then FFN group g gets `ffn-ranks`; the
     experts of each layer are split contiguously over the F-ranks of its group (expert e on F-rank
-    e * ffn_ranks / num_experts). Writes the `moe.placement` module attribute that plan emission
-    reads.
+    e * ffn_ranks / num_experts), or, with `routing-profile`, placed from the measured per-expert
+    loads by longest-processing-time packing refined by moves and swaps (placement/solver/
+    ExpertPlacement.h), each F-rank holding at most ceil(E / F) experts like the contiguous split.
+    Writes the `moe.placement` module attribute that plan emission reads, with the most loaded
+    F-rank's share of each layer's profiled load under both placements.
   }];
   let options = [
     Option<"attnRanks", "attn-ranks", "int64_t", /*default=*/"2", "A-ranks per attention group">,
-    Option<"ffnRanks", "ffn-ranks", "int64_t", /*default=*/"2", "F-ranks per FFN group">
+    Option<"ffnRanks", "ffn-ranks", "int64_t", /*default=*/"2", "F-ranks per FFN group">,
+    Option<"routingProfile", "routing-profile", "std::string", /*default=*/"\"\"",
+           "Routing profile (docs/routing-profile.md): place each layer's experts to minimise the "
+           "most loaded F-rank instead of splitting them contiguously">
   ];
 }
 

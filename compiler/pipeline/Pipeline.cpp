@@ -9,6 +9,12 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
 namespace disagmoe {
 using namespace mlir;
 
@@ -58,6 +64,11 @@ struct DiagnosticCollector {
 OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
                                   const CompileOptions &options, llvm::raw_ostream &irOut,
                                   std::string &error) {
+  if (!options.stopAfter.empty() &&
+      std::find(stageNames().begin(), stageNames().end(), options.stopAfter) == stageNames().end()) {
+    error = "unknown stage '" + options.stopAfter + "' to stop after";
+    return nullptr;
+  }
   for (const std::string &s : options.printIrAfter) {
     bool known = false;
     for (const std::string &stage : stageNames())
@@ -87,6 +98,15 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
 
   // The compiled shape: the model's static input dims, or --batch/--seq-len for symbolic ones;
   // a flag that contradicts a static dim is an error.
+  // Wall time of each phase, printed to stderr with --timing.
+  auto clock = std::chrono::steady_clock::now();
+  auto phase = [&](const char *name) {
+    auto now = std::chrono::steady_clock::now();
+    if (options.timing)
+      llvm::errs() << llvm::formatv("  {0,-24} {1,8:F3} s\n", name,
+                                    std::chrono::duration<double>(now - clock).count());
+    clock = now;
+  };
   onnxfe::Graph graph;
   onnxfe::LoadOptions peek;
   peek.inferShapes = false;
@@ -124,6 +144,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     return nullptr;
   }
 
+  phase("load (input dims)");
   onnxfe::LoadOptions load;
   load.inputShapeOverride = {dims[0], dims[1]};
   loaded = onnxfe::loadOnnxModel(path, load, graph);
@@ -131,11 +152,14 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     error = loaded.error;
     return nullptr;
   }
+  phase("load (check, infer)");
   context.loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect,
                       arith::ArithDialect>();
   OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, error);
   if (!module)
     return nullptr;
+  graph = onnxfe::Graph(); // the module holds everything from here on
+  phase("import");
   if (wantsStage(options, "import"))
     {
     irOut << "// -----// IR after import //----- //\n";
@@ -152,14 +176,31 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     error = path + ": imported IR does not verify: " + diags.first;
     return nullptr;
   }
+  phase("verify");
 
+  if (options.stopAfter == "import")
+    return module;
   PassManager pm(&context);
-  pm.addPass(createRaiseOnnxToMoe());
-  pm.addPass(createPartitionComponents());
-  pm.addPass(createAssignGroups(AssignGroupsOptions{options.groups}));
-  pm.addPass(createFuseExchange());
-  pm.addPass(createPlaceGroups(PlaceGroupsOptions{options.attnRanks, options.ffnRanks}));
-  pm.addPass(createExchangeVolume());
+  // Each stage's pass, in pipeline order, until options.stopAfter.
+  const std::pair<const char *, std::function<std::unique_ptr<Pass>()>> stages[] = {
+      {"raise", [] { return createRaiseOnnxToMoe(); }},
+      {"partition", [] { return createPartitionComponents(); }},
+      {"groups", [&] { return createAssignGroups(AssignGroupsOptions{options.groups}); }},
+      {"exchange", [] { return createFuseExchange(); }},
+      {"placement",
+       [&] {
+         return createPlaceGroups(
+             PlaceGroupsOptions{options.attnRanks, options.ffnRanks, options.routingProfile});
+       }},
+      {"volume", [] { return createExchangeVolume(); }},
+  };
+  for (const auto &[name, create] : stages) {
+    pm.addPass(create());
+    if (options.stopAfter == name)
+      break;
+  }
+  if (options.timing)
+    pm.enableTiming(); // MLIR's pass timing report, on stderr
   pm.enableIRPrinting(
       /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
       /*shouldPrintAfterPass=*/

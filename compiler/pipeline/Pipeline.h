@@ -29,11 +29,17 @@ struct CompileOptions {
   /// model is an error.
   std::optional<int64_t> batch, seqLen;
   int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
+  /// Routing profile (docs/routing-profile.md) for expert placement; empty: contiguous split.
+  std::string routingProfile;
   /// Stage names after which to print the IR: import, raise, partition, groups, exchange,
   /// placement, volume (or the pass arguments raise-onnx-to-moe, partition-components,
   /// assign-groups, fuse-exchange, place-groups, exchange-volume).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
+  /// Stop after this stage (a name of stageNames(); empty: run the whole pipeline).
+  std::string stopAfter;
+  /// Print the wall time of each phase (load, import, verify, each pass) to stderr.
+  bool timing = false;
 };
 
 /// Short stage names accepted by --print-ir-after, in pipeline order.

@@ -42,6 +42,10 @@ int compileMain(int argc, char **argv) {
   cl::opt<int64_t> groups("groups",
                           cl::desc("Groups per side, layer l on group l mod p (default 1)"),
                           cl::init(1), cl::cat(category));
+  cl::opt<std::string> routingProfile(
+      "routing-profile",
+      cl::desc("Place experts from measured loads (disagmoe route-stats; docs/routing-profile.md)"),
+      cl::value_desc("file"), cl::cat(category));
   cl::opt<int64_t> batch("batch",
                          cl::desc("Sequences per batch the plan is compiled for (default: the "
                                   "model's static dim, else 2)"),
@@ -69,6 +73,7 @@ int compileMain(int argc, char **argv) {
   options.attnRanks = attnRanks;
   options.ffnRanks = ffnRanks;
   options.groups = groups;
+  options.routingProfile = routingProfile;
   options.printIrAfter.assign(printAfter.begin(), printAfter.end());
   options.printIrAfterAll = printAfterAll;
 
@@ -91,6 +96,7 @@ int compileMain(int argc, char **argv) {
 } // namespace
 
 int routeStatsMain(int argc, char **argv); // RouteStatsCommand.cpp
+int inspectMain(int argc, char **argv);    // InspectCommand.cpp
 int planMain(int argc, char **argv); // PlanCommand.cpp
 
 int main(int argc, char **argv) {
@@ -98,6 +104,8 @@ int main(int argc, char **argv) {
     return usage();
   if (std::strcmp(argv[1], "plan") == 0) // roofline + Z3 placement (docs/placement.md)
     return argv[1] = argv[0], planMain(argc - 1, argv + 1);
+  if (std::strcmp(argv[1], "inspect") == 0) // what the frontend recognised
+    return argv[1] = argv[0], inspectMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "route-stats") == 0) // routing observatory (docs/observatory.md)
     return argv[1] = argv[0], routeStatsMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "compile") == 0) {

@@ -7,8 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/placement/solver/ExpertPlacement.h"
+#include "runtime/cost/RoutingProfile.h"
 
 #include "mlir/IR/Builders.h"
+
+#include <map>
 
 namespace disagmoe {
 #define GEN_PASS_DEF_PLACEGROUPS
@@ -44,9 +48,34 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
       return signalPassFailure();
     }
 
+    // Measured per-expert loads, when a routing profile is given.
+    std::map<int64_t, std::vector<int64_t>> profiledLoads;
+    if (!routingProfile.empty()) {
+      cost::RoutingProfile profile;
+      std::string error;
+      if (!cost::readRoutingProfile(routingProfile, profile, error)) {
+        module.emitError() << "place-groups: " << error;
+        return signalPassFailure();
+      }
+      for (const auto &layer : profile.layers)
+        profiledLoads[layer.layer] = layer.expertLoads;
+      for (auto [layer, experts] : expertsPerLayer) {
+        auto it = profiledLoads.find(layer);
+        if (it == profiledLoads.end() || static_cast<int64_t>(it->second.size()) != experts) {
+          module.emitError() << "place-groups: " << routingProfile << ": layer " << layer
+                             << (it == profiledLoads.end()
+                                     ? std::string(" is missing")
+                                     : " has " + std::to_string(it->second.size()) + " experts")
+                             << " but the model's layer " << layer << " has " << experts
+                             << " experts";
+          return signalPassFailure();
+        }
+      }
+    }
+
     // Rank layout: attention groups first (group g: ranks g*A .. g*A+A-1), then FFN groups.
     const int64_t firstFfnRank = p * attnRanks;
-    SmallVector<Attribute> expertMap;
+    SmallVector<Attribute> expertMap, profiledMax, contiguousMax;
     int64_t numLayers = expertsPerLayer.rbegin()->first + 1;
     for (int64_t layer = 0; layer < numLayers; ++layer) {
       auto it = expertsPerLayer.find(layer);
@@ -63,8 +92,23 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
       }
       int64_t groupBase = firstFfnRank + (layer % p) * ffnRanks;
       SmallVector<int64_t> ranks;
-      for (int64_t e = 0; e < experts; ++e)
-        ranks.push_back(groupBase + e * ffnRanks / experts);
+      if (profiledLoads.empty()) {
+        for (int64_t e = 0; e < experts; ++e)
+          ranks.push_back(groupBase + e * ffnRanks / experts);
+      } else {
+        const std::vector<int64_t> &loads = profiledLoads[layer];
+        const int64_t slots = (experts + ffnRanks - 1) / ffnRanks; // as many as contiguous holds
+        placement::ExpertPlacement balanced = placement::placeBalanced(loads, ffnRanks, slots);
+        placement::ExpertPlacement contiguous = placement::placeContiguous(loads, ffnRanks);
+        for (int64_t e = 0; e < experts; ++e)
+          ranks.push_back(groupBase + balanced.ranksOf[e].front());
+        double total = 0;
+        for (int64_t load : loads)
+          total += static_cast<double>(load);
+        // Share of the layer's assignments on the most loaded F-rank (1/F is perfect balance).
+        profiledMax.push_back(b.getF64FloatAttr(total > 0 ? balanced.maxLoad() / total : 0));
+        contiguousMax.push_back(b.getF64FloatAttr(total > 0 ? contiguous.maxLoad() / total : 0));
+      }
       expertMap.push_back(b.getI64ArrayAttr(ranks));
     }
 
@@ -74,6 +118,11 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
     placement.set("ffn_ranks", b.getI64IntegerAttr(ffnRanks));
     placement.set("world_size", b.getI64IntegerAttr(p * (attnRanks + ffnRanks)));
     placement.set("expert_to_rank", b.getArrayAttr(expertMap));
+    if (!profiledLoads.empty()) {
+      placement.set("routing_profile", b.getStringAttr(routingProfile));
+      placement.set("max_rank_load_share", b.getArrayAttr(profiledMax));
+      placement.set("contiguous_max_rank_load_share", b.getArrayAttr(contiguousMax));
+    }
     module->setAttr("moe.placement", placement.getDictionary(module.getContext()));
   }
 };
