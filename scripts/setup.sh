@@ -11,7 +11,7 @@ PACKAGES=(
   libz3-dev libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libopenblas-dev openmpi-bin libopenmpi-dev libgtest-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
-  python3-torch python3-onnx python3-numpy
+  python3-torch python3-onnx python3-numpy python3-matplotlib
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
