@@ -5,6 +5,7 @@ Oracle: PyTorch eager logits (golden/logits_b{B}_s{S}.npy); tolerance 1e-4 max a
 Run with Debian's /usr/bin/python3 (numpy).
   check_sample_logits.py BIN_DIR SAMPLE_DIR WORK_DIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -49,9 +50,13 @@ def main(bin_dir, sample, work):
             failures += not ok
             print(f"[b{batch} s{seq} A{attn} F{ffn}] max abs error {err:.3e} "
                   f"{'ok' if ok else 'FAIL'}")
-    # Experts placed from a concentrated routing profile (non-contiguous expert-to-rank maps).
-    profile = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lit", "Inputs",
-                           "concentrated-profile.json")
+    # Experts placed from a concentrated (Zipf) routing profile: non-contiguous expert-to-rank maps.
+    model = json.load(open(os.path.join(work, "plan_b2_s8_a2_f2", "plan.json")))["model"]
+    profile = os.path.join(work, "concentrated-profile.json")
+    with open(profile, "w") as f:
+        json.dump({"format": "disagmoe-routing-profile", "version": 1,
+                   "layers": [{"layer": l, "expert_loads": [1000 // (e + 1) for e in range(model["num_experts"])]}
+                              for l in range(model["num_layers"])]}, f)
     plan = os.path.join(work, "plan_profiled")
     run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
          "--routing-profile", profile])
