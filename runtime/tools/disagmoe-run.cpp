@@ -108,7 +108,7 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu)");
   if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.comm == "mpi" || o.comm == "nccl")
-    throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local)");
+    throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local, mpi)");
   if (o.comm != "local") throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
   return o;
 }

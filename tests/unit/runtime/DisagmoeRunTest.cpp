@@ -86,7 +86,7 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
       {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
                              "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
-      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local)\n"},
+      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local, mpi)\n"},
       {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
       {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},
       {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate (see --help)\n"},
