@@ -147,6 +147,11 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
 
   WeightManifest weights;
   json::Array components, attnProgram, ffnProgram, exchanges;
+  // Hyper-parameters of the model families, reported in `model` (docs/plan-format.md).
+  std::vector<int64_t> denseLayers, slidingLayers;
+  struct {
+    bool qkNorm = false, sinks = false, attnBias = false;
+  } family;
   json::Object model;
   int64_t numLayers = 0, hidden = 0, vocab = 0;
   bool ok = true;
@@ -176,12 +181,33 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       int64_t layer = a.getLayer();
       numLayers = std::max(numLayers, layer + 1);
       auto ranks = attnGroupRanks(layer);
-      components.push_back(json::Object{{"kind", "attention"},
-                                        {"layer", layer},
-                                        {"wq", weights.use(a.getWq(), ranks)},
-                                        {"wk", weights.use(a.getWk(), ranks)},
-                                        {"wv", weights.use(a.getWv(), ranks)},
-                                        {"wo", weights.use(a.getWo(), ranks)}});
+      json::Object comp{{"kind", "attention"},
+                        {"layer", layer},
+                        {"wq", weights.use(a.getWq(), ranks)},
+                        {"wk", weights.use(a.getWk(), ranks)},
+                        {"wv", weights.use(a.getWv(), ranks)},
+                        {"wo", weights.use(a.getWo(), ranks)}};
+      // Optional parts of the model families.
+      for (auto [key, value] : {std::pair<const char *, Value>{"bq", a.getBq()},
+                                {"bk", a.getBk()},
+                                {"bv", a.getBv()},
+                                {"bo", a.getBo()},
+                                {"q_norm", a.getQNorm()},
+                                {"k_norm", a.getKNorm()},
+                                {"sinks", a.getSinks()}})
+        if (value)
+          comp[key] = weights.use(value, ranks);
+      if (auto eps = a.getQkNormEps())
+        comp["qk_norm_eps"] = eps->convertToDouble();
+      if (auto window = a.getSlidingWindow()) {
+        comp["sliding_window"] = *window;
+        model["sliding_window"] = *window;
+        slidingLayers.push_back(layer);
+      }
+      family.qkNorm |= static_cast<bool>(a.getQNorm());
+      family.sinks |= static_cast<bool>(a.getSinks());
+      family.attnBias |= static_cast<bool>(a.getBq());
+      components.push_back(std::move(comp));
       model["num_heads"] = a.getNumHeads();
       model["num_kv_heads"] = a.getNumKvHeads();
       model["head_dim"] = a.getHeadDim();
@@ -195,10 +221,20 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                   "forward"));
     } else if (auto r = dyn_cast<moe::RouterOp>(op)) {
       int64_t layer = r.getLayer();
-      components.push_back(json::Object{{"kind", "router"},
-                                        {"layer", layer},
-                                        {"weight", weights.use(r.getWeight(),
-                                                               attnGroupRanks(layer))}});
+      json::Object comp{{"kind", "router"},
+                        {"layer", layer},
+                        {"weight", weights.use(r.getWeight(), attnGroupRanks(layer))}};
+      if (r.getBias()) {
+        comp["bias"] = weights.use(r.getBias(), attnGroupRanks(layer));
+        model["router_bias"] = true;
+      }
+      if (auto f = r.getRoutedScalingFactor()) {
+        comp["routed_scaling_factor"] = f->convertToDouble();
+        model["routed_scaling_factor"] = f->convertToDouble();
+      }
+      if (r.getScoring() != "topk_softmax") // top-k on logits then softmax: always sums to 1
+        model["norm_topk_prob"] = r.getScoring() == "softmax_topk_renorm";
+      components.push_back(std::move(comp));
       model["num_experts"] = r.getNumExperts();
       model["top_k"] = r.getTopK();
       model["router_scoring"] = r.getScoring();
@@ -213,15 +249,57 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       json::Array list;
       for (int64_t e = 0; e < x.getNumExperts(); ++e) {
         std::vector<int64_t> owner{p.expertToRank[layer][e]};
-        list.push_back(json::Object{{"expert", e},
-                                    {"w1", weights.use(x.getW1()[e], owner)},
-                                    {"w3", weights.use(x.getW3()[e], owner)},
-                                    {"w2", weights.use(x.getW2()[e], owner)}});
+        json::Object ex{{"expert", e},
+                        {"w1", weights.use(x.getW1()[e], owner)},
+                        {"w2", weights.use(x.getW2()[e], owner)}};
+        if (!x.getW3().empty())
+          ex["w3"] = weights.use(x.getW3()[e], owner);
+        for (auto [key, range] : {std::pair<const char *, OperandRange>{"b1", x.getB1()},
+                                  {"b3", x.getB3()},
+                                  {"b2", x.getB2()}})
+          if (!range.empty())
+            ex[key] = weights.use(range[e], owner);
+        list.push_back(std::move(ex));
       }
-      components.push_back(
-          json::Object{{"kind", "experts"}, {"layer", layer}, {"experts", std::move(list)}});
+      json::Object comp{{"kind", "experts"}, {"layer", layer}, {"experts", std::move(list)}};
+      if (auto act = x.getActivation()) {
+        comp["activation"] = *act;
+        model["expert_activation"] = *act;
+      }
+      if (auto limit = x.getSwigluLimit()) {
+        comp["swiglu_limit"] = limit->convertToDouble();
+        model["swiglu_limit"] = limit->convertToDouble();
+      }
+      if (auto alpha = x.getSwigluAlpha()) {
+        comp["swiglu_alpha"] = alpha->convertToDouble();
+        model["swiglu_alpha"] = alpha->convertToDouble();
+      }
+      if (x.getFusedGateUp())
+        comp["fused_gate_up"] = true;
+      if (!x.getB1().empty() || !x.getB2().empty())
+        model["expert_bias"] = true;
+      components.push_back(std::move(comp));
       model["expert_hidden"] = x.getExpertHidden();
       ffnProgram.push_back(instr("experts", layer, "forward"));
+    } else if (auto d = dyn_cast<moe::DenseFfnOp>(op)) {
+      // A dense layer's FFN or a layer's shared experts, on the attention side: h += FFN(norm(h)).
+      int64_t layer = d.getLayer();
+      auto ranks = attnGroupRanks(layer);
+      components.push_back(json::Object{{"kind", "dense_ffn"},
+                                        {"layer", layer},
+                                        {"role", d.getRole()},
+                                        {"ffn_hidden", d.getFfnHidden()},
+                                        {"w1", weights.use(d.getW1(), ranks)},
+                                        {"w3", weights.use(d.getW3(), ranks)},
+                                        {"w2", weights.use(d.getW2(), ranks)}});
+      if (d.getRole() == "dense") {
+        denseLayers.push_back(layer);
+        model["dense_hidden"] = d.getFfnHidden();
+      } else {
+        model["num_shared_experts"] = d.getNumSharedExperts().value_or(1);
+        model["shared_expert_hidden"] = d.getFfnHidden();
+      }
+      attnProgram.push_back(instr("dense_ffn", layer, "forward"));
     } else if (auto h = dyn_cast<moe::HeadOp>(op)) {
       components.push_back(json::Object{
           {"kind", "head"}, {"weight", weights.use(h.getWeight(), attnGroupRanks(numLayers))}});
@@ -288,7 +366,19 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
     }
   }
 
-  model["family"] = "mixtral";
+  // The family, from the structure that was recognised.
+  model["family"] = family.sinks ? "gpt_oss"
+                    : family.qkNorm ? "qwen3_moe"
+                    : (!denseLayers.empty() || model.getInteger("num_shared_experts")) ? "deepseek_moe"
+                                                                                       : "mixtral";
+  model["dense_layers"] = toJson(denseLayers);
+  if (!model.get("num_shared_experts"))
+    model["num_shared_experts"] = 0;
+  model["qk_norm"] = family.qkNorm;
+  model["attention_sinks"] = family.sinks;
+  model["attention_bias"] = family.attnBias;
+  if (!slidingLayers.empty())
+    model["sliding_window_layers"] = toJson(slidingLayers);
   model["vocab_size"] = vocab;
   model["hidden_size"] = hidden;
   model["num_layers"] = numLayers;

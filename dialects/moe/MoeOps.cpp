@@ -100,6 +100,26 @@ LogicalResult AttentionOp::verify() {
       failed(expectShape(*this, getWv(), "wv", {hidden, kvHeads * headDim})) ||
       failed(expectShape(*this, getWo(), "wo", {heads * headDim, hidden})))
     return failure();
+  // Optional parts of the model families.
+  for (auto [name, value, size] :
+       {std::tuple<StringRef, Value, int64_t>{"bq", getBq(), heads * headDim},
+        {"bk", getBk(), kvHeads * headDim},
+        {"bv", getBv(), kvHeads * headDim},
+        {"bo", getBo(), hidden},
+        {"q_norm", getQNorm(), headDim},
+        {"k_norm", getKNorm(), headDim},
+        {"sinks", getSinks(), heads}})
+    if (value && failed(expectShape(*this, value, name, {size})))
+      return failure();
+  if (static_cast<bool>(getQNorm()) != static_cast<bool>(getKNorm()))
+    return emitOpError() << "q_norm and k_norm must be given together";
+  if (getQNorm() && !getQkNormEps())
+    return emitOpError() << "qk_norm needs the attribute 'qk_norm_eps'";
+  if (auto eps = getQkNormEps(); eps && eps->convertToDouble() <= 0.0)
+    return emitOpError() << "attribute 'qk_norm_eps' must be positive, got "
+                         << eps->convertToDouble();
+  if (auto window = getSlidingWindow(); window && *window <= 0)
+    return emitOpError() << "attribute 'sliding_window' must be positive, got " << *window;
   return success();
 }
 
@@ -117,6 +137,11 @@ LogicalResult RouterOp::verify() {
       failed(expectShape(*this, getIds(), "result ids", {kDyn, k})) ||
       failed(expectShape(*this, getGates(), "result gates", {kDyn, k})))
     return failure();
+  if (getBias() && failed(expectShape(*this, getBias(), "bias", {experts})))
+    return failure();
+  if (auto f = getRoutedScalingFactor(); f && !(f->convertToDouble() > 0.0))
+    return emitOpError() << "attribute 'routed_scaling_factor' must be positive, got "
+                         << f->convertToDouble();
   return success();
 }
 
@@ -125,23 +150,72 @@ LogicalResult ExpertsOp::verify() {
   if (failed(expectPositive(*this, "num_experts", experts)) ||
       failed(expectPositive(*this, "expert_hidden", inner)))
     return failure();
-  for (auto [name, list] : {std::pair<StringRef, OperandRange>{"w1", getW1()},
-                            {"w3", getW3()}, {"w2", getW2()}})
+  const bool fused = getFusedGateUp();
+  StringRef activation = getActivation().value_or("swiglu");
+  if (activation != "swiglu" && activation != "swiglu_oai")
+    return emitOpError() << "attribute 'activation' must be swiglu or swiglu_oai, got '"
+                         << activation << "'";
+  if (activation == "swiglu_oai" && (!getSwigluLimit() || !getSwigluAlpha()))
+    return emitOpError() << "activation swiglu_oai needs 'swiglu_limit' and 'swiglu_alpha'";
+  if (auto limit = getSwigluLimit(); limit && !(limit->convertToDouble() > 0.0))
+    return emitOpError() << "attribute 'swiglu_limit' must be positive";
+  const int64_t gateWidth = fused ? 2 * inner : inner;
+  for (auto [name, list, allowEmpty] :
+       {std::tuple<StringRef, OperandRange, bool>{"w1", getW1(), false},
+        {"w3", getW3(), fused},
+        {"w2", getW2(), false},
+        {"b1", getB1(), true},
+        {"b3", getB3(), true},
+        {"b2", getB2(), true}}) {
+    if (fused && name == "w3" && !list.empty())
+      return emitOpError() << "with fused_gate_up, w3 must be empty (w1 holds gate and up)";
+    if (fused && name == "b3" && !list.empty())
+      return emitOpError() << "with fused_gate_up, b3 must be empty (b1 holds gate and up)";
+    if (list.empty() && allowEmpty)
+      continue;
     if (static_cast<int64_t>(list.size()) != experts)
       return emitOpError() << "has " << list.size() << " " << name << " weights for "
                            << experts << " experts";
+  }
   int64_t hidden = lastDim(getX());
   for (int64_t e = 0; e < experts; ++e) {
     std::string idx = "[" + std::to_string(e) + "]";
-    if (failed(expectShape(*this, getW1()[e], "w1" + idx, {hidden, inner})) ||
-        failed(expectShape(*this, getW3()[e], "w3" + idx, {hidden, inner})) ||
+    if (failed(expectShape(*this, getW1()[e], "w1" + idx, {hidden, gateWidth})) ||
+        (!fused && failed(expectShape(*this, getW3()[e], "w3" + idx, {hidden, inner}))) ||
         failed(expectShape(*this, getW2()[e], "w2" + idx, {inner, hidden})))
+      return failure();
+    if ((!getB1().empty() && failed(expectShape(*this, getB1()[e], "b1" + idx, {gateWidth}))) ||
+        (!getB3().empty() && failed(expectShape(*this, getB3()[e], "b3" + idx, {inner}))) ||
+        (!getB2().empty() && failed(expectShape(*this, getB2()[e], "b2" + idx, {hidden}))))
       return failure();
   }
   auto ids = shapeOf(getIds()), gates = shapeOf(getGates());
   if (ids && gates && (ids->size() != 2 || *ids != *gates))
     return emitOpError() << "ids and gates must both be [tokens, top_k]";
   return success();
+}
+
+LogicalResult DenseFfnOp::verify() {
+  StringRef role = getRole();
+  if (role != "dense" && role != "shared")
+    return emitOpError() << "attribute 'role' must be dense or shared, got '" << role << "'";
+  int64_t inner = getFfnHidden();
+  if (failed(expectPositive(*this, "ffn_hidden", inner)))
+    return failure();
+  if (getLayer() < 0)
+    return emitOpError() << "attribute 'layer' must be >= 0, got " << getLayer();
+  if (auto n = getNumSharedExperts()) {
+    if (role != "shared")
+      return emitOpError() << "attribute 'num_shared_experts' is only for role shared";
+    if (failed(expectPositive(*this, "num_shared_experts", *n)))
+      return failure();
+  }
+  int64_t hidden = lastDim(getX());
+  if (failed(expectShape(*this, getW1(), "w1", {hidden, inner})) ||
+      failed(expectShape(*this, getW3(), "w3", {hidden, inner})) ||
+      failed(expectShape(*this, getW2(), "w2", {inner, hidden})))
+    return failure();
+  return expectShape(*this, getResult(), "result", llvm::to_vector(*shapeOf(getX())));
 }
 
 LogicalResult HeadOp::verify() {
@@ -203,6 +277,24 @@ LogicalResult ResidualOp::verify() {
   if (getH().getType() != getResult().getType())
     return emitOpError() << "result must have the type of the sent value";
   return success();
+}
+
+// `(type, type, ...)` that may also be `()`: the w3 list of experts with a fused gate/up
+// projection is empty.
+static ParseResult parseParenTypes(OpAsmParser &parser, SmallVectorImpl<Type> &types) {
+  if (parser.parseLParen())
+    return failure();
+  if (succeeded(parser.parseOptionalRParen()))
+    return success();
+  if (parser.parseTypeList(types))
+    return failure();
+  return parser.parseRParen();
+}
+
+static void printParenTypes(OpAsmPrinter &printer, Operation *, TypeRange types) {
+  printer << "(";
+  llvm::interleaveComma(types, printer);
+  printer << ")";
 }
 
 #define GET_OP_CLASSES

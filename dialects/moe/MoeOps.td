@@ -67,7 +67,7 @@ def Moe_RmsNormOp : Moe_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Moe_AttentionOp : Moe_Op<"attention", [Pure]> {
+def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "causal grouped-query self-attention with rotary position embedding";
   let description = [{
     q = x Wq, k = x Wk, v = x Wv split into `num_heads` / `num_kv_heads` heads of `head_dim`;
@@ -75,32 +75,76 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure]> {
     softmax(q k^T / sqrt(head_dim) + causal mask) v, KV heads shared by num_heads/num_kv_heads query
     heads (Ainslie et al. 2023, GQA); output projected by Wo, before the residual add.
     Weights: Wq [hidden, heads*head_dim], Wk/Wv [hidden, kv_heads*head_dim], Wo [heads*head_dim, hidden].
+
+    Optional parts of the model families (each present or absent on its own):
+    - `bq`/`bk`/`bv`/`bo`: projection biases [heads*head_dim], [kv_heads*head_dim] x2, [hidden]
+      (GPT-OSS);
+    - `qk_norm(q_norm, k_norm)`: RMSNorm weights [head_dim] applied per head to q and k before RoPE,
+      with epsilon `qk_norm_eps` (Qwen3);
+    - `sinks`: one learned logit per query head [heads] that joins each softmax denominator and
+      contributes no value (GPT-OSS attention sinks);
+    - `sliding_window` = w: query t attends keys s with t - w < s <= t (GPT-OSS, even layers).
+
+    ```mlir
+    %a = moe.attention %x weights(%wq, %wk, %wv, %wo) bq(%bq : tensor<64xf32>)
+           sinks(%s : tensor<4xf32>) {head_dim = 16 : i64, ..., sliding_window = 4 : i64} : ...
+    ```
   }];
   let arguments = (ins F32Tensor:$x, F32Tensor:$wq, F32Tensor:$wk, F32Tensor:$wv, F32Tensor:$wo,
+                       Optional<F32Tensor>:$bq, Optional<F32Tensor>:$bk, Optional<F32Tensor>:$bv,
+                       Optional<F32Tensor>:$bo, Optional<F32Tensor>:$q_norm,
+                       Optional<F32Tensor>:$k_norm, Optional<F32Tensor>:$sinks,
                        Moe_I64Attr:$layer, Moe_I64Attr:$num_heads, Moe_I64Attr:$num_kv_heads, Moe_I64Attr:$head_dim,
-                       F64Attr:$rope_theta);
+                       F64Attr:$rope_theta, OptionalAttr<F64Attr>:$qk_norm_eps,
+                       OptionalAttr<Moe_I64Attr>:$sliding_window);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = [{
-    $x `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)` attr-dict `:` type($x) `,` `(` type($wq) `,`
+    $x `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
+    (`bq` `(` $bq^ `:` type($bq) `)`)? (`bk` `(` $bk^ `:` type($bk) `)`)?
+    (`bv` `(` $bv^ `:` type($bv) `)`)? (`bo` `(` $bo^ `:` type($bo) `)`)?
+    (`qk_norm` `(` $q_norm^ `,` $k_norm `:` type($q_norm) `,` type($k_norm) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    attr-dict `:` type($x) `,` `(` type($wq) `,`
     type($wk) `,` type($wv) `,` type($wo) `)` `->` type($result)
   }];
+  let builders = [
+    // The plain attention of the first version (no optional parts).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$x, "::mlir::Value":$wq, "::mlir::Value":$wk, "::mlir::Value":$wv, "::mlir::Value":$wo,
+                   "::mlir::IntegerAttr":$layer, "::mlir::IntegerAttr":$num_heads, "::mlir::IntegerAttr":$num_kv_heads,
+                   "::mlir::IntegerAttr":$head_dim, "::mlir::FloatAttr":$rope_theta), [{
+      build($_builder, $_state, result, x, wq, wk, wv, wo, ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), ::mlir::Value(),
+            ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), layer, num_heads, num_kv_heads, head_dim, rope_theta,
+            ::mlir::FloatAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
 def Moe_RouterOp : Moe_Op<"router", [Pure]> {
-  let summary = "MoE router: logits = x Wg (fp32), top-k expert ids and gate weights";
+  let summary = "MoE router: logits = x Wg (+ b) (fp32), top-k expert ids and gate weights";
   let description = [{
     `scoring`: `softmax_topk_renorm` (softmax over all experts, top-k, gates divided by their sum),
     `softmax_topk` (no renormalisation) or `topk_softmax` (top-k on logits, softmax over the k).
     Top-k ties go to the lower expert id (ONNX TopK specification).
+    Optional: `bias` [experts] added to the logits before scoring (GPT-OSS), and
+    `routed_scaling_factor` multiplying the final gate weights (DeepSeek).
     Results: ids [tokens, top_k] i64, gates [tokens, top_k] f32.
   }];
-  let arguments = (ins F32Tensor:$x, F32Tensor:$weight, Moe_I64Attr:$layer, Moe_I64Attr:$num_experts,
-                       Moe_I64Attr:$top_k, StrAttr:$scoring);
+  let arguments = (ins F32Tensor:$x, F32Tensor:$weight, Optional<F32Tensor>:$bias,
+                       Moe_I64Attr:$layer, Moe_I64Attr:$num_experts,
+                       Moe_I64Attr:$top_k, StrAttr:$scoring, OptionalAttr<F64Attr>:$routed_scaling_factor);
   let results = (outs I64Tensor:$ids, F32Tensor:$gates);
   let assemblyFormat = [{
-    $x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($ids) `,` type($gates)
+    $x `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($x) `,` type($weight)
+    `->` type($ids) `,` type($gates)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$ids, "::mlir::Type":$gates, "::mlir::Value":$x, "::mlir::Value":$weight, "::mlir::IntegerAttr":$layer,
+                   "::mlir::IntegerAttr":$num_experts, "::mlir::IntegerAttr":$top_k, "::mlir::StringAttr":$scoring), [{
+      build($_builder, $_state, ids, gates, x, weight, ::mlir::Value(), layer, num_experts, top_k, scoring,
+            ::mlir::FloatAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -110,15 +154,64 @@ def Moe_ExpertsOp : Moe_Op<"experts", [Pure, AttrSizedOperandSegments]> {
     E_e(x) = (silu(x W1_e) * (x W3_e)) W2_e (Shazeer 2020, "GLU Variants Improve Transformer").
     `w1`, `w3`: `num_experts` tensors [hidden, expert_hidden]; `w2`: [expert_hidden, hidden], listed
     in expert id order. Terms are added in ascending expert id (DESIGN.md, "Exchanges").
+
+    Expert forms of the other families:
+    - biases `b1`, `b3` [expert_hidden] and `b2` [hidden] (each list empty or one per expert);
+    - `activation = "swiglu_oai"` (GPT-OSS): g = min(x W1 + b1, limit), u = clamp(x W3 + b3,
+      -limit, limit), E(x) = ((u + 1) * g * sigmoid(alpha g)) W2 + b2 with `swiglu_limit` and
+      `swiglu_alpha`;
+    - `fused_gate_up`: `w1` holds [hidden, 2*expert_hidden] with the gate and up columns interleaved
+      (gate = even columns, up = odd columns; `b1` likewise [2*expert_hidden]) and `w3`/`b3` are
+      empty (GPT-OSS's gate_up_proj).
   }];
   let arguments = (ins F32Tensor:$x, I64Tensor:$ids, F32Tensor:$gates, Variadic<F32Tensor>:$w1,
-                       Variadic<F32Tensor>:$w3, Variadic<F32Tensor>:$w2, Moe_I64Attr:$layer,
-                       Moe_I64Attr:$num_experts, Moe_I64Attr:$expert_hidden);
+                       Variadic<F32Tensor>:$w3, Variadic<F32Tensor>:$w2, Variadic<F32Tensor>:$b1,
+                       Variadic<F32Tensor>:$b3, Variadic<F32Tensor>:$b2, Moe_I64Attr:$layer,
+                       Moe_I64Attr:$num_experts, Moe_I64Attr:$expert_hidden,
+                       OptionalAttr<StrAttr>:$activation, OptionalAttr<F64Attr>:$swiglu_limit,
+                       OptionalAttr<F64Attr>:$swiglu_alpha, UnitAttr:$fused_gate_up);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = [{
-    $x `,` $ids `,` $gates `w1` `(` $w1 `)` `w3` `(` $w3 `)` `w2` `(` $w2 `)` attr-dict `:`
-    type($x) `,` type($ids) `,` type($gates) `,` `(` type($w1) `)` `,` `(` type($w3) `)` `,`
-    `(` type($w2) `)` `->` type($result)
+    $x `,` $ids `,` $gates `w1` `(` $w1 `)` `w3` `(` $w3 `)` `w2` `(` $w2 `)`
+    (`b1` `(` $b1^ `:` type($b1) `)`)? (`b3` `(` $b3^ `:` type($b3) `)`)?
+    (`b2` `(` $b2^ `:` type($b2) `)`)? attr-dict `:`
+    type($x) `,` type($ids) `,` type($gates) `,` `(` type($w1) `)` `,`
+    custom<ParenTypes>(type($w3)) `,` `(` type($w2) `)` `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$x, "::mlir::Value":$ids, "::mlir::Value":$gates, "::mlir::ValueRange":$w1,
+                   "::mlir::ValueRange":$w3, "::mlir::ValueRange":$w2, "::mlir::IntegerAttr":$layer,
+                   "::mlir::IntegerAttr":$num_experts, "::mlir::IntegerAttr":$expert_hidden), [{
+      build($_builder, $_state, result, x, ids, gates, w1, w3, w2, ::mlir::ValueRange(), ::mlir::ValueRange(),
+            ::mlir::ValueRange(), layer, num_experts, expert_hidden, ::mlir::StringAttr(), ::mlir::FloatAttr(), ::mlir::FloatAttr(),
+            ::mlir::UnitAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
+  let summary = "an always-on SwiGLU FFN: a dense layer's FFN or a layer's shared experts";
+  let description = [{
+    y = (silu(x W1) * (x W3)) W2 with W1, W3 [hidden, ffn_hidden] and W2 [ffn_hidden, hidden].
+    `role = "dense"`: the whole FFN of a dense layer (DeepSeek's first_k_dense_replace layers), so
+    x_{l+1} = h_l + y; `role = "shared"`: the shared experts of an MoE layer, fused into one FFN of
+    width `num_shared_experts` x the routed expert width, so r_l = h_l + y is what the layer's
+    experts' output is added to (DESIGN.md, "Exchanges"). Both run on the attention side.
+
+    ```mlir
+    %s = moe.dense_ffn %hn w1(%a) w3(%b) w2(%c) {ffn_hidden = 32 : i64, layer = 1 : i64,
+           num_shared_experts = 2 : i64, role = "shared"} : tensor<2x8x32xf32>,
+           (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$x, F32Tensor:$w1, F32Tensor:$w3, F32Tensor:$w2,
+                       Moe_I64Attr:$layer, StrAttr:$role, Moe_I64Attr:$ffn_hidden,
+                       OptionalAttr<Moe_I64Attr>:$num_shared_experts);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `w1` `(` $w1 `)` `w3` `(` $w3 `)` `w2` `(` $w2 `)` attr-dict `:` type($x) `,`
+    `(` type($w1) `,` type($w3) `,` type($w2) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -75,6 +75,21 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
         }
       }
     }
+    // Dense layers have no FFN stage: their attention stage's output x_{l+1} = r_l goes to the
+    // stage that consumes it (layer l+1's attention, or the head) by the residual route alone.
+    for (moe::StageOp consumer : func.getOps<moe::StageOp>()) {
+      for (OpOperand &operand : consumer->getOpOperands()) {
+        auto producer = operand.get().getDefiningOp<moe::StageOp>();
+        if (!producer || producer.getSide() != "attention" || producer == consumer ||
+            consumer.getSide() == "ffn")
+          continue;
+        b.setInsertionPoint(consumer);
+        auto residual = b.create<moe::ResidualOp>(producer.getLoc(), operand.get().getType(),
+                                                  operand.get(), producer.getLayer(),
+                                                  *producer.getGroup(), *consumer.getGroup());
+        operand.set(residual.getResult());
+      }
+    }
     return success();
   }
 

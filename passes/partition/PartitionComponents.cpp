@@ -4,7 +4,8 @@
 // layer l, an attention stage (attention norm, attention, residual add, FFN norm, router) and an FFN
 // stage (experts). The residual add that forms x_{l+1} = h_l + y_l belongs to the receiver, i.e. to
 // the next layer's attention stage (or the head stage), so the residual stream crosses the cut
-// explicitly. Weight references (`onnx.weight`) are cloned into the stages that use them, which are
+// explicitly. Always-on FFNs (moe.dense_ffn: a dense layer's FFN, or shared experts) stay on the
+// attention side with their residual add. Weight references (`onnx.weight`) are cloned into the stages that use them, which are
 // isolated from above.
 //
 //===----------------------------------------------------------------------===//
@@ -119,8 +120,8 @@ struct PartitionComponentsPass : impl::PartitionComponentsBase<PartitionComponen
       else if (auto norm = dyn_cast<moe::RmsNormOp>(op))
         key = norm.getRole() == "final_norm" ? StageKey{"head", numLayers}
                                              : StageKey{"attention", norm.getLayer()};
-      else if (isa<moe::AttentionOp, moe::RouterOp>(op))
-        key = StageKey{"attention", *layerOf(&op)};
+      else if (isa<moe::AttentionOp, moe::RouterOp, moe::DenseFfnOp>(op))
+        key = StageKey{"attention", *layerOf(&op)}; // dense FFNs and shared experts: attention side
       else if (isa<moe::ExpertsOp>(op))
         key = StageKey{"ffn", *layerOf(&op)};
       else if (isa<arith::AddFOp>(op))
@@ -143,13 +144,17 @@ struct PartitionComponentsPass : impl::PartitionComponentsBase<PartitionComponen
     return success();
   }
 
-  /// h = x + attention(x) belongs to the attention stage of its layer; x_{l+1} = h_l + y_l (y the
-  /// experts' output) to the stage that consumes it: layer l+1's attention stage, or the head.
+  /// h = x + attention(x) belongs to the attention stage of its layer, and so do r = h + shared(h)
+  /// and a dense layer's x_{l+1} = h + dense(h) (moe.dense_ffn runs on the attention side; a dense
+  /// layer's output then takes the residual route); x_{l+1} = h_l + y_l (y the experts' output)
+  /// belongs to the stage that consumes it: layer l+1's attention stage, or the head.
   std::optional<StageKey> residualAddStage(Operation *add, int64_t numLayers) {
     for (Value operand : add->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (auto attn = dyn_cast_or_null<moe::AttentionOp>(def))
         return StageKey{"attention", attn.getLayer()};
+      if (auto ffn = dyn_cast_or_null<moe::DenseFfnOp>(def))
+        return StageKey{"attention", ffn.getLayer()};
       if (auto experts = dyn_cast_or_null<moe::ExpertsOp>(def)) {
         int64_t next = experts.getLayer() + 1;
         return next < numLayers ? StageKey{"attention", next} : StageKey{"head", numLayers};

@@ -9,6 +9,19 @@
 //   experts    SwiGLU blocks MatMul(rows, W1) -> Sigmoid/Mul, MatMul(rows, W3), MatMul(., W2) whose rows
 //              are selected by the router's one-hot mask (Gather(mask, e) -> NonZero -> ...)
 //   head       MatMul(final norm, W[hidden, vocab]) producing the graph output
+// and the parts of the other MoE families, each found by its structure:
+//   q/k norm   an RMSNorm over head_dim on the [b, s, heads, head_dim] view of q and k (Qwen3)
+//   biases     Add(MatMul(x, W), b[out]) on q/k/v/o projections (GPT-OSS), experts and router
+//   sinks      a per-head weight concatenated to the scores before the Softmax, whose column the
+//              Slice after the Softmax drops (GPT-OSS attention sinks)
+//   window     a second additive mask Trilu(-inf, k = -w, upper = 0) (GPT-OSS sliding window)
+//   router     also Gemm(x, Wg^T, b) / MatMul + Add(b) logits, and a Mul by a constant after the
+//              gates (DeepSeek's routed_scaling_factor)
+//   experts    also GPT-OSS's fused gate_up MatMul whose even/odd columns (Slice step 2) are the
+//              gate and up inputs of the clamped SwiGLU (Clip, Mul(alpha), Sigmoid, Add(1))
+//   dense FFN  a SwiGLU block on the FFN norm output with no router (DeepSeek's dense layers)
+//   shared     a SwiGLU block on the FFN norm output beside the router, added to the experts'
+//              output (DeepSeek's shared experts)
 // (DESIGN.md, "What real exports look like"). Hyper-parameters come from the graph: head counts from
 // the q/k Reshape shapes, head_dim from the softmax scale, the RoPE base from the inverse-frequency
 // constant, top-k from TopK's K.
@@ -27,6 +40,8 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 
 namespace disagmoe {
@@ -46,8 +61,23 @@ const llvm::StringSet<> &supportedOpTypes() {
       "Range",     "ReduceMean", "ReduceSum", "Reshape", "ScatterElements", "Shape",
       "Sigmoid",   "Sin",     "Slice",     "Softmax",   "Split",           "Sqrt",
       "Squeeze",   "Sub",     "Tile",      "TopK",      "Transpose",       "Trilu",
-      "Unsqueeze", "Where",   "Less",      "Greater",   "Min",             "Max"};
+      "Unsqueeze", "Where",   "Less",      "Greater",   "Min",             "Max",
+      "Gemm",      "Clip",    "ReduceMax"};
   return ops;
+}
+
+/// A constant read from an fp32 tensor, as the shortest decimal that rounds to the same fp32
+/// value (1.70200002193 -> 1.702): the digits beyond are the export's rounding, not the model's.
+double shortestF32(double v) {
+  float f = static_cast<float>(v);
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    double d = std::strtod(buf, nullptr);
+    if (static_cast<float>(d) == f)
+      return d;
+  }
+  return v;
 }
 
 struct NormMatch {
@@ -59,6 +89,11 @@ struct NormMatch {
 struct AttentionMatch {
   Value input, output;
   WeightOp wq, wk, wv, wo;
+  WeightOp bq, bk, bv, bo;   // projection biases (GPT-OSS), or null
+  WeightOp qNorm, kNorm;     // per-head RMSNorm weights [head_dim] (Qwen3), or null
+  double qkNormEps = 0;
+  WeightOp sinks;            // per-head sink logits [heads] (GPT-OSS), or null
+  int64_t slidingWindow = 0; // 0: full causal attention
   int64_t heads = 0, kvHeads = 0, headDim = 0;
   double ropeTheta = 0;
 };
@@ -67,6 +102,8 @@ struct RouterMatch {
   Value input;
   NodeOp topk;
   WeightOp weight;
+  WeightOp bias;            // added to the logits (GPT-OSS), or null
+  double scalingFactor = 0; // routed_scaling_factor (DeepSeek); 0 when absent
   int64_t numExperts = 0, topK = 0;
   std::string scoring;
   Value ids, gates;
@@ -75,6 +112,21 @@ struct RouterMatch {
 struct ExpertMatch {
   int64_t expert = -1;
   WeightOp w1, w3, w2;
+  WeightOp b1, b3, b2; // biases (GPT-OSS), or null
+};
+
+/// The form of a layer's experts: plain SwiGLU, or GPT-OSS's clamped SwiGLU on a fused,
+/// interleaved gate/up projection.
+struct ExpertForm {
+  bool oai = false;
+  double limit = 0, alpha = 0;
+};
+
+/// An always-on SwiGLU FFN on the FFN norm output: a dense layer's FFN or the shared experts.
+struct FfnMatch {
+  WeightOp w1, w3, w2;
+  Value output;
+  int64_t inner = 0;
 };
 
 struct LayerMatch {
@@ -83,9 +135,12 @@ struct LayerMatch {
   NodeOp attnResidualAdd; // h = x + attention
   RouterMatch router;
   SmallVector<ExpertMatch> experts; // by expert id
+  ExpertForm form;
   Value moeOutput;                  // the combined expert output added to h
   NodeOp ffnResidualAdd;            // x_next = h + moe
   int64_t expertHidden = 0;
+  std::optional<FfnMatch> dense;    // a dense layer: no router, no experts
+  std::optional<FfnMatch> shared;   // shared experts beside the routed ones
 };
 
 /// A recognition failure: the node at fault and what was expected there.
@@ -143,6 +198,31 @@ public:
     return out;
   }
 
+  /// The bias Add(y, b) after a linear output `y`, with b a 1-D weight of `width` values; the Add
+  /// node (or null) and the weight.
+  std::pair<NodeOp, WeightOp> biasAfter(Value y, int64_t width) {
+    for (NodeOp add : consumers(y, "Add")) {
+      auto other = otherOperand(add, y);
+      WeightOp b = other ? weightOf(*other) : WeightOp();
+      if (b && staticShape(b.getResult()) == SmallVector<int64_t>{width})
+        return {add, b};
+    }
+    return {nullptr, nullptr};
+  }
+
+  static int64_t outWidth(WeightOp w) {
+    auto shape = staticShape(w.getResult());
+    return shape.size() == 2 ? shape[1] : -1;
+  }
+
+  /// A weight read through data movement and broadcasting only (Reshape, Expand, ...), or null.
+  static WeightOp broadcastWeight(Value v) {
+    while (auto node = producer(v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten",
+                                    "Identity", "Expand", "Tile"}))
+      v = node.getInputs()[0];
+    return weightOf(v);
+  }
+
   /// Attention whose input (the attention norm's output) is `x`.
   std::optional<AttentionMatch> matchAttention(Value x) {
     auto projs = projections(x);
@@ -159,7 +239,7 @@ public:
     NodeOp pv = findDownstream(softmax.getOutputs()[0], "MatMul");
     if (!pv)
       return fail(softmax, "attention: the Softmax feeds no MatMul with V");
-    NodeOp scores = findUpstream(softmax.getInputs()[0], "MatMul", 8);
+    NodeOp scores = findUpstream(softmax.getInputs()[0], "MatMul", 24);
     if (!scores)
       return fail(softmax, "attention: no Q K^T MatMul before the Softmax");
 
@@ -177,6 +257,13 @@ public:
     }
     if (!qProj || !kProj || !vProj)
       return fail(scores, "attention: cannot tell the q, k and v projections apart");
+    // Projection biases: Add(x W, b) with b [out] right after the MatMul.
+    auto [qAdd, bq] = biasAfter(qProj.getOutputs()[0], outWidth(m.wq));
+    auto [kAdd, bk] = biasAfter(kProj.getOutputs()[0], outWidth(m.wk));
+    auto [vAdd, bv] = biasAfter(vProj.getOutputs()[0], outWidth(m.wv));
+    m.bq = bq, m.bk = bk, m.bv = bv;
+    Value qOut = qAdd ? qAdd.getOutputs()[0] : qProj.getOutputs()[0];
+    Value kOut = kAdd ? kAdd.getOutputs()[0] : kProj.getOutputs()[0];
 
     // Output projection: the first MatMul with a weight after PV.
     NodeOp oProj = findDownstream(pv.getOutputs()[0], "MatMul", /*needWeight=*/true);
@@ -184,6 +271,9 @@ public:
       return fail(pv, "attention: no output projection MatMul(., Wo) after softmax(QK^T)V");
     m.wo = weightOf(oProj.getInputs()[1]);
     m.output = oProj.getOutputs()[0];
+    auto [oAdd, bo] = biasAfter(m.output, outWidth(m.wo));
+    if (oAdd)
+      m.bo = bo, m.output = oAdd.getOutputs()[0];
 
     // head_dim from the softmax scale: Div(scores, sqrt(head_dim)) or Mul(scores, 1/sqrt(d)).
     double scale = 0;
@@ -204,21 +294,70 @@ public:
                               " does not give a head_dim dividing the projection widths");
     m.heads = qShape[1] / m.headDim;
     m.kvHeads = kShape[1] / m.headDim;
-    if (!checkHeadsInReshape(qProj, m.heads, m.headDim) ||
-        !checkHeadsInReshape(kProj, m.kvHeads, m.headDim))
+    if (!checkHeadsInReshape(qOut, m.heads, m.headDim) ||
+        !checkHeadsInReshape(kOut, m.kvHeads, m.headDim))
       return fail(qProj, "attention: the head split (Reshape to [b, s, heads, head_dim]) "
                          "disagrees with the softmax scale");
 
-    // Causal mask: an additive mask on the scores before the Softmax that hides key j > query i.
+    // q/k norm (Qwen3): an RMSNorm over head_dim on the per-head view of q and of k.
+    std::optional<NormMatch> qNorm, kNorm;
+    if (NodeOp r = single(consumers(qOut, "Reshape")))
+      qNorm = matchNorm(r.getOutputs()[0]);
+    if (NodeOp r = single(consumers(kOut, "Reshape")))
+      kNorm = matchNorm(r.getOutputs()[0]);
+    if (error)
+      return std::nullopt;
+    if (static_cast<bool>(qNorm) != static_cast<bool>(kNorm))
+      return fail(qNorm ? qProj : kProj, "attention: an RMSNorm on only one of q and k");
+    if (qNorm) {
+      for (NormMatch *n : {&*qNorm, &*kNorm})
+        if (staticShape(n->weight.getResult()) != SmallVector<int64_t>{m.headDim})
+          return fail(qProj, "attention: the q/k RMSNorm weight is not [head_dim = " +
+                                 std::to_string(m.headDim) + "]");
+      if (qNorm->eps != kNorm->eps)
+        return fail(kProj, "attention: q and k RMSNorms have different epsilons");
+      m.qNorm = qNorm->weight, m.kNorm = kNorm->weight, m.qkNormEps = shortestF32(qNorm->eps);
+    }
+
+    // Causal mask: an additive mask on the scores before the Softmax that hides key j > query i,
+    // optionally also key j <= query i - w (sliding window).
     bool causal = false;
     for (NodeOp node : between(scores, softmax))
       if (node.getOpType() == "Add")
         for (Value operand : node.getInputs())
-          causal |= isCausalMask(operand);
+          if (isCausalMask(operand)) {
+            causal = true;
+            m.slidingWindow = slidingWindowOf(operand);
+          }
     if (!causal)
       return fail(softmax, "attention: no causal mask (Trilu(upper=1), or -inf where key "
                            "position > query position) added before the Softmax; only causal "
                            "decoders are supported");
+
+    // Sinks (GPT-OSS): Concat(scores, sinks broadcast) -> [Sub(max)] -> Softmax -> Slice(drop the
+    // last column) -> PV.
+    for (NodeOp node : between(scores, softmax)) {
+      if (node.getOpType() != "Concat")
+        continue;
+      WeightOp sink;
+      for (Value operand : node.getInputs())
+        if (WeightOp w = broadcastWeight(operand))
+          sink = w;
+      // Constant folding may store the sinks already reshaped, e.g. [1, heads, 1, 1]: the same
+      // bytes, read as [heads].
+      auto shape = sink ? staticShape(sink.getResult()) : SmallVector<int64_t>{};
+      bool perHead = !shape.empty() && llvm::count(shape, m.heads) == 1 &&
+                     llvm::all_of(shape, [&](int64_t d) { return d == 1 || d == m.heads; });
+      if (!perHead || (m.heads == 1 && shape.size() != 1))
+        return fail(node, "attention: the scores are concatenated with something that is not "
+                          "one sink logit per head [" + std::to_string(m.heads) + "]");
+      if (shape.size() != 1)
+        sink = reshapedRef(sink, {m.heads});
+      if (!findUpstream(pv.getInputs()[0], "Slice", 8))
+        return fail(node, "attention: sink logits join the softmax but its output does not drop "
+                          "their column (no Slice before the PV MatMul)");
+      m.sinks = sink;
+    }
 
     // RoPE: the rotated q reaches a Cos whose angles come from an inverse-frequency constant.
     NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);
@@ -241,32 +380,97 @@ public:
     return m;
   }
 
+  /// A reference to the same bytes as `w` with another shape of the same element count.
+  static WeightOp reshapedRef(WeightOp w, ArrayRef<int64_t> shape) {
+    auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+    OpBuilder b(w);
+    b.setInsertionPointAfter(w);
+    return b.create<WeightOp>(w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+                              w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(),
+                              w.getLengthAttr(), /*value=*/ElementsAttr(), w.getTransposedAttr());
+  }
+
+  /// A reference to `w` as its 2-D transpose (marked `transposed`, as foldWeightTransposes does),
+  /// for weights that a Gemm reads with transB = 1.
+  static WeightOp transposedRef(WeightOp w) {
+    auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+    OpBuilder b(w);
+    b.setInsertionPointAfter(w);
+    return b.create<WeightOp>(
+        w.getLoc(),
+        RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
+        w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
+        /*value=*/ElementsAttr(), b.getUnitAttr());
+  }
+
   /// Router fed (through reshapes) by `x`, the FFN norm output.
   std::optional<RouterMatch> matchRouter(Value x) {
     for (NodeOp topk : allNodes("TopK")) {
-      // Logits: MatMul(x', Wg) upstream of TopK, with x' a reshape of x.
+      // Logits: MatMul(x', Wg) [+ b] or Gemm(x', Wg^T, b) upstream of TopK, x' a reshape of x.
       NodeOp logits = findUpstream(topk.getInputs()[0], "MatMul", 8);
+      if (!logits || skipDataMovement(logits.getInputs()[0]) != x)
+        logits = findUpstream(topk.getInputs()[0], "Gemm", 8);
       if (!logits || skipDataMovement(logits.getInputs()[0]) != x)
         continue;
       RouterMatch r;
       r.input = x;
       r.topk = topk;
       r.weight = weightOf(logits.getInputs()[1]);
+      if (r.weight && logits.getOpType() == "Gemm") {
+        auto attrs = logits.getOnnxAttrs();
+        auto intAttr = [&](StringRef name, int64_t dflt) {
+          auto a = attrs.getAs<IntegerAttr>(name);
+          return a ? a.getInt() : dflt;
+        };
+        auto floatAttr = [&](StringRef name) {
+          auto a = attrs.getAs<FloatAttr>(name);
+          return a ? a.getValueAsDouble() : 1.0;
+        };
+        if (intAttr("transA", 0) != 0 || floatAttr("alpha") != 1.0 || floatAttr("beta") != 1.0)
+          return fail(logits, "router: Gemm with transA or alpha/beta other than 1");
+        if (intAttr("transB", 0) == 1) {
+          if (r.weight.getTransposed())
+            return fail(logits, "router: Gemm transposes a weight that is already transposed");
+          r.weight = transposedRef(r.weight);
+        }
+        if (logits.getInputs().size() > 2 && !isa_and_nonnull<onnxir::NoneOp>(
+                                                  logits.getInputs()[2].getDefiningOp())) {
+          r.bias = weightOf(logits.getInputs()[2]);
+          if (!r.bias)
+            return fail(logits, "router: the Gemm's bias is not a weight");
+        }
+      }
       auto k = scalarConstant(topk.getInputs()[1]);
       auto wShape = r.weight ? staticShape(r.weight.getResult()) : SmallVector<int64_t>{};
       if (!r.weight || !k || wShape.size() != 2)
         return fail(topk, "router: expected TopK(K constant) of MatMul(x, Wg[hidden, experts])");
       r.numExperts = wShape[1];
       r.topK = static_cast<int64_t>(*k);
+      if (logits.getOpType() == "MatMul")
+        r.bias = biasAfter(logits.getOutputs()[0], r.numExperts).second;
+      if (r.bias && staticShape(r.bias.getResult()) != SmallVector<int64_t>{r.numExperts})
+        return fail(logits, "router: the logits' bias is not [experts = " +
+                                std::to_string(r.numExperts) + "]");
       if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
         if (largest.getInt() != 1)
           return fail(topk, "router: TopK must select the largest scores");
       bool softmaxBefore = static_cast<bool>(findUpstream(topk.getInputs()[0], "Softmax", 4));
       Value values = topk.getOutputs()[0];
       NodeOp div;
-      for (NodeOp d : consumers(values, "Div"))
-        if (d.getInputs()[0] == values && producer(d.getInputs()[1], {"ReduceSum"}))
+      for (NodeOp d : consumers(values, "Div")) {
+        if (d.getInputs()[0] != values)
+          continue;
+        // Div(values, ReduceSum(values)) or Div(values, ReduceSum(values) + tiny eps).
+        Value den = d.getInputs()[1];
+        if (NodeOp add = producer(den, {"Add"}))
+          for (Value in : add.getInputs())
+            if (producer(in, {"ReduceSum"}) && otherOperand(add, in) &&
+                scalarConstant(*otherOperand(add, in)) &&
+                std::abs(*scalarConstant(*otherOperand(add, in))) < 1e-6)
+              den = in;
+        if (producer(den, {"ReduceSum"}))
           div = d;
+      }
       NodeOp softmaxAfter = single(consumers(values, "Softmax"));
       if (softmaxBefore && div) {
         r.scoring = "softmax_topk_renorm";
@@ -280,24 +484,181 @@ public:
       } else {
         return fail(topk, "router: no Softmax before or after TopK");
       }
+      // routed_scaling_factor: the gates multiplied by a positive constant.
+      for (NodeOp mul : consumers(r.gates, "Mul"))
+        if (auto c = otherOperand(mul, r.gates) ? scalarConstant(*otherOperand(mul, r.gates))
+                                                : std::nullopt) {
+          if (*c <= 0)
+            return fail(mul, "router: the gates are multiplied by a non-positive constant");
+          r.scalingFactor = shortestF32(*c);
+          r.gates = mul.getOutputs()[0];
+          break;
+        }
       r.ids = topk.getOutputs()[1];
       return r;
     }
     return std::nullopt;
   }
 
+  /// An always-on SwiGLU FFN whose gate and up MatMuls read `x` (or a reshape of it):
+  /// MatMul(x, W2 of silu(x W1) * (x W3)).
+  std::optional<FfnMatch> matchSwiGLU(Value x) {
+    SmallVector<Value> inputs{x};
+    for (StringRef op : {"Reshape", "Flatten"})
+      for (NodeOp r : consumers(x, op))
+        inputs.push_back(r.getOutputs()[0]);
+    for (Value in : inputs)
+      for (auto [mm1, w1] : projections(in)) {
+        NodeOp sigmoid = single(consumers(mm1.getOutputs()[0], "Sigmoid"));
+        if (!sigmoid)
+          continue;
+        NodeOp silu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
+        if (!silu || otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
+          return fail(sigmoid, "FFN: expected SiLU = x * Sigmoid(x)");
+        NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
+        NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
+                           : NodeOp();
+        if (!mm3 || mm3.getInputs()[0] != in || !weightOf(mm3.getInputs()[1]))
+          return fail(silu, "FFN: expected SwiGLU silu(x W1) * (x W3)");
+        NodeOp mm2 = single(consumers(gated.getOutputs()[0], "MatMul"));
+        if (!mm2 || !weightOf(mm2.getInputs()[1]))
+          return fail(gated, "FFN: expected the down projection MatMul(., W2)");
+        FfnMatch f{w1, weightOf(mm3.getInputs()[1]), weightOf(mm2.getInputs()[1]),
+                   mm2.getOutputs()[0], outWidth(w1)};
+        if (outWidth(f.w3) != f.inner || staticShape(f.w2.getResult()).front() != f.inner)
+          return fail(mm2, "FFN: gate, up and down projections disagree on the inner width");
+        return f;
+      }
+    return std::nullopt;
+  }
+
+  /// GPT-OSS's expert: gate_up = rows W13 [+ b13]; g = Clip(gate_up[..., ::2], max = limit),
+  /// u = Clip(gate_up[..., 1::2], -limit, limit); ((u + 1) * g * Sigmoid(alpha g)) W2 [+ b2].
+  /// `sigmoid` is the expert's Sigmoid; returns the expert's weights and form, or nullopt if this
+  /// Sigmoid is not of that form.
+  std::optional<std::pair<ExpertMatch, ExpertForm>> matchOaiExpert(NodeOp sigmoid, Value &rows) {
+    NodeOp scaled = producer(sigmoid.getInputs()[0], {"Mul"});
+    if (!scaled)
+      return std::nullopt;
+    NodeOp gateClip;
+    double alpha = 0;
+    for (Value in : scaled.getInputs())
+      if (NodeOp c = producer(in, {"Clip"}))
+        if (auto a = otherOperand(scaled, in) ? scalarConstant(*otherOperand(scaled, in))
+                                              : std::nullopt)
+          gateClip = c, alpha = *a;
+    if (!gateClip)
+      return std::nullopt;
+    auto clipBound = [](NodeOp clip, unsigned i) -> std::optional<double> {
+      if (clip.getInputs().size() <= i)
+        return std::nullopt;
+      return scalarConstant(clip.getInputs()[i]);
+    };
+    auto limit = clipBound(gateClip, 2);
+    if (!limit || clipBound(gateClip, 1))
+      return fail(gateClip, "experts: the clamped SwiGLU's gate must be Clip(max = limit) only"),
+             std::nullopt;
+    NodeOp gateSlice = producer(gateClip.getInputs()[0], {"Slice"});
+    if (!gateSlice || !isStrideTwoSlice(gateSlice, 0))
+      return fail(gateClip, "experts: the gate is not the even columns of a fused gate_up "
+                            "projection (Slice start 0, step 2)"),
+             std::nullopt;
+    Value fused = gateSlice.getInputs()[0];
+    NodeOp glu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
+    if (!glu || otherOperand(glu, sigmoid.getOutputs()[0]) != gateClip.getOutputs()[0])
+      return fail(sigmoid, "experts: expected glu = gate * Sigmoid(alpha * gate)"), std::nullopt;
+    NodeOp out = single(consumers(glu.getOutputs()[0], "Mul"));
+    NodeOp plusOne = out ? producer(*otherOperand(out, glu.getOutputs()[0]), {"Add"}) : NodeOp();
+    NodeOp upClip;
+    if (plusOne)
+      for (Value in : plusOne.getInputs())
+        if (NodeOp c = producer(in, {"Clip"}))
+          if (otherOperand(plusOne, in) && scalarConstant(*otherOperand(plusOne, in)) == 1.0)
+            upClip = c;
+    if (!upClip || clipBound(upClip, 1) != -*limit || clipBound(upClip, 2) != *limit)
+      return fail(glu, "experts: expected (Clip(up, -limit, limit) + 1) * glu"), std::nullopt;
+    NodeOp upSlice = producer(upClip.getInputs()[0], {"Slice"});
+    if (!upSlice || upSlice.getInputs()[0] != fused || !isStrideTwoSlice(upSlice, 1))
+      return fail(upClip, "experts: the up input is not the odd columns of the same gate_up "
+                          "projection (Slice start 1, step 2)"),
+             std::nullopt;
+    ExpertMatch e;
+    NodeOp mm13 = producer(fused, {"MatMul"});
+    if (!mm13) {
+      NodeOp add = producer(fused, {"Add"});
+      for (Value in : add ? add.getInputs() : ValueRange{})
+        if (NodeOp mm = producer(in, {"MatMul"}))
+          if (auto b = otherOperand(add, in))
+            mm13 = mm, e.b1 = weightOf(*b);
+      if (mm13 && !e.b1)
+        return fail(add, "experts: the gate_up bias is not a weight"), std::nullopt;
+    }
+    if (!mm13 || !weightOf(mm13.getInputs()[1]))
+      return fail(gateSlice, "experts: the fused gate_up is not MatMul(rows, W)"), std::nullopt;
+    e.w1 = weightOf(mm13.getInputs()[1]);
+    NodeOp down = single(consumers(out.getOutputs()[0], "MatMul"));
+    if (!down || !weightOf(down.getInputs()[1]))
+      return fail(out, "experts: expected the down projection MatMul(., W2)"), std::nullopt;
+    e.w2 = weightOf(down.getInputs()[1]);
+    e.b2 = biasAfter(down.getOutputs()[0], outWidth(e.w2)).second;
+    rows = mm13.getInputs()[0];
+    return std::make_pair(e, ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
+  }
+
+  /// Slice(data, starts = [start], ends, axes = [-1 or last], steps = [2]).
+  bool isStrideTwoSlice(NodeOp slice, int64_t start) {
+    auto ins = slice.getInputs();
+    if (ins.size() < 5)
+      return false;
+    auto starts = constantValues(ins[1]), axes = constantValues(ins[3]),
+         steps = constantValues(ins[4]);
+    auto rank = llvm::cast<ShapedType>(ins[0].getType()).hasRank()
+                    ? llvm::cast<ShapedType>(ins[0].getType()).getRank()
+                    : -1;
+    return starts && axes && steps && starts->size() == 1 && axes->size() == 1 &&
+           steps->size() == 1 && (*starts)[0] == start && (*steps)[0] == 2 &&
+           ((*axes)[0] == -1 || (*axes)[0] == rank - 1);
+  }
+
   /// SwiGLU experts selected by `router`'s one-hot mask.
   std::optional<SmallVector<ExpertMatch>> matchExperts(const RouterMatch &router,
-                                                       int64_t &expertHidden) {
+                                                       int64_t &expertHidden, ExpertForm &form) {
     NodeOp oneHot = single(consumers(router.ids, "OneHot"));
     if (!oneHot)
       return fail(router.topk, "experts: the router's expert ids feed no OneHot mask (only the "
                                "unrolled Hugging Face loop over experts is supported here)"),
              std::nullopt;
     SmallVector<ExpertMatch> experts(router.numExperts);
+    bool sawPlain = false, sawOai = false;
     for (NodeOp sigmoid : allNodes("Sigmoid")) {
       NodeOp mm1 = producer(sigmoid.getInputs()[0], {"MatMul"});
-      if (!mm1 || !weightOf(mm1.getInputs()[1]))
+      if (!mm1) {
+        // GPT-OSS's clamped SwiGLU on a fused gate_up projection.
+        Value rows;
+        auto oai = matchOaiExpert(sigmoid, rows);
+        if (error)
+          return std::nullopt;
+        if (!oai)
+          continue;
+        std::optional<int64_t> expert = expertIndexOf(rows, oneHot);
+        if (!expert)
+          continue;
+        if (*expert < 0 || *expert >= router.numExperts || experts[*expert].w1)
+          return fail(sigmoid, "experts: expert index " + std::to_string(*expert) +
+                                   " is out of range or appears twice"),
+                 std::nullopt;
+        if (sawOai && (oai->second.limit != form.limit || oai->second.alpha != form.alpha))
+          return fail(sigmoid, "experts: the experts of one layer use different swiglu limits "
+                               "or alphas"),
+                 std::nullopt;
+        sawOai = true;
+        form = oai->second;
+        experts[*expert] = oai->first;
+        experts[*expert].expert = *expert;
+        expertHidden = outWidth(oai->first.w1) / 2;
+        continue;
+      }
+      if (!weightOf(mm1.getInputs()[1]))
         continue;
       Value rows = mm1.getInputs()[0];
       // Which expert: rows come from Gather(x, tokens) with tokens from Gather(mask, e).
@@ -320,11 +681,15 @@ public:
         return fail(mm1, "experts: expert index " + std::to_string(*expert) +
                              " is out of range or appears twice"),
                std::nullopt;
+      sawPlain = true;
       experts[*expert] = {*expert, weightOf(mm1.getInputs()[1]), weightOf(mm3.getInputs()[1]),
                           weightOf(mm2.getInputs()[1])};
       auto w1Shape = staticShape(experts[*expert].w1.getResult());
       expertHidden = w1Shape.size() == 2 ? w1Shape[1] : 0;
     }
+    if (sawPlain && sawOai)
+      return fail(router.topk, "experts: one layer mixes plain and clamped SwiGLU experts"),
+             std::nullopt;
     for (auto [e, ex] : llvm::enumerate(experts))
       if (!ex.w1)
         return fail(router.topk, "experts: no SwiGLU expert found for expert id " +
@@ -384,19 +749,43 @@ public:
       }
       layer.ffnNorm = *ffnNorm;
       auto router = matchRouter(ffnNorm->output);
-      if (!router) {
-        std::string where = "layer " + std::to_string(layers.size()) + "'s FFN has no router (TopK)";
-        if (!error && allNodes("TopK").empty())
-          fail(firstUser(ffnNorm->output), "the model has no MoE layer: " + where);
-        else if (!error)
-          fail(firstUser(ffnNorm->output), where + "; dense FFN layers are not supported yet");
+      if (error)
+        return false;
+      if (!router && allNodes("TopK").empty()) {
+        fail(firstUser(ffnNorm->output), "the model has no MoE layer: layer " +
+                                             std::to_string(layers.size()) +
+                                             "'s FFN has no router (TopK)");
         return false;
       }
+      if (!router) {
+        // A dense layer (DeepSeek's first_k_dense_replace): one SwiGLU FFN on the FFN norm.
+        auto dense = matchSwiGLU(ffnNorm->output);
+        if (error)
+          return false;
+        NodeOp add = dense ? residualAdd(h, dense->output) : NodeOp();
+        if (!dense || !add) {
+          std::string where = "layer " + std::to_string(layers.size()) +
+                              "'s FFN has no router (TopK) and is not a SwiGLU FFN added to the "
+                              "residual stream";
+          fail(firstUser(ffnNorm->output), where);
+          return false;
+        }
+        layer.dense = dense;
+        layer.ffnResidualAdd = add;
+        layer.moeOutput = dense->output;
+        x = add.getOutputs()[0];
+        layers.push_back(std::move(layer));
+        continue;
+      }
       layer.router = *router;
-      auto experts = matchExperts(*router, layer.expertHidden);
+      auto experts = matchExperts(*router, layer.expertHidden, layer.form);
       if (!experts)
         return false;
       layer.experts = *experts;
+      // Shared experts (DeepSeek): a SwiGLU FFN on the FFN norm output beside the router.
+      layer.shared = matchSwiGLU(ffnNorm->output);
+      if (error)
+        return false;
       // x_next = h + moe_out: the Add on h that is not part of the norm.
       for (NodeOp add : consumers(h, "Add"))
         if (add != layer.attnResidualAdd && otherOperand(add, h) &&
@@ -407,6 +796,19 @@ public:
         return false;
       }
       layer.moeOutput = *otherOperand(layer.ffnResidualAdd, h);
+      if (layer.shared) {
+        // The shared output must be summed with the routed output into that add:
+        // h + (routed + shared).
+        NodeOp sum = producer(skipDataMovement(layer.moeOutput), {"Add"});
+        bool ok = sum && llvm::any_of(sum.getInputs(), [&](Value in) {
+                    return skipDataMovement(in) == layer.shared->output;
+                  });
+        if (!ok) {
+          fail(firstUser(layer.shared->output),
+               "shared experts: expected the residual add h + (experts(h) + shared(h))");
+          return false;
+        }
+      }
       x = layer.ffnResidualAdd.getOutputs()[0];
       layers.push_back(std::move(layer));
     }
@@ -486,9 +888,10 @@ private:
   }
 
   /// The projection's Reshape to [b, s, heads, head_dim] agrees with (heads, headDim), where the
-  /// shape is known (statically typed result, or constant trailing entries of its shape Concat).
-  bool checkHeadsInReshape(NodeOp proj, int64_t heads, int64_t headDim) {
-    NodeOp reshape = single(consumers(proj.getOutputs()[0], "Reshape"));
+  /// shape is known (statically typed result, or constant trailing entries of its shape Concat;
+  /// heads may be -1, as in `view(b, s, -1, head_dim)`).
+  bool checkHeadsInReshape(Value projOut, int64_t heads, int64_t headDim) {
+    NodeOp reshape = single(consumers(projOut, "Reshape"));
     if (!reshape)
       return true; // no explicit head split to compare with
     auto shape = staticShape(reshape.getOutputs()[0]);
@@ -499,7 +902,7 @@ private:
       auto h = n >= 2 ? constantValues(concat.getInputs()[n - 2]) : std::nullopt;
       auto d = n >= 2 ? constantValues(concat.getInputs()[n - 1]) : std::nullopt;
       if (h && d && h->size() == 1 && d->size() == 1)
-        return (*h)[0] == heads && (*d)[0] == headDim;
+        return ((*h)[0] == heads || (*h)[0] == -1) && (*d)[0] == headDim;
     }
     return true;
   }
@@ -527,9 +930,13 @@ private:
   /// Trilu(upper = 1) of a -inf tensor, or as Where(key > query, -inf, 0) with key and query the
   /// positions Range(0, seq) unsqueezed along axes 0 and 1 (exports before opset 14 lack Trilu).
   bool isCausalMask(Value mask) {
-    if (NodeOp trilu = findUpstream(mask, "Trilu", 16)) {
-      auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
-      return upper && upper.getInt() == 1;
+    if (findUpstream(mask, "Trilu", 16)) {
+      for (NodeOp trilu : trilusOf(mask)) {
+        auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
+        if (!upper || upper.getInt() == 1)
+          return true;
+      }
+      return false;
     }
     NodeOp where = producer(skipDataMovement(mask), {"Where"});
     if (!where || where.getInputs().size() != 3)
@@ -544,6 +951,38 @@ private:
     Value key = cmp.getInputs()[cmp.getOpType() == "Greater" ? 0 : 1];
     Value query = cmp.getInputs()[cmp.getOpType() == "Greater" ? 1 : 0];
     return positionsAlong(key, 0) && positionsAlong(query, 1);
+  }
+
+  /// Trilu nodes of an additive mask built from -inf tensors: the mask itself, or a sum of them.
+  SmallVector<NodeOp> trilusOf(Value mask) {
+    SmallVector<NodeOp> out;
+    std::deque<Value> work{skipDataMovement(mask)};
+    for (int budget = 16; !work.empty() && budget-- > 0;) {
+      Value v = skipDataMovement(work.front());
+      work.pop_front();
+      if (NodeOp t = producer(v, {"Trilu"}))
+        out.push_back(t);
+      else if (NodeOp add = producer(v, {"Add"}))
+        for (Value in : add.getInputs())
+          work.push_back(in);
+    }
+    return out;
+  }
+
+  /// The sliding window w of a causal mask that also adds Trilu(-inf, k = -w, upper = 0) (keys
+  /// j <= i - w hidden, HF's sliding_window_overlay); 0 for a plain causal mask.
+  int64_t slidingWindowOf(Value mask) {
+    for (NodeOp trilu : trilusOf(mask)) {
+      auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
+      if (!upper || upper.getInt() != 0 || trilu.getInputs().size() < 2)
+        continue;
+      auto k = scalarConstant(trilu.getInputs()[1]);
+      if (k && *k <= -1)
+        return static_cast<int64_t>(-*k);
+      fail(trilu, "attention: a lower-triangular mask whose diagonal offset is not a negative "
+                  "constant (sliding window)");
+    }
+    return 0;
   }
 
   /// `v` is Unsqueeze(Range(0, n, 1), axes = [axis]).
@@ -676,7 +1115,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     std::vector<LayerMatch> layers;
     NormMatch finalNorm;
     bool ok = rec.recognise(embeddingOut, embedding, layers, finalNorm, head);
-    if (ok && layers.empty())
+    if (ok && llvm::none_of(layers, [](const LayerMatch &l) { return !l.dense; }))
       rec.fail(head, "the model has no MoE layer (no router TopK on any FFN)");
     if (!ok || rec.error) {
       auto &err = *rec.error;
@@ -714,26 +1153,77 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       int64_t li = static_cast<int64_t>(l);
       Value xn = norm(layer.attnNorm, x, li, "attn_norm");
       AttentionMatch a = layer.attention;
-      Value attn = b.create<moe::AttentionOp>(loc, actType, xn, a.wq.getResult(),
-                                              a.wk.getResult(), a.wv.getResult(), a.wo.getResult(),
-                                              li, a.heads, a.kvHeads, a.headDim,
-                                              llvm::APFloat(a.ropeTheta));
+      auto opt = [](WeightOp w) { return w ? w.getResult() : Value(); };
+      Value attn = b.create<moe::AttentionOp>(
+          loc, actType, xn, a.wq.getResult(), a.wk.getResult(), a.wv.getResult(),
+          a.wo.getResult(), opt(a.bq), opt(a.bk), opt(a.bv), opt(a.bo), opt(a.qNorm),
+          opt(a.kNorm), opt(a.sinks), b.getI64IntegerAttr(li), b.getI64IntegerAttr(a.heads),
+          b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
+          b.getF64FloatAttr(a.ropeTheta), a.qNorm ? b.getF64FloatAttr(a.qkNormEps) : FloatAttr(),
+          a.slidingWindow > 0 ? b.getI64IntegerAttr(a.slidingWindow) : IntegerAttr());
       Value h = b.create<arith::AddFOp>(loc, x, attn);
       Value hn = norm(layer.ffnNorm, h, li, "ffn_norm");
+      auto ffn = [&](FfnMatch f, StringRef role, IntegerAttr numShared) {
+        return b.create<moe::DenseFfnOp>(loc, actType, hn, f.w1.getResult(), f.w3.getResult(),
+                                         f.w2.getResult(), b.getI64IntegerAttr(li),
+                                         b.getStringAttr(role), b.getI64IntegerAttr(f.inner),
+                                         numShared)
+            .getResult();
+      };
+      if (layer.dense) {
+        x = b.create<arith::AddFOp>(loc, h, ffn(*layer.dense, "dense", IntegerAttr()));
+        continue;
+      }
       RouterMatch r = layer.router;
       auto router = b.create<moe::RouterOp>(
           loc, RankedTensorType::get({tokens, r.topK}, b.getI64Type()),
-          RankedTensorType::get({tokens, r.topK}, b.getF32Type()), hn, r.weight.getResult(), li,
-          r.numExperts, r.topK, r.scoring);
-      SmallVector<Value> w1, w3, w2;
+          RankedTensorType::get({tokens, r.topK}, b.getF32Type()), hn, r.weight.getResult(),
+          r.bias ? r.bias.getResult() : Value(), b.getI64IntegerAttr(li),
+          b.getI64IntegerAttr(r.numExperts), b.getI64IntegerAttr(r.topK),
+          b.getStringAttr(r.scoring),
+          r.scalingFactor > 0 ? b.getF64FloatAttr(r.scalingFactor) : FloatAttr());
+      // r_l = h_l + shared(norm(h_l)) runs on the attention side; the experts' output is added
+      // to it (DESIGN.md, "Exchanges").
+      Value residual = h;
+      if (layer.shared) {
+        int64_t inner = layer.shared->inner;
+        IntegerAttr count = layer.expertHidden > 0 && inner % layer.expertHidden == 0
+                                ? b.getI64IntegerAttr(inner / layer.expertHidden)
+                                : b.getI64IntegerAttr(1);
+        residual = b.create<arith::AddFOp>(loc, h, ffn(*layer.shared, "shared", count));
+      }
+      SmallVector<Value> w1, w3, w2, b1, b3, b2;
       for (ExpertMatch e : layer.experts) {
         w1.push_back(e.w1);
-        w3.push_back(e.w3);
+        if (e.w3)
+          w3.push_back(e.w3);
         w2.push_back(e.w2);
+        if (e.b1)
+          b1.push_back(e.b1);
+        if (e.b3)
+          b3.push_back(e.b3);
+        if (e.b2)
+          b2.push_back(e.b2);
       }
-      Value moeOut = b.create<moe::ExpertsOp>(loc, actType, hn, router.getIds(), router.getGates(),
-                                              w1, w3, w2, li, r.numExperts, layer.expertHidden);
-      x = b.create<arith::AddFOp>(loc, h, moeOut);
+      auto allOrNone = [&](SmallVector<Value> &list, const char *what) {
+        if (!list.empty() && list.size() != layer.experts.size()) {
+          func.emitError() << "layer " << li << ": only some experts have a " << what;
+          return false;
+        }
+        return true;
+      };
+      if (!allOrNone(b1, "gate bias") || !allOrNone(b3, "up bias") || !allOrNone(b2, "down bias"))
+        return failure();
+      const ExpertForm &form = layer.form;
+      Value moeOut = b.create<moe::ExpertsOp>(
+          loc, actType, hn, router.getIds(), router.getGates(), w1, w3, w2, b1, b3, b2,
+          b.getI64IntegerAttr(li), b.getI64IntegerAttr(r.numExperts),
+          b.getI64IntegerAttr(layer.expertHidden),
+          form.oai ? b.getStringAttr("swiglu_oai") : StringAttr(),
+          form.oai ? b.getF64FloatAttr(form.limit) : FloatAttr(),
+          form.oai ? b.getF64FloatAttr(form.alpha) : FloatAttr(),
+          form.oai ? b.getUnitAttr() : UnitAttr());
+      x = b.create<arith::AddFOp>(loc, residual, moeOut);
     }
     Value xn = norm(finalNorm, x, -1, "final_norm");
     Value logits = b.create<moe::HeadOp>(head.getLoc(), logitsType, xn,
@@ -758,7 +1248,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       if (auto node = dyn_cast<NodeOp>(op)) {
         node.emitError() << describe(node)
                          << ": not part of any recognised component (embedding, RMSNorm, "
-                            "attention, router, experts, head)";
+                            "attention, router, experts, dense or shared FFN, head)";
         return failure();
       }
     for (Operation &op : llvm::make_early_inc_range(body))

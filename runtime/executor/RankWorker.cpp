@@ -1,5 +1,6 @@
 #include "runtime/executor/RankWorker.h"
 
+#include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/Messages.h"
 
@@ -159,14 +160,18 @@ private:
       const Component& c = component(model_.layers[l].router);
       std::vector<float> logits(n * model_.numExperts);
       cpu::linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts, logits.data());
+      if (c.bias >= 0) cpu::addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
       topIds_.assign(n * model_.topK, 0);
       topGates_.data.assign(n * model_.topK, 0.0f);
       cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring, topIds_.data(),
                        topGates_.data.data());
+      if (c.routedScalingFactor != 1.0f) // DeepSeek's routed_scaling_factor
+        for (float& g : topGates_.data) g *= c.routedScalingFactor;
       topGates_.layer = l;
       if (recordRouting_) result_.routing.push_back({l, tokens_, topIds_});
       break;
     }
+    case OpCode::DenseFfn: denseFfn(l); break;
     case OpCode::M2nSend: m2nSend(l); break;
     case OpCode::ResidualSend: {
       need(h_, l, "h (after residual_add)");
@@ -182,6 +187,11 @@ private:
                         " tokens that are not this rank's " + std::to_string(n));
       pending_.data = std::move(m.rows);
       pending_.layer = l;
+      if (model_.layers[l].dense) { // no N2M: x_{l+1} = r_l (DESIGN.md, "Exchanges")
+        x_.data = std::move(pending_.data);
+        x_.layer = l + 1;
+        pending_ = Buffer{};
+      }
       break;
     }
     case OpCode::N2mRecv: n2mRecv(l); break;
@@ -212,18 +222,51 @@ private:
     cpu::linear(in, n, H, weight(c.wq), qWidth, q.data());
     cpu::linear(in, n, H, weight(c.wk), kvWidth, k.data());
     cpu::linear(in, n, H, weight(c.wv), kvWidth, v.data());
+    // Model families: projection biases (GPT-OSS), per-head q/k RMSNorm before RoPE (Qwen3).
+    if (c.bq >= 0) cpu::addBias(q.data(), n, qWidth, weight(c.bq));
+    if (c.bk >= 0) cpu::addBias(k.data(), n, kvWidth, weight(c.bk));
+    if (c.bv >= 0) cpu::addBias(v.data(), n, kvWidth, weight(c.bv));
+    if (c.qNorm >= 0) {
+      cpu::rmsNorm(q.data(), n * model_.numHeads, hd, weight(c.qNorm), c.qkNormEps, q.data());
+      cpu::rmsNorm(k.data(), n * model_.numKvHeads, hd, weight(c.kNorm), c.qkNormEps, k.data());
+    }
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
       positions[t] = tokens_[t] % seqLen_;
     cpu::rope(q.data(), n, model_.numHeads, hd, positions.data(), model_.ropeTheta);
     cpu::rope(k.data(), n, model_.numKvHeads, hd, positions.data(), model_.ropeTheta);
+    const bool variant = c.sinks >= 0 || c.slidingWindow > 0;
     // This rank's sequences are whole and contiguous: seqLen rows each.
-    for (int64_t start = 0; start < n; start += seqLen_)
-      cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth, v.data() + start * kvWidth, seqLen_,
-                           model_.numHeads, model_.numKvHeads, hd, heads.data() + start * qWidth);
+    for (int64_t start = 0; start < n; start += seqLen_) {
+      if (variant)
+        cpu::causalAttentionVariant(q.data() + start * qWidth, k.data() + start * kvWidth,
+                                    v.data() + start * kvWidth, seqLen_, model_.numHeads, model_.numKvHeads, hd,
+                                    c.sinks >= 0 ? weight(c.sinks) : nullptr, c.slidingWindow,
+                                    heads.data() + start * qWidth);
+      else
+        cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth, v.data() + start * kvWidth,
+                             seqLen_, model_.numHeads, model_.numKvHeads, hd, heads.data() + start * qWidth);
+    }
     attnOut_.data.resize(n * H);
     cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
+    if (c.bo >= 0) cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
     attnOut_.layer = l;
+  }
+
+  // Dense layers and shared experts (DeepSeek): h <- h + FFN(ffn_norm output), on the attention
+  // side, before the residual route (r_l = h_l + shared_l(norm(h_l)); DESIGN.md, "Exchanges").
+  void denseFfn(int64_t l) {
+    need(ffnNorm_, l, "ffn_norm output");
+    need(h_, l, "h (after residual_add)");
+    const LayerComponents& lc = model_.layers[l];
+    const Component& c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
+    const int64_t n = tokenCount(), H = model_.hiddenSize;
+    std::vector<float> y(n * H);
+    cpu::FfnWeights w;
+    w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
+    cpu::ffnForward(ffnNorm_.data.data(), n, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
+    for (int64_t i = 0; i < n * H; ++i)
+      h_.data[i] += y[i];
   }
 
   // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there.
@@ -324,7 +367,19 @@ private:
             }
       const int64_t rows = static_cast<int64_t>(uses.size());
       std::vector<float> y(rows * H);
-      cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2), y.data());
+      if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0) {
+        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2),
+                          y.data());
+      } else { // the families' expert forms (biases, GPT-OSS's clamped SwiGLU on fused gate/up)
+        cpu::FfnWeights w;
+        w.w1 = weight(ew.w1), w.w2 = weight(ew.w2), w.fusedGateUp = c.fusedGateUp;
+        w.w3 = ew.w3 >= 0 ? weight(ew.w3) : nullptr;
+        w.b1 = ew.b1 >= 0 ? weight(ew.b1) : nullptr;
+        w.b3 = ew.b3 >= 0 ? weight(ew.b3) : nullptr;
+        w.b2 = ew.b2 >= 0 ? weight(ew.b2) : nullptr;
+        cpu::ffnForward(x.data(), rows, H, model_.expertHidden, w, c.activation == ExpertActivation::SwigluOai,
+                        c.swigluLimit, c.swigluAlpha, y.data());
+      }
       for (int64_t r = 0; r < rows; ++r) {
         float* out = outputs_[uses[r].source].data() + uses[r].token * H;
         for (int64_t j = 0; j < H; ++j)

@@ -25,6 +25,7 @@ const char* toString(ComponentKind kind) {
   case ComponentKind::Router: return "router";
   case ComponentKind::Experts: return "experts";
   case ComponentKind::Head: return "head";
+  case ComponentKind::DenseFfn: return "dense_ffn";
   }
   return "?";
 }
@@ -67,9 +68,12 @@ const char* toString(OpCode op) {
   case OpCode::M2nRecv: return "m2n_recv";
   case OpCode::Experts: return "experts";
   case OpCode::N2mSend: return "n2m_send";
+  case OpCode::DenseFfn: return "dense_ffn";
   }
   return "?";
 }
+
+const char* toString(DenseFfnRole role) { return role == DenseFfnRole::Dense ? "dense" : "shared"; }
 
 int64_t Placement::attentionSize() const {
   return static_cast<int64_t>(groups[attentionGroups[0]].ranks.size());
@@ -193,14 +197,16 @@ std::string joinRanks(const std::vector<int>& ranks) {
 }
 
 const char* const kScorings[] = {"softmax_topk_renorm", "softmax_topk", "topk_softmax"};
-const char* const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router", "experts", "head"};
+const char* const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router", "experts", "head", "dense_ffn"};
+const char* const kDenseFfnRoles[] = {"dense", "shared"};
+const char* const kActivations[] = {"swiglu", "swiglu_oai"};
 const char* const kNormRoles[] = {"none", "attn_norm", "ffn_norm", "final_norm"};
 const char* const kGroupRoles[] = {"attention", "ffn"};
 const char* const kStreams[] = {"forward", "backward", "comm"};
 const char* const kExchangeKinds[] = {"m2n", "n2m", "residual"};
 const char* const kOpCodes[] = {"embed",    "rms_norm",      "attention",     "residual_add", "router",
                                 "m2n_send", "residual_send", "residual_recv", "n2m_recv",     "head",
-                                "m2n_recv", "experts",       "n2m_send"};
+                                "m2n_recv", "experts",       "n2m_send",      "dense_ffn"};
 
 bool isExchangeOp(OpCode op) {
   return op == OpCode::M2nSend || op == OpCode::ResidualSend || op == OpCode::ResidualRecv || op == OpCode::N2mRecv ||
@@ -209,6 +215,12 @@ bool isExchangeOp(OpCode op) {
 
 bool isFfnOp(OpCode op) {
   return op == OpCode::M2nRecv || op == OpCode::Experts || op == OpCode::N2mSend;
+}
+
+/// Instructions that a dense layer (model.dense_layers) does not have: it has no router, experts
+/// or M2N/N2M exchanges.
+bool isMoeOnlyOp(OpCode op) {
+  return op == OpCode::Router || op == OpCode::M2nSend || op == OpCode::N2mRecv || isFfnOp(op);
 }
 
 class Parser {
@@ -257,6 +269,17 @@ private:
     m.routerScoring = n["router_scoring"].choice<RouterScoring>(kScorings);
     m.batch = n["batch"].integer(1, kMaxDim);
     m.seqLen = n["seq_len"].integer(1, kMaxDim);
+    // Optional: layers whose FFN is dense (no router, experts, M2N or N2M).
+    m.layers.assign(m.numLayers, LayerComponents{});
+    if (n.has("dense_layers")) {
+      Node dense = n["dense_layers"];
+      for (size_t i = 0; i < dense.size(); ++i) {
+        int64_t l = dense[i].integer(0, m.numLayers - 1);
+        if (m.layers[l].dense) dense[i].fail("layer " + std::to_string(l) + " is listed twice");
+        m.layers[l].dense = true;
+      }
+      if (dense.size() == static_cast<size_t>(m.numLayers)) dense.fail("every layer is dense: no MoE layer");
+    }
   }
 
   void parsePlacement(const Node& n) {
@@ -329,6 +352,11 @@ private:
       e2r.fail("has " + std::to_string(e2r.size()) + " rows, expected num_layers = " + std::to_string(layers));
     for (int64_t l = 0; l < layers; ++l) {
       Node row = e2r[l];
+      if (plan_.model.layers[l].dense) {
+        if (row.size() != 0) row.fail("layer " + std::to_string(l) + " is dense: it places no experts");
+        p.expertToRank.emplace_back();
+        continue;
+      }
       if (row.size() != static_cast<size_t>(plan_.model.numExperts))
         row.fail("has " + std::to_string(row.size()) +
                  " entries, expected num_experts = " + std::to_string(plan_.model.numExperts));
@@ -423,7 +451,6 @@ private:
     ModelSpec& m = plan_.model;
     const Placement& p = plan_.placement;
     const int64_t H = m.hiddenSize;
-    m.layers.assign(m.numLayers, LayerComponents{});
     std::map<std::string, size_t> firstOf; // "attention 0" -> component index, for duplicate errors
 
     for (size_t ci = 0; ci < n.size(); ++ci) {
@@ -431,7 +458,8 @@ private:
       Component comp;
       comp.kind = c["kind"].choice<ComponentKind>(kComponentKinds);
       const bool layered = comp.kind == ComponentKind::Attention || comp.kind == ComponentKind::Router ||
-                           comp.kind == ComponentKind::Experts || comp.kind == ComponentKind::RmsNorm;
+                           comp.kind == ComponentKind::Experts || comp.kind == ComponentKind::RmsNorm ||
+                           comp.kind == ComponentKind::DenseFfn;
       if (comp.kind == ComponentKind::RmsNorm) {
         comp.role = c["role"].choice<NormRole>(kNormRoles);
         if (comp.role == NormRole::None) c["role"].fail("an rms_norm needs a role (attn_norm, ffn_norm, final_norm)");
@@ -444,6 +472,16 @@ private:
       } else if (layered) {
         comp.layer = c["layer"].integer(0, m.numLayers - 1);
       }
+      if (comp.kind == ComponentKind::DenseFfn) {
+        comp.denseRole = c["role"].choice<DenseFfnRole>(kDenseFfnRoles);
+        if ((comp.denseRole == DenseFfnRole::Dense) != m.layers[comp.layer].dense)
+          c["role"].fail(std::string("\"") + toString(comp.denseRole) + "\", but layer " + std::to_string(comp.layer) +
+                         (m.layers[comp.layer].dense ? " is" : " is not") + " in model.dense_layers");
+      }
+      if (comp.layer >= 0 && m.layers[comp.layer].dense &&
+          (comp.kind == ComponentKind::Router || comp.kind == ComponentKind::Experts))
+        c["kind"].fail("layer " + std::to_string(comp.layer) + " is dense (model.dense_layers): it has no " +
+                       toString(comp.kind));
 
       std::string key = std::string(toString(comp.kind)) + " " + toString(comp.role) + " " + std::to_string(comp.layer);
       if (!firstOf.emplace(key, ci).second)
@@ -486,16 +524,51 @@ private:
         comp.wk = weightField(c, "wk", {H, kv}, "hidden_size, num_kv_heads*head_dim", attnRanks, use);
         comp.wv = weightField(c, "wv", {H, kv}, "hidden_size, num_kv_heads*head_dim", attnRanks, use);
         comp.wo = weightField(c, "wo", {q, H}, "num_heads*head_dim, hidden_size", attnRanks, use);
+        // Optional parts of the model families.
+        if (c.has("bq")) comp.bq = weightField(c, "bq", {q}, "num_heads*head_dim", attnRanks, use);
+        if (c.has("bk")) comp.bk = weightField(c, "bk", {kv}, "num_kv_heads*head_dim", attnRanks, use);
+        if (c.has("bv")) comp.bv = weightField(c, "bv", {kv}, "num_kv_heads*head_dim", attnRanks, use);
+        if (c.has("bo")) comp.bo = weightField(c, "bo", {H}, "hidden_size", attnRanks, use);
+        if (c.has("q_norm") != c.has("k_norm")) c.fail("q_norm and k_norm go together");
+        if (c.has("q_norm")) {
+          comp.qNorm = weightField(c, "q_norm", {m.headDim}, "head_dim", attnRanks, use);
+          comp.kNorm = weightField(c, "k_norm", {m.headDim}, "head_dim", attnRanks, use);
+          comp.qkNormEps = static_cast<float>(c["qk_norm_eps"].positiveNumber());
+        }
+        if (c.has("sinks")) comp.sinks = weightField(c, "sinks", {m.numHeads}, "num_heads", attnRanks, use);
+        if (c.has("sliding_window")) comp.slidingWindow = c["sliding_window"].integer(1, kMaxDim);
         m.layers[comp.layer].attention = index;
         break;
       }
       case ComponentKind::Router:
         comp.weight =
             weightField(c, "weight", {H, m.numExperts}, "hidden_size, num_experts", attnRanks, layerName + " router");
+        if (c.has("bias"))
+          comp.bias = weightField(c, "bias", {m.numExperts}, "num_experts", attnRanks, layerName + " router");
+        if (c.has("routed_scaling_factor"))
+          comp.routedScalingFactor = static_cast<float>(c["routed_scaling_factor"].positiveNumber());
         m.layers[comp.layer].router = index;
         break;
+      case ComponentKind::DenseFfn: {
+        const std::string use = layerName + " " + toString(comp.denseRole) + " FFN";
+        comp.ffnHidden = c["ffn_hidden"].integer(1, 1 << 20);
+        const int64_t F = comp.ffnHidden;
+        comp.w1 = weightField(c, "w1", {H, F}, "hidden_size, ffn_hidden", attnRanks, use);
+        comp.w3 = weightField(c, "w3", {H, F}, "hidden_size, ffn_hidden", attnRanks, use);
+        comp.w2 = weightField(c, "w2", {F, H}, "ffn_hidden, hidden_size", attnRanks, use);
+        (comp.denseRole == DenseFfnRole::Dense ? m.layers[comp.layer].denseFfn : m.layers[comp.layer].sharedFfn) =
+            index;
+        break;
+      }
       case ComponentKind::Experts: {
         Node experts = c["experts"];
+        if (c.has("activation")) comp.activation = c["activation"].choice<ExpertActivation>(kActivations);
+        if (comp.activation == ExpertActivation::SwigluOai) {
+          comp.swigluLimit = static_cast<float>(c["swiglu_limit"].positiveNumber());
+          comp.swigluAlpha = static_cast<float>(c["swiglu_alpha"].positiveNumber());
+        }
+        if (c.has("fused_gate_up")) comp.fusedGateUp = c["fused_gate_up"].boolean();
+        const int64_t gateWidth = comp.fusedGateUp ? 2 * m.expertHidden : m.expertHidden;
         std::vector<int> seenExpert(m.numExperts, -1);
         for (size_t i = 0; i < experts.size(); ++i) {
           Node x = experts[i];
@@ -507,9 +580,19 @@ private:
           seenExpert[ew.expert] = static_cast<int>(i);
           const std::vector<int> owner = {p.expertToRank[comp.layer][ew.expert]};
           const std::string use = layerName + " expert " + std::to_string(ew.expert);
-          ew.w1 = weightField(x, "w1", {H, m.expertHidden}, "hidden_size, expert_hidden", owner, use);
-          ew.w3 = weightField(x, "w3", {H, m.expertHidden}, "hidden_size, expert_hidden", owner, use);
+          ew.w1 = weightField(x, "w1", {H, gateWidth},
+                              comp.fusedGateUp ? "hidden_size, 2*expert_hidden (fused gate/up)"
+                                               : "hidden_size, expert_hidden",
+                              owner, use);
+          if (comp.fusedGateUp) {
+            if (x.has("w3")) x["w3"].fail("with fused_gate_up, w1 holds the up projection too");
+          } else {
+            ew.w3 = weightField(x, "w3", {H, m.expertHidden}, "hidden_size, expert_hidden", owner, use);
+          }
           ew.w2 = weightField(x, "w2", {m.expertHidden, H}, "expert_hidden, hidden_size", owner, use);
+          if (x.has("b1")) ew.b1 = weightField(x, "b1", {gateWidth}, "w1's columns", owner, use);
+          if (x.has("b3")) ew.b3 = weightField(x, "b3", {m.expertHidden}, "expert_hidden", owner, use);
+          if (x.has("b2")) ew.b2 = weightField(x, "b2", {H}, "hidden_size", owner, use);
           comp.experts.push_back(ew);
         }
         for (int64_t e = 0; e < m.numExperts; ++e)
@@ -531,8 +614,8 @@ private:
       const std::pair<int, const char*> required[] = {{lc.attnNorm, "rms_norm attn_norm"},
                                                       {lc.attention, "attention"},
                                                       {lc.ffnNorm, "rms_norm ffn_norm"},
-                                                      {lc.router, "router"},
-                                                      {lc.experts, "experts"}};
+                                                      {lc.dense ? lc.denseFfn : lc.router, lc.dense ? "dense_ffn" : "router"},
+                                                      {lc.dense ? lc.denseFfn : lc.experts, lc.dense ? "dense_ffn" : "experts"}};
       for (const auto& [index, what] : required)
         if (index < 0) n.fail(std::string("no ") + what + " component for layer " + std::to_string(l));
     }
@@ -558,6 +641,14 @@ private:
       } else {
         ins.layer = x["layer"].integer(0, layers - 1);
       }
+      if (!global && plan_.model.layers[ins.layer].dense && isMoeOnlyOp(ins.op))
+        x["op"].fail(std::string("\"") + toString(ins.op) + "\": layer " + std::to_string(ins.layer) +
+                     " is dense (model.dense_layers)");
+      if (ins.op == OpCode::DenseFfn && !global) {
+        const LayerComponents& lc = plan_.model.layers[ins.layer];
+        if (lc.denseFfn < 0 && lc.sharedFfn < 0)
+          x["op"].fail("layer " + std::to_string(ins.layer) + " has no dense_ffn component");
+      }
       ins.stream = x["stream"].choice<Stream>(kStreams);
       const Stream expected = isExchangeOp(ins.op) ? Stream::Comm : Stream::Forward;
       if (ins.stream != expected)
@@ -570,10 +661,12 @@ private:
     }
     // Every send must meet its receive: each instruction appears exactly once per layer.
     std::vector<Instruction> required;
+    const auto& lcs = plan_.model.layers;
     if (ffnRole) {
       for (int64_t l = 0; l < layers; ++l)
-        for (OpCode op : {OpCode::M2nRecv, OpCode::Experts, OpCode::N2mSend})
-          required.push_back({op, l, NormRole::None, {}});
+        if (!lcs[l].dense)
+          for (OpCode op : {OpCode::M2nRecv, OpCode::Experts, OpCode::N2mSend})
+            required.push_back({op, l, NormRole::None, {}});
     } else {
       required.push_back({OpCode::Embed, -1, NormRole::None, {}});
       for (int64_t l = 0; l < layers; ++l) {
@@ -581,8 +674,9 @@ private:
         for (OpCode op : {OpCode::Attention, OpCode::ResidualAdd})
           required.push_back({op, l, NormRole::None, {}});
         required.push_back({OpCode::RmsNorm, l, NormRole::FfnNorm, {}});
+        if (lcs[l].denseFfn >= 0 || lcs[l].sharedFfn >= 0) required.push_back({OpCode::DenseFfn, l, NormRole::None, {}});
         for (OpCode op : {OpCode::Router, OpCode::M2nSend, OpCode::ResidualSend, OpCode::ResidualRecv, OpCode::N2mRecv})
-          required.push_back({op, l, NormRole::None, {}});
+          if (!lcs[l].dense || !isMoeOnlyOp(op)) required.push_back({op, l, NormRole::None, {}});
       }
       required.push_back({OpCode::RmsNorm, -1, NormRole::FinalNorm, {}});
       required.push_back({OpCode::Head, -1, NormRole::None, {}});
@@ -614,6 +708,9 @@ private:
       e.kind = x["kind"].choice<ExchangeKind>(kExchangeKinds);
       e.layer = x["layer"].integer(0, m.numLayers - 1);
       auto key = std::make_pair(static_cast<int>(e.kind), e.layer);
+      if (m.layers[e.layer].dense && e.kind != ExchangeKind::Residual)
+        x["kind"].fail(std::string("\"") + toString(e.kind) + "\": layer " + std::to_string(e.layer) +
+                       " is dense (model.dense_layers) and only has a residual exchange");
       if (!firstOf.emplace(key, i).second)
         x.fail(std::string("a second ") + toString(e.kind) + " exchange for layer " + std::to_string(e.layer) +
                " (first: exchanges[" + std::to_string(firstOf[key]) + "])");
@@ -644,7 +741,7 @@ private:
     }
     for (int64_t l = 0; l < m.numLayers; ++l)
       for (int k = 0; k < 3; ++k)
-        if (!firstOf.count({k, l}))
+        if (!firstOf.count({k, l}) && (!m.layers[l].dense || k == static_cast<int>(ExchangeKind::Residual)))
           n.fail(std::string("no ") + kExchangeKinds[k] + " exchange for layer " + std::to_string(l));
   }
 

@@ -24,7 +24,11 @@ public:
 constexpr const char* kPlanFormat = "disagmoe-plan";
 constexpr int64_t kPlanVersion = 1;
 
-enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head };
+enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head, DenseFfn };
+/// What a `dense_ffn` component is: the whole FFN of a dense layer, or a layer's shared experts.
+enum class DenseFfnRole { Dense, Shared };
+/// The experts' activation: SwiGLU, or GPT-OSS's clamped SwiGLU (limit, alpha, up + 1).
+enum class ExpertActivation { Swiglu, SwigluOai };
 enum class NormRole { None, AttnNorm, FfnNorm, FinalNorm };
 enum class GroupRole { Attention, Ffn };
 enum class Stream { Forward, Backward, Comm };
@@ -45,6 +49,8 @@ enum class OpCode {
   M2nRecv,
   Experts,
   N2mSend,
+  // attention role, model families: h += FFN(ffn_norm output) (dense layer or shared experts)
+  DenseFfn,
 };
 
 /// The JSON spellings ("rms_norm", "ffn_norm", "m2n", ...).
@@ -53,6 +59,7 @@ const char* toString(NormRole role);
 const char* toString(GroupRole role);
 const char* toString(ExchangeKind kind);
 const char* toString(OpCode op);
+const char* toString(DenseFfnRole role);
 
 /// One entry of `model.weights`: where a weight's bytes are and which ranks hold it.
 struct WeightSpec {
@@ -70,7 +77,8 @@ struct WeightSpec {
 /// One expert's weights, as indices into ModelSpec::weights.
 struct ExpertWeights {
   int64_t expert = 0;
-  int w1 = -1, w3 = -1, w2 = -1;
+  int w1 = -1, w3 = -1, w2 = -1; ///< w3 is -1 with fusedGateUp (w1 then holds [hidden, 2*expert_hidden])
+  int b1 = -1, b3 = -1, b2 = -1; ///< optional biases
 };
 
 /// One entry of `model.components`. Weight fields are indices into ModelSpec::weights; unused ones are -1.
@@ -82,11 +90,29 @@ struct Component {
   int weight = -1; ///< embedding [vocab,hidden], rms_norm [hidden], router [hidden,experts], head [hidden,vocab]
   int wq = -1, wk = -1, wv = -1, wo = -1; ///< attention
   std::vector<ExpertWeights> experts;     ///< experts: all num_experts, ascending expert id
+
+  // Optional parts of the model families (docs/plan-format.md); -1 / 0 when absent.
+  int bq = -1, bk = -1, bv = -1, bo = -1; ///< attention projection biases
+  int qNorm = -1, kNorm = -1;             ///< attention: per-head q/k RMSNorm weights [head_dim]
+  float qkNormEps = 0;
+  int sinks = -1;                         ///< attention: per-head sink logits [heads]
+  int64_t slidingWindow = 0;              ///< attention: 0 = full causal
+  int bias = -1;                          ///< router: logits bias [experts]
+  float routedScalingFactor = 1.0f;       ///< router: gates multiplied by this
+  ExpertActivation activation = ExpertActivation::Swiglu; ///< experts
+  float swigluLimit = 0, swigluAlpha = 0;                 ///< experts, SwigluOai
+  bool fusedGateUp = false;               ///< experts: w1 = interleaved [gate|up] columns
+  DenseFfnRole denseRole = DenseFfnRole::Dense; ///< dense_ffn
+  int64_t ffnHidden = 0;                  ///< dense_ffn: inner width
+  int w1 = -1, w3 = -1, w2 = -1;          ///< dense_ffn weights
 };
 
 /// Component indices of one layer (into ModelSpec::components).
 struct LayerComponents {
   int attnNorm = -1, attention = -1, ffnNorm = -1, router = -1, experts = -1;
+  int denseFfn = -1;  ///< dense layers: the dense FFN (no router, experts or M2N/N2M)
+  int sharedFfn = -1; ///< MoE layers with shared experts
+  bool dense = false; ///< listed in model.dense_layers
 };
 
 struct ModelSpec {

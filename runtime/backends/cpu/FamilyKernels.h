@@ -1,0 +1,42 @@
+// fp32 CPU forward kernels of the parts the MoE families add to the Mixtral-style components
+// (docs/plan-format.md, "components"): projection biases, per-head q/k RMSNorm (Qwen3), attention
+// sinks and sliding windows (GPT-OSS), router biases and scaling (GPT-OSS, DeepSeek), GPT-OSS's
+// clamped SwiGLU on a fused interleaved gate/up projection, biased experts, and always-on SwiGLU
+// FFNs (DeepSeek's dense layers and shared experts). Each follows the family's Hugging Face code
+// (see samples/models/*_tiny/export.py, whose goldens the tests compare against). Reductions
+// accumulate in double, as in Kernels.h.
+#pragma once
+
+#include <cstdint>
+
+namespace disagmoe::cpu {
+
+/// y[r] += b for every row r. y [rows, cols], b [cols].
+void addBias(float* y, int64_t rows, int64_t cols, const float* b);
+
+/// Causal grouped-query attention of ONE sequence (after RoPE), with the families' options:
+///  - `sinks` (nullable) [heads]: a logit per query head that joins every softmax denominator and
+///    contributes no value (GPT-OSS: cat(scores, sink) -> softmax -> drop the sink column);
+///  - `window` (0 = none): query t attends keys s with t - window < s <= t.
+/// Shapes as causalAttention in Kernels.h.
+void causalAttentionVariant(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
+                            int64_t kvHeads, int64_t headDim, const float* sinks, int64_t window, float* out);
+
+/// The weights of one expert or dense FFN. w1 [hidden, inner] (or [hidden, 2*inner] with
+/// fusedGateUp: gate at even columns, up at odd ones), w3 [hidden, inner] (null when fused),
+/// w2 [inner, hidden]; biases b1 (w1's columns), b3 [inner], b2 [hidden] may be null.
+struct FfnWeights {
+  const float *w1 = nullptr, *w3 = nullptr, *w2 = nullptr;
+  const float *b1 = nullptr, *b3 = nullptr, *b2 = nullptr;
+  bool fusedGateUp = false;
+};
+
+/// One expert / dense FFN over `rows` tokens: out = act(x W1 + b1, x W3 + b3) W2 + b2 with
+///  - oai = false: act(g, u) = silu(g) * u (SwiGLU, Mixtral/Qwen3/DeepSeek);
+///  - oai = true:  g' = min(g, limit), u' = clamp(u, -limit, limit),
+///                 act(g, u) = (u' + 1) * g' * sigmoid(alpha * g') (GPT-OSS's reference swiglu).
+/// x [rows, hidden], out [rows, hidden] (must not alias x).
+void ffnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights& w, bool oai,
+                float limit, float alpha, float* out);
+
+} // namespace disagmoe::cpu

@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""Export a tiny GPT-OSS decoder to ONNX, with golden values.
+
+    /usr/bin/python3 samples/models/gpt_oss_tiny/export.py [--out DIR]
+    /usr/bin/python3 samples/models/gpt_oss_tiny/export.py --check [DIR]
+
+Plain PyTorch modules in the style of Hugging Face's GPT-OSS (transformers/models/gpt_oss/
+modeling_gpt_oss.py, itself following openai/gpt-oss gpt_oss/torch/model.py):
+  * attention: q/k/v/o projections with biases, q width heads*head_dim (64) != hidden (32), GQA,
+    RoPE applied to the two halves of each head (`_apply_rotary_emb`, the rotate-half math),
+    scaling head_dim**-0.5, one learned sink logit per head appended to the scores before the
+    softmax (max-subtracted, then dropped: `probs[..., :-1]`), and a sliding window of 4 keys on
+    even layers (`layer_types` = [sliding_attention, full_attention]);
+  * router (GptOssTopKRouter): logits = x W^T + b, top-4 of 8 experts on the logits, softmax over
+    the 4 values, scattered into a dense [tokens, experts] score matrix;
+  * experts (GptOssExperts, the loop over experts with index_add_): a fused gate_up_proj
+    [experts, hidden, 2*inner] with bias whose gate and up columns interleave (gate = [..., ::2],
+    up = [..., 1::2]), the clamped SwiGLU of the reference implementation
+    (gate.clamp(max=limit), up.clamp(-limit, limit), glu = gate * sigmoid(alpha * gate),
+    (up + 1) * glu, limit 7.0, alpha 1.702), and down_proj [experts, inner, hidden] with bias.
+The weights are drawn so that the clamp is active on a fair share of the activations.
+"""
+
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(HERE, "..", "family_common"))
+import family_export as fx  # noqa: E402
+
+CONFIG = {
+    "family": "gpt_oss",
+    "vocab_size": 256,
+    "hidden_size": 32,
+    "num_layers": 2,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 16,
+    "attention_bias": True,
+    "attention_sinks": True,
+    "sliding_window": 4,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "num_experts": 8,
+    "top_k": 4,
+    "expert_hidden": 16,
+    "expert_bias": True,
+    "router_bias": True,
+    "norm_topk_prob": None,
+    "num_shared_experts": 0,
+    "dense_layers": [],
+    "router_scoring": "topk_softmax",
+    "swiglu_limit": 7.0,
+    "swiglu_alpha": 1.702,
+    "rope_theta": 150000.0,
+    "rms_norm_eps": 1e-5,
+    "trace_batch": 2,
+    "trace_seq": 8,
+}
+
+
+def _apply_rotary_emb(x, cos, sin):
+    first_half, second_half = torch.chunk(x, 2, dim=-1)
+    first_ = first_half * cos - second_half * sin
+    second_ = second_half * cos + first_half * sin
+    return torch.cat((first_, second_), dim=-1)
+
+
+class GptOssRotaryEmbedding(nn.Module):
+    def __init__(self, dim, base):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, position_ids):
+        inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)  # [1, s, d/2]
+        return freqs.cos(), freqs.sin()
+
+
+class GptOssAttention(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        h, d = cfg["hidden_size"], cfg["head_dim"]
+        self.head_dim = d
+        self.n_rep = cfg["num_heads"] // cfg["num_kv_heads"]
+        self.scaling = d ** -0.5
+        self.q_proj = nn.Linear(h, cfg["num_heads"] * d, bias=True)
+        self.k_proj = nn.Linear(h, cfg["num_kv_heads"] * d, bias=True)
+        self.v_proj = nn.Linear(h, cfg["num_kv_heads"] * d, bias=True)
+        self.o_proj = nn.Linear(cfg["num_heads"] * d, h, bias=True)
+        self.sinks = nn.Parameter(torch.empty(cfg["num_heads"]))
+        self.sliding = cfg["layer_types"][layer_idx] == "sliding_attention"
+
+    def forward(self, x, cos, sin, masks):
+        bsz, q_len, _ = x.shape
+        hidden_shape = (bsz, q_len, -1, self.head_dim)
+        q = self.q_proj(x).view(hidden_shape).transpose(1, 2)
+        k = self.k_proj(x).view(hidden_shape).transpose(1, 2)
+        v = self.v_proj(x).view(hidden_shape).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q, k = _apply_rotary_emb(q, cos, sin), _apply_rotary_emb(k, cos, sin)
+        k, v = fx.repeat_kv(k, self.n_rep), fx.repeat_kv(v, self.n_rep)
+        w = torch.matmul(q, k.transpose(2, 3)) * self.scaling
+        w = w + masks[1 if self.sliding else 0]
+        sinks = self.sinks.reshape(1, -1, 1, 1).expand(q.shape[0], -1, q.shape[-2], -1)
+        combined = torch.cat([w, sinks], dim=-1)
+        combined = combined - combined.max(dim=-1, keepdim=True).values
+        probs = F.softmax(combined, dim=-1, dtype=combined.dtype)
+        scores = probs[..., :-1]
+        out = torch.matmul(scores, v).transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+        return self.o_proj(out)
+
+
+class GptOssTopKRouter(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.top_k = cfg["top_k"]
+        self.weight = nn.Parameter(torch.empty(cfg["num_experts"], cfg["hidden_size"]))
+        self.bias = nn.Parameter(torch.empty(cfg["num_experts"]))
+
+    def forward(self, hidden_states):
+        router_logits = F.linear(hidden_states, self.weight, self.bias)
+        fx.record_router_scores(router_logits)
+        top_value, router_indices = torch.topk(router_logits, self.top_k, dim=-1)
+        top_value = F.softmax(top_value, dim=1, dtype=top_value.dtype)
+        router_scores = torch.zeros_like(router_logits).scatter_(1, router_indices, top_value)
+        return router_scores, router_indices
+
+
+class GptOssExperts(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        E, h, f = cfg["num_experts"], cfg["hidden_size"], cfg["expert_hidden"]
+        self.num_experts = E
+        self.gate_up_proj = nn.Parameter(torch.empty(E, h, 2 * f))
+        self.gate_up_proj_bias = nn.Parameter(torch.empty(E, 2 * f))
+        self.down_proj = nn.Parameter(torch.empty(E, f, h))
+        self.down_proj_bias = nn.Parameter(torch.empty(E, h))
+        self.alpha = cfg["swiglu_alpha"]
+        self.limit = cfg["swiglu_limit"]
+
+    def expert(self, e, x):
+        gate_up = x @ self.gate_up_proj[e] + self.gate_up_proj_bias[e]
+        gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+        gate = gate.clamp(min=None, max=self.limit)
+        up = up.clamp(min=-self.limit, max=self.limit)
+        glu = gate * torch.sigmoid(gate * self.alpha)
+        return ((up + 1) * glu) @ self.down_proj[e] + self.down_proj_bias[e]
+
+    def forward(self, hidden_states, router_indices, routing_weights):
+        next_states = torch.zeros_like(hidden_states)
+        expert_mask = F.one_hot(router_indices, num_classes=self.num_experts).permute(2, 1, 0)
+        for e in range(self.num_experts):
+            _, token_idx = torch.where(expert_mask[e])
+            out = self.expert(e, hidden_states[token_idx])
+            weighted = out * routing_weights[token_idx, e, None]
+            next_states.index_add_(0, token_idx, weighted.to(hidden_states.dtype))
+        return next_states
+
+
+class GptOssMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.router = GptOssTopKRouter(cfg)
+        self.experts = GptOssExperts(cfg)
+
+    def forward(self, hidden_states):
+        bsz, seq, hidden = hidden_states.shape
+        hidden_states = hidden_states.reshape(-1, hidden)
+        router_scores, router_indices = self.router(hidden_states)
+        out = self.experts(hidden_states, router_indices, router_scores)
+        return out.reshape(bsz, seq, hidden)
+
+
+class GptOssDecoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        self.input_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.self_attn = GptOssAttention(cfg, layer_idx)
+        self.post_attention_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.mlp = GptOssMLP(cfg)
+
+    def forward(self, x, cos, sin, masks):
+        h = x + self.self_attn(self.input_layernorm(x), cos, sin, masks)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class GptOssTiny(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList([GptOssDecoderLayer(cfg, i) for i in range(cfg["num_layers"])])
+        self.norm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        self.rotary_emb = GptOssRotaryEmbedding(cfg["head_dim"], cfg["rope_theta"])
+
+    def rope_and_masks(self, ids):
+        seq = ids.shape[1]
+        cos, sin = self.rotary_emb(torch.arange(seq).unsqueeze(0))
+        return cos, sin, (fx.causal_mask(seq), fx.sliding_window_mask(seq, self.cfg["sliding_window"]))
+
+    def forward(self, ids):
+        cos, sin, masks = self.rope_and_masks(ids)
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, masks)
+        return self.lm_head(self.norm(x))
+
+    def intermediates(self, ids):
+        """Layer 0 (sliding window, sinks, biases) attention, router and experts, tokens flattened."""
+        H = self.cfg["hidden_size"]
+        l0 = self.layers[0]
+        cos, sin, masks = self.rope_and_masks(ids)
+        x = self.embed_tokens(ids)
+        an = l0.input_layernorm(x)
+        ao = l0.self_attn(an, cos, sin, masks)
+        fn = l0.post_attention_layernorm(x + ao).reshape(-1, H)
+        scores, top = l0.mlp.router(fn)
+        a, ex = l0.self_attn, l0.mlp.experts
+        out = {
+            "l0_attn_in.npy": fx.f32(an.reshape(-1, H)), "l0_attn_out.npy": fx.f32(ao.reshape(-1, H)),
+            "w_l0_q.npy": fx.lin(a.q_proj), "w_l0_k.npy": fx.lin(a.k_proj),
+            "w_l0_v.npy": fx.lin(a.v_proj), "w_l0_o.npy": fx.lin(a.o_proj),
+            "w_l0_bq.npy": fx.f32(a.q_proj.bias), "w_l0_bk.npy": fx.f32(a.k_proj.bias),
+            "w_l0_bv.npy": fx.f32(a.v_proj.bias), "w_l0_bo.npy": fx.f32(a.o_proj.bias),
+            "w_l0_sinks.npy": fx.f32(a.sinks),
+            "l0_ffn_in.npy": fx.f32(fn), "w_l0_router.npy": fx.f32(l0.mlp.router.weight.t()),
+            "w_l0_router_bias.npy": fx.f32(l0.mlp.router.bias),
+            "l0_topk_ids.npy": fx.i64(top), "l0_topk_weights.npy": fx.f32(torch.gather(scores, 1, top)),
+            "w_l0_expert0_gate_up.npy": fx.f32(ex.gate_up_proj[0]),
+            "w_l0_expert0_gate_up_bias.npy": fx.f32(ex.gate_up_proj_bias[0]),
+            "w_l0_expert0_down.npy": fx.f32(ex.down_proj[0]),
+            "w_l0_expert0_down_bias.npy": fx.f32(ex.down_proj_bias[0]),
+            "l0_expert0_out.npy": fx.f32(ex.expert(0, fn)),
+        }
+        return out
+
+
+def build(cfg):
+    """Embeddings N(0,1); attention Linear N(0, 1/in), biases N(0, 0.1^2); sinks N(0, 1); router
+    N(0, 0.5^2), bias N(0, 0.5^2); gate_up N(0, 4^2/hidden) (so |gate_up| exceeds the limit 7 on
+    about 8% of the values), its bias N(0, 0.5^2); down N(0, 0.2^2/inner), its bias N(0, 0.1^2);
+    RMSNorm weights 1 + N(0, 0.1^2)."""
+    model = GptOssTiny(cfg)
+    h, f = cfg["hidden_size"], cfg["expert_hidden"]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("embed_tokens.weight"):
+                p.normal_(0.0, 1.0)
+            elif "layernorm" in name or name == "norm.weight":
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("sinks"):
+                p.normal_(0.0, 1.0)
+            elif "router" in name:
+                p.normal_(0.0, 0.5)
+            elif name.endswith("gate_up_proj"):
+                p.normal_(0.0, 4.0 / math.sqrt(h))
+            elif name.endswith("gate_up_proj_bias"):
+                p.normal_(0.0, 0.5)
+            elif name.endswith("down_proj"):
+                p.normal_(0.0, 0.2 / math.sqrt(f))
+            elif name.endswith("down_proj_bias") or name.endswith(".bias"):
+                p.normal_(0.0, 0.1)
+            else:
+                p.normal_(0.0, 1.0 / math.sqrt(p.shape[1]))
+    return model.eval().float()
+
+
+VARIANTS = [
+    {"name": "gpt_oss_tiny", "subdir": ".", "shapes": [(2, 8), (1, 5), (2, 12)], "seed_base": 1000,
+     "weight_seed": 0, "build": lambda: build(CONFIG)},
+]
+
+if __name__ == "__main__":
+    fx.main(HERE, VARIANTS, __doc__)

@@ -1,0 +1,99 @@
+"""End-to-end over the MoE family samples (Qwen3-MoE, DeepSeek-MoE, GPT-OSS): each committed export
+compiles, its plan reports the exporter's hyper-parameters, and disagmoe-run on 2 A-ranks + 2
+F-ranks (p = 1 and, where the layer count allows, p = 2 groups) reproduces PyTorch's logits.
+
+Oracles: golden/config.json (the exporter's hyper-parameters) and golden/logits_b{B}_s{S}.npy
+(PyTorch eager, fp32); tolerance 1e-4 max abs error.
+  check_families.py BIN_DIR SAMPLES_DIR WORK_DIR [SAMPLE ...]
+"""
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+TOLERANCE = 1e-4
+SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny"]
+# Keys every family reports, equal to the exporter's.
+COMMON = ["family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+          "num_experts", "top_k", "expert_hidden", "num_shared_experts", "dense_layers", "router_scoring",
+          "norm_topk_prob"]
+# Family-specific keys: plan key -> (config key or function of the config).
+SPECIFIC = {
+    "qwen3_moe": {"qk_norm": "qk_norm"},
+    "deepseek_moe": {"dense_hidden": "dense_hidden", "shared_expert_hidden": "shared_expert_hidden",
+                     "routed_scaling_factor": "routed_scaling_factor"},
+    "gpt_oss": {"attention_sinks": "attention_sinks", "attention_bias": "attention_bias",
+                "sliding_window": "sliding_window", "router_bias": "router_bias", "expert_bias": "expert_bias",
+                "swiglu_limit": "swiglu_limit", "swiglu_alpha": "swiglu_alpha",
+                "sliding_window_layers": lambda c: [i for i, t in enumerate(c["layer_types"])
+                                                    if t == "sliding_attention"]},
+}
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print(r.stdout)
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
+    return r.stdout
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-6)
+    return a == b
+
+
+def main(bin_dir, samples_dir, work, names):
+    disagmoe, runner = os.path.join(bin_dir, "disagmoe"), os.path.join(bin_dir, "disagmoe-run")
+    passed = failed = 0
+    worst = {}
+
+    def check(ok, what):
+        nonlocal passed, failed
+        passed += bool(ok)
+        failed += not ok
+        print(("ok   " if ok else "FAIL ") + what)
+
+    for name in names:
+        sdir = os.path.join(samples_dir, name)
+        cfg = json.load(open(os.path.join(sdir, "golden", "config.json")))
+        tag = name.replace("/", "_")
+        shapes = sorted(glob.glob(os.path.join(sdir, "golden", "ids_b*_s*.npy")))
+        for i, ids_path in enumerate(shapes):
+            shape = os.path.basename(ids_path)[len("ids_"):-len(".npy")]
+            batch, seq = (int(x[1:]) for x in shape.split("_"))
+            groups = [1, 2] if i == 0 and cfg["num_layers"] % 2 == 0 else [1]
+            for p in groups:
+                plan = os.path.join(work, f"{tag}_{shape}_p{p}")
+                run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan, "--batch", str(batch),
+                     "--seq-len", str(seq), "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", str(p)])
+                model = json.load(open(os.path.join(plan, "plan.json")))["model"]
+                if p == 1 and i == 0:
+                    wrong = [k for k in COMMON if not same(model.get(k), cfg[k])]
+                    for k, src in SPECIFIC.get(cfg["family"], {}).items():
+                        want = src(cfg) if callable(src) else cfg[src]
+                        if not same(model.get(k), want):
+                            wrong.append(k)
+                    check(not wrong, f"{name}: hyper-parameters equal the exporter's "
+                                     f"{[(k, model.get(k)) for k in wrong] if wrong else ''}")
+                    check(abs(model["rope_theta"] - cfg["rope_theta"]) <= 1e-6 * cfg["rope_theta"],
+                          f"{name}: rope_theta {model['rope_theta']} (exporter {cfg['rope_theta']})")
+                out = plan + "_logits.npy"
+                run([runner, plan, "--input", ids_path, "--output", out])
+                err = float(np.abs(np.load(out) - np.load(os.path.join(sdir, "golden", f"logits_{shape}.npy"))).max())
+                worst[name] = max(worst.get(name, 0.0), err)
+                check(err <= TOLERANCE, f"{name} {shape} 2A+2F p={p}: max abs error vs PyTorch {err:.3e}")
+    for name, err in worst.items():
+        print(f"{name}: worst max abs error {err:.3e} (tolerance {TOLERANCE})")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    os.makedirs(sys.argv[3], exist_ok=True)
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:] or SAMPLES))

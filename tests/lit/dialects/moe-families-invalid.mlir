@@ -1,0 +1,96 @@
+// RUN: disagmoe-opt %s -split-input-file -verify-diagnostics
+// Verifiers of the families' optional parts name the offending operand or attribute.
+
+func.func @sinks_not_per_head(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x4xf32>, %wo: tensor<8x4xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{sinks has shape [3], expected [2]}}
+  %a = moe.attention %x weights(%wq, %wkv, %wkv, %wo) sinks(%s : tensor<3xf32>) {head_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_theta = 1.0e4 : f64} : tensor<1x2x4xf32>, (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @qk_norm_without_eps(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x4xf32>, %wo: tensor<8x4xf32>, %n: tensor<4xf32>) {
+  // expected-error @+1 {{qk_norm needs the attribute 'qk_norm_eps'}}
+  %a = moe.attention %x weights(%wq, %wkv, %wkv, %wo) qk_norm(%n, %n : tensor<4xf32>, tensor<4xf32>) {head_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_theta = 1.0e4 : f64} : tensor<1x2x4xf32>, (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @q_bias_width(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x4xf32>, %wo: tensor<8x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{bq has shape [4], expected [8]}}
+  %a = moe.attention %x weights(%wq, %wkv, %wkv, %wo) bq(%b : tensor<4xf32>) {head_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_theta = 1.0e4 : f64} : tensor<1x2x4xf32>, (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @window_zero(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x4xf32>, %wo: tensor<8x4xf32>) {
+  // expected-error @+1 {{attribute 'sliding_window' must be positive, got 0}}
+  %a = moe.attention %x weights(%wq, %wkv, %wkv, %wo) {head_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_theta = 1.0e4 : f64, sliding_window = 0 : i64} : tensor<1x2x4xf32>, (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @router_bias(%x: tensor<1x2x4xf32>, %w: tensor<4x2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{bias has shape [3], expected [2]}}
+  %i, %g = moe.router %x, %w bias(%b : tensor<3xf32>) {layer = 0 : i64, num_experts = 2 : i64, scoring = "topk_softmax", top_k = 1 : i64} : tensor<1x2x4xf32>, tensor<4x2xf32> -> tensor<2x1xi64>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @router_scale(%x: tensor<1x2x4xf32>, %w: tensor<4x2xf32>) {
+  // expected-error @+1 {{attribute 'routed_scaling_factor' must be positive, got 0}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, num_experts = 2 : i64, routed_scaling_factor = 0.0 : f64, scoring = "softmax_topk", top_k = 1 : i64} : tensor<1x2x4xf32>, tensor<4x2xf32> -> tensor<2x1xi64>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @oai_without_limit(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w13: tensor<4x6xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{activation swiglu_oai needs 'swiglu_limit' and 'swiglu_alpha'}}
+  %y = moe.experts %x, %i, %g w1(%w13) w3() w2(%w2) {activation = "swiglu_oai", expert_hidden = 3 : i64, fused_gate_up, layer = 0 : i64, num_experts = 1 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x6xf32>), (), (tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_width(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{w1[0] has shape [4,3], expected [4,6]}}
+  %y = moe.experts %x, %i, %g w1(%w1) w3() w2(%w2) {expert_hidden = 3 : i64, fused_gate_up, layer = 0 : i64, num_experts = 1 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>), (), (tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @expert_bias_count(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{has 1 b2 weights for 2 experts}}
+  %y = moe.experts %x, %i, %g w1(%w1, %w1) w3(%w1, %w1) w2(%w2, %w2) b2(%b : tensor<4xf32>) {expert_hidden = 3 : i64, layer = 0 : i64, num_experts = 2 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>, tensor<4x3xf32>), (tensor<4x3xf32>, tensor<4x3xf32>), (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @dense_role(%x: tensor<1x2x4xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{attribute 'role' must be dense or shared, got 'routed'}}
+  %d = moe.dense_ffn %x w1(%w1) w3(%w1) w2(%w2) {ffn_hidden = 3 : i64, layer = 0 : i64, role = "routed"} : tensor<1x2x4xf32>, (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @dense_width(%x: tensor<1x2x4xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{w1 has shape [4,3], expected [4,5]}}
+  %d = moe.dense_ffn %x w1(%w1) w3(%w1) w2(%w2) {ffn_hidden = 5 : i64, layer = 0 : i64, role = "dense"} : tensor<1x2x4xf32>, (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @shared_count_on_dense(%x: tensor<1x2x4xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{attribute 'num_shared_experts' is only for role shared}}
+  %d = moe.dense_ffn %x w1(%w1) w3(%w1) w2(%w2) {ffn_hidden = 3 : i64, layer = 0 : i64, num_shared_experts = 2 : i64, role = "dense"} : tensor<1x2x4xf32>, (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
