@@ -307,6 +307,11 @@ public:
       kNorm = matchNorm(r.getOutputs()[0]);
     if (error)
       return std::nullopt;
+    // Only a norm on the path into the scores counts.
+    if (qNorm && !dependsOn(scores.getInputs()[0], qNorm->output))
+      qNorm.reset();
+    if (kNorm && !dependsOn(scores.getInputs()[1], kNorm->output))
+      kNorm.reset();
     if (static_cast<bool>(qNorm) != static_cast<bool>(kNorm))
       return fail(qNorm ? qProj : kProj, "attention: an RMSNorm on only one of q and k");
     if (qNorm) {

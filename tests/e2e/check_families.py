@@ -88,6 +88,29 @@ def main(bin_dir, samples_dir, work, names):
                 err = float(np.abs(np.load(out) - np.load(os.path.join(sdir, "golden", f"logits_{shape}.npy"))).max())
                 worst[name] = max(worst.get(name, 0.0), err)
                 check(err <= TOLERANCE, f"{name} {shape} 2A+2F p={p}: max abs error vs PyTorch {err:.3e}")
+    # Plan validation of the families' fields: a broken plan is refused naming the field.
+    def refused(sample, edit, expect):
+        plan = os.path.join(work, f"{sample}_b1_s5_p1")
+        doc = json.load(open(os.path.join(plan, "plan.json")))
+        edit(doc)
+        bad = os.path.join(work, f"{sample}_bad")
+        os.makedirs(bad, exist_ok=True)
+        json.dump(doc, open(os.path.join(bad, "plan.json"), "w"))
+        r = subprocess.run([runner, bad, "--input", os.path.join(samples_dir, sample, "golden", "ids_b1_s5.npy")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(r.returncode != 0 and expect in r.stdout, f"{sample}: broken plan refused ({r.stdout.strip()})")
+
+    def undense(doc):
+        doc["model"]["dense_layers"] = []
+
+    def wrong_sinks(doc):
+        attn = next(c for c in doc["model"]["components"] if c["kind"] == "attention")
+        attn["sinks"] = attn["bq"]
+
+    if "deepseek_moe_tiny" in names:
+        refused("deepseek_moe_tiny", undense, "placement.expert_to_rank[0]: has 0 entries")
+    if "gpt_oss_tiny" in names:
+        refused("gpt_oss_tiny", wrong_sinks, "expected [4] (num_heads)")
     for name, err in worst.items():
         print(f"{name}: worst max abs error {err:.3e} (tolerance {TOLERANCE})")
     print(f"{passed} passed, {failed} failed")

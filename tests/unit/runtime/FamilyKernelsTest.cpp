@@ -1,0 +1,180 @@
+// CPU forward kernels of the MoE families (runtime/backends/cpu/FamilyKernels.h, with Kernels.h)
+// against the PyTorch goldens of samples/models/{qwen3_moe_tiny,deepseek_moe_tiny,gpt_oss_tiny}
+// (golden/l*_*.npy: layer intermediates at the trace shape [2, 8], T = 16 tokens; weights [in, out]).
+// Each test starts from the golden input of its component, so the errors are the kernel's own.
+// Tolerance 1e-5 (observed errors are printed).
+#include "runtime/backends/cpu/FamilyKernels.h"
+#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/io/Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace disagmoe;
+using namespace disagmoe::cpu;
+
+namespace {
+
+constexpr int64_t T = 16, S = 8;
+constexpr double kTol = 1e-5;
+
+std::vector<float> load(const std::string& sample, const std::string& name) {
+  return readNpyFloat32(std::string(DISAGMOE_SAMPLES_DIR) + "/" + sample + "/golden/" + name).data;
+}
+
+std::vector<int64_t> loadIds(const std::string& sample, const std::string& name) {
+  std::vector<int64_t> shape;
+  return readNpyInt64(std::string(DISAGMOE_SAMPLES_DIR) + "/" + sample + "/golden/" + name, shape);
+}
+
+void expectClose(const char* what, const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double err = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    err = std::max(err, std::fabs(static_cast<double>(got[i]) - want[i]));
+  std::printf("[ golden   ] %-34s max abs err %.3g\n", what, err);
+  EXPECT_LE(err, kTol) << what;
+}
+
+/// Per token, the (expert id, gate) pairs sorted by expert id: top-k with sorted = False (DeepSeek)
+/// leaves PyTorch's order unspecified.
+std::vector<std::pair<int64_t, float>> byExpert(const std::vector<int64_t>& ids, const std::vector<float>& gates,
+                                                int64_t k) {
+  std::vector<std::pair<int64_t, float>> out;
+  for (size_t t = 0; t * k < ids.size(); ++t) {
+    std::vector<std::pair<int64_t, float>> row;
+    for (int64_t j = 0; j < k; ++j)
+      row.push_back({ids[t * k + j], gates[t * k + j]});
+    std::sort(row.begin(), row.end());
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+/// Router: logits = x W (+ b), gates per scoring, times `scale`; compared with the golden top-k.
+void checkRouter(const std::string& sample, const std::string& layer, int64_t H, int64_t E, int64_t K,
+                 RouterScoring scoring, const char* biasFile, float scale) {
+  std::vector<float> logits(T * E), gates(T * K);
+  std::vector<int64_t> ids(T * K);
+  linear(load(sample, layer + "_ffn_in.npy").data(), T, H, load(sample, "w_" + layer + "_router.npy").data(), E,
+         logits.data());
+  if (biasFile) addBias(logits.data(), T, E, load(sample, biasFile).data());
+  routerGates(logits.data(), T, E, K, scoring, ids.data(), gates.data());
+  for (float& g : gates) g *= scale;
+  auto got = byExpert(ids, gates, K);
+  auto want = byExpert(loadIds(sample, layer + "_topk_ids.npy"), load(sample, layer + "_topk_weights.npy"), K);
+  ASSERT_EQ(got.size(), want.size());
+  std::vector<float> g1, g2;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first) << sample << " router: token " << i / K;
+    g1.push_back(got[i].second);
+    g2.push_back(want[i].second);
+  }
+  expectClose((sample + " router gates").c_str(), g1, g2);
+}
+
+} // namespace
+
+// Qwen3: per-head q/k RMSNorm over head_dim before RoPE (theta 1e6), GQA 4/2, q width 64 != hidden 32.
+TEST(FamilyKernels, Qwen3AttentionWithQkNorm) {
+  const std::string s = "qwen3_moe_tiny";
+  const int64_t H = 32, heads = 4, kvHeads = 2, hd = 16, Q = heads * hd, KV = kvHeads * hd;
+  const std::vector<float> in = load(s, "l0_attn_in.npy");
+  std::vector<float> q(T * Q), k(T * KV), v(T * KV), o(T * Q), out(T * H);
+  linear(in.data(), T, H, load(s, "w_l0_q.npy").data(), Q, q.data());
+  linear(in.data(), T, H, load(s, "w_l0_k.npy").data(), KV, k.data());
+  linear(in.data(), T, H, load(s, "w_l0_v.npy").data(), KV, v.data());
+  rmsNorm(q.data(), T * heads, hd, load(s, "w_l0_q_norm.npy").data(), 1e-6f, q.data());
+  rmsNorm(k.data(), T * kvHeads, hd, load(s, "w_l0_k_norm.npy").data(), 1e-6f, k.data());
+  std::vector<int64_t> pos(T);
+  for (int64_t t = 0; t < T; ++t) pos[t] = t % S;
+  rope(q.data(), T, heads, hd, pos.data(), 1e6);
+  rope(k.data(), T, kvHeads, hd, pos.data(), 1e6);
+  for (int64_t b = 0; b < T / S; ++b)
+    causalAttention(q.data() + b * S * Q, k.data() + b * S * KV, v.data() + b * S * KV, S, heads, kvHeads, hd,
+                    o.data() + b * S * Q);
+  linear(o.data(), T, Q, load(s, "w_l0_o.npy").data(), H, out.data());
+  expectClose("qwen3 attention (q/k norm)", out, load(s, "l0_attn_out.npy"));
+}
+
+TEST(FamilyKernels, Qwen3RouterTop8Of32Renormalised) {
+  checkRouter("qwen3_moe_tiny", "l0", 32, 32, 8, RouterScoring::SoftmaxTopkRenorm, nullptr, 1.0f);
+}
+
+// DeepSeek: the dense layer's FFN and the shared experts (one SwiGLU of 2 x 16), and the router
+// without renormalisation, scaled by routed_scaling_factor 1.5.
+TEST(FamilyKernels, DeepSeekDenseAndSharedFfn) {
+  const std::string s = "deepseek_moe_tiny";
+  const int64_t H = 32;
+  for (auto [layer, role, inner] : {std::tuple<const char*, const char*, int64_t>{"l0", "dense", 64},
+                                    {"l1", "shared", 32}}) {
+    const std::string l = layer, r = role;
+    FfnWeights w;
+    const auto w1 = load(s, "w_" + l + "_" + r + "_w1.npy"), w3 = load(s, "w_" + l + "_" + r + "_w3.npy"),
+               w2 = load(s, "w_" + l + "_" + r + "_w2.npy");
+    w.w1 = w1.data(), w.w3 = w3.data(), w.w2 = w2.data();
+    std::vector<float> out(T * H);
+    ffnForward(load(s, l + "_ffn_in.npy").data(), T, H, inner, w, /*oai=*/false, 0, 0, out.data());
+    expectClose(("deepseek " + r + " FFN").c_str(), out, load(s, l + "_" + r + "_out.npy"));
+  }
+}
+
+TEST(FamilyKernels, DeepSeekRouterNoRenormScaled) {
+  checkRouter("deepseek_moe_tiny", "l1", 32, 16, 6, RouterScoring::SoftmaxTopk, nullptr, 1.5f);
+}
+
+// GPT-OSS: q/k/v/o biases, one sink logit per head, sliding window 4 (layer 0), RoPE theta 150000.
+TEST(FamilyKernels, GptOssAttentionWithSinksWindowAndBiases) {
+  const std::string s = "gpt_oss_tiny";
+  const int64_t H = 32, heads = 4, kvHeads = 2, hd = 16, Q = heads * hd, KV = kvHeads * hd;
+  const std::vector<float> in = load(s, "l0_attn_in.npy");
+  std::vector<float> q(T * Q), k(T * KV), v(T * KV), o(T * Q), out(T * H);
+  linear(in.data(), T, H, load(s, "w_l0_q.npy").data(), Q, q.data());
+  linear(in.data(), T, H, load(s, "w_l0_k.npy").data(), KV, k.data());
+  linear(in.data(), T, H, load(s, "w_l0_v.npy").data(), KV, v.data());
+  addBias(q.data(), T, Q, load(s, "w_l0_bq.npy").data());
+  addBias(k.data(), T, KV, load(s, "w_l0_bk.npy").data());
+  addBias(v.data(), T, KV, load(s, "w_l0_bv.npy").data());
+  std::vector<int64_t> pos(T);
+  for (int64_t t = 0; t < T; ++t) pos[t] = t % S;
+  rope(q.data(), T, heads, hd, pos.data(), 150000.0);
+  rope(k.data(), T, kvHeads, hd, pos.data(), 150000.0);
+  const std::vector<float> sinks = load(s, "w_l0_sinks.npy");
+  for (int64_t b = 0; b < T / S; ++b)
+    causalAttentionVariant(q.data() + b * S * Q, k.data() + b * S * KV, v.data() + b * S * KV, S, heads, kvHeads,
+                           hd, sinks.data(), /*window=*/4, o.data() + b * S * Q);
+  linear(o.data(), T, Q, load(s, "w_l0_o.npy").data(), H, out.data());
+  addBias(out.data(), T, H, load(s, "w_l0_bo.npy").data());
+  expectClose("gpt-oss attention (sinks, window 4)", out, load(s, "l0_attn_out.npy"));
+}
+
+TEST(FamilyKernels, GptOssRouterBiasTopkThenSoftmax) {
+  checkRouter("gpt_oss_tiny", "l0", 32, 8, 4, RouterScoring::TopkSoftmax, "w_l0_router_bias.npy", 1.0f);
+}
+
+// GPT-OSS's expert: fused interleaved gate_up [32, 2*16] with bias, clamped SwiGLU (7, 1.702),
+// down [16, 32] with bias.
+TEST(FamilyKernels, GptOssClampedSwigluExpert) {
+  const std::string s = "gpt_oss_tiny";
+  const int64_t H = 32, F = 16;
+  const auto w13 = load(s, "w_l0_expert0_gate_up.npy"), b13 = load(s, "w_l0_expert0_gate_up_bias.npy"),
+             w2 = load(s, "w_l0_expert0_down.npy"), b2 = load(s, "w_l0_expert0_down_bias.npy");
+  FfnWeights w;
+  w.w1 = w13.data(), w.b1 = b13.data(), w.w2 = w2.data(), w.b2 = b2.data(), w.fusedGateUp = true;
+  const std::vector<float> x = load(s, "l0_ffn_in.npy");
+  std::vector<float> out(T * H);
+  ffnForward(x.data(), T, H, F, w, /*oai=*/true, 7.0f, 1.702f, out.data());
+  expectClose("gpt-oss expert 0 (clamped SwiGLU)", out, load(s, "l0_expert0_out.npy"));
+  // The clamp is active on these inputs: without it the result differs.
+  std::vector<float> unclamped(T * H);
+  ffnForward(x.data(), T, H, F, w, /*oai=*/true, 1e30f, 1.702f, unclamped.data());
+  double diff = 0;
+  for (size_t i = 0; i < out.size(); ++i) diff = std::max(diff, std::fabs(double(out[i]) - unclamped[i]));
+  EXPECT_GT(diff, 1e-3) << "the goldens do not exercise the clamp";
+}
