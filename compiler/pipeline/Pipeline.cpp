@@ -96,8 +96,6 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     return nullptr;
   }
 
-  // The compiled shape: the model's static input dims, or --batch/--seq-len for symbolic ones;
-  // a flag that contradicts a static dim is an error.
   // Wall time of each phase, printed to stderr with --timing.
   auto clock = std::chrono::steady_clock::now();
   auto phase = [&](const char *name) {
@@ -107,59 +105,65 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
                                     std::chrono::duration<double>(now - clock).count());
     clock = now;
   };
+  // One load. The compiled shape is the model's static input dims, or --batch/--seq-len for
+  // symbolic ones (a flag that contradicts a static dim is an error): once the file has passed
+  // the loader's checks, resolveInputShape picks it from the declared dims, before shape
+  // inference. The loader's static shape inference computes the shape computations' values,
+  // which the importer folds into constants.
   onnxfe::Graph graph;
-  onnxfe::LoadOptions peek;
-  peek.inferShapes = false;
-  onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, peek, graph);
-  if (!loaded.ok) {
-    error = loaded.error;
-    return nullptr;
-  }
-  if (graph.inputs.empty() || graph.inputs[0].dims.size() != 2) {
-    error = path + ": input '" + (graph.inputs.empty() ? std::string() : graph.inputs[0].name) +
-            "': expected token ids of shape [batch, seq]";
-    return nullptr;
-  }
-  int64_t dims[2];
-  const char *flags[2] = {"--batch", "--seq-len"};
-  const std::optional<int64_t> requested[2] = {options.batch, options.seqLen};
-  for (int i = 0; i < 2; ++i) {
-    int64_t fromModel = graph.inputs[0].dims[i];
-    if (requested[i] && fromModel > 0 && *requested[i] != fromModel) {
-      error = path + ": input '" + graph.inputs[0].name + "' has static dim " + std::to_string(i) +
-              " = " + std::to_string(fromModel) + ", but " + flags[i] + " " +
-              std::to_string(*requested[i]) + " was given";
-      return nullptr;
-    }
-    dims[i] = requested[i] ? *requested[i] : fromModel > 0 ? fromModel : kDefaultShape[i];
-    if (dims[i] < 1 || dims[i] > kMaxTokens) {
-      error = std::string(flags[i]) + " must be in [1, " + std::to_string(kMaxTokens) + "], got " +
-              std::to_string(dims[i]);
-      return nullptr;
-    }
-  }
-  if (dims[0] * dims[1] > kMaxTokens) {
-    error = "--batch x --seq-len = " + std::to_string(dims[0] * dims[1]) +
-            " tokens exceeds the supported " + std::to_string(kMaxTokens);
-    return nullptr;
-  }
-
-  phase("load (input dims)");
   onnxfe::LoadOptions load;
-  load.inputShapeOverride = {dims[0], dims[1]};
-  loaded = onnxfe::loadOnnxModel(path, load, graph);
+  load.shapeInference = onnxfe::ShapeInference::Static;
+  load.resolveInputShape = [&](const onnxfe::ValueInfo &input, std::vector<int64_t> &resolved,
+                               std::string &message) {
+    if (input.dims.size() != 2) {
+      message = path + ": input '" + input.name + "': expected token ids of shape [batch, seq]";
+      return false;
+    }
+    int64_t dims[2];
+    const char *flags[2] = {"--batch", "--seq-len"};
+    const std::optional<int64_t> requested[2] = {options.batch, options.seqLen};
+    for (int i = 0; i < 2; ++i) {
+      int64_t fromModel = input.dims[i];
+      if (requested[i] && fromModel > 0 && *requested[i] != fromModel) {
+        message = path + ": input '" + input.name + "' has static dim " + std::to_string(i) +
+                  " = " + std::to_string(fromModel) + ", but " + flags[i] + " " +
+                  std::to_string(*requested[i]) + " was given";
+        return false;
+      }
+      dims[i] = requested[i] ? *requested[i] : fromModel > 0 ? fromModel : kDefaultShape[i];
+      if (dims[i] < 1 || dims[i] > kMaxTokens) {
+        message = std::string(flags[i]) + " must be in [1, " + std::to_string(kMaxTokens) +
+                  "], got " + std::to_string(dims[i]);
+        return false;
+      }
+    }
+    if (dims[0] * dims[1] > kMaxTokens) {
+      message = "--batch x --seq-len = " + std::to_string(dims[0] * dims[1]) +
+                " tokens exceeds the supported " + std::to_string(kMaxTokens);
+      return false;
+    }
+    resolved = {dims[0], dims[1]};
+    return true;
+  };
+  onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, load, graph);
   if (!loaded.ok) {
     error = loaded.error;
     return nullptr;
   }
-  phase("load (check, infer)");
+  if (options.timing)
+    for (const auto &[name, seconds] : loaded.phases)
+      llvm::errs() << llvm::formatv("  {0,-24} {1,8:F3} s\n", "  " + name, seconds);
+  phase("load");
   context.loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect,
                       arith::ArithDialect>();
-  OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, error);
+  onnxfe::ImportOptions importOptions;
+  importOptions.foldKnownValues = true;
+  OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, importOptions, error);
   if (!module)
     return nullptr;
-  graph = onnxfe::Graph(); // the module holds everything from here on
   phase("import");
+  graph = onnxfe::Graph(); // the module holds everything from here on
+  phase("free the loaded graph");
   if (wantsStage(options, "import"))
     {
     irOut << "// -----// IR after import //----- //\n";

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -87,6 +88,11 @@ mlir::Attribute convertAttribute(Builder &b, const onnxfe::Attribute &a) {
 
 OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
                                       std::string &error) {
+  return importOnnxGraph(context, graph, ImportOptions(), error);
+}
+
+OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
+                                      const ImportOptions &options, std::string &error) {
   context.loadDialect<onnxir::OnnxDialect, func::FuncDialect>();
   OpBuilder b(&context);
   Location loc = FileLineColLoc::get(&context, graph.path, 0, 0);
@@ -106,7 +112,7 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToEnd(entry);
 
-  llvm::StringMap<Value> values;
+  llvm::StringMap<Value> values(static_cast<unsigned>(graph.valueInfo.size()));
   for (auto [i, in] : llvm::enumerate(graph.inputs)) {
     values[in.name] = entry->getArgument(i);
     func.setArgAttr(i, "onnx.name", b.getStringAttr(in.name));
@@ -126,49 +132,111 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
               elemTypeName(init.info.type) + " is not supported";
       return nullptr;
     }
+    StringAttr name = b.getStringAttr(init.info.name);
     auto weight = b.create<onnxir::WeightOp>(
-        NameLoc::get(b.getStringAttr(init.info.name)), type, init.info.name, init.file,
-        static_cast<int64_t>(init.offset),
-        static_cast<int64_t>(init.hasFileRange
-                                 ? init.length
-                                 : init.data->bytes.size()),
-        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), /*transposed=*/false);
+        NameLoc::get(name), type, name, b.getStringAttr(init.file),
+        b.getI64IntegerAttr(static_cast<int64_t>(init.offset)),
+        b.getI64IntegerAttr(static_cast<int64_t>(init.hasFileRange ? init.length
+                                                                    : init.data->bytes.size())),
+        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr());
     values[init.info.name] = weight.getResult();
   }
 
+  // Folding: which nodes become constants, and which of those an unfolded node still reads.
+  const size_t numNodes = graph.nodes.size();
+  std::vector<char> folded(numNodes, 0);
+  llvm::StringSet<> readByKept;
+  if (options.foldKnownValues && !graph.knownValues.empty()) {
+    for (size_t k = 0; k < numNodes; ++k) {
+      const Node &node = graph.nodes[k];
+      if (!node.domain.empty() || node.outputs.size() != 1 || node.outputs[0].empty())
+        continue;
+      // Identity stays: weights are read through it (torch dedups identical initializers).
+      if (node.opType == "Constant")
+        folded[k] = 1;
+      else if (node.opType != "Identity" && graph.knownValues.count(node.outputs[0]))
+        folded[k] = 2;
+    }
+    for (size_t k = 0; k < numNodes; ++k)
+      if (!folded[k])
+        for (const std::string &name : graph.nodes[k].inputs)
+          readByKept.insert(name);
+    for (const ValueInfo &out : graph.outputs)
+      readByKept.insert(out.name);
+  }
+
+  StringAttr constantType = b.getStringAttr("Constant"), noDomain = b.getStringAttr("");
+  StringAttr valueName = b.getStringAttr("value");
+  DictionaryAttr noAttrs = b.getDictionaryAttr({});
+  llvm::StringMap<StringAttr> opTypes;
   Value none;
-  for (const Node &node : graph.nodes) {
-    SmallVector<Value> operands;
-    for (const std::string &name : node.inputs) {
-      if (name.empty()) {
+  SmallVector<Value> operands;
+  SmallVector<Type> resultTypes;
+  for (size_t k = 0; k < numNodes; ++k) {
+    const Node &node = graph.nodes[k];
+    if (folded[k] && !readByKept.contains(node.outputs[0]))
+      continue;  // only folded nodes read it (or nothing does)
+    StringAttr name = b.getStringAttr(node.name);
+    if (folded[k] == 2) {
+      // A shape computation with a known value: a Constant of that value, under the node's name.
+      const TensorData &value = *graph.knownValues.at(node.outputs[0]);
+      DenseElementsAttr dense;
+      if (value.type == ElemType::Bool) {
+        SmallVector<bool> bits;
+        for (char c : value.bytes)
+          bits.push_back(c != 0);
+        dense = DenseElementsAttr::get(RankedTensorType::get(value.dims, b.getI1Type()),
+                                       ArrayRef<bool>(bits));
+      } else {
+        dense = denseOf(b, value);
+      }
+      if (dense) {
+        auto op = b.create<onnxir::NodeOp>(
+            NameLoc::get(name, loc), TypeRange{dense.getType()}, constantType, ValueRange{}, name,
+            noDomain, b.getDictionaryAttr({b.getNamedAttr(valueName, dense)}));
+        values[node.outputs[0]] = op.getResult(0);
+        continue;
+      }
+      // Not representable as a dense attribute: emit the node itself.
+    }
+    operands.clear();
+    for (const std::string &input : node.inputs) {
+      if (input.empty()) {
         if (!none)
           none = b.create<onnxir::NoneOp>(loc, b.getNoneType()).getResult();
         operands.push_back(none);
         continue;
       }
-      auto it = values.find(name);
+      auto it = values.find(input);
       if (it == values.end()) {
-        error = graph.path + ": node '" + node.name + "' (" + node.opType + "): input '" + name +
+        error = graph.path + ": node '" + node.name + "' (" + node.opType + "): input '" + input +
                 "' is not defined";
         return nullptr;
       }
       operands.push_back(it->second);
     }
-    SmallVector<Type> resultTypes;
-    for (const std::string &name : node.outputs) {
-      auto it = graph.valueInfo.find(name);
+    resultTypes.clear();
+    for (const std::string &output : node.outputs) {
+      auto it = graph.valueInfo.find(output);
       resultTypes.push_back(it != graph.valueInfo.end() ? tensorType(b, it->second)
                                                         : Type(UnrankedTensorType::get(b.getF32Type())));
     }
-    NamedAttrList attrs;
-    for (const auto &[name, attr] : node.attributes)
-      attrs.set(name, convertAttribute(b, attr));
-    auto op = b.create<onnxir::NodeOp>(NameLoc::get(b.getStringAttr(node.name), loc), resultTypes,
-                                       node.opType, operands, node.name, node.domain,
-                                       attrs.getDictionary(&context));
-    for (auto [name, result] : llvm::zip(node.outputs, op.getResults()))
-      if (!name.empty())
-        values[name] = result;
+    DictionaryAttr attrs = noAttrs;
+    if (!node.attributes.empty()) {
+      NamedAttrList list;
+      for (const auto &[attrName, attr] : node.attributes)
+        list.set(attrName, convertAttribute(b, attr));
+      attrs = list.getDictionary(&context);
+    }
+    StringAttr &opType = opTypes[node.opType];
+    if (!opType)
+      opType = b.getStringAttr(node.opType);
+    auto op = b.create<onnxir::NodeOp>(NameLoc::get(name, loc), resultTypes, opType, operands, name,
+                                       node.domain.empty() ? noDomain : b.getStringAttr(node.domain),
+                                       attrs);
+    for (auto [output, result] : llvm::zip(node.outputs, op.getResults()))
+      if (!output.empty())
+        values[output] = result;
   }
 
   SmallVector<Value> results;

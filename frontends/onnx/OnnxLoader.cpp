@@ -12,15 +12,19 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <queue>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -569,7 +573,8 @@ ValueInfo toValueInfo(const std::string &name, const onnx::TypeProto &tp) {
   return vi;
 }
 
-Attribute toAttribute(const onnx::AttributeProto &a, const std::string &ctx) {
+/// `ctx` makes the error prefix ("<file>: node 'n' (Op)"); called only on the rare paths that need it.
+Attribute toAttribute(const onnx::AttributeProto &a, const std::function<std::string()> &ctx) {
   Attribute out;
   using AP = onnx::AttributeProto;
   switch (a.type()) {
@@ -600,7 +605,7 @@ Attribute toAttribute(const onnx::AttributeProto &a, const std::string &ctx) {
   case AP::TENSOR: {
     out.kind = Attribute::Kind::Tensor;
     const auto &t = a.t();
-    std::string tctx = ctx + ": attribute '" + a.name() + "'";
+    std::string tctx = ctx() + ": attribute '" + a.name() + "'";
     if (t.has_data_location() && t.data_location() == onnx::TensorProto::EXTERNAL)
       fail(tctx + ": external tensor data in attributes is not supported");
     TensorSize ts = tensorSize(t, tctx);
@@ -909,8 +914,10 @@ std::vector<Initializer> convertInitializers(const std::string &F, const MappedF
 /// algorithm, smallest file index first, so a sorted file keeps its order).
 std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &g) {
   const int numNodes = g.node_size();
-  std::unordered_map<std::string, int> producer;  // value -> node index; -1 graph input / initializer
-  std::unordered_set<std::string> graphInputNames;
+  // Keys view the names inside `g`, which outlives this function and is not modified here.
+  std::unordered_map<std::string_view, int> producer;  // value -> node index; -1 graph input / initializer
+  producer.reserve(static_cast<size_t>(g.initializer_size() + g.input_size()) + 2 * static_cast<size_t>(numNodes));
+  std::unordered_set<std::string_view> graphInputNames;
   for (const auto &t : g.initializer())
     producer[t.name()] = -1;
   for (const auto &in : g.input()) {
@@ -934,46 +941,64 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
       }
     }
   }
-  std::vector<std::vector<int>> users(numNodes), preds(numNodes);
-  std::vector<int> pending(numNodes, 0);
+  // Edges in compressed rows: the distinct producer nodes of node n, ascending, are
+  // preds[predStart[n] .. predStart[n + 1]).
+  std::vector<int> predStart(static_cast<size_t>(numNodes) + 1, 0), preds;
+  preds.reserve(2 * static_cast<size_t>(numNodes));
+  std::vector<int> from;
   for (int n = 0; n < numNodes; ++n) {
     const auto &node = g.node(n);
-    std::set<std::string> needs;
+    from.clear();
     for (const auto &i : node.input())
       if (!i.empty()) {
-        if (!producer.count(i))
+        auto it = producer.find(i);
+        if (it == producer.end())
           fail(F + ": " + nodeRef(node, n) + ": input '" + i +
                "' is not produced by any node, initializer or graph input");
-        needs.insert(i);
+        if (it->second >= 0)
+          from.push_back(it->second);
       }
     for (const auto &a : node.attribute()) {
+      if (!a.has_g() && a.graphs_size() == 0)
+        continue;
       std::set<std::string> refs;
       if (a.has_g())
         collectOuterRefs(a.g(), refs);
       for (const auto &sg : a.graphs())
         collectOuterRefs(sg, refs);
       for (const auto &r : refs) {
-        if (!producer.count(r))
+        auto it = producer.find(r);
+        if (it == producer.end())
           fail(F + ": " + nodeRef(node, n) + ": subgraph attribute '" + a.name() + "' reads '" + r +
                "', which is not produced by any node, initializer or graph input");
-        needs.insert(r);
+        if (it->second >= 0)
+          from.push_back(it->second);
       }
     }
-    std::set<int> from;
-    for (const auto &v : needs) {
-      int p = producer.at(v);
-      if (p >= 0)
-        from.insert(p);
-    }
-    for (int p : from) {
-      users[p].push_back(n);
-      preds[n].push_back(p);
-    }
-    pending[n] = static_cast<int>(from.size());
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+    preds.insert(preds.end(), from.begin(), from.end());
+    predStart[n + 1] = static_cast<int>(preds.size());
   }
   for (const auto &o : g.output())
     if (!producer.count(o.name()))
       fail(F + ": graph output '" + o.name() + "': not produced by any node, initializer or graph input");
+
+  // users[userStart[p] .. userStart[p + 1]) are the nodes that read node p, ascending.
+  std::vector<int> userStart(static_cast<size_t>(numNodes) + 1, 0), users(preds.size());
+  for (int p : preds)
+    ++userStart[p + 1];
+  for (int n = 0; n < numNodes; ++n)
+    userStart[n + 1] += userStart[n];
+  {
+    std::vector<int> fillAt(userStart.begin(), userStart.end() - 1);
+    for (int n = 0; n < numNodes; ++n)
+      for (int k = predStart[n]; k < predStart[n + 1]; ++k)
+        users[fillAt[preds[k]]++] = n;
+  }
+  std::vector<int> pending(numNodes);
+  for (int n = 0; n < numNodes; ++n)
+    pending[n] = predStart[n + 1] - predStart[n];
 
   std::vector<int> order;
   order.reserve(numNodes);
@@ -985,9 +1010,9 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
     int n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (int u : users[n])
-      if (--pending[u] == 0)
-        ready.push(u);
+    for (int k = userStart[n]; k < userStart[n + 1]; ++k)
+      if (--pending[users[k]] == 0)
+        ready.push(users[k]);
   }
   if (static_cast<int>(order.size()) != numNodes) {
     // Find one cycle among the nodes left: walk predecessors that are also left.
@@ -1001,9 +1026,9 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
       pos[cur] = static_cast<int>(path.size());
       path.push_back(cur);
       int next = -1;
-      for (int p : preds[cur])
-        if (pending[p] > 0) {
-          next = p;
+      for (int k = predStart[cur]; k < predStart[cur + 1]; ++k)
+        if (pending[preds[k]] > 0) {
+          next = preds[k];
           break;
         }
       cur = next;
@@ -1019,17 +1044,23 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
 
 /// Reorders g's nodes as `order` says (the checker and shape inference need topological order).
 void reorderNodes(onnx::GraphProto *g, const std::vector<int> &order) {
-  bool sorted = true;
-  for (size_t k = 0; k < order.size(); ++k)
-    if (order[k] != static_cast<int>(k))
-      sorted = false;
-  if (sorted)
-    return;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> sortedNodes;
-  sortedNodes.Reserve(static_cast<int>(order.size()));
-  for (int n : order)
-    sortedNodes.Add()->Swap(g->mutable_node(n));
-  g->mutable_node()->Swap(&sortedNodes);
+  // In place, by swapping element pointers (the nodes may live on an arena).
+  const int n = static_cast<int>(order.size());
+  std::vector<int> pos(n), at(n);  // position of original node i; original node at position p
+  for (int i = 0; i < n; ++i)
+    pos[i] = at[i] = i;
+  auto *nodes = g->mutable_node();
+  for (int k = 0; k < n; ++k) {
+    const int want = order[k], cur = pos[want];
+    if (cur == k)
+      continue;
+    nodes->SwapElements(k, cur);
+    const int displaced = at[k];
+    at[cur] = displaced;
+    pos[displaced] = cur;
+    at[k] = want;
+    pos[want] = k;
+  }
 }
 
 /// The token-id input must be an int64 or int32 tensor.
@@ -1122,6 +1153,11 @@ void inferShapes(const std::string &F, onnx::ModelProto &model, std::vector<std:
 /// Fills valueInfo, inputs, outputs and nodes of `out` from the (sorted, inferred) graph.
 void fillGraph(const std::string &F, const onnx::GraphProto &g, const std::vector<int> &order,
                const std::vector<int> &runtimeInputs, Graph &out) {
+  size_t numValues = static_cast<size_t>(g.input_size() + g.output_size() + g.value_info_size()) +
+                     out.initializers.size();
+  for (const auto &node : g.node())
+    numValues += static_cast<size_t>(node.output_size());
+  out.valueInfo.reserve(numValues);
   for (const auto &in : g.input())
     out.valueInfo[in.name()] = toValueInfo(in.name(), in.type());
   for (const auto &v : g.value_info())
@@ -1132,66 +1168,119 @@ void fillGraph(const std::string &F, const onnx::GraphProto &g, const std::vecto
     out.valueInfo[init.info.name] = init.info;
   for (const auto &node : g.node())
     for (const auto &o : node.output())
-      if (!o.empty() && !out.valueInfo.count(o)) {
-        ValueInfo vi;
-        vi.name = o;
-        out.valueInfo[o] = vi;
+      if (!o.empty()) {
+        auto [it, inserted] = out.valueInfo.try_emplace(o);
+        if (inserted)
+          it->second.name = o;
       }
   for (int i : runtimeInputs)
     out.inputs.push_back(out.valueInfo.at(g.input(i).name()));
   for (const auto &o : g.output())
     out.outputs.push_back(out.valueInfo.at(o.name()));
 
-  out.nodes.reserve(g.node_size());
+  out.nodes.resize(static_cast<size_t>(g.node_size()));
   for (int k = 0; k < g.node_size(); ++k) {
     const onnx::NodeProto &node = g.node(k);  // already in topological order
     const int fileIndex = order[k];
-    Node n;
+    Node &n = out.nodes[static_cast<size_t>(k)];
     n.name = nodeLabel(node, fileIndex);
     n.opType = node.op_type();
-    n.domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (node.domain() != "ai.onnx")
+      n.domain = node.domain();
     n.inputs.assign(node.input().begin(), node.input().end());
     n.outputs.assign(node.output().begin(), node.output().end());
-    std::string ctx = F + ": " + nodeRef(node, fileIndex);
+    n.attributes.reserve(static_cast<size_t>(node.attribute_size()));
     for (const auto &a : node.attribute())
-      n.attributes.emplace_back(a.name(), toAttribute(a, ctx));
-    out.nodes.push_back(std::move(n));
+      n.attributes.emplace_back(a.name(), toAttribute(a, [&] { return F + ": " + nodeRef(node, fileIndex); }));
   }
 }
 
-void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vector<std::string> &warnings) {
+/// Seconds since `start`, and restarts it.
+double lap(std::chrono::steady_clock::time_point &start) {
+  auto now = std::chrono::steady_clock::now();
+  double s = std::chrono::duration<double>(now - start).count();
+  start = now;
+  return s;
+}
+
+void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vector<std::string> &warnings,
+          std::vector<std::pair<std::string, double>> &phases) {
   const std::string &F = path;  // every error starts with the file
   out = Graph();
   out.path = path;
+  auto clock = std::chrono::steady_clock::now();
 
   MappedFile file(path);
-  onnx::ModelProto model;
+  // The parsed model lives on an arena: one allocation per block instead of one per message, and
+  // nothing to free message by message afterwards.
+  google::protobuf::ArenaOptions arenaOptions;
+  arenaOptions.start_block_size = 1 << 20;
+  arenaOptions.max_block_size = 16 << 20;
+  google::protobuf::Arena arena(arenaOptions);
+  onnx::ModelProto &model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   parseModel(F, file, model);
   out.irVersion = model.ir_version();
   out.producerName = model.producer_name();
   out.producerVersion = model.producer_version();
   readOpsets(F, model, out);
+  phases.emplace_back("parse", lap(clock));
 
   onnx::GraphProto *g = model.mutable_graph();
   out.initializers = convertInitializers(F, file, *g);
+  phases.emplace_back("initializers", lap(clock));
   std::vector<int> order = topologicalOrder(F, *g);
 
-  std::unordered_set<std::string> initNames;
+  std::unordered_set<std::string_view> initNames;
+  initNames.reserve(out.initializers.size());
   for (const auto &init : out.initializers)
     initNames.insert(init.info.name);
   std::vector<int> runtimeInputs;  // indices into g->input() of the inputs that are not initializers
   for (int i = 0; i < g->input_size(); ++i)
     if (!initNames.count(g->input(i).name()))
       runtimeInputs.push_back(i);
+  for (int i : runtimeInputs)
+    out.declaredInputs.push_back(toValueInfo(g->input(i).name(), g->input(i).type()));
   if (opts.checkTokenIds)
     checkTokenIds(F, opts, *g, runtimeInputs);
   specialiseDims(F, opts, g, runtimeInputs, warnings);
 
   reorderNodes(g, order);
+  phases.emplace_back("graph checks", lap(clock));
   runChecker(F, model);
-  if (opts.inferShapes)
+  phases.emplace_back("onnx checker", lap(clock));
+
+  if (opts.resolveInputShape) {
+    if (runtimeInputs.empty())
+      fail(F + ": graph.input: the graph has no runtime input");
+    auto *in = g->mutable_input(runtimeInputs.front());
+    std::vector<int64_t> dims;
+    std::string error;
+    if (!opts.resolveInputShape(toValueInfo(in->name(), in->type()), dims, error))
+      fail(error);
+    for (int64_t d : dims)
+      if (d < 1)
+        fail(F + ": graph input '" + in->name() + "': resolved dims " + dimsStr(dims) + " have a dim < 1");
+    if (!in->type().has_tensor_type())
+      fail(F + ": graph input '" + in->name() + "': a shape was given, but the input is not a tensor");
+    auto *shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  }
+
+  const ShapeInference engine = opts.inferShapes ? opts.shapeInference : ShapeInference::None;
+  if (engine == ShapeInference::Onnx) {
     inferShapes(F, model, warnings);
+    phases.emplace_back("shape inference", lap(clock));
+  }
   fillGraph(F, *g, order, runtimeInputs, out);
+  phases.emplace_back("fill", lap(clock));
+  if (engine == ShapeInference::Static) {
+    propagateStaticShapes(out);
+    for (auto &o : out.outputs)
+      o = out.valueInfo.at(o.name);
+    phases.emplace_back("shape inference", lap(clock));
+  }
 }
 
 } // namespace
@@ -1199,7 +1288,7 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vec
 LoadResult loadOnnxModel(const std::string &path, const LoadOptions &opts, Graph &out) noexcept {
   LoadResult r;
   try {
-    load(path, opts, out, r.warnings);
+    load(path, opts, out, r.warnings, r.phases);
     r.ok = true;
   } catch (const LoadFailure &f) {
     r.ok = false;

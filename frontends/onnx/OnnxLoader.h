@@ -17,9 +17,11 @@
 #define DISAGMOE_FRONTENDS_ONNX_ONNXLOADER_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -144,6 +146,9 @@ struct Graph {
   /// Graph inputs that are not initializers (the runtime inputs), with dims after
   /// specialisation by LoadOptions; and graph outputs, with inferred types.
   std::vector<ValueInfo> inputs, outputs;
+  /// The runtime inputs as the file declares them, before any LoadOptions specialisation
+  /// (-1 for a symbolic or unknown dim): which dims were static in the model.
+  std::vector<ValueInfo> declaredInputs;
   /// In file order.
   std::vector<Initializer> initializers;
   /// Topologically sorted: every node comes after the producers of its inputs
@@ -152,7 +157,27 @@ struct Graph {
   /// Every named value (graph inputs, initializers, node outputs, graph outputs)
   /// with its type and shape after shape inference; values inference could not
   /// type have type Undefined and hasShape false.
-  std::map<std::string, ValueInfo> valueInfo;
+  std::unordered_map<std::string, ValueInfo> valueInfo;
+  /// With ShapeInference::Static: the contents of the integer and boolean values that shape
+  /// computations produce once the input dims are static (Shape, Gather, Concat, Unsqueeze,
+  /// arithmetic on them, ...), for tensors of at most kMaxKnownElements elements. The
+  /// importer folds the nodes that compute them into constants. Empty otherwise.
+  std::unordered_map<std::string, std::shared_ptr<TensorData>> knownValues;
+};
+
+/// Largest tensor (in elements) whose contents static shape inference tracks.
+inline constexpr int64_t kMaxKnownElements = 1024;
+
+/// How Graph::valueInfo is filled.
+enum class ShapeInference {
+  /// Declared types only (graph inputs, outputs, value_info, initializers).
+  None,
+  /// ONNX's shape inference (libonnx), with data propagation.
+  Onnx,
+  /// The loader's own propagation of static shapes and element types (OnnxStaticShapes.cpp),
+  /// which also computes the values of shape computations (Graph::knownValues). Linear in the
+  /// graph's size, for the ops of the supported decoders; outputs of other ops stay untyped.
+  Static,
 };
 
 /// How to load.
@@ -165,8 +190,18 @@ struct LoadOptions {
   /// If non-empty, the first runtime graph input gets exactly these dims
   /// (applied after dimParams). Values must be >= 1.
   std::vector<int64_t> inputShapeOverride;
-  /// Run ONNX shape inference (with data propagation) to fill Graph::valueInfo.
+  /// Run shape inference to fill Graph::valueInfo (false: ShapeInference::None).
   bool inferShapes = true;
+  /// Which shape inference runs when inferShapes is set.
+  ShapeInference shapeInference = ShapeInference::Onnx;
+  /// If set, called once the file has passed every check before shape inference (parse,
+  /// initializers, graph structure, token ids, onnx checker) with the first runtime input as
+  /// declared (after dimParams and inputShapeOverride; dims -1 where symbolic). It returns true
+  /// with `dims`, which that input then gets (as with inputShapeOverride), or false with
+  /// `error`, which fails loading with exactly that message. Lets a caller fill symbolic dims
+  /// from defaults and check requested dims against static ones in the same load.
+  std::function<bool(const ValueInfo &declared, std::vector<int64_t> &dims, std::string &error)>
+      resolveInputShape;
   /// Require the token-id input to be int64 or int32.
   bool checkTokenIds = true;
   /// Name of the token-id input; empty = the first runtime graph input.
@@ -187,11 +222,18 @@ struct LoadResult {
   /// dims, external data without location or with an absolute/".." location;
   /// undefined node inputs, values produced twice, cycles, graph outputs nothing
   /// produces; token-id input of a non-integer type; bad LoadOptions; shape
-  /// inference failures; sparse initializers.
+  /// inference failures; sparse initializers; the error of LoadOptions::resolveInputShape.
   std::string error;
   /// Non-fatal notes (e.g. unused dimParams names). May be non-empty when ok.
   std::vector<std::string> warnings;
+  /// Wall time of each loading phase in seconds, in order ("parse", "initializers", "graph
+  /// checks", "onnx checker", "shape inference", "fill"), for --timing reports.
+  std::vector<std::pair<std::string, double>> phases;
 };
+
+/// ShapeInference::Static on a loaded graph whose nodes are topologically sorted: types the node
+/// outputs in graph.valueInfo (keeping what is declared) and fills graph.knownValues.
+void propagateStaticShapes(Graph &graph) noexcept;
 
 /// Loads, checks and shape-infers `path` into `out` (which is overwritten).
 /// On failure `out` is left in an unspecified but valid state.

@@ -367,6 +367,161 @@ TEST_F(OnnxLoader, NoShapeInference) {
   EXPECT_FALSE(g.valueInfo.at("h").hasShape);
 }
 
+// --- resolveInputShape: one load that picks the input dims from the declared ones -------------
+
+TEST_F(OnnxLoader, ResolveInputShapeFillsSymbolicDims) {
+  LoadOptions opts;
+  int calls = 0;
+  ValueInfo seen;
+  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims, std::string &) {
+    ++calls;
+    seen = declared;
+    dims = declared.dims;
+    for (int64_t &d : dims)
+      if (d < 0)
+        d = 3;  // a default for each symbolic dim
+    return true;
+  };
+  Graph g;
+  LoadResult r = loadOnnxModel(model("good.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen.name, "input_ids");
+  EXPECT_EQ(seen.dims, (std::vector<int64_t>{-1, -1}));
+  EXPECT_EQ(g.inputs[0].dims, (std::vector<int64_t>{3, 3}));
+  // The file's own dims stay visible: both were symbolic.
+  ASSERT_EQ(g.declaredInputs.size(), 1u);
+  EXPECT_EQ(g.declaredInputs[0].dims, (std::vector<int64_t>{-1, -1}));
+  EXPECT_FALSE(g.declaredInputs[0].isStatic());
+  // Shape inference ran with the resolved dims.
+  EXPECT_EQ(g.valueInfo.at("y").dims, (std::vector<int64_t>{3, 3, 4}));
+  std::vector<std::string> names;
+  for (const auto &[name, seconds] : r.phases) {
+    names.push_back(name);
+    EXPECT_GE(seconds, 0.0);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"parse", "initializers", "graph checks", "onnx checker",
+                                             "shape inference", "fill"}));
+}
+
+TEST_F(OnnxLoader, ResolveInputShapeSeesDimParams) {
+  LoadOptions opts;
+  opts.dimParams = {{"batch", 2}};
+  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims, std::string &) {
+    EXPECT_EQ(declared.dims, (std::vector<int64_t>{2, -1}));
+    dims = {2, 5};
+    return true;
+  };
+  Graph g;
+  LoadResult r = loadOnnxModel(model("good.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(g.inputs[0].dims, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(g.declaredInputs[0].dims, (std::vector<int64_t>{-1, -1}));
+}
+
+TEST_F(OnnxLoader, ResolveInputShapeErrorIsTheLoadError) {
+  LoadOptions opts;
+  opts.resolveInputShape = [&](const ValueInfo &, std::vector<int64_t> &, std::string &error) {
+    error = "--batch must be in [1, 1073741824], got 0";
+    return false;
+  };
+  Graph g;
+  LoadResult r = loadOnnxModel(model("good.onnx"), opts, g);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "--batch must be in [1, 1073741824], got 0");
+}
+
+TEST_F(OnnxLoader, ResolveInputShapeRunsAfterTheChecks) {
+  // A broken file reports its own error; the callback never runs.
+  LoadOptions opts;
+  bool called = false;
+  opts.resolveInputShape = [&](const ValueInfo &, std::vector<int64_t> &, std::string &) {
+    called = true;
+    return true;
+  };
+  std::string e = loadError("cycle.onnx", opts);
+  EXPECT_HAS(e, "is on a cycle");
+  EXPECT_FALSE(called);
+}
+
+TEST_F(OnnxLoader, ResolveInputShapeRejectsNonPositiveDims) {
+  LoadOptions opts;
+  opts.resolveInputShape = [&](const ValueInfo &, std::vector<int64_t> &dims, std::string &) {
+    dims = {2, 0};
+    return true;
+  };
+  std::string e = loadError("good.onnx", opts);
+  EXPECT_HAS(e, "graph input 'input_ids': resolved dims [2,0] have a dim < 1");
+}
+
+// --- ShapeInference::Static ---------------------------------------------------------------
+
+TEST_F(OnnxLoader, StaticShapesFoldShapeComputations) {
+  LoadOptions opts;
+  opts.inputShapeOverride = {2, 8};
+  opts.shapeInference = ShapeInference::Static;
+  Graph g;
+  LoadResult r = loadOnnxModel(model("shape_chain.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(g.valueInfo.at("h").dims, (std::vector<int64_t>{2, 8, 8}));
+  EXPECT_EQ(g.valueInfo.at("r").dims, (std::vector<int64_t>{2, 8, 2, 4}));
+  EXPECT_EQ(g.valueInfo.at("p").dims, (std::vector<int64_t>{2, 8, 2, 4}));
+  EXPECT_EQ(g.valueInfo.at("mask").type, ElemType::Float);
+  EXPECT_EQ(g.valueInfo.at("mask").dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(g.outputs[0].dims, (std::vector<int64_t>{2, 8, 2, 4}));
+  auto ints = [&](const std::string &name) {
+    std::vector<int64_t> v;
+    auto it = g.knownValues.find(name);
+    if (it == g.knownValues.end())
+      return v;
+    EXPECT_EQ(it->second->type, ElemType::Int64) << name;
+    v.resize(it->second->bytes.size() / 8);
+    std::memcpy(v.data(), it->second->bytes.data(), v.size() * 8);
+    return v;
+  };
+  EXPECT_EQ(ints("h_shape"), (std::vector<int64_t>{2, 8, 8}));
+  EXPECT_EQ(ints("b"), (std::vector<int64_t>{2}));
+  EXPECT_EQ(g.knownValues.at("b")->dims, (std::vector<int64_t>{}));
+  EXPECT_EQ(ints("s1"), (std::vector<int64_t>{8}));
+  EXPECT_EQ(ints("target"), (std::vector<int64_t>{2, 8, 2, 4}));
+  EXPECT_EQ(ints("r_shape"), (std::vector<int64_t>{2, 8, 2, 4}));
+  ASSERT_TRUE(g.knownValues.count("is4"));
+  EXPECT_EQ(g.knownValues.at("is4")->type, ElemType::Bool);
+  EXPECT_EQ(g.knownValues.at("is4")->bytes, (std::vector<char>{0, 0, 0, 1}));
+  // Data values are not tracked, and constants are already constants.
+  EXPECT_FALSE(g.knownValues.count("h"));
+  EXPECT_FALSE(g.knownValues.count("mask"));  // float
+  EXPECT_FALSE(g.knownValues.count("zero"));
+}
+
+TEST_F(OnnxLoader, StaticShapesWithSymbolicDims) {
+  // Without static input dims the chain's values stay unknown (values are tracked whole, not
+  // element by element), its ranks known.
+  LoadOptions opts;
+  opts.shapeInference = ShapeInference::Static;
+  Graph g;
+  LoadResult r = loadOnnxModel(model("shape_chain.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(g.valueInfo.at("h").dims, (std::vector<int64_t>{-1, -1, 8}));
+  EXPECT_EQ(g.valueInfo.at("h_shape").dims, (std::vector<int64_t>{3}));
+  EXPECT_EQ(g.valueInfo.at("target").dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(g.valueInfo.at("r").dims, (std::vector<int64_t>{-1, -1, -1, -1}));
+  EXPECT_FALSE(g.knownValues.count("h_shape"));
+  EXPECT_FALSE(g.knownValues.count("target"));
+  EXPECT_EQ(g.knownValues.count("r_shape"), 0u);
+}
+
+TEST_F(OnnxLoader, NoShapeInferenceWithStaticEngineSelected) {
+  LoadOptions opts;
+  opts.inferShapes = false;
+  opts.shapeInference = ShapeInference::Static;
+  Graph g;
+  LoadResult r = loadOnnxModel(model("good.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(g.valueInfo.at("h").hasShape);
+  EXPECT_TRUE(g.knownValues.empty());
+}
+
 TEST_F(OnnxLoader, UnsortedNodesAreSorted) {
   LoadOptions opts;
   opts.dimParams = {{"batch", 2}, {"seq", 8}};
@@ -501,6 +656,56 @@ TEST(OnnxLoaderSample, MixtralTiny) {
   std::cout << "[ INFO     ] mixtral_tiny: " << g.nodes.size() << " nodes, " << g.initializers.size()
             << " initializers, " << staticValues << " static / " << dynamicValues << " non-static values\n";
   expectTopological(g);
+}
+
+// Static shape inference against ONNX's (with data propagation) on every committed export: where
+// both know a dim they agree, element types agree, and the static pass types at least as many
+// values statically as ONNX does.
+TEST(OnnxLoaderSample, StaticShapesAgreeWithOnnx) {
+  const std::string root = std::string(DISAGMOE_SOURCE_DIR) + "/samples/models/";
+  std::vector<std::string> paths;
+  for (const char *rel : {"mixtral_tiny/model.onnx", "mixtral_e32/model.onnx",
+                          "mixtral_variants/opset13_fold/model.onnx",
+                          "mixtral_variants/opset14_nofold_softmax_topk/model.onnx",
+                          "mixtral_variants/opset15_nofold/model.onnx",
+                          "mixtral_variants/opset16_topk_softmax/model.onnx",
+                          "mixtral_variants/opset17_external/model.onnx",
+                          "qwen3_moe_tiny/model.onnx", "deepseek_moe_tiny/model.onnx",
+                          "gpt_oss_tiny/model.onnx"})
+    if (exists(root + rel))
+      paths.push_back(root + rel);
+  if (paths.empty())
+    GTEST_SKIP() << "no sample exports under " << root;
+  for (const std::string &path : paths) {
+    SCOPED_TRACE(path);
+    LoadOptions opts;
+    opts.inputShapeOverride = {2, 8};
+    Graph onnxGraph, staticGraph;
+    LoadResult r = loadOnnxModel(path, opts, onnxGraph);
+    ASSERT_TRUE(r.ok) << r.error;
+    opts.shapeInference = ShapeInference::Static;
+    r = loadOnnxModel(path, opts, staticGraph);
+    ASSERT_TRUE(r.ok) << r.error;
+    size_t onnxStatic = 0, ourStatic = 0, both = 0;
+    for (const auto &[name, ours] : staticGraph.valueInfo) {
+      const ValueInfo &theirs = onnxGraph.valueInfo.at(name);
+      onnxStatic += theirs.isStatic();
+      ourStatic += ours.isStatic();
+      if (ours.type != ElemType::Undefined && theirs.type != ElemType::Undefined)
+        EXPECT_EQ(ours.type, theirs.type) << name;
+      if (!ours.hasShape || !theirs.hasShape)
+        continue;
+      ASSERT_EQ(ours.dims.size(), theirs.dims.size()) << name;
+      for (size_t d = 0; d < ours.dims.size(); ++d)
+        if (ours.dims[d] >= 0 && theirs.dims[d] >= 0)
+          EXPECT_EQ(ours.dims[d], theirs.dims[d]) << name << " dim " << d;
+      both += ours.isStatic() && theirs.isStatic();
+    }
+    EXPECT_GE(ourStatic, onnxStatic);
+    std::cout << "[ INFO     ] " << path.substr(root.size()) << ": " << staticGraph.valueInfo.size()
+              << " values, static: ONNX " << onnxStatic << ", ours " << ourStatic << ", both "
+              << both << "; " << staticGraph.knownValues.size() << " known shape values\n";
+  }
 }
 
 } // namespace

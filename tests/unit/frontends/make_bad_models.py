@@ -200,6 +200,34 @@ def main():
     save(tiny(ext_nodes, [ext_tensor("emb", [4, 2], "../weights.bin", 64, 32), pinit,
                           ext_tensor("W", [8, 4], "weights.bin", 96)]), P("external_escape.onnx"))
 
+    # --- a shape computation, as exporters write it ---------------------------
+    # h = emb[ids] : [batch, seq, 8]; r = Reshape(h, Concat(Unsqueeze(Gather(Shape(h), 0)),
+    # Unsqueeze(Gather(Shape(h), 1)), [2], [4])) : [batch, seq, 2, 4]; out = Softmax(r) * mask,
+    # mask = Cast(Equal(Shape(r), 4)) of shape [4] (a boolean shape value).
+    sc = lambda name, v: helper.make_node("Constant", [], [name], name=name + "_c",
+                                          value=numpy_helper.from_array(np.array(v, np.int64), name))
+    chain = [
+        helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="embed"),
+        helper.make_node("Shape", ["h"], ["h_shape"], name="shape"),
+        sc("zero", 0), sc("one", 1), sc("axes0", [0]), sc("heads", [2]), sc("hd", [4]), sc("four", 4),
+        helper.make_node("Gather", ["h_shape", "zero"], ["b"], name="gather_b", axis=0),
+        helper.make_node("Gather", ["h_shape", "one"], ["s"], name="gather_s", axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"], name="unsq_b"),
+        helper.make_node("Unsqueeze", ["s", "axes0"], ["s1"], name="unsq_s"),
+        helper.make_node("Concat", ["b1", "s1", "heads", "hd"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["h", "target"], ["r"], name="split_heads"),
+        helper.make_node("Softmax", ["r"], ["p"], name="softmax", axis=-1),
+        helper.make_node("Shape", ["r"], ["r_shape"], name="shape_r"),
+        helper.make_node("Equal", ["r_shape", "four"], ["is4"], name="equal4"),
+        helper.make_node("Cast", ["is4"], ["mask"], name="cast_mask", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["p", "mask"], ["out"], name="mul_mask"),
+    ]
+    chain_emb = numpy_helper.from_array(np.ones((16, 8), np.float32), "emb")
+    shape_chain = tiny(chain, [chain_emb], outputs=[
+        helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", "seq", 2, 4])])
+    onnx.checker.check_model(shape_chain)
+    save(shape_chain, P("shape_chain.onnx"))
+
     if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
         sample = onnx.load(sys.argv[2], load_external_data=False)
         opset = [o.version for o in sample.opset_import if o.domain in ("", "ai.onnx")]
