@@ -842,14 +842,18 @@ private:
     return v.getUsers().empty() ? v.getParentBlock()->getParentOp() : *v.getUsers().begin();
   }
 
+  /// Every node of `opType`, in block order, from an index of the function's nodes by op type
+  /// built by one walk on first use (recognition creates and erases no node): the recogniser asks
+  /// once per layer, which walked the whole graph every time.
   SmallVector<NodeOp> allNodes(StringRef opType) {
-    SmallVector<NodeOp> out;
-    func.walk([&](NodeOp node) {
-      if (node.getOpType() == opType)
-        out.push_back(node);
-    });
-    return out;
+    if (!nodesByType) {
+      nodesByType.emplace();
+      func.walk([&](NodeOp node) { (*nodesByType)[node.getOpType()].push_back(node); });
+    }
+    auto it = nodesByType->find(opType);
+    return it == nodesByType->end() ? SmallVector<NodeOp>() : it->second;
   }
+  std::optional<llvm::StringMap<SmallVector<NodeOp>>> nodesByType;
 
   /// First node of `opType` reachable forwards from `v` (breadth-first). With needWeight, only a
   /// MatMul whose second input is a weight counts. Does not walk past weighted MatMuls.
@@ -1010,27 +1014,37 @@ private:
   /// Expert id whose one-hot row selects `rows`: Gather(mask', e) upstream of rows, where mask' is
   /// the OneHot output (possibly transposed).
   std::optional<int64_t> expertIndexOf(Value rows, NodeOp oneHot) {
-    llvm::DenseSet<Value> seen;
-    std::deque<Value> work{rows};
-    for (int budget = 128; !work.empty() && budget-- > 0;) {
-      Value v = work.front();
-      work.pop_front();
-      if (!seen.insert(v).second)
-        continue;
-      NodeOp node = producer(v);
-      if (!node)
-        continue;
-      if (node.getOpType() == "Gather" && node.getInputs().size() == 2 &&
-          skipTranspose(node.getInputs()[0]) == oneHot.getOutputs()[0])
-        if (auto e = scalarConstant(node.getInputs()[1]))
-          return static_cast<int64_t>(*e);
-      if (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]))
-        continue; // another component's projection: stop here
-      for (Value operand : node.getInputs())
-        work.push_back(operand);
+    // The walk from `rows` does not depend on `oneHot`: its candidates (Gathers with a constant
+    // index, by the mask they read) are kept per `rows`, so each expert's rows are walked once,
+    // not once per layer. The first candidate on `oneHot`'s mask is the one the walk meets first.
+    auto [cached, fresh] = expertCandidates.try_emplace(rows);
+    if (fresh) {
+      llvm::DenseSet<Value> seen;
+      std::deque<Value> work{rows};
+      for (int budget = 128; !work.empty() && budget-- > 0;) {
+        Value v = work.front();
+        work.pop_front();
+        if (!seen.insert(v).second)
+          continue;
+        NodeOp node = producer(v);
+        if (!node)
+          continue;
+        if (node.getOpType() == "Gather" && node.getInputs().size() == 2)
+          if (auto e = scalarConstant(node.getInputs()[1]))
+            cached->second.push_back({skipTranspose(node.getInputs()[0]), static_cast<int64_t>(*e)});
+        if (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]))
+          continue; // another component's projection: stop here
+        for (Value operand : node.getInputs())
+          work.push_back(operand);
+      }
     }
+    for (auto [mask, e] : cached->second)
+      if (mask == oneHot.getOutputs()[0])
+        return e;
     return std::nullopt;
   }
+  /// expertIndexOf's candidates per rows value: (mask, expert id), in walk order.
+  llvm::DenseMap<Value, SmallVector<std::pair<Value, int64_t>, 2>> expertCandidates;
 
   static Value skipTranspose(Value v) {
     while (auto t = producer(v, {"Transpose"}))
