@@ -150,7 +150,7 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   // Hyper-parameters of the model families, reported in `model` (docs/plan-format.md).
   std::vector<int64_t> denseLayers, slidingLayers;
   struct {
-    bool qkNorm = false, sinks = false, attnBias = false;
+    bool qkNorm = false, sinks = false, attnBias = false, mla = false;
   } family;
   json::Object model;
   int64_t numLayers = 0, hidden = 0, vocab = 0;
@@ -213,12 +213,42 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       model["head_dim"] = a.getHeadDim();
       model["rope_theta"] = a.getRopeTheta().convertToDouble();
       attnProgram.push_back(instr("attention", layer, "forward"));
+    } else if (auto mla = dyn_cast<moe::MlaAttentionOp>(op)) {
+      // DeepSeek-V2's multi-head latent attention.
+      int64_t layer = mla.getLayer();
+      numLayers = std::max(numLayers, layer + 1);
+      auto ranks = attnGroupRanks(layer);
+      json::Object comp{{"kind", "mla_attention"},
+                        {"layer", layer},
+                        {"wq", weights.use(mla.getWq(), ranks)},
+                        {"wkv_a", weights.use(mla.getWkvA(), ranks)},
+                        {"kv_norm", weights.use(mla.getKvNorm(), ranks)},
+                        {"wkv_b", weights.use(mla.getWkvB(), ranks)},
+                        {"wo", weights.use(mla.getWo(), ranks)},
+                        {"kv_norm_eps", mla.getKvNormEps().convertToDouble()},
+                        {"softmax_scale", mla.getSoftmaxScale().convertToDouble()},
+                        {"rope_interleaved", mla.getRopeInterleaved()}};
+      components.push_back(std::move(comp));
+      const int64_t qHeadDim = mla.getQkNopeHeadDim() + mla.getQkRopeHeadDim();
+      model["attention_type"] = "mla";
+      model["num_heads"] = mla.getNumHeads();
+      model["num_kv_heads"] = mla.getNumHeads();
+      model["head_dim"] = qHeadDim;
+      model["qk_nope_head_dim"] = mla.getQkNopeHeadDim();
+      model["qk_rope_head_dim"] = mla.getQkRopeHeadDim();
+      model["v_head_dim"] = mla.getVHeadDim();
+      model["kv_lora_rank"] = mla.getKvLoraRank();
+      model["rope_theta"] = mla.getRopeTheta().convertToDouble();
+      family.mla = true;
+      attnProgram.push_back(instr("attention", layer, "forward"));
     } else if (auto add = dyn_cast<arith::AddFOp>(op)) {
       // h = x + attention(x); the other add (x_{l+1} = h + N2M) is done by n2m_recv.
       if (add.getRhs().getDefiningOp<moe::AttentionOp>())
         attnProgram.push_back(
             instr("residual_add", add.getRhs().getDefiningOp<moe::AttentionOp>().getLayer(),
                   "forward"));
+      else if (auto m = add.getRhs().getDefiningOp<moe::MlaAttentionOp>())
+        attnProgram.push_back(instr("residual_add", m.getLayer(), "forward"));
     } else if (auto r = dyn_cast<moe::RouterOp>(op)) {
       int64_t layer = r.getLayer();
       json::Object comp{{"kind", "router"},
@@ -367,7 +397,8 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   }
 
   // The family, from the structure that was recognised.
-  model["family"] = family.sinks ? "gpt_oss"
+  model["family"] = family.mla     ? "deepseek_v2"
+                    : family.sinks ? "gpt_oss"
                     : family.qkNorm ? "qwen3_moe"
                     : (!denseLayers.empty() || model.getInteger("num_shared_experts")) ? "deepseek_moe"
                                                                                        : "mixtral";

@@ -123,6 +123,33 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult MlaAttentionOp::verify() {
+  int64_t heads = getNumHeads(), nope = getQkNopeHeadDim(), rope = getQkRopeHeadDim(),
+          v = getVHeadDim(), rank = getKvLoraRank();
+  for (auto [name, value] : {std::pair<StringRef, int64_t>{"num_heads", heads},
+                             {"qk_nope_head_dim", nope},
+                             {"qk_rope_head_dim", rope},
+                             {"v_head_dim", v},
+                             {"kv_lora_rank", rank}})
+    if (failed(expectPositive(*this, name, value)))
+      return failure();
+  if (rope % 2 != 0)
+    return emitOpError() << "qk_rope_head_dim " << rope << " must be even (rotate-half RoPE)";
+  for (auto [name, value] : {std::pair<StringRef, double>{"kv_norm_eps", getKvNormEps().convertToDouble()},
+                             {"rope_theta", getRopeTheta().convertToDouble()},
+                             {"softmax_scale", getSoftmaxScale().convertToDouble()}})
+    if (!(value > 0.0))
+      return emitOpError() << "attribute '" << name << "' must be positive";
+  int64_t hidden = lastDim(getX());
+  if (failed(expectShape(*this, getWq(), "wq", {hidden, heads * (nope + rope)})) ||
+      failed(expectShape(*this, getWkvA(), "wkv_a", {hidden, rank + rope})) ||
+      failed(expectShape(*this, getKvNorm(), "kv_norm", {rank})) ||
+      failed(expectShape(*this, getWkvB(), "wkv_b", {rank, heads * (nope + v)})) ||
+      failed(expectShape(*this, getWo(), "wo", {heads * v, hidden})))
+    return failure();
+  return success();
+}
+
 LogicalResult RouterOp::verify() {
   int64_t experts = getNumExperts(), k = getTopK();
   if (failed(expectPositive(*this, "num_experts", experts)) ||

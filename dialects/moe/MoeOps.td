@@ -120,6 +120,33 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Moe_MlaAttentionOp : Moe_Op<"mla_attention", [Pure]> {
+  let summary = "multi-head latent attention (DeepSeek-V2 MLA) with a decoupled RoPE part";
+  let description = [{
+    DeepSeek-V2 (arXiv:2405.04434, section 2.1), without query compression (q_lora_rank null, as
+    V2-Lite): q = x Wq split per head into q_nope [qk_nope_head_dim] and q_pe [qk_rope_head_dim];
+    x Wkv_a = [c (kv_lora_rank) | k_pe (qk_rope_head_dim, one head shared by all)];
+    RMSNorm(c; kv_norm, kv_norm_eps) Wkv_b split per head into k_nope and v [v_head_dim];
+    RoPE (rotate-half, base rope_theta; with `rope_interleaved` after DeepSeek-V2's de-interleave
+    [x0, x1, x2, x3, ...] -> [x0, x2, ..., x1, x3, ...]) on q_pe and k_pe only;
+    causal softmax(cat(q_nope, q_pe) . cat(k_nope, k_pe) * softmax_scale) v, projected by Wo.
+    Weights: Wq [hidden, heads*(nope+rope)], Wkv_a [hidden, kv_lora_rank+rope], kv_norm
+    [kv_lora_rank], Wkv_b [kv_lora_rank, heads*(nope+v)], Wo [heads*v, hidden].
+  }];
+  let arguments = (ins F32Tensor:$x, F32Tensor:$wq, F32Tensor:$wkv_a, F32Tensor:$kv_norm,
+                       F32Tensor:$wkv_b, F32Tensor:$wo, Moe_I64Attr:$layer, Moe_I64Attr:$num_heads,
+                       Moe_I64Attr:$qk_nope_head_dim, Moe_I64Attr:$qk_rope_head_dim,
+                       Moe_I64Attr:$v_head_dim, Moe_I64Attr:$kv_lora_rank, F64Attr:$kv_norm_eps,
+                       F64Attr:$rope_theta, F64Attr:$softmax_scale, UnitAttr:$rope_interleaved);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `weights` `(` $wq `,` $wkv_a `,` $kv_norm `,` $wkv_b `,` $wo `)` attr-dict `:` type($x) `,`
+    `(` type($wq) `,` type($wkv_a) `,` type($kv_norm) `,` type($wkv_b) `,` type($wo) `)` `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Moe_RouterOp : Moe_Op<"router", [Pure]> {
   let summary = "MoE router: logits = x Wg (+ b) (fp32), top-k expert ids and gate weights";
   let description = [{

@@ -105,7 +105,7 @@ struct PartitionComponentsPass : impl::PartitionComponentsBase<PartitionComponen
 
     int64_t numLayers = 0;
     func.walk([&](Operation *op) {
-      if (isa<moe::AttentionOp, moe::ExpertsOp>(op))
+      if (isa<moe::AttentionOp, moe::MlaAttentionOp, moe::ExpertsOp>(op))
         numLayers = std::max(numLayers, *layerOf(op) + 1);
     });
 
@@ -120,7 +120,7 @@ struct PartitionComponentsPass : impl::PartitionComponentsBase<PartitionComponen
       else if (auto norm = dyn_cast<moe::RmsNormOp>(op))
         key = norm.getRole() == "final_norm" ? StageKey{"head", numLayers}
                                              : StageKey{"attention", norm.getLayer()};
-      else if (isa<moe::AttentionOp, moe::RouterOp, moe::DenseFfnOp>(op))
+      else if (isa<moe::AttentionOp, moe::MlaAttentionOp, moe::RouterOp, moe::DenseFfnOp>(op))
         key = StageKey{"attention", *layerOf(&op)}; // dense FFNs and shared experts: attention side
       else if (isa<moe::ExpertsOp>(op))
         key = StageKey{"ffn", *layerOf(&op)};
@@ -155,6 +155,8 @@ struct PartitionComponentsPass : impl::PartitionComponentsBase<PartitionComponen
         return StageKey{"attention", attn.getLayer()};
       if (auto ffn = dyn_cast_or_null<moe::DenseFfnOp>(def))
         return StageKey{"attention", ffn.getLayer()};
+      if (auto mla = dyn_cast_or_null<moe::MlaAttentionOp>(def))
+        return StageKey{"attention", mla.getLayer()};
       if (auto experts = dyn_cast_or_null<moe::ExpertsOp>(def)) {
         int64_t next = experts.getLayer() + 1;
         return next < numLayers ? StageKey{"attention", next} : StageKey{"head", numLayers};

@@ -98,6 +98,15 @@ struct AttentionMatch {
   double ropeTheta = 0;
 };
 
+/// DeepSeek-V2's multi-head latent attention (q_lora_rank null).
+struct MlaMatch {
+  Value input, output;
+  WeightOp wq, wkvA, kvNorm, wkvB, wo;
+  double kvNormEps = 0, ropeTheta = 0, softmaxScale = 0;
+  int64_t heads = 0, nope = 0, rope = 0, v = 0, rank = 0;
+  bool interleaved = false;
+};
+
 struct RouterMatch {
   Value input;
   NodeOp topk;
@@ -132,6 +141,7 @@ struct FfnMatch {
 struct LayerMatch {
   NormMatch attnNorm, ffnNorm;
   AttentionMatch attention;
+  std::optional<MlaMatch> mla; // the attention is MLA (then `attention` holds only its output)
   NodeOp attnResidualAdd; // h = x + attention
   RouterMatch router;
   SmallVector<ExpertMatch> experts; // by expert id
@@ -382,6 +392,166 @@ public:
     double theta = std::exp(logTheta / static_cast<double>(invFreq->size() - 1));
     double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
     m.ropeTheta = std::round(theta / magnitude) * magnitude;
+    return m;
+  }
+
+  /// theta from inverse frequencies inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), averaged over
+  /// i and kept to 6 significant digits (the constant is fp32).
+  static double thetaOf(ArrayRef<double> invFreq, int64_t dim) {
+    double logTheta = 0;
+    for (size_t i = 1; i < invFreq.size(); ++i)
+      logTheta += -static_cast<double>(dim) / (2.0 * i) * std::log(invFreq[i]);
+    double theta = std::exp(logTheta / static_cast<double>(invFreq.size() - 1));
+    double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
+    return std::round(theta / magnitude) * magnitude;
+  }
+
+  /// The sizes of a Split node (its constant `split` input or attribute).
+  static std::optional<SmallVector<double>> splitSizes(NodeOp split) {
+    if (split.getInputs().size() >= 2)
+      return constantValues(split.getInputs()[1]);
+    if (auto attr = split.getOnnxAttrs().getAs<ArrayAttr>("split")) {
+      SmallVector<double> out;
+      for (Attribute a : attr)
+        out.push_back(static_cast<double>(llvm::cast<IntegerAttr>(a).getInt()));
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  /// DeepSeek-V2 MLA whose input (the attention norm's output) is `x`: two projections, q_proj and
+  /// kv_a_proj_with_mqa, the latter split into [c | k_pe] with c RMS-normalised into kv_b_proj.
+  std::optional<MlaMatch> matchMla(Value x) {
+    auto projs = projections(x);
+    if (projs.size() != 2)
+      return std::nullopt;
+    MlaMatch m;
+    m.input = x;
+    NodeOp qProj, kvaProj, kvbProj, kvaSplit;
+    std::optional<NormMatch> kvNorm;
+    for (auto &[mm, w] : projs) {
+      NodeOp split = single(consumers(mm.getOutputs()[0], "Split"));
+      if (!split || split.getOutputs().size() != 2)
+        continue;
+      auto norm = matchNorm(split.getOutputs()[0]);
+      if (error)
+        return std::nullopt;
+      if (!norm)
+        continue;
+      auto b = projections(norm->output);
+      if (b.size() != 1)
+        return fail(split, "MLA: the normalised latent KV feeds no single kv_b projection");
+      kvaProj = mm, m.wkvA = w, kvaSplit = split, kvNorm = norm, kvbProj = b[0].first, m.wkvB = b[0].second;
+    }
+    if (!kvaProj)
+      return std::nullopt;
+    for (auto &[mm, w] : projs)
+      if (mm != kvaProj)
+        qProj = mm, m.wq = w;
+    NodeOp softmax = findDownstream(qProj.getOutputs()[0], "Softmax");
+    NodeOp pv = softmax ? findDownstream(softmax.getOutputs()[0], "MatMul") : NodeOp();
+    NodeOp scores = softmax ? findUpstream(softmax.getInputs()[0], "MatMul", 24) : NodeOp();
+    if (!softmax || !pv || !scores)
+      return fail(qProj, "MLA: no softmax(Q K^T) V downstream of q_proj");
+    if (!dependsOn(scores.getInputs()[0], qProj.getOutputs()[0]) ||
+        !dependsOn(scores.getInputs()[1], kvbProj.getOutputs()[0]) ||
+        !dependsOn(scores.getInputs()[1], kvaSplit.getOutputs()[1]) ||
+        !dependsOn(pv.getInputs()[1], kvbProj.getOutputs()[0]))
+      return fail(scores, "MLA: the scores are not q . [k_nope from kv_b | k_pe from kv_a] with the "
+                          "values from kv_b");
+    NodeOp oProj = findDownstream(pv.getOutputs()[0], "MatMul", /*needWeight=*/true);
+    if (!oProj)
+      return fail(pv, "MLA: no output projection MatMul(., Wo)");
+    m.wo = weightOf(oProj.getInputs()[1]);
+    m.output = oProj.getOutputs()[0];
+    m.kvNorm = kvNorm->weight;
+    m.kvNormEps = shortestF32(kvNorm->eps);
+
+    // Sizes: kv_lora_rank from the norm, rope from kv_a's width, q_head_dim from the softmax scale.
+    double scale = 0;
+    for (NodeOp node : between(scores, softmax)) {
+      auto c = node.getInputs().size() == 2 ? scalarConstant(node.getInputs()[1]) : std::nullopt;
+      if (c && node.getOpType() == "Div" && *c > 0)
+        scale = 1.0 / *c;
+      else if (c && node.getOpType() == "Mul" && *c > 0)
+        scale = *c;
+    }
+    if (scale <= 0)
+      return fail(scores, "MLA: no constant softmax scale");
+    m.softmaxScale = shortestF32(scale);
+    const int64_t qHeadDim = static_cast<int64_t>(std::llround(1.0 / (scale * scale)));
+    auto normShape = staticShape(m.kvNorm.getResult());
+    m.rank = normShape.size() == 1 ? normShape[0] : 0;
+    m.rope = outWidth(m.wkvA) - m.rank;
+    m.nope = qHeadDim - m.rope;
+    if (m.rank <= 0 || m.rope <= 0 || m.nope <= 0 || outWidth(m.wq) % qHeadDim != 0)
+      return fail(scores, "MLA: softmax scale " + std::to_string(scale) +
+                              " does not fit the q/kv_a projection widths");
+    m.heads = outWidth(m.wq) / qHeadDim;
+    if (outWidth(m.wkvB) % m.heads != 0)
+      return fail(kvbProj, "MLA: kv_b's width is not a multiple of the heads");
+    m.v = outWidth(m.wkvB) / m.heads - m.nope;
+    auto woShape = staticShape(m.wo.getResult());
+    if (m.v <= 0 || woShape.size() != 2 || woShape[0] != m.heads * m.v)
+      return fail(oProj, "MLA: o_proj's rows are not heads * v_head_dim");
+    // The splits agree: q -> [nope, rope], kv_a -> [rank, rope], kv_b -> [nope, v].
+    auto kvaSizes = splitSizes(kvaSplit);
+    if (!kvaSizes || *kvaSizes != SmallVector<double>{double(m.rank), double(m.rope)})
+      return fail(kvaSplit, "MLA: kv_a is not split into [kv_lora_rank, qk_rope_head_dim]");
+    for (auto [proj, first, second] : {std::tuple<NodeOp, int64_t, int64_t>{qProj, m.nope, m.rope},
+                                       {kvbProj, m.nope, m.v}}) {
+      NodeOp split = findDownstream(proj.getOutputs()[0], "Split", false, 16);
+      auto sizes = split ? splitSizes(split) : std::nullopt;
+      if (!sizes || *sizes != SmallVector<double>{double(first), double(second)})
+        return fail(proj, "MLA: the per-head split is not [" + std::to_string(first) + ", " +
+                              std::to_string(second) + "]");
+    }
+    bool causal = false;
+    for (NodeOp node : between(scores, softmax))
+      if (node.getOpType() == "Add")
+        for (Value operand : node.getInputs())
+          if (isCausalMask(operand)) {
+            causal = true;
+            if (slidingWindowOf(operand) > 0)
+              return fail(node, "MLA: sliding windows are not supported with MLA");
+          }
+    if (!causal)
+      return fail(softmax, "MLA: no causal mask added before the Softmax");
+    NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);
+    auto invFreq = cos ? findInverseFrequencies(cos.getInputs()[0], m.rope / 2) : std::nullopt;
+    if (!invFreq || invFreq->size() < 2 || (*invFreq)[1] <= 0 || (*invFreq)[1] >= 1)
+      return fail(scores, "MLA: no rotary embedding with qk_rope_head_dim/2 = " +
+                              std::to_string(m.rope / 2) + " inverse frequencies");
+    m.ropeTheta = thetaOf(*invFreq, m.rope);
+    // DeepSeek-V2's de-interleave of the rope dims: view(.., d/2, 2) -> Transpose(last two).
+    int transposes = 0;
+    for (Value in : {scores.getInputs()[0], scores.getInputs()[1]}) {
+      llvm::DenseSet<Value> seen;
+      std::deque<Value> work{in};
+      for (int budget = 96; !work.empty() && budget-- > 0;) {
+        Value v = work.front();
+        work.pop_front();
+        NodeOp node = producer(v);
+        if (!node || !seen.insert(v).second || (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1])))
+          continue;
+        if (node.getOpType() == "Transpose")
+          if (auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm"); perm && perm.size() == 5) {
+            auto p = llvm::to_vector(llvm::map_range(perm, [](Attribute a) {
+              return llvm::cast<IntegerAttr>(a).getInt();
+            }));
+            if (p == SmallVector<int64_t>{0, 1, 2, 4, 3}) {
+              ++transposes;
+              break;
+            }
+            return fail(node, "MLA: an unknown permutation of the rope dims");
+          }
+        for (Value operand : node.getInputs())
+          work.push_back(operand);
+      }
+    }
+    if (transposes == 1)
+      return fail(scores, "MLA: the rope dims of only one of q and k are de-interleaved");
+    m.interleaved = transposes == 2;
     return m;
   }
 
@@ -724,6 +894,15 @@ public:
         return false;
       }
       auto attention = matchAttention(norm->output);
+      std::optional<MlaMatch> mla;
+      if (!attention && !error) {
+        mla = matchMla(norm->output);
+        if (mla) {
+          attention = AttentionMatch();
+          attention->input = mla->input;
+          attention->output = mla->output;
+        }
+      }
       if (!attention) {
         if (error)
           return false;
@@ -740,6 +919,7 @@ public:
       LayerMatch layer;
       layer.attnNorm = *norm;
       layer.attention = *attention;
+      layer.mla = mla;
       layer.attnResidualAdd = residualAdd(x, attention->output);
       if (!layer.attnResidualAdd) {
         fail(firstUser(attention->output), "expected the residual add x + attention(x)");
@@ -1172,14 +1352,26 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       int64_t li = static_cast<int64_t>(l);
       Value xn = norm(layer.attnNorm, x, li, "attn_norm");
       AttentionMatch a = layer.attention;
+      Value attn;
+      if (layer.mla) {
+        MlaMatch m = *layer.mla;
+        attn = b.create<moe::MlaAttentionOp>(
+            loc, actType, xn, m.wq.getResult(), m.wkvA.getResult(), m.kvNorm.getResult(),
+            m.wkvB.getResult(), m.wo.getResult(), b.getI64IntegerAttr(li),
+            b.getI64IntegerAttr(m.heads), b.getI64IntegerAttr(m.nope), b.getI64IntegerAttr(m.rope),
+            b.getI64IntegerAttr(m.v), b.getI64IntegerAttr(m.rank), b.getF64FloatAttr(m.kvNormEps),
+            b.getF64FloatAttr(m.ropeTheta), b.getF64FloatAttr(m.softmaxScale),
+            m.interleaved ? b.getUnitAttr() : UnitAttr());
+      } else {
       auto opt = [](WeightOp w) { return w ? w.getResult() : Value(); };
-      Value attn = b.create<moe::AttentionOp>(
+      attn = b.create<moe::AttentionOp>(
           loc, actType, xn, a.wq.getResult(), a.wk.getResult(), a.wv.getResult(),
           a.wo.getResult(), opt(a.bq), opt(a.bk), opt(a.bv), opt(a.bo), opt(a.qNorm),
           opt(a.kNorm), opt(a.sinks), b.getI64IntegerAttr(li), b.getI64IntegerAttr(a.heads),
           b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
           b.getF64FloatAttr(a.ropeTheta), a.qNorm ? b.getF64FloatAttr(a.qkNormEps) : FloatAttr(),
           a.slidingWindow > 0 ? b.getI64IntegerAttr(a.slidingWindow) : IntegerAttr());
+      }
       Value h = b.create<arith::AddFOp>(loc, x, attn);
       Value hn = norm(layer.ffnNorm, h, li, "ffn_norm");
       auto ffn = [&](FfnMatch f, StringRef role, IntegerAttr numShared) {
@@ -1224,8 +1416,10 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
         if (e.b2)
           b2.push_back(e.b2);
       }
+      // (A structured binding cannot be captured by a lambda before C++20: clang refuses it.)
+      const size_t expertCount = layer.experts.size();
       auto allOrNone = [&](SmallVector<Value> &list, const char *what) {
-        if (!list.empty() && list.size() != layer.experts.size()) {
+        if (!list.empty() && list.size() != expertCount) {
           func.emitError() << "layer " << li << ": only some experts have a " << what;
           return false;
         }

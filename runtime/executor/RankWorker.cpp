@@ -215,6 +215,7 @@ private:
 
   void attention(int64_t l) {
     const Component& c = component(model_.layers[l].attention);
+    if (c.kind == ComponentKind::MlaAttention) return mlaAttention(l, c);
     const int64_t n = tokenCount(), H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qWidth = model_.numHeads * hd, kvWidth = model_.numKvHeads * hd;
     std::vector<float> q(n * qWidth), k(n * kvWidth), v(n * kvWidth), heads(n * qWidth);
@@ -250,6 +251,63 @@ private:
     attnOut_.data.resize(n * H);
     cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
     if (c.bo >= 0) cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
+    attnOut_.layer = l;
+  }
+
+  // DeepSeek-V2's multi-head latent attention (MoeOps.td, moe.mla_attention).
+  void mlaAttention(int64_t l, const Component& c) {
+    const int64_t n = tokenCount(), H = model_.hiddenSize, heads = model_.numHeads;
+    const int64_t nope = model_.qkNopeHeadDim, rope = model_.qkRopeHeadDim, vd = model_.vHeadDim;
+    const int64_t rank = model_.kvLoraRank, qd = nope + rope;
+    const float* in = attnNorm_.data.data();
+    std::vector<float> q(n * heads * qd), ckv(n * (rank + rope)), latent(n * rank), kv(n * heads * (nope + vd));
+    cpu::linear(in, n, H, weight(c.wq), heads * qd, q.data());
+    cpu::linear(in, n, H, weight(c.wkvA), rank + rope, ckv.data());
+    for (int64_t t = 0; t < n; ++t)
+      std::copy_n(ckv.data() + t * (rank + rope), rank, latent.data() + t * rank);
+    cpu::rmsNorm(latent.data(), n, rank, weight(c.kvNorm), c.kvNormEps, latent.data());
+    cpu::linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
+    // The decoupled RoPE part: q_pe per head, k_pe shared by all heads.
+    std::vector<float> qPe(n * heads * rope), kPe(n * rope);
+    auto deinterleave = [&](const float* src, float* dst) { // [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...]
+      for (int64_t i = 0; i < rope / 2; ++i) {
+        dst[i] = src[2 * i];
+        dst[rope / 2 + i] = src[2 * i + 1];
+      }
+    };
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* src = q.data() + (t * heads + h) * qd + nope;
+        float* dst = qPe.data() + (t * heads + h) * rope;
+        if (c.ropeInterleaved) deinterleave(src, dst);
+        else std::copy_n(src, rope, dst);
+      }
+      const float* src = ckv.data() + t * (rank + rope) + rank;
+      if (c.ropeInterleaved) deinterleave(src, kPe.data() + t * rope);
+      else std::copy_n(src, rope, kPe.data() + t * rope);
+    }
+    std::vector<int64_t> positions(n);
+    for (int64_t t = 0; t < n; ++t)
+      positions[t] = tokens_[t] % seqLen_;
+    cpu::rope(qPe.data(), n, heads, rope, positions.data(), model_.ropeTheta);
+    cpu::rope(kPe.data(), n, 1, rope, positions.data(), model_.ropeTheta);
+    // Q = [q_nope | q_pe], K = [k_nope | k_pe], V per head.
+    std::vector<float> Q(n * heads * qd), K(n * heads * qd), V(n * heads * vd), o(n * heads * vd);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t th = t * heads + h;
+        std::copy_n(q.data() + th * qd, nope, Q.data() + th * qd);
+        std::copy_n(qPe.data() + th * rope, rope, Q.data() + th * qd + nope);
+        std::copy_n(kv.data() + th * (nope + vd), nope, K.data() + th * qd);
+        std::copy_n(kPe.data() + t * rope, rope, K.data() + th * qd + nope);
+        std::copy_n(kv.data() + th * (nope + vd) + nope, vd, V.data() + th * vd);
+      }
+    for (int64_t start = 0; start < n; start += seqLen_)
+      cpu::causalAttentionGeneral(Q.data() + start * heads * qd, K.data() + start * heads * qd,
+                                  V.data() + start * heads * vd, seqLen_, heads, heads, qd, vd, c.softmaxScale,
+                                  nullptr, 0, o.data() + start * heads * vd);
+    attnOut_.data.resize(n * H);
+    cpu::linear(o.data(), n, heads * vd, weight(c.wo), H, attnOut_.data.data());
     attnOut_.layer = l;
   }
 

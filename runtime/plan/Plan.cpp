@@ -26,6 +26,7 @@ const char* toString(ComponentKind kind) {
   case ComponentKind::Experts: return "experts";
   case ComponentKind::Head: return "head";
   case ComponentKind::DenseFfn: return "dense_ffn";
+  case ComponentKind::MlaAttention: return "mla_attention";
   }
   return "?";
 }
@@ -197,7 +198,8 @@ std::string joinRanks(const std::vector<int>& ranks) {
 }
 
 const char* const kScorings[] = {"softmax_topk_renorm", "softmax_topk", "topk_softmax"};
-const char* const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router", "experts", "head", "dense_ffn"};
+const char* const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router", "experts", "head", "dense_ffn",
+                                       "mla_attention"};
 const char* const kDenseFfnRoles[] = {"dense", "shared"};
 const char* const kActivations[] = {"swiglu", "swiglu_oai"};
 const char* const kNormRoles[] = {"none", "attn_norm", "ffn_norm", "final_norm"};
@@ -269,6 +271,17 @@ private:
     m.routerScoring = n["router_scoring"].choice<RouterScoring>(kScorings);
     m.batch = n["batch"].integer(1, kMaxDim);
     m.seqLen = n["seq_len"].integer(1, kMaxDim);
+    // Optional: multi-head latent attention sizes (DeepSeek-V2), required by mla_attention.
+    if (n.has("kv_lora_rank")) {
+      m.kvLoraRank = n["kv_lora_rank"].integer(1, 1 << 20);
+      m.qkNopeHeadDim = n["qk_nope_head_dim"].integer(1, 1 << 12);
+      m.qkRopeHeadDim = n["qk_rope_head_dim"].integer(2, 1 << 12);
+      if (m.qkRopeHeadDim % 2 != 0) n["qk_rope_head_dim"].fail("must be even (rotate-half RoPE)");
+      m.vHeadDim = n["v_head_dim"].integer(1, 1 << 12);
+      if (m.headDim != m.qkNopeHeadDim + m.qkRopeHeadDim)
+        n["head_dim"].fail(std::to_string(m.headDim) + ", but an MLA model's head_dim is qk_nope_head_dim + "
+                           "qk_rope_head_dim = " + std::to_string(m.qkNopeHeadDim + m.qkRopeHeadDim));
+    }
     // Optional: layers whose FFN is dense (no router, experts, M2N or N2M).
     m.layers.assign(m.numLayers, LayerComponents{});
     if (n.has("dense_layers")) {
@@ -459,7 +472,7 @@ private:
       comp.kind = c["kind"].choice<ComponentKind>(kComponentKinds);
       const bool layered = comp.kind == ComponentKind::Attention || comp.kind == ComponentKind::Router ||
                            comp.kind == ComponentKind::Experts || comp.kind == ComponentKind::RmsNorm ||
-                           comp.kind == ComponentKind::DenseFfn;
+                           comp.kind == ComponentKind::DenseFfn || comp.kind == ComponentKind::MlaAttention;
       if (comp.kind == ComponentKind::RmsNorm) {
         comp.role = c["role"].choice<NormRole>(kNormRoles);
         if (comp.role == NormRole::None) c["role"].fail("an rms_norm needs a role (attn_norm, ffn_norm, final_norm)");
@@ -537,6 +550,8 @@ private:
         }
         if (c.has("sinks")) comp.sinks = weightField(c, "sinks", {m.numHeads}, "num_heads", attnRanks, use);
         if (c.has("sliding_window")) comp.slidingWindow = c["sliding_window"].integer(1, kMaxDim);
+        if (m.layers[comp.layer].attention >= 0)
+          c.fail("a second attention for layer " + std::to_string(comp.layer));
         m.layers[comp.layer].attention = index;
         break;
       }
@@ -549,6 +564,27 @@ private:
           comp.routedScalingFactor = static_cast<float>(c["routed_scaling_factor"].positiveNumber());
         m.layers[comp.layer].router = index;
         break;
+      case ComponentKind::MlaAttention: {
+        if (m.kvLoraRank == 0) c.fail("an mla_attention needs model.kv_lora_rank, qk_nope_head_dim, "
+                                      "qk_rope_head_dim and v_head_dim");
+        const std::string use = layerName + " attention";
+        const int64_t heads = m.numHeads, r = m.kvLoraRank, rope = m.qkRopeHeadDim, v = m.vHeadDim;
+        comp.wq = weightField(c, "wq", {H, heads * m.headDim}, "hidden_size, num_heads*(qk_nope+qk_rope)", attnRanks,
+                              use);
+        comp.wkvA = weightField(c, "wkv_a", {H, r + rope}, "hidden_size, kv_lora_rank+qk_rope_head_dim", attnRanks,
+                                use);
+        comp.kvNorm = weightField(c, "kv_norm", {r}, "kv_lora_rank", attnRanks, use);
+        comp.wkvB = weightField(c, "wkv_b", {r, heads * (m.qkNopeHeadDim + v)},
+                                "kv_lora_rank, num_heads*(qk_nope+v_head_dim)", attnRanks, use);
+        comp.wo = weightField(c, "wo", {heads * v, H}, "num_heads*v_head_dim, hidden_size", attnRanks, use);
+        comp.kvNormEps = static_cast<float>(c["kv_norm_eps"].positiveNumber());
+        comp.softmaxScale = static_cast<float>(c["softmax_scale"].positiveNumber());
+        if (c.has("rope_interleaved")) comp.ropeInterleaved = c["rope_interleaved"].boolean();
+        if (m.layers[comp.layer].attention >= 0)
+          c.fail("a second attention for layer " + std::to_string(comp.layer));
+        m.layers[comp.layer].attention = index;
+        break;
+      }
       case ComponentKind::DenseFfn: {
         const std::string use = layerName + " " + toString(comp.denseRole) + " FFN";
         comp.ffnHidden = c["ffn_hidden"].integer(1, 1 << 20);

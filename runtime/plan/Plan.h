@@ -24,7 +24,7 @@ public:
 constexpr const char* kPlanFormat = "disagmoe-plan";
 constexpr int64_t kPlanVersion = 1;
 
-enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head, DenseFfn };
+enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head, DenseFfn, MlaAttention };
 /// What a `dense_ffn` component is: the whole FFN of a dense layer, or a layer's shared experts.
 enum class DenseFfnRole { Dense, Shared };
 /// The experts' activation: SwiGLU, or GPT-OSS's clamped SwiGLU (limit, alpha, up + 1).
@@ -105,6 +105,10 @@ struct Component {
   DenseFfnRole denseRole = DenseFfnRole::Dense; ///< dense_ffn
   int64_t ffnHidden = 0;                  ///< dense_ffn: inner width
   int w1 = -1, w3 = -1, w2 = -1;          ///< dense_ffn weights
+  // mla_attention (DeepSeek-V2): wq as above, wo [heads*v_head_dim, hidden]
+  int wkvA = -1, kvNorm = -1, wkvB = -1;
+  float kvNormEps = 0, softmaxScale = 0;
+  bool ropeInterleaved = false;
 };
 
 /// Component indices of one layer (into ModelSpec::components).
@@ -124,6 +128,8 @@ struct ModelSpec {
   int64_t numExperts = 0, topK = 0, expertHidden = 0;
   RouterScoring routerScoring = RouterScoring::SoftmaxTopkRenorm;
   int64_t batch = 0, seqLen = 0; ///< the compiled shape
+  /// Multi-head latent attention (optional model fields; 0 when the model has no MLA).
+  int64_t qkNopeHeadDim = 0, qkRopeHeadDim = 0, vHeadDim = 0, kvLoraRank = 0;
   std::vector<Component> components;
   std::vector<WeightSpec> weights;
 

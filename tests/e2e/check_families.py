@@ -1,4 +1,5 @@
-"""End-to-end over the MoE family samples (Qwen3-MoE, DeepSeek-MoE, GPT-OSS): each committed export
+"""End-to-end over the MoE family samples (Qwen3-MoE, DeepSeek-MoE, GPT-OSS, DeepSeek-V2-Lite MLA):
+each committed export
 compiles, its plan reports the exporter's hyper-parameters, and disagmoe-run on 2 A-ranks + 2
 F-ranks (p = 1 and, where the layer count allows, p = 2 groups) reproduces PyTorch's logits.
 
@@ -16,7 +17,8 @@ import sys
 import numpy as np
 
 TOLERANCE = 1e-4
-SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny"]
+SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
+           "deepseek_v2_lite_tiny"]
 # Keys every family reports, equal to the exporter's.
 COMMON = ["family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
           "num_experts", "top_k", "expert_hidden", "num_shared_experts", "dense_layers", "router_scoring",
@@ -26,6 +28,11 @@ SPECIFIC = {
     "qwen3_moe": {"qk_norm": "qk_norm"},
     "deepseek_moe": {"dense_hidden": "dense_hidden", "shared_expert_hidden": "shared_expert_hidden",
                      "routed_scaling_factor": "routed_scaling_factor"},
+    "deepseek_v2": {"attention_type": "attention_type", "kv_lora_rank": "kv_lora_rank",
+                    "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
+                    "v_head_dim": "v_head_dim", "dense_hidden": "dense_hidden",
+                    "shared_expert_hidden": "shared_expert_hidden",
+                    "routed_scaling_factor": "routed_scaling_factor"},
     "gpt_oss": {"attention_sinks": "attention_sinks", "attention_bias": "attention_bias",
                 "sliding_window": "sliding_window", "router_bias": "router_bias", "expert_bias": "expert_bias",
                 "swiglu_limit": "swiglu_limit", "swiglu_alpha": "swiglu_alpha",

@@ -16,21 +16,27 @@ void addBias(float* y, int64_t rows, int64_t cols, const float* b) {
 
 void causalAttentionVariant(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
                             int64_t kvHeads, int64_t headDim, const float* sinks, int64_t window, float* out) {
+  causalAttentionGeneral(q, k, v, seqLen, heads, kvHeads, headDim, headDim,
+                         1.0 / std::sqrt(static_cast<double>(headDim)), sinks, window, out);
+}
+
+void causalAttentionGeneral(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
+                            int64_t kvHeads, int64_t qkDim, int64_t vDim, double scale, const float* sinks,
+                            int64_t window, float* out) {
   const int64_t groupSize = heads / kvHeads;
-  const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  const int64_t qStride = heads * qkDim, kStride = kvHeads * qkDim, vStride = kvHeads * vDim;
   std::vector<double> scores(static_cast<size_t>(seqLen));
-  std::vector<double> acc(static_cast<size_t>(headDim));
+  std::vector<double> acc(static_cast<size_t>(vDim));
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t g = h / groupSize;
     for (int64_t t = 0; t < seqLen; ++t) {
       const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
-      const float* qv = q + t * qStride + h * headDim;
+      const float* qv = q + t * qStride + h * qkDim;
       double maxScore = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
       for (int64_t s = first; s <= t; ++s) {
-        const float* kv = k + s * kvStride + g * headDim;
+        const float* kv = k + s * kStride + g * qkDim;
         double dot = 0;
-        for (int64_t d = 0; d < headDim; ++d)
+        for (int64_t d = 0; d < qkDim; ++d)
           dot += static_cast<double>(qv[d]) * kv[d];
         scores[s] = dot * scale;
         maxScore = std::max(maxScore, scores[s]);
@@ -42,13 +48,13 @@ void causalAttentionVariant(const float* q, const float* k, const float* v, int6
       }
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t s = first; s <= t; ++s) {
-        const float* vv = v + s * kvStride + g * headDim;
+        const float* vv = v + s * vStride + g * vDim;
         const double p = scores[s] / denom;
-        for (int64_t d = 0; d < headDim; ++d)
+        for (int64_t d = 0; d < vDim; ++d)
           acc[d] += p * vv[d];
       }
-      float* o = out + t * qStride + h * headDim;
-      for (int64_t d = 0; d < headDim; ++d)
+      float* o = out + t * heads * vDim + h * vDim;
+      for (int64_t d = 0; d < vDim; ++d)
         o[d] = static_cast<float>(acc[d]);
     }
   }

@@ -22,6 +22,14 @@ void addBias(float* y, int64_t rows, int64_t cols, const float* b);
 void causalAttentionVariant(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
                             int64_t kvHeads, int64_t headDim, const float* sinks, int64_t window, float* out);
 
+/// The general form: q and k heads of `qkDim`, v heads of `vDim` (MLA: qkDim = nope + rope), an
+/// explicit softmax `scale`, optional sinks and window as above.
+/// q [seqLen, heads*qkDim], k [seqLen, kvHeads*qkDim], v [seqLen, kvHeads*vDim],
+/// out [seqLen, heads*vDim].
+void causalAttentionGeneral(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
+                            int64_t kvHeads, int64_t qkDim, int64_t vDim, double scale, const float* sinks,
+                            int64_t window, float* out);
+
 /// The weights of one expert or dense FFN. w1 [hidden, inner] (or [hidden, 2*inner] with
 /// fusedGateUp: gate at even columns, up at odd ones), w3 [hidden, inner] (null when fused),
 /// w2 [inner, hidden]; biases b1 (w1's columns), b3 [inner], b2 [hidden] may be null.

@@ -94,3 +94,19 @@ func.func @shared_count_on_dense(%x: tensor<1x2x4xf32>, %w1: tensor<4x3xf32>, %w
   %d = moe.dense_ffn %x w1(%w1) w3(%w1) w2(%w2) {ffn_hidden = 3 : i64, layer = 0 : i64, num_shared_experts = 2 : i64, role = "dense"} : tensor<1x2x4xf32>, (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
   return
 }
+
+// -----
+
+func.func @mla_kv_b(%x: tensor<1x2x4xf32>, %wq: tensor<4x12xf32>, %wa: tensor<4x6xf32>, %n: tensor<4xf32>, %wb: tensor<4x10xf32>, %wo: tensor<8x4xf32>) {
+  // expected-error @+1 {{wkv_b has shape [4,10], expected [4,16]}}
+  %a = moe.mla_attention %x weights(%wq, %wa, %n, %wb, %wo) {kv_lora_rank = 4 : i64, kv_norm_eps = 1.0e-6 : f64, layer = 0 : i64, num_heads = 2 : i64, qk_nope_head_dim = 4 : i64, qk_rope_head_dim = 2 : i64, rope_theta = 1.0e4 : f64, softmax_scale = 0.408 : f64, v_head_dim = 4 : i64} : tensor<1x2x4xf32>, (tensor<4x12xf32>, tensor<4x6xf32>, tensor<4xf32>, tensor<4x10xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @mla_odd_rope(%x: tensor<1x2x4xf32>, %wq: tensor<4x10xf32>, %wa: tensor<4x5xf32>, %n: tensor<4xf32>, %wb: tensor<4x16xf32>, %wo: tensor<8x4xf32>) {
+  // expected-error @+1 {{qk_rope_head_dim 1 must be even (rotate-half RoPE)}}
+  %a = moe.mla_attention %x weights(%wq, %wa, %n, %wb, %wo) {kv_lora_rank = 4 : i64, kv_norm_eps = 1.0e-6 : f64, layer = 0 : i64, num_heads = 2 : i64, qk_nope_head_dim = 4 : i64, qk_rope_head_dim = 1 : i64, rope_theta = 1.0e4 : f64, softmax_scale = 0.408 : f64, v_head_dim = 4 : i64} : tensor<1x2x4xf32>, (tensor<4x10xf32>, tensor<4x5xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return
+}

@@ -26,3 +26,11 @@ func.func @families(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x
   %s = moe.dense_ffn %d w1(%w1) w3(%w1) w2(%w2) {ffn_hidden = 3 : i64, layer = 1 : i64, num_shared_experts = 2 : i64, role = "shared"} : tensor<1x2x4xf32>, (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
   return %s : tensor<1x2x4xf32>
 }
+
+// CHECK-LABEL: func.func @mla
+func.func @mla(%x: tensor<1x2x4xf32>, %wq: tensor<4x12xf32>, %wa: tensor<4x6xf32>, %n: tensor<4xf32>,
+               %wb: tensor<4x16xf32>, %wo: tensor<8x4xf32>) -> tensor<1x2x4xf32> {
+  // CHECK: moe.mla_attention %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {kv_lora_rank = 4 : i64, {{.*}}rope_interleaved
+  %a = moe.mla_attention %x weights(%wq, %wa, %n, %wb, %wo) {kv_lora_rank = 4 : i64, kv_norm_eps = 1.0e-6 : f64, layer = 0 : i64, num_heads = 2 : i64, qk_nope_head_dim = 4 : i64, qk_rope_head_dim = 2 : i64, rope_interleaved, rope_theta = 1.0e4 : f64, softmax_scale = 0.408 : f64, v_head_dim = 4 : i64} : tensor<1x2x4xf32>, (tensor<4x12xf32>, tensor<4x6xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return %a : tensor<1x2x4xf32>
+}

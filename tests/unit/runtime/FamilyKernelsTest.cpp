@@ -178,3 +178,42 @@ TEST(FamilyKernels, GptOssClampedSwigluExpert) {
   for (size_t i = 0; i < out.size(); ++i) diff = std::max(diff, std::fabs(double(out[i]) - unclamped[i]));
   EXPECT_GT(diff, 1e-3) << "the goldens do not exercise the clamp";
 }
+
+// DeepSeek-V2 MLA (layer 0 of deepseek_v2_lite_tiny): latent KV through RMSNorm and kv_b, the
+// decoupled RoPE part after the de-interleave, q/k heads of 8 + 4 and v heads of 8, scale 12**-0.5.
+TEST(FamilyKernels, DeepSeekV2MultiHeadLatentAttention) {
+  const std::string s = "deepseek_v2_lite_tiny";
+  const int64_t H = 32, heads = 4, nope = 8, rope = 4, vd = 8, rank = 16, qd = nope + rope;
+  const std::vector<float> in = load(s, "l0_attn_in.npy");
+  std::vector<float> q(T * heads * qd), ckv(T * (rank + rope)), c(T * rank), kv(T * heads * (nope + vd));
+  linear(in.data(), T, H, load(s, "w_l0_q.npy").data(), heads * qd, q.data());
+  linear(in.data(), T, H, load(s, "w_l0_kv_a.npy").data(), rank + rope, ckv.data());
+  for (int64_t t = 0; t < T; ++t) std::copy_n(ckv.data() + t * (rank + rope), rank, c.data() + t * rank);
+  rmsNorm(c.data(), T, rank, load(s, "w_l0_kv_norm.npy").data(), 1e-6f, c.data());
+  linear(c.data(), T, rank, load(s, "w_l0_kv_b.npy").data(), heads * (nope + vd), kv.data());
+  std::vector<float> qPe(T * heads * rope), kPe(T * rope);
+  auto deinterleave = [&](const float* src, float* dst) {
+    for (int64_t i = 0; i < rope / 2; ++i) dst[i] = src[2 * i], dst[rope / 2 + i] = src[2 * i + 1];
+  };
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t h = 0; h < heads; ++h) deinterleave(&q[(t * heads + h) * qd + nope], &qPe[(t * heads + h) * rope]);
+    deinterleave(&ckv[t * (rank + rope) + rank], &kPe[t * rope]);
+  }
+  std::vector<int64_t> pos(T);
+  for (int64_t t = 0; t < T; ++t) pos[t] = t % S;
+  cpu::rope(qPe.data(), T, heads, rope, pos.data(), 1e4);
+  cpu::rope(kPe.data(), T, 1, rope, pos.data(), 1e4);
+  std::vector<float> Q(T * heads * qd), K(T * heads * qd), V(T * heads * vd), o(T * heads * vd), out(T * H);
+  for (int64_t th = 0; th < T * heads; ++th) {
+    std::copy_n(&q[th * qd], nope, &Q[th * qd]);
+    std::copy_n(&qPe[th * rope], rope, &Q[th * qd + nope]);
+    std::copy_n(&kv[th * (nope + vd)], nope, &K[th * qd]);
+    std::copy_n(&kPe[(th / heads) * rope], rope, &K[th * qd + nope]);
+    std::copy_n(&kv[th * (nope + vd) + nope], vd, &V[th * vd]);
+  }
+  for (int64_t b = 0; b < T / S; ++b)
+    causalAttentionGeneral(&Q[b * S * heads * qd], &K[b * S * heads * qd], &V[b * S * heads * vd], S, heads, heads,
+                           qd, vd, 1.0 / std::sqrt(12.0), nullptr, 0, &o[b * S * heads * vd]);
+  linear(o.data(), T, heads * vd, load(s, "w_l0_o.npy").data(), H, out.data());
+  expectClose("deepseek-v2 MLA", out, load(s, "l0_attn_out.npy"));
+}
