@@ -220,9 +220,115 @@ public:
     return {nullptr, nullptr};
   }
 
+  /// Output width of a linear weight [in, out] (or stacked [experts, in, out]).
   static int64_t outWidth(WeightOp w) {
     auto shape = staticShape(w.getResult());
-    return shape.size() == 2 ? shape[1] : -1;
+    return shape.size() >= 2 ? shape.back() : -1;
+  }
+
+  /// A reference to expert `e`'s slice of a stacked weight [experts, ...] (the same file, at the
+  /// slice's offset), named "<name>[e]"; unit dims dropped ([experts, 1, n] -> [n]).
+  static WeightOp sliceRef(WeightOp w, int64_t e) {
+    auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+    SmallVector<int64_t> shape;
+    for (int64_t d : type.getShape().drop_front())
+      if (d != 1)
+        shape.push_back(d);
+    if (shape.empty())
+      shape.push_back(1);
+    const int64_t bytes = static_cast<int64_t>(w.getLength()) / type.getDimSize(0);
+    OpBuilder b(w);
+    b.setInsertionPointAfter(w);
+    return b.create<WeightOp>(
+        w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+        b.getStringAttr(w.getWeightName().str() + "[" + std::to_string(e) + "]"), w.getFileAttr(),
+        b.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + e * bytes),
+        b.getI64IntegerAttr(bytes), /*value=*/ElementsAttr(), UnitAttr());
+  }
+
+  /// `v` is all zeros: ConstantOfShape with a zero (or no) value.
+  static bool isZeros(Value v) {
+    NodeOp node = producer(skipDataMovement(v), {"ConstantOfShape"});
+    if (!node)
+      return false;
+    auto attr = node.getOnnxAttrs().get("value");
+    if (!attr)
+      return true;
+    auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
+    if (!dense || !dense.isSplat())
+      return false;
+    return llvm::isa<FloatType>(dense.getElementType()) ? dense.getSplatValue<APFloat>().isZero()
+                                                        : dense.getSplatValue<APInt>().isZero();
+  }
+
+  /// Hugging Face GPT-OSS's inference path: every expert on every token through batched MatMuls
+  /// with the stacked weights [experts, hidden, 2*inner] and [experts, inner, hidden], weighted by
+  /// the dense score matrix ScatterElements(zeros, ids, gates) and summed over the experts. Equal
+  /// to the routed sum, since the matrix is zero off the top-k.
+  std::optional<SmallVector<ExpertMatch>> matchDenseMaskedExperts(const RouterMatch &router,
+                                                                  int64_t &expertHidden,
+                                                                  ExpertForm &form) {
+    NodeOp scatter;
+    for (NodeOp sc : consumers(router.ids, "ScatterElements"))
+      if (sc.getInputs()[1] == router.ids && skipDataMovement(sc.getInputs()[2]) == router.gates &&
+          isZeros(sc.getInputs()[0]))
+        scatter = sc;
+    if (!scatter)
+      return fail(router.topk, "experts: the router's expert ids feed neither a OneHot mask (the "
+                               "loop over experts) nor a dense score matrix ScatterElements(zeros, "
+                               "ids, gates)"),
+             std::nullopt;
+    if (auto axis = scatter.getOnnxAttrs().getAs<IntegerAttr>("axis");
+        !axis || (axis.getInt() != 1 && axis.getInt() != -1))
+      return fail(scatter, "experts: the score matrix must scatter the gates along the experts axis"),
+             std::nullopt;
+    for (NodeOp sigmoid : allNodes("Sigmoid")) {
+      Value rows;
+      auto oai = matchOaiExpert(sigmoid, rows);
+      if (error)
+        return std::nullopt;
+      if (!oai)
+        continue;
+      ExpertMatch stacked = oai->first;
+      auto shape = staticShape(stacked.w1.getResult());
+      if (shape.size() != 3 || !findUpstream(rows, "Tile", 8) ||
+          skipDataMovement(findUpstream(rows, "Tile", 8).getInputs()[0]) != router.input &&
+              !dependsOn(rows, router.input, 16))
+        continue;
+      if (shape[0] != router.numExperts || staticShape(stacked.w2.getResult()).size() != 3)
+        return fail(sigmoid, "experts: the stacked weights do not hold " +
+                                 std::to_string(router.numExperts) + " experts"),
+               std::nullopt;
+      // The combine: Mul(expert outputs, scores) -> ReduceSum over the experts axis.
+      NodeOp down = single(consumers(stacked.w2.getResult(), "MatMul"));
+      NodeOp sum = down ? findDownstream(down.getOutputs()[0], "ReduceSum", false, 64) : NodeOp();
+      if (!sum || !dependsOn(sum.getInputs()[0], scatter.getOutputs()[0]))
+        return fail(sigmoid, "experts: the stacked experts' outputs are not weighted by the dense "
+                             "score matrix and summed"),
+               std::nullopt;
+      for (WeightOp w : {stacked.w1, stacked.w2, stacked.b1, stacked.b2})
+        if (w && w.getTransposed())
+          return fail(sigmoid, "experts: transposed stacked weights are not supported"),
+                 std::nullopt;
+      SmallVector<ExpertMatch> experts;
+      for (int64_t e = 0; e < router.numExperts; ++e) {
+        ExpertMatch m;
+        m.expert = e;
+        m.w1 = sliceRef(stacked.w1, e);
+        m.w2 = sliceRef(stacked.w2, e);
+        if (stacked.b1)
+          m.b1 = sliceRef(stacked.b1, e);
+        if (stacked.b2)
+          m.b2 = sliceRef(stacked.b2, e);
+        experts.push_back(m);
+      }
+      form = oai->second;
+      expertHidden = shape[2] / 2;
+      return experts;
+    }
+    return fail(scatter, "experts: no clamped-SwiGLU experts over stacked weights read the dense "
+                         "score matrix"),
+           std::nullopt;
   }
 
   /// A weight read through data movement and broadcasting only (Reshape, Expand, ...), or null.
@@ -776,6 +882,11 @@ public:
       return fail(out, "experts: expected the down projection MatMul(., W2)"), std::nullopt;
     e.w2 = weightOf(down.getInputs()[1]);
     e.b2 = biasAfter(down.getOutputs()[0], outWidth(e.w2)).second;
+    if (!e.b2) // stacked experts: a bias [experts, 1, hidden]
+      for (NodeOp add : consumers(down.getOutputs()[0], "Add"))
+        if (auto other = otherOperand(add, down.getOutputs()[0]))
+          if (WeightOp b = weightOf(*other); b && outWidth(b) == outWidth(e.w2))
+            e.b2 = b;
     rows = mm13.getInputs()[0];
     return std::make_pair(e, ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
   }
@@ -799,6 +910,8 @@ public:
   std::optional<SmallVector<ExpertMatch>> matchExperts(const RouterMatch &router,
                                                        int64_t &expertHidden, ExpertForm &form) {
     NodeOp oneHot = single(consumers(router.ids, "OneHot"));
+    if (!oneHot && !consumers(router.ids, "ScatterElements").empty())
+      return matchDenseMaskedExperts(router, expertHidden, form);
     if (!oneHot)
       return fail(router.topk, "experts: the router's expert ids feed no OneHot mask (only the "
                                "unrolled Hugging Face loop over experts is supported here)"),

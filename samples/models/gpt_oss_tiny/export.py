@@ -19,6 +19,11 @@ modeling_gpt_oss.py, itself following openai/gpt-oss gpt_oss/torch/model.py):
     (gate.clamp(max=limit), up.clamp(-limit, limit), glu = gate * sigmoid(alpha * gate),
     (up + 1) * glu, limit 7.0, alpha 1.702), and down_proj [experts, inner, hidden] with bias.
 The weights are drawn so that the clamp is active on a fair share of the activations.
+
+Two expert forms, same weights: ./ uses the training-time loop over experts (index_add_), and
+./dense_masked/ Hugging Face's inference path: every expert on every token through a batched
+MatMul with the stacked [experts, hidden, 2*inner] weights, weighted by the dense [tokens, experts]
+score matrix (zero off the top-k) and summed over experts.
 """
 
 import math
@@ -55,6 +60,7 @@ CONFIG = {
     "num_shared_experts": 0,
     "dense_layers": [],
     "router_scoring": "topk_softmax",
+    "expert_form": "loop",
     "swiglu_limit": 7.0,
     "swiglu_alpha": 1.702,
     "rope_theta": 150000.0,
@@ -144,6 +150,22 @@ class GptOssExperts(nn.Module):
         self.down_proj_bias = nn.Parameter(torch.empty(E, h))
         self.alpha = cfg["swiglu_alpha"]
         self.limit = cfg["swiglu_limit"]
+        self.dense_masked = cfg["expert_form"] == "dense_masked"
+
+    def forward_dense_masked(self, hidden_states, routing_weights):
+        """Hugging Face's inference path: every expert on every token (bmm over the stacked
+        weights), weighted by the dense [tokens, experts] score matrix (zero off the top-k)."""
+        num_experts, hidden = self.num_experts, hidden_states.shape[-1]
+        hidden_states = hidden_states.repeat(num_experts, 1).view(num_experts, -1, hidden)
+        gate_up = torch.bmm(hidden_states, self.gate_up_proj) + self.gate_up_proj_bias[..., None, :]
+        gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+        gate = gate.clamp(min=None, max=self.limit)
+        up = up.clamp(min=-self.limit, max=self.limit)
+        glu = gate * torch.sigmoid(gate * self.alpha)
+        next_states = torch.bmm(((up + 1) * glu), self.down_proj)
+        next_states = next_states + self.down_proj_bias[..., None, :]
+        next_states = next_states * routing_weights.transpose(0, 1)[..., None]
+        return next_states.sum(dim=0)
 
     def expert(self, e, x):
         gate_up = x @ self.gate_up_proj[e] + self.gate_up_proj_bias[e]
@@ -154,6 +176,8 @@ class GptOssExperts(nn.Module):
         return ((up + 1) * glu) @ self.down_proj[e] + self.down_proj_bias[e]
 
     def forward(self, hidden_states, router_indices, routing_weights):
+        if self.dense_masked:
+            return self.forward_dense_masked(hidden_states, routing_weights)
         next_states = torch.zeros_like(hidden_states)
         expert_mask = F.one_hot(router_indices, num_classes=self.num_experts).permute(2, 1, 0)
         for e in range(self.num_experts):
@@ -215,6 +239,8 @@ class GptOssTiny(nn.Module):
 
     def intermediates(self, ids):
         """Layer 0 (sliding window, sinks, biases) attention, router and experts, tokens flattened."""
+        if self.cfg["expert_form"] != "loop":
+            return {}
         H = self.cfg["hidden_size"]
         l0 = self.layers[0]
         cos, sin, masks = self.rope_and_masks(ids)
@@ -276,6 +302,9 @@ def build(cfg):
 VARIANTS = [
     {"name": "gpt_oss_tiny", "subdir": ".", "shapes": [(2, 8), (1, 5), (2, 12)], "seed_base": 1000,
      "weight_seed": 0, "build": lambda: build(CONFIG)},
+    # The same weights through Hugging Face's inference path (dense-masked experts).
+    {"name": "gpt_oss_tiny/dense_masked", "subdir": "dense_masked", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0, "build": lambda: build(dict(CONFIG, expert_form="dense_masked"))},
 ]
 
 if __name__ == "__main__":
