@@ -62,7 +62,7 @@ const llvm::StringSet<> &supportedOpTypes() {
       "Sigmoid",   "Sin",     "Slice",     "Softmax",   "Split",           "Sqrt",
       "Squeeze",   "Sub",     "Tile",      "TopK",      "Transpose",       "Trilu",
       "Unsqueeze", "Where",   "Less",      "Greater",   "Min",             "Max",
-      "Gemm",      "Clip",    "ReduceMax"};
+      "Gemm",      "Clip",    "ReduceMax", "Einsum"};
   return ops;
 }
 
@@ -228,7 +228,9 @@ public:
 
   /// A reference to expert `e`'s slice of a stacked weight [experts, ...] (the same file, at the
   /// slice's offset), named "<name>[e]"; unit dims dropped ([experts, 1, n] -> [n]).
-  static WeightOp sliceRef(WeightOp w, int64_t e) {
+  /// With `transpose`, a 2-D slice stored [out, in] is referenced as its transpose [in, out]
+  /// (marked `transposed`, as foldWeightTransposes does).
+  static WeightOp sliceRef(WeightOp w, int64_t e, bool transpose = false) {
     auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
     SmallVector<int64_t> shape;
     for (int64_t d : type.getShape().drop_front())
@@ -236,6 +238,8 @@ public:
         shape.push_back(d);
     if (shape.empty())
       shape.push_back(1);
+    if (transpose && shape.size() == 2)
+      std::swap(shape[0], shape[1]);
     const int64_t bytes = static_cast<int64_t>(w.getLength()) / type.getDimSize(0);
     OpBuilder b(w);
     b.setInsertionPointAfter(w);
@@ -243,7 +247,8 @@ public:
         w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
         b.getStringAttr(w.getWeightName().str() + "[" + std::to_string(e) + "]"), w.getFileAttr(),
         b.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + e * bytes),
-        b.getI64IntegerAttr(bytes), /*value=*/ElementsAttr(), UnitAttr());
+        b.getI64IntegerAttr(bytes), /*value=*/ElementsAttr(),
+        transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr());
   }
 
   /// `v` is all zeros: ConstantOfShape with a zero (or no) value.
@@ -259,6 +264,109 @@ public:
       return false;
     return llvm::isa<FloatType>(dense.getElementType()) ? dense.getSplatValue<APFloat>().isZero()
                                                         : dense.getSplatValue<APInt>().isZero();
+  }
+
+  static std::string einsumEquation(NodeOp n) {
+    std::string eq;
+    if (auto a = n.getOnnxAttrs().getAs<StringAttr>("equation"))
+      for (char c : a.getValue())
+        if (c != ' ')
+          eq += c;
+    return eq;
+  }
+
+  /// The stacked weight [experts, ...] that Gather(W, ids) (axis 0) reads per token, or null.
+  static WeightOp gatheredByIds(Value v, Value ids) {
+    NodeOp g = producer(v, {"Gather"});
+    if (!g || g.getInputs()[1] != ids)
+      return nullptr;
+    if (auto axis = g.getOnnxAttrs().getAs<IntegerAttr>("axis"); axis && axis.getInt() != 0)
+      return nullptr;
+    return weightOf(g.getInputs()[0]);
+  }
+
+  /// The reference implementation's MLPBlock (openai/gpt-oss gpt_oss/torch/model.py): the chosen
+  /// experts' weights gathered per token from stacked [experts, out, in] tensors by the router's
+  /// ids, Einsum("beck,bk->bec") + gathered bias, the clamped SwiGLU, Einsum("beck,bek->bec") +
+  /// gathered bias, and Einsum("bec,be->bc") with the gates.
+  std::optional<SmallVector<ExpertMatch>> matchEinsumExperts(const RouterMatch &router,
+                                                             int64_t &expertHidden,
+                                                             ExpertForm &form) {
+    for (NodeOp up : allNodes("Einsum")) {
+      if (einsumEquation(up) != "beck,bk->bec" || up.getInputs().size() != 2)
+        continue;
+      WeightOp w1 = gatheredByIds(up.getInputs()[0], router.ids);
+      if (!w1 || skipDataMovement(up.getInputs()[1]) != router.input)
+        continue;
+      Value fused = up.getOutputs()[0];
+      WeightOp b1;
+      if (NodeOp add = single(consumers(fused, "Add"))) {
+        b1 = gatheredByIds(*otherOperand(add, fused), router.ids);
+        if (!b1)
+          return fail(add, "experts: the gate_up bias is not gathered by the router's ids"),
+                 std::nullopt;
+        fused = add.getOutputs()[0];
+      }
+      NodeOp sigmoid = findDownstream(fused, "Sigmoid", false, 16);
+      Value rows;
+      OaiActivation act;
+      auto oai = sigmoid ? matchOaiExpert(sigmoid, rows, &act) : std::nullopt;
+      if (error)
+        return std::nullopt;
+      if (!oai || act.fused != fused)
+        return fail(up, "experts: the gathered gate_up is not followed by the clamped SwiGLU"),
+               std::nullopt;
+      NodeOp down = single(consumers(act.out.getOutputs()[0], "Einsum"));
+      WeightOp w2 = down && einsumEquation(down) == "beck,bek->bec"
+                        ? gatheredByIds(down.getInputs()[0], router.ids)
+                        : WeightOp();
+      if (!w2)
+        return fail(act.out, "experts: expected Einsum(\"beck,bek->bec\") with the down weights "
+                             "gathered by the router's ids"),
+               std::nullopt;
+      Value y = down.getOutputs()[0];
+      WeightOp b2;
+      if (NodeOp add = single(consumers(y, "Add"))) {
+        b2 = gatheredByIds(*otherOperand(add, y), router.ids);
+        if (!b2)
+          return fail(add, "experts: the down bias is not gathered by the router's ids"),
+                 std::nullopt;
+        y = add.getOutputs()[0];
+      }
+      NodeOp combine = single(consumers(y, "Einsum"));
+      if (!combine || einsumEquation(combine) != "bec,be->bc" ||
+          skipDataMovement(combine.getInputs()[1]) != router.gates)
+        return fail(down, "experts: expected Einsum(\"bec,be->bc\") of the expert outputs and the "
+                          "router's gates"),
+               std::nullopt;
+      auto s1 = staticShape(w1.getResult()), s2 = staticShape(w2.getResult());
+      if (s1.size() != 3 || s2.size() != 3 || s1[0] != router.numExperts ||
+          s2[0] != router.numExperts || s1[1] != 2 * s2[2])
+        return fail(up, "experts: stacked weights [experts, 2*inner, hidden] and [experts, "
+                        "hidden, inner] expected"),
+               std::nullopt;
+      for (WeightOp w : {w1, w2, b1, b2})
+        if (w && w.getTransposed())
+          return fail(up, "experts: transposed stacked weights are not supported"), std::nullopt;
+      SmallVector<ExpertMatch> experts;
+      for (int64_t e = 0; e < router.numExperts; ++e) {
+        ExpertMatch m;
+        m.expert = e;
+        m.w1 = sliceRef(w1, e, /*transpose=*/true); // [2I, H] on disk, [H, 2I] as used
+        m.w2 = sliceRef(w2, e, /*transpose=*/true);
+        if (b1)
+          m.b1 = sliceRef(b1, e);
+        if (b2)
+          m.b2 = sliceRef(b2, e);
+        experts.push_back(m);
+      }
+      form = oai->second;
+      expertHidden = s2[2];
+      return experts;
+    }
+    return fail(router.topk, "experts: the router's ids gather no stacked expert weights into an "
+                             "Einsum(\"beck,bk->bec\")"),
+           std::nullopt;
   }
 
   /// Hugging Face GPT-OSS's inference path: every expert on every token through batched MatMuls
@@ -817,7 +925,14 @@ public:
   /// u = Clip(gate_up[..., 1::2], -limit, limit); ((u + 1) * g * Sigmoid(alpha g)) W2 [+ b2].
   /// `sigmoid` is the expert's Sigmoid; returns the expert's weights and form, or nullopt if this
   /// Sigmoid is not of that form.
-  std::optional<std::pair<ExpertMatch, ExpertForm>> matchOaiExpert(NodeOp sigmoid, Value &rows) {
+  /// With `activation` set, only the activation is matched: it receives the fused gate_up value
+  /// and the node computing (u + 1) * glu, and the projections are left to the caller.
+  struct OaiActivation {
+    Value fused;
+    NodeOp out;
+  };
+  std::optional<std::pair<ExpertMatch, ExpertForm>>
+  matchOaiExpert(NodeOp sigmoid, Value &rows, OaiActivation *activation = nullptr) {
     NodeOp scaled = producer(sigmoid.getInputs()[0], {"Mul"});
     if (!scaled)
       return std::nullopt;
@@ -863,6 +978,10 @@ public:
       return fail(upClip, "experts: the up input is not the odd columns of the same gate_up "
                           "projection (Slice start 1, step 2)"),
              std::nullopt;
+    if (activation) {
+      *activation = {fused, out};
+      return std::make_pair(ExpertMatch(), ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
+    }
     ExpertMatch e;
     NodeOp mm13 = producer(fused, {"MatMul"});
     if (!mm13) {
@@ -891,6 +1010,28 @@ public:
     return std::make_pair(e, ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
   }
 
+  /// Rank of `v`: from its type, else through Add/Mul (broadcast: the larger rank) and Einsum
+  /// (its output subscripts); -1 if unknown.
+  static int64_t rankOf(Value v, int depth = 0) {
+    if (auto t = llvm::dyn_cast<ShapedType>(v.getType()); t && t.hasRank())
+      return t.getRank();
+    NodeOp node = producer(v);
+    if (!node || depth > 4)
+      return -1;
+    if (node.getOpType() == "Einsum") {
+      std::string eq = einsumEquation(node);
+      auto arrow = eq.find("->");
+      return arrow == std::string::npos ? -1 : static_cast<int64_t>(eq.size() - arrow - 2);
+    }
+    if (node.getOpType() == "Add" || node.getOpType() == "Mul") {
+      int64_t r = -1;
+      for (Value in : node.getInputs())
+        r = std::max(r, rankOf(in, depth + 1));
+      return r;
+    }
+    return -1;
+  }
+
   /// Slice(data, starts = [start], ends, axes = [-1 or last], steps = [2]).
   bool isStrideTwoSlice(NodeOp slice, int64_t start) {
     auto ins = slice.getInputs();
@@ -898,9 +1039,7 @@ public:
       return false;
     auto starts = constantValues(ins[1]), axes = constantValues(ins[3]),
          steps = constantValues(ins[4]);
-    auto rank = llvm::cast<ShapedType>(ins[0].getType()).hasRank()
-                    ? llvm::cast<ShapedType>(ins[0].getType()).getRank()
-                    : -1;
+    const int64_t rank = rankOf(ins[0]);
     return starts && axes && steps && starts->size() == 1 && axes->size() == 1 &&
            steps->size() == 1 && (*starts)[0] == start && (*steps)[0] == 2 &&
            ((*axes)[0] == -1 || (*axes)[0] == rank - 1);
@@ -912,6 +1051,8 @@ public:
     NodeOp oneHot = single(consumers(router.ids, "OneHot"));
     if (!oneHot && !consumers(router.ids, "ScatterElements").empty())
       return matchDenseMaskedExperts(router, expertHidden, form);
+    if (!oneHot && !consumers(router.ids, "Gather").empty())
+      return matchEinsumExperts(router, expertHidden, form);
     if (!oneHot)
       return fail(router.topk, "experts: the router's expert ids feed no OneHot mask (only the "
                                "unrolled Hugging Face loop over experts is supported here)"),

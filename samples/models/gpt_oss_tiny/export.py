@@ -23,7 +23,10 @@ The weights are drawn so that the clamp is active on a fair share of the activat
 Two expert forms, same weights: ./ uses the training-time loop over experts (index_add_), and
 ./dense_masked/ Hugging Face's inference path: every expert on every token through a batched
 MatMul with the stacked [experts, hidden, 2*inner] weights, weighted by the dense [tokens, experts]
-score matrix (zero off the top-k) and summed over experts.
+score matrix (zero off the top-k) and summed over experts; ./einsum/ the reference
+implementation's MLPBlock (openai/gpt-oss gpt_oss/torch/model.py): top-k on the biased logits,
+softmax over the k, the chosen experts' weights gathered per token from the stacked [experts, out,
+in] tensors and applied with Einsum.
 """
 
 import math
@@ -151,6 +154,24 @@ class GptOssExperts(nn.Module):
         self.alpha = cfg["swiglu_alpha"]
         self.limit = cfg["swiglu_limit"]
         self.dense_masked = cfg["expert_form"] == "dense_masked"
+        self.form = cfg["expert_form"]
+
+    def forward_einsum(self, t, expert_indices, expert_weights):
+        """openai/gpt-oss gpt_oss/torch/model.py MLPBlock: the chosen experts' weights gathered
+        per token from the stacked [experts, out, in] tensors and applied with Einsum."""
+        mlp1_weight = self.gate_up_proj.transpose(1, 2)[expert_indices, ...]
+        mlp1_bias = self.gate_up_proj_bias[expert_indices, ...]
+        t = torch.einsum("beck,bk->bec", mlp1_weight, t) + mlp1_bias
+        x_glu, x_linear = t[..., ::2], t[..., 1::2]
+        x_glu = x_glu.clamp(min=None, max=self.limit)
+        x_linear = x_linear.clamp(min=-self.limit, max=self.limit)
+        out_glu = x_glu * torch.sigmoid(self.alpha * x_glu)
+        t = out_glu * (x_linear + 1)
+        mlp2_weight = self.down_proj.transpose(1, 2)[expert_indices, ...]
+        mlp2_bias = self.down_proj_bias[expert_indices, ...]
+        t = torch.einsum("beck,bek->bec", mlp2_weight, t)
+        t += mlp2_bias
+        return torch.einsum("bec,be->bc", t, expert_weights)
 
     def forward_dense_masked(self, hidden_states, routing_weights):
         """Hugging Face's inference path: every expert on every token (bmm over the stacked
@@ -197,6 +218,13 @@ class GptOssMLP(nn.Module):
     def forward(self, hidden_states):
         bsz, seq, hidden = hidden_states.shape
         hidden_states = hidden_states.reshape(-1, hidden)
+        if self.experts.form == "einsum":  # the reference implementation's MLPBlock
+            g = F.linear(hidden_states, self.router.weight, self.router.bias)
+            fx.record_router_scores(g)
+            experts = torch.topk(g, k=self.router.top_k, dim=-1, sorted=True)
+            expert_weights = F.softmax(experts.values, dim=1)
+            out = self.experts.forward_einsum(hidden_states, experts.indices, expert_weights)
+            return out.reshape(bsz, seq, hidden)
         router_scores, router_indices = self.router(hidden_states)
         out = self.experts(hidden_states, router_indices, router_scores)
         return out.reshape(bsz, seq, hidden)
@@ -305,6 +333,10 @@ VARIANTS = [
     # The same weights through Hugging Face's inference path (dense-masked experts).
     {"name": "gpt_oss_tiny/dense_masked", "subdir": "dense_masked", "shapes": [(2, 8), (1, 5)],
      "seed_base": 1000, "weight_seed": 0, "build": lambda: build(dict(CONFIG, expert_form="dense_masked"))},
+    # The same weights through the reference implementation's MLPBlock (gathered stacked weights,
+    # Einsum).
+    {"name": "gpt_oss_tiny/einsum", "subdir": "einsum", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0, "build": lambda: build(dict(CONFIG, expert_form="einsum"))},
 ]
 
 if __name__ == "__main__":
