@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,24 +51,46 @@ struct Routing {
   std::vector<std::vector<int32_t>> counts;
 };
 
+// `jobs` threads each take the next chunk of runBatch sequences and run it through the executor
+// (Executor::run is const and builds its own comm world per call, so runs may overlap); every chunk
+// writes its own rows of the counts, so no lock is needed.
 Routing forward(const Executor& exec, const ModelSpec& model, const std::vector<int64_t>& tokens, int64_t seqLen,
-                int64_t runBatch) {
+                int64_t runBatch, int jobs) {
   Routing r;
   r.sequences = static_cast<int64_t>(tokens.size()) / seqLen;
   const int64_t E = model.numExperts, k = model.topK;
   r.counts.assign(model.numLayers, std::vector<int32_t>(r.sequences * E, 0));
-  for (int64_t start = 0; start < r.sequences; start += runBatch) {
-    const int64_t b = std::min(runBatch, r.sequences - start);
-    const std::vector<int64_t> ids(tokens.begin() + start * seqLen, tokens.begin() + (start + b) * seqLen);
-    const RunResult run = exec.run(ids, b, seqLen);
-    for (int64_t l = 0; l < model.numLayers; ++l) {
-      const std::vector<int64_t>& top = run.routing[l];
-      int32_t* counts = r.counts[l].data() + start * E;
-      for (int64_t t = 0; t < b * seqLen; ++t)
-        for (int64_t j = 0; j < k; ++j)
-          ++counts[(t / seqLen) * E + top[t * k + j]];
+  const int64_t chunks = (r.sequences + runBatch - 1) / runBatch;
+  std::atomic<int64_t> next{0};
+  std::mutex failureMutex;
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (int64_t c = next++; c < chunks; c = next++) {
+      try {
+        const int64_t start = c * runBatch, b = std::min(runBatch, r.sequences - start);
+        const std::vector<int64_t> ids(tokens.begin() + start * seqLen, tokens.begin() + (start + b) * seqLen);
+        const RunResult run = exec.run(ids, b, seqLen);
+        for (int64_t l = 0; l < model.numLayers; ++l) {
+          const std::vector<int64_t>& top = run.routing[l];
+          int32_t* counts = r.counts[l].data() + start * E;
+          for (int64_t t = 0; t < b * seqLen; ++t)
+            for (int64_t j = 0; j < k; ++j)
+              ++counts[(t / seqLen) * E + top[t * k + j]];
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (!failure) failure = std::current_exception();
+        next = chunks;
+      }
     }
-  }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < std::max(jobs, 1); ++j)
+    threads.emplace_back(work);
+  work();
+  for (auto& t : threads)
+    t.join();
+  if (failure) std::rethrow_exception(failure);
   return r;
 }
 
@@ -144,6 +170,7 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   doc["vocab"] = model.vocabSize;
   doc["seq_len"] = o.seqLen;
   doc["run_batch"] = o.runBatch;
+  doc["jobs"] = o.jobs;
   doc["seed"] = o.seed;
   doc["ep"] = epList;
   doc["gbs"] = o.gbs;
@@ -168,7 +195,7 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
       return error = spec.name + ": " + std::to_string(tokens.size()) + " tokens, fewer than one sequence of " +
                      std::to_string(o.seqLen), false;
     const auto f0 = Clock::now();
-    const Routing routing = forward(exec, model, tokens, o.seqLen, o.runBatch);
+    const Routing routing = forward(exec, model, tokens, o.seqLen, o.runBatch, o.jobs);
     const double fsec = seconds(f0, Clock::now());
     const int64_t used = routing.sequences * o.seqLen;
     summary.forwardSeconds += fsec;

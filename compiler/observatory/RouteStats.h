@@ -30,6 +30,7 @@ struct RouteStatsOptions {
   std::vector<int64_t> gbs{64, 128, 256, 512, 1024, 2048}; ///< sequences per global batch
   int64_t seqLen = 64;
   int64_t runBatch = 64;      ///< sequences per executor run
+  int jobs = 2;               ///< executor runs in flight at once
   int64_t tokens = 1 << 20;   ///< per condition (fewer when a file is shorter)
   uint64_t seed = 1;
   int classifyEp = 8;         ///< EP degree of the classification (clamped to the model's experts)

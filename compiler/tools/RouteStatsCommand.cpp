@@ -2,7 +2,7 @@
 //
 //   disagmoe route-stats MODEL.onnx --data mock --data text:FILE [--data shuffled:FILE ...]
 //                        [-o OUT_DIR] [--ep 4,8,16,32] [--gbs 64,128,256,512,1024,2048]
-//                        [--seq-len 64] [--tokens 1048576] [--run-batch 64] [--seed 1]
+//                        [--seq-len 64] [--tokens 1048576] [--run-batch 64] [--jobs N] [--seed 1]
 //                        [--attn-ranks 2] [--ffn-ranks 1] [--classify-ep 8] [--classify-gbs G]
 //                        [--profile-data NAME]
 //
@@ -20,7 +20,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 using namespace llvm;
 namespace obs = disagmoe::observatory;
@@ -42,6 +44,8 @@ int routeStatsMain(int argc, char **argv) {
                           cl::init(1 << 20), cl::cat(category));
   cl::opt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"), cl::init(64),
                             cl::cat(category));
+  cl::opt<int> jobs("jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"), cl::init(0),
+                    cl::cat(category));
   cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"), cl::init(1),
                          cl::cat(category));
   cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2),
@@ -78,6 +82,7 @@ int routeStatsMain(int argc, char **argv) {
   o.seqLen = seqLen;
   o.tokens = tokens;
   o.runBatch = runBatch;
+  o.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.seed = seed;
   o.classifyEp = classifyEp;
   o.classifyGbs = classifyGbs;
