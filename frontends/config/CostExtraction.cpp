@@ -52,6 +52,15 @@ bool extractModelShape(ModuleOp module, cost::ModelShape &out, std::string &erro
       l.headDim = a.getHeadDim();
       if (auto w = op->getAttrOfType<IntegerAttr>("moe.sliding_window"))
         l.window = w.getInt();
+      if (auto w = a.getSlidingWindow()) // raised from an ONNX export
+        l.window = *w;
+    } else if (auto d = dyn_cast<moe::DenseFfnOp>(op)) {
+      // Raised dense layers and shared experts (one SwiGLU of width ffn_hidden).
+      cost::LayerShape &l = layers[d.getLayer()];
+      (d.getRole() == "shared" ? l.sharedHidden : l.denseHidden) += d.getFfnHidden();
+    } else if (auto mla = dyn_cast<moe::MlaAttentionOp>(op)) {
+      failure = "layer " + std::to_string(mla.getLayer()) +
+                ": multi-head latent attention (moe.mla_attention) is not in the cost model yet";
     } else if (auto r = dyn_cast<moe::RouterOp>(op)) {
       if (kindOf(op) == "routed")
         layers[r.getLayer()].topK = r.getTopK();
