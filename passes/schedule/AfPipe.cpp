@@ -1,0 +1,308 @@
+//===- AfPipe.cpp - the AF-Pipe schedule -------------------------------------------===//
+#include "passes/schedule/AfPipe.h"
+
+#include "runtime/cost/Roofline.h"
+#include "runtime/sim/ScheduleBuilder.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace disagmoe::afpipe {
+
+using namespace sched;
+
+sched::Hardware hardwareOf(const cost::ClusterSpec &cl) {
+  Hardware hw;
+  hw.name = cl.name;
+  hw.peakFlops = cl.gpu.peakFlops;
+  hw.hbmBandwidth = cl.gpu.hbmBandwidth;
+  hw.hbmBytes = cl.gpu.hbmBytes;
+  hw.nvlinkBandwidth = cl.nvlinkBandwidth > 0 ? cl.nvlinkBandwidth : cl.gpu.nvlinkBandwidth;
+  hw.nicBandwidth = cl.perGpuNetworkBandwidth();
+  hw.gpusPerNode = cl.gpusPerNode;
+  return hw;
+}
+
+Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &cl, const Config &c) {
+  Workload w;
+  const int64_t L = m.numLayers(), p = std::max<int64_t>(1, c.groups), E = m.numExperts();
+  const double r = static_cast<double>(c.replicas), dA = static_cast<double>(c.attnRanks);
+  const double seqsPerMb = static_cast<double>(c.sequencesPerStep) / (r * static_cast<double>(c.microbatches));
+  const double seqsPerRank = seqsPerMb / dA;
+  const double tokA = seqsPerRank * static_cast<double>(c.seqLen);    // tokens per A-rank
+  const double tokG = seqsPerMb * static_cast<double>(c.seqLen);      // tokens per group
+  const double bwdMult = c.recompute ? 3.0 : 2.0;                     // backward (+ recomputed forward)
+  const double h = static_cast<double>(m.hidden), pair = 8 + cost::kBf16Bytes * h;
+  const int64_t expertsBusiest = E > 0 ? (E + c.ffnRanks - 1) / c.ffnRanks : 0;
+  const double share = E > 0 ? static_cast<double>(expertsBusiest) / static_cast<double>(E) : 0;
+  const double eF = static_cast<double>(c.ffnRanks);
+  const cost::MemoryOptions &mo = c.memory;
+  auto staticOf = [&](double params, double dp) {
+    return params * (mo.weightBytes + mo.gradientBytes + mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
+  };
+  const double dpA = r * dA, dpF = r;
+  for (int64_t l = 0; l < L; ++l) {
+    LayerWork lw;
+    const cost::LayerShape &ls = m.layers[l];
+    lw.moe = ls.isMoe();
+    double fa = cost::attentionSideForwardFlops(m, l, seqsPerRank, c.seqLen).total();
+    lw.attnFwdFlops = fa;
+    lw.attnBwdFlops = bwdMult * fa;
+    lw.attnActivationBytes = cost::attentionActivationBytesPerToken(m, l, c.recompute) * tokA;
+    lw.attnGradBytes = mo.gradientBytes * m.attentionSideParams(l);
+    lw.attnStaticBytes = staticOf(m.attentionSideParams(l), dpA);
+    if (lw.moe) {
+      double ff = cost::routedExpertForwardFlops(m, l, tokG) * share;
+      lw.ffnFwdFlops = ff;
+      lw.ffnBwdFlops = bwdMult * ff;
+      lw.ffnActivationBytes =
+          cost::expertActivationBytesPerPair(m, l, c.recompute) * tokG * static_cast<double>(ls.topK) * share;
+      double d = cost::expectedDistinctRanks(ls.experts, ls.topK, c.ffnRanks);
+      double k = static_cast<double>(ls.topK);
+      lw.m2nBytes = tokA * (d * (pair + 8) + 12 * k) / eF;
+      lw.n2mBytes = tokA * d * pair / eF;
+      lw.n2mBwdBytes = tokA * d * pair / eF;
+      lw.m2nBwdBytes = tokA * (d * pair + 4 * k) / eF;
+      double expertParams = static_cast<double>(expertsBusiest) * m.expertParams(l);
+      lw.ffnGradBytes = mo.gradientBytes * expertParams;
+      lw.ffnStaticBytes = staticOf(expertParams, dpF);
+    }
+    lw.residualBytes = tokA * pair;
+    w.layers.push_back(lw);
+  }
+  double fh = cost::headForwardFlops(m, tokA);
+  w.headFwdFlops = fh;
+  w.headBwdFlops = 2 * fh; // the head is not recomputed
+  w.headActivationBytes = 2.0 * tokA * static_cast<double>(m.vocab); // bf16 logits
+  double vocabRows = static_cast<double>(m.vocab) * h;
+  w.headGradBytes = mo.gradientBytes * (vocabRows + h);
+  w.headStaticBytes = staticOf(vocabRows + h, dpA);
+  w.embedGradBytes = mo.gradientBytes * vocabRows;
+  w.embedStaticBytes = staticOf(vocabRows, dpA);
+  // Model FLOPs of a step (3 x forward, no recomputation), as the planner counts them.
+  const double B = static_cast<double>(c.sequencesPerStep), T = B * static_cast<double>(c.seqLen);
+  double flops = 3.0 * cost::headForwardFlops(m, T);
+  for (int64_t l = 0; l < L; ++l) {
+    flops += 3.0 * cost::attentionSideForwardFlops(m, l, B, c.seqLen).total();
+    if (m.layers[l].isMoe())
+      flops += 3.0 * cost::routedExpertForwardFlops(m, l, T);
+  }
+  w.modelFlops = flops;
+  (void)p;
+  (void)cl;
+  return w;
+}
+
+namespace {
+bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int W, Schedule &out,
+                     std::string &error) {
+  const int L = static_cast<int>(w.layers.size());
+  const int p = static_cast<int>(c.groups), m = static_cast<int>(c.microbatches);
+  const int R = static_cast<int>(c.replicas), dA = static_cast<int>(c.attnRanks), eF = static_cast<int>(c.ffnRanks);
+  if (L < 1 || p < 1 || p > L || R < 1 || dA < 1 || eF < 1) {
+    error = "afpipe: need 1 <= groups <= layers and at least one replica, A-rank and F-rank";
+    return false;
+  }
+  if (m < 2 * p) {
+    error = "afpipe: " + std::to_string(m) + " micro-batches cannot fill the ring of 2p = " + std::to_string(2 * p) +
+            " stages (need at least 2p)";
+    return false;
+  }
+  Schedule base;
+  base.kind = "afpipe";
+  base.replicas = R;
+  base.microBatches = m;
+  base.virtualStages = (L + p - 1) / p;
+  base.pipelineStages = 2 * p;
+  base.hw = hw;
+  base.capacityBytes = hw.hbmBytes > c.reserveBytes ? hw.hbmBytes - c.reserveBytes : 0;
+  base.modelFlops = w.modelFlops;
+  base.computeEfficiency = c.computeEfficiency;
+  base.sharing = c.sharing;
+  sim::ScheduleBuilder b(base);
+  const int headGroup = L % p;
+  const int M = R * p * dA;
+  // Per-rank NIC bandwidth of each side: its NICs shared by its GPUs (0: the cluster's share).
+  auto share = [&](int64_t nics, int gpus) {
+    if (nics <= 0 || c.nicBandwidth <= 0)
+      return 0.0;
+    double bw = static_cast<double>(nics) / gpus * c.nicBandwidth;
+    return c.pcieBandwidth > 0 ? std::min(bw, c.pcieBandwidth) : bw;
+  };
+  const double bwA = share(c.attnNics, M), bwF = share(c.ffnNics, R * p * eF);
+  std::vector<int> A(p), F(p);
+  for (int g = 0; g < p; ++g) {
+    std::vector<std::vector<int>> ra(R);
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < dA; ++i)
+        ra[r].push_back((r * p + g) * dA + i);
+    double sa = 0;
+    for (int l = g; l < L; l += p)
+      sa += w.layers[l].attnStaticBytes;
+    if (g == 0)
+      sa += w.embedStaticBytes;
+    if (g == headGroup) // the logits live from the head's forward to its backward: one micro-batch
+      sa += w.headStaticBytes + w.headActivationBytes;
+    A[g] = b.addGroup("attention", g, ra, sa, bwA);
+  }
+  for (int g = 0; g < p; ++g) {
+    std::vector<std::vector<int>> rf(R);
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < eF; ++i)
+        rf[r].push_back(M + (r * p + g) * eF + i);
+    double sf = 0;
+    for (int l = g; l < L; l += p)
+      sf += w.layers[l].ffnStaticBytes;
+    F[g] = b.addGroup("ffn", g, rf, sf, bwF);
+  }
+  // Priorities: the tick at which an uncontended ring would run the instruction (micro-batch j
+  // enters at tick j, each stage takes a tick forward; backward from the loss in reverse).
+  auto fwdPrio = [&](int j, int layer) { return static_cast<double>(j + 2 * layer); };
+  auto bwdPrio = [&](int j, int layer) { return static_cast<double>(j + 2 * (L - layer)); };
+  const Stream FWD = Stream::Forward, BWD = Stream::Backward, COMM = Stream::Comm;
+  const Phase PF = Phase::Forward, PB = Phase::Backward;
+  // Handles per micro-batch: the first forward and last backward compute of each group (window).
+  std::vector<std::vector<int>> firstFwd(2 * p, std::vector<int>(m, -1)), lastBwd(2 * p, std::vector<int>(m, -1));
+  std::vector<int> lastAttnBwd(L, -1), lastFfnBwd(L, -1);
+  int lastHeadBwd = -1, lastEmbedBwd = -1;
+  for (int j = 0; j < m; ++j) {
+    // ---- forward ----
+    std::vector<int> attnFwd(L), ffnFwd(L, -1);
+    int prevResRecv = -1, prevN2mRecv = -1;
+    for (int l = 0; l < L; ++l) {
+      const LayerWork &lw = w.layers[l];
+      int ga = A[l % p], gf = F[l % p];
+      int gn = l + 1 < L ? A[(l + 1) % p] : A[headGroup];
+      std::vector<int> deps;
+      if (prevResRecv >= 0) deps.push_back(prevResRecv);
+      if (prevN2mRecv >= 0) deps.push_back(prevN2mRecv);
+      attnFwd[l] = b.compute(ga, FWD, PF, "attention", j, l, lw.attnFwdFlops, 0, lw.attnActivationBytes,
+                             fwdPrio(j, l), deps);
+      if (firstFwd[l % p][j] < 0)
+        firstFwd[l % p][j] = attnFwd[l];
+      b.send(ga, gn, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
+      prevResRecv = b.recv(gn, ga, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l));
+      prevN2mRecv = -1;
+      if (lw.moe) {
+        b.send(ga, gf, Peers::All, "m2n", PF, j, l, lw.m2nBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
+        int rcv = b.recv(gf, ga, Peers::All, "m2n", PF, j, l, lw.m2nBytes, COMM, fwdPrio(j, l));
+        ffnFwd[l] = b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0, lw.ffnActivationBytes,
+                              fwdPrio(j, l), {rcv});
+        if (firstFwd[p + l % p][j] < 0)
+          firstFwd[p + l % p][j] = ffnFwd[l];
+        b.send(gf, gn, Peers::All, "n2m", PF, j, l, lw.n2mBytes, COMM, fwdPrio(j, l), {ffnFwd[l]});
+        prevN2mRecv = b.recv(gn, gf, Peers::All, "n2m", PF, j, l, lw.n2mBytes, COMM, fwdPrio(j, l));
+      }
+    }
+    // ---- head: loss and its backward ----
+    int gh = A[headGroup];
+    std::vector<int> deps{prevResRecv};
+    if (prevN2mRecv >= 0) deps.push_back(prevN2mRecv);
+    int hf = b.compute(gh, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
+    int hb = b.compute(gh, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
+    lastHeadBwd = hb;
+    // ---- backward ----
+    int gradSource = hb; // the instruction producing dL/dx_{l+1} on group N
+    for (int l = L - 1; l >= 0; --l) {
+      const LayerWork &lw = w.layers[l];
+      int ga = A[l % p], gf = F[l % p];
+      int gn = l + 1 < L ? A[(l + 1) % p] : A[headGroup];
+      b.send(gn, ga, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l), {gradSource});
+      std::vector<int> deps{b.recv(ga, gn, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l))};
+      if (lw.moe) {
+        b.send(gn, gf, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l), {gradSource});
+        int rcv = b.recv(gf, gn, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l));
+        int fb = b.compute(gf, BWD, PB, "experts", j, l, lw.ffnBwdFlops, 0, 0, bwdPrio(j, l), {rcv, ffnFwd[l]});
+        lastBwd[p + l % p][j] = fb; // the lowest layer comes last
+        lastFfnBwd[l] = fb;
+        b.send(gf, ga, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l), {fb});
+        deps.push_back(b.recv(ga, gf, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l)));
+      }
+      deps.push_back(attnFwd[l]);
+      int ab = b.compute(ga, BWD, PB, "attention", j, l, lw.attnBwdFlops, 0, 0, bwdPrio(j, l), deps);
+      lastBwd[l % p][j] = ab;
+      lastAttnBwd[l] = ab;
+      if (l == 0)
+        lastEmbedBwd = ab;
+      gradSource = ab;
+    }
+  }
+  // Window: a group starts micro-batch j after micro-batch j - W finished its backward there.
+  for (int g = 0; g < 2 * p; ++g)
+    for (int j = W; j < m; ++j)
+      if (firstFwd[g][j] >= 0 && lastBwd[g][j - W] >= 0)
+        b.after(firstFwd[g][j], lastBwd[g][j - W]);
+  // ---- update: gradient all-reduce overlapped with the tail, then the optimizer ----
+  std::vector<std::vector<int>> groupReduces(2 * p);
+  const double last = 1e18;
+  for (int l = L - 1; l >= 0; --l) {
+    const LayerWork &lw = w.layers[l];
+    groupReduces[l % p].push_back(
+        b.allReduce(A[l % p], Peers::All, "grad_attention", l, lw.attnGradBytes, COMM, last, {lastAttnBwd[l]}));
+    if (lw.moe)
+      groupReduces[p + l % p].push_back(
+          b.allReduce(F[l % p], Peers::Same, "grad_experts", l, lw.ffnGradBytes, COMM, last, {lastFfnBwd[l]}));
+  }
+  groupReduces[headGroup].push_back(
+      b.allReduce(A[headGroup], Peers::All, "grad_head", L, w.headGradBytes, COMM, last, {lastHeadBwd}));
+  groupReduces[0].push_back(b.allReduce(A[0], Peers::All, "grad_embedding", -1, w.embedGradBytes, COMM, last,
+                                        {lastEmbedBwd}));
+  for (int g = 0; g < 2 * p; ++g) {
+    int gid = g < p ? A[g] : F[g - p];
+    std::vector<int> deps = groupReduces[g];
+    for (int j = 0; j < m; ++j)
+      if (lastBwd[g][j] >= 0)
+        deps.push_back(lastBwd[g][j]);
+    if (g == headGroup)
+      deps.push_back(lastHeadBwd);
+    // Adam reads and writes every byte of weights, gradients and optimizer state once.
+    b.compute(gid, FWD, Phase::Update, "optimizer", -1, -1, 0, 2 * b.schedule().groups[gid].staticBytes, 0, last,
+              deps);
+  }
+  return b.build(/*listScheduleCompute=*/true, /*orderCommByReadiness=*/true, out, error);
+}
+} // namespace
+
+bool buildAfPipe(const Workload &w, const Hardware &hw, const Config &c, Schedule &out, std::string &error,
+                 bool verify) {
+  const int L = static_cast<int>(w.layers.size()), p = static_cast<int>(c.groups);
+  if (L < 1 || p < 1 || p > L || c.replicas < 1 || c.attnRanks < 1 || c.ffnRanks < 1) {
+    error = "afpipe: need 1 <= groups <= layers and at least one replica, A-rank and F-rank";
+    return false;
+  }
+  if (c.microbatches < 2 * p) {
+    error = "afpipe: " + std::to_string(c.microbatches) + " micro-batches cannot fill the ring of 2p = " +
+            std::to_string(2 * p) + " stages (need at least 2p)";
+    return false;
+  }
+  if (c.inflight < 0) {
+    error = "afpipe: inflight must be >= 1 (0: chosen by memory)";
+    return false;
+  }
+  // The window: given, or the largest of 4p, 3p, 2p micro-batches whose activations fit memory
+  // (the ring needs 2p; more hides the backward's longer trip, docs/results.md).
+  std::vector<int> windows;
+  if (c.inflight > 0)
+    windows.push_back(static_cast<int>(c.inflight));
+  else
+    windows = {4 * p, 3 * p, 2 * p};
+  for (size_t k = 0; k < windows.size(); ++k) {
+    if (!buildWithWindow(w, hw, c, windows[k], out, error))
+      return false;
+    bool fits = true;
+    for (size_t g = 0; g < out.groups.size() && out.capacityBytes > 0; ++g)
+      fits &= peakMemory(out, static_cast<int>(g)) <= out.capacityBytes;
+    if (fits || k + 1 == windows.size())
+      break;
+  }
+  if (verify) {
+    std::string e = verifySchedule(out);
+    if (!e.empty()) {
+      error = "afpipe: " + e;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace disagmoe::afpipe

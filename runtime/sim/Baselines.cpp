@@ -1,0 +1,348 @@
+//===- Baselines.cpp - Megatron EP + (interleaved) 1F1B, with and without overlap; DualPipe ----===//
+#include "runtime/sim/Baselines.h"
+
+#include "runtime/cost/Roofline.h"
+#include "runtime/sim/ScheduleBuilder.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace disagmoe::sim {
+
+using namespace sched;
+
+const char *toString(Baseline b) {
+  switch (b) {
+  case Baseline::Megatron: return "megatron";
+  case Baseline::MegatronOverlap: return "megatron-overlap";
+  case Baseline::DualPipe: return "dualpipe";
+  }
+  return "?";
+}
+
+bool parseBaseline(const std::string &name, Baseline &out) {
+  for (Baseline b : {Baseline::Megatron, Baseline::MegatronOverlap, Baseline::DualPipe})
+    if (name == toString(b)) {
+      out = b;
+      return true;
+    }
+  return false;
+}
+
+namespace {
+
+/// Per-rank work of one layer per micro-batch.
+struct LayerCost {
+  bool moe = false;
+  double attnFwd = 0, attnBwd = 0, expFwd = 0, expBwd = 0, a2aBytes = 0, act = 0;
+  double attnParams = 0, expertParams = 0; ///< per rank
+};
+
+/// Megatron's interleaved 1F1B unit order of stage s: (forward?, unit index).
+std::vector<std::pair<bool, int>> oneFOneB(int pp, int vpp, int m, int s) {
+  const int units = m * vpp;
+  int warmup = vpp == 1 ? pp - s - 1 : (pp - s - 1) * 2 + (vpp - 1) * pp;
+  warmup = std::min(warmup, units);
+  std::vector<std::pair<bool, int>> order;
+  for (int k = 0; k < warmup; ++k)
+    order.push_back({true, k});
+  for (int i = 0; i < units - warmup; ++i) {
+    order.push_back({true, warmup + i});
+    order.push_back({false, i});
+  }
+  for (int i = units - warmup; i < units; ++i)
+    order.push_back({false, i});
+  return order;
+}
+
+} // namespace
+
+bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c, Schedule &out,
+                   std::string &error, bool verify) {
+  const int L = static_cast<int>(model.numLayers());
+  const bool dual = c.kind == Baseline::DualPipe;
+  const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp), ep = static_cast<int>(c.ep);
+  const int R = static_cast<int>(c.replicas), m = static_cast<int>(c.microbatches);
+  if (pp < 1 || vpp < 1 || ep < 1 || R < 1 || m < 1 || L < pp * vpp) {
+    error = std::string(toString(c.kind)) + ": need pp, vpp, ep, replicas, micro-batches >= 1 and a layer per chunk";
+    return false;
+  }
+  if (vpp > 1 && m % pp) {
+    error = std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" + std::to_string(m) +
+            ") divisible by pp (" + std::to_string(pp) + ")";
+    return false;
+  }
+  if (dual && (m % 2 || pp % 2)) {
+    error = "dualpipe: needs an even number of stages and of micro-batches";
+    return false;
+  }
+  const double seqsPerRank = static_cast<double>(c.sequencesPerStep) / (static_cast<double>(R) * m * ep);
+  const double T = seqsPerRank * static_cast<double>(c.seqLen);
+  const double h = static_cast<double>(model.hidden);
+  const int64_t E = model.numExperts();
+  const double share = E > 0 ? static_cast<double>((E + ep - 1) / ep) / static_cast<double>(E) : 0;
+  const double bwdMult = c.recompute ? 3.0 : 2.0;
+  std::vector<LayerCost> lc(L);
+  for (int l = 0; l < L; ++l) {
+    const cost::LayerShape &ls = model.layers[l];
+    LayerCost &x = lc[l];
+    x.moe = ls.isMoe();
+    x.attnFwd = cost::attentionSideForwardFlops(model, l, seqsPerRank, c.seqLen).total();
+    x.attnBwd = bwdMult * x.attnFwd;
+    x.act = cost::attentionActivationBytesPerToken(model, l, c.recompute) * T;
+    x.attnParams = model.attentionSideParams(l);
+    if (x.moe) {
+      x.expFwd = cost::routedExpertForwardFlops(model, l, T * ep) * share;
+      x.expBwd = bwdMult * x.expFwd;
+      // Each token goes to its top-k experts and comes back: bf16 rows, spread evenly over the EP group.
+      x.a2aBytes = T * static_cast<double>(ls.topK) * cost::kBf16Bytes * h / ep;
+      x.act += cost::expertActivationBytesPerPair(model, l, c.recompute) * T * ls.topK * share * ep;
+      x.expertParams = static_cast<double>((E + ep - 1) / ep) * model.expertParams(l);
+    }
+  }
+  const double headFwd = cost::headForwardFlops(model, T), vocabRows = static_cast<double>(model.vocab) * h;
+  const double p2pBytes = 8 + T * cost::kBf16Bytes * h;
+  // Chunks: VS virtual stages of contiguous layers (the first ones one layer longer).
+  const int VS = pp * vpp;
+  std::vector<std::vector<int>> chunk(VS);
+  for (int v = 0, l = 0; v < VS; ++v) {
+    int n = L / VS + (v < L % VS ? 1 : 0);
+    for (int k = 0; k < n; ++k)
+      chunk[v].push_back(l++);
+  }
+  auto stageOf = [&](int d, int vs) { return dual && d == 1 ? pp - 1 - vs % pp : vs % pp; };
+
+  Schedule base;
+  base.kind = toString(c.kind);
+  base.replicas = R;
+  base.microBatches = m;
+  base.virtualStages = vpp;
+  base.pipelineStages = pp;
+  base.hw = hw;
+  base.capacityBytes = hw.hbmBytes > c.reserveBytes ? hw.hbmBytes - c.reserveBytes : 0;
+  base.computeEfficiency = c.computeEfficiency;
+  {
+    const double B = static_cast<double>(c.sequencesPerStep), Tall = B * static_cast<double>(c.seqLen);
+    double flops = 3.0 * cost::headForwardFlops(model, Tall);
+    for (int l = 0; l < L; ++l) {
+      flops += 3.0 * cost::attentionSideForwardFlops(model, l, B, c.seqLen).total();
+      if (model.layers[l].isMoe())
+        flops += 3.0 * cost::routedExpertForwardFlops(model, l, Tall);
+    }
+    base.modelFlops = flops;
+  }
+  ScheduleBuilder b(base);
+  const cost::MemoryOptions &mo = c.memory;
+  auto staticOf = [&](double params, double dp) {
+    return params * (mo.weightBytes + mo.gradientBytes + mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
+  };
+  std::vector<int> G(pp);
+  for (int s = 0; s < pp; ++s) {
+    std::vector<std::vector<int>> ranks(R);
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < ep; ++i)
+        ranks[r].push_back((r * pp + s) * ep + i);
+    double st = 0;
+    for (int d = 0; d < (dual ? 2 : 1); ++d)
+      for (int vs = 0; vs < VS; ++vs) {
+        if (stageOf(d, vs) != s)
+          continue;
+        for (int l : chunk[vs])
+          st += staticOf(lc[l].attnParams, ep * R) + staticOf(lc[l].expertParams, R);
+        if (vs == 0)
+          st += staticOf(vocabRows, ep * R);
+        if (vs == VS - 1)
+          st += staticOf(vocabRows + h, ep * R) + 2.0 * T * model.vocab; // one micro-batch's logits
+      }
+    G[s] = b.addGroup("stage", s, ranks, st);
+  }
+  const bool single = c.kind == Baseline::Megatron;
+  const Stream FWD = Stream::Forward, BWD = single ? Stream::Forward : Stream::Backward,
+               COMM = single ? Stream::Forward : Stream::Comm;
+  const int dirs = dual ? 2 : 1, mPerDir = m / dirs;
+  // Handles: last forward instruction of (d, mb, vs), last backward, first forward.
+  auto key = [&](int d, int j, int vs) { return (d * mPerDir + j) * VS + vs; };
+  std::vector<int> fwdFirst(dirs * mPerDir * VS, -1), fwdLast(dirs * mPerDir * VS, -1),
+      bwdLast(dirs * mPerDir * VS, -1);
+  std::vector<std::vector<int>> lastBwdOfChunk(dirs, std::vector<int>(VS, -1));
+  double counter = 0;
+  auto mbId = [&](int d, int j) { return d * mPerDir + j; };
+  auto emitForward = [&](int d, int j, int vs, double prio) {
+    const int g = G[stageOf(d, vs)], mb = mbId(d, j);
+    int prev = -1;
+    auto chain = [&](int h) {
+      if (prev >= 0)
+        b.after(h, prev);
+      prev = h;
+      return h;
+    };
+    double k = 0;
+    auto pr = [&] { return single || dual ? prio + (k += 1e-3) : (counter += 1); };
+    if (vs > 0) {
+      int from = G[stageOf(d, vs - 1)];
+      chain(b.recv(g, from, Peers::Same, "p2p", Phase::Forward, mb, vs, p2pBytes, COMM, pr()));
+    }
+    int first = -1;
+    for (int l : chunk[vs]) {
+      const LayerCost &x = lc[l];
+      int a = chain(b.compute(g, FWD, Phase::Forward, "attention", mb, l, x.attnFwd, 0, x.act, pr()));
+      if (first < 0)
+        first = a;
+      if (x.moe) {
+        chain(b.allToAll(g, "dispatch", Phase::Forward, mb, l, x.a2aBytes, COMM, pr()));
+        chain(b.compute(g, FWD, Phase::Forward, "experts", mb, l, x.expFwd, 0, 0, pr()));
+        chain(b.allToAll(g, "combine", Phase::Forward, mb, l, x.a2aBytes, COMM, pr()));
+      }
+    }
+    if (vs == VS - 1)
+      chain(b.compute(g, FWD, Phase::Forward, "head", mb, L, headFwd, 0, 0, pr()));
+    else
+      chain(b.send(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Forward, mb, vs + 1, p2pBytes, COMM, pr()));
+    fwdFirst[key(d, j, vs)] = first;
+    fwdLast[key(d, j, vs)] = prev;
+  };
+  auto emitBackward = [&](int d, int j, int vs, double prio) {
+    const int g = G[stageOf(d, vs)], mb = mbId(d, j);
+    int prev = fwdLast[key(d, j, vs)];
+    auto chain = [&](int h) {
+      if (prev >= 0)
+        b.after(h, prev);
+      prev = h;
+      return h;
+    };
+    double k = 0;
+    auto pr = [&] { return single || dual ? prio + (k += 1e-3) : (counter += 1); };
+    int lastCompute = -1;
+    if (vs == VS - 1)
+      chain(b.compute(g, BWD, Phase::Backward, "head", mb, L, 2 * headFwd, 0, 0, pr()));
+    else
+      chain(b.recv(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Backward, mb, vs, p2pBytes, COMM, pr()));
+    for (int k2 = static_cast<int>(chunk[vs].size()) - 1; k2 >= 0; --k2) {
+      int l = chunk[vs][k2];
+      const LayerCost &x = lc[l];
+      if (x.moe) {
+        chain(b.allToAll(g, "combine", Phase::Backward, mb, l, x.a2aBytes, COMM, pr()));
+        chain(b.compute(g, BWD, Phase::Backward, "experts", mb, l, x.expBwd, 0, 0, pr()));
+        chain(b.allToAll(g, "dispatch", Phase::Backward, mb, l, x.a2aBytes, COMM, pr()));
+      }
+      lastCompute = chain(b.compute(g, BWD, Phase::Backward, "attention", mb, l, x.attnBwd, 0, 0, pr()));
+    }
+    if (vs > 0)
+      chain(b.send(g, G[stageOf(d, vs - 1)], Peers::Same, "p2p", Phase::Backward, mb, vs - 1, p2pBytes, COMM, pr()));
+    bwdLast[key(d, j, vs)] = lastCompute; // the window waits for the compute, not its send
+    lastBwdOfChunk[d][vs] = prev;
+  };
+  // Per stage (and direction), Megatron's unit order; unit k -> (micro-batch, chunk).
+  for (int s = 0; s < pp; ++s)
+    for (int d = 0; d < dirs; ++d) {
+      const int q = dual && d == 1 ? pp - 1 - s : s; // position in this direction's pipeline
+      auto unitOf = [&](int k, bool forward) {
+        int inGroup = k % (pp * vpp), c2 = inGroup / pp;
+        if (!forward)
+          c2 = vpp - 1 - c2;
+        int j = vpp == 1 ? k : (k / (pp * vpp)) * pp + (k % pp);
+        return std::make_pair(j, c2 * pp + q);
+      };
+      std::vector<std::pair<bool, int>> order = oneFOneB(pp, vpp, mPerDir, q);
+      std::vector<int> fwdUnitFirst(mPerDir * vpp, -1), bwdUnitLast(mPerDir * vpp, -1);
+      for (size_t pos = 0; pos < order.size(); ++pos) {
+        auto [forward, k] = order[pos];
+        auto [j, vs] = unitOf(k, forward);
+        double prio = static_cast<double>(pos);
+        if (forward) {
+          emitForward(d, j, vs, prio);
+          // The head of the forward unit: its first instruction.
+          fwdUnitFirst[k] = fwdFirst[key(d, j, vs)];
+        } else {
+          emitBackward(d, j, vs, prio);
+          bwdUnitLast[k] = bwdLast[key(d, j, vs)];
+        }
+      }
+      // 1F1B's in-flight bound for the streams that do not serialise it: forward unit warm-up + i
+      // waits for backward unit i - 1 (DualPipe: the other direction supplies the overlap); the
+      // overlapped 1F1B runs forward unit warm-up + i + 1 beside backward unit i, one more in flight.
+      if (!single) {
+        int nw = vpp == 1 ? std::min(pp - q - 1, mPerDir) : std::min((pp - q - 1) * 2 + (vpp - 1) * pp, mPerDir * vpp);
+        if (!dual)
+          ++nw;
+        for (int i = 1; nw + i < mPerDir * vpp; ++i)
+          if (fwdUnitFirst[nw + i] >= 0 && bwdUnitLast[i - 1] >= 0)
+            b.after(fwdUnitFirst[nw + i], bwdUnitLast[i - 1]);
+      }
+    }
+  // Gradient all-reduce per chunk after its last backward, then the optimizer per stage.
+  std::vector<std::vector<int>> stageDeps(pp);
+  for (int d = 0; d < dirs; ++d)
+    for (int vs = 0; vs < VS; ++vs) {
+      int s = stageOf(d, vs), g = G[s];
+      double attn = 0, exp = 0;
+      for (int l : chunk[vs]) {
+        attn += lc[l].attnParams;
+        exp += lc[l].expertParams;
+      }
+      if (vs == 0)
+        attn += vocabRows;
+      if (vs == VS - 1)
+        attn += vocabRows + h;
+      int after = lastBwdOfChunk[d][vs];
+      stageDeps[s].push_back(after);
+      stageDeps[s].push_back(b.allReduce(g, Peers::All, "grad_attention", chunk[vs].front(), mo.gradientBytes * attn,
+                                         COMM, 1e18, {after}));
+      if (exp > 0)
+        stageDeps[s].push_back(b.allReduce(g, Peers::Same, "grad_experts", chunk[vs].front(),
+                                           mo.gradientBytes * exp, COMM, 1e18, {after}));
+    }
+  for (int s = 0; s < pp; ++s)
+    b.compute(G[s], Stream::Forward, Phase::Update, "optimizer", -1, -1, 0, 2 * b.schedule().groups[G[s]].staticBytes,
+              0, 2e18, stageDeps[s]);
+  if (!b.build(/*listScheduleCompute=*/dual, /*orderCommByReadiness=*/!single, out, error))
+    return false;
+  if (verify) {
+    std::string e = verifySchedule(out);
+    if (!e.empty()) {
+      error = std::string(toString(c.kind)) + ": " + e;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model, int64_t gpus,
+                                               const BaselineConfig &base) {
+  std::vector<BaselineConfig> out;
+  const int64_t L = model.numLayers();
+  for (int64_t pp = 1; pp * base.ep <= gpus; ++pp) {
+    if (gpus % (pp * base.ep))
+      continue;
+    const int64_t R = gpus / (pp * base.ep);
+    if (base.sequencesPerStep % (R * base.ep))
+      continue;
+    const int64_t m = base.sequencesPerStep / (R * base.ep); // one sequence per rank per micro-batch
+    if (kind == Baseline::DualPipe) {
+      if (pp % 2 || m % 2 || m < 2 * pp || L < pp)
+        continue;
+      BaselineConfig c = base;
+      c.kind = kind;
+      c.pp = pp;
+      c.vpp = 1;
+      c.replicas = R;
+      c.microbatches = m;
+      out.push_back(c);
+      continue;
+    }
+    for (int64_t vpp : {1, 2, 4}) {
+      if (L < pp * vpp || (vpp > 1 && (pp == 1 || m % pp)) || m < pp)
+        continue;
+      BaselineConfig c = base;
+      c.kind = kind;
+      c.pp = pp;
+      c.vpp = vpp;
+      c.replicas = R;
+      c.microbatches = m;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+} // namespace disagmoe::sim

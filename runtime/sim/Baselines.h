@@ -1,0 +1,70 @@
+//===- Baselines.h - the schedules DisagMoE is compared against, on the same simulator -*- C++ -*-===//
+//
+// Each baseline runs the same model, cluster and global batch as AF-Pipe, with attention and
+// experts co-located on every GPU (the conventional layout):
+//  - megatron:         Megatron-LM expert parallelism (EP ranks per stage group, attention data
+//                      parallel over them) with interleaved 1F1B pipelining (Narayanan et al. 2021,
+//                      §2.2; vpp = 1 is plain 1F1B): per layer attention, all-to-all dispatch,
+//                      experts, all-to-all combine, all on one stream in Megatron's exact order
+//                      (warm-up (pp - s - 1) * 2 + (vpp - 1) * pp units, then one forward and one
+//                      backward, then the cool-down), so every exchange is exposed;
+//  - megatron-overlap: the same order, with forward and backward compute on their own streams and
+//                      the all-to-alls and pipeline sends on a communication stream, so that the
+//                      exchanges of one micro-batch hide behind the compute of another (the 1F1B
+//                      all-to-all overlap of Megatron-Core and DeepSeek-V3);
+//  - dualpipe:         DualPipe-style bidirectional pipeline (DeepSeek-V3 §3.2.1): half the
+//                      micro-batches enter at stage 0 and half at stage pp-1, every rank holds the
+//                      two chunks that meet it (two copies of the parameters), forward and backward
+//                      of different micro-batches overlap on separate streams, exchanges on a
+//                      communication stream; each direction keeps 1F1B's in-flight bound, so a rank
+//                      holds at most pp + 1 micro-batches. The split of the backward into input and
+//                      weight gradients (the zero-bubble part) is not modelled.
+// Gradients: attention weights all-reduced over EP x replicas ranks, expert weights over the
+// replicas, each chunk's as soon as its last backward is done (overlapped with the tail).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_RUNTIME_SIM_BASELINES_H
+#define DISAGMOE_RUNTIME_SIM_BASELINES_H
+
+#include "runtime/cost/Memory.h"
+#include "runtime/cost/ModelShape.h"
+#include "runtime/plan/Schedule.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace disagmoe::sim {
+
+enum class Baseline { Megatron, MegatronOverlap, DualPipe };
+const char *toString(Baseline b);
+bool parseBaseline(const std::string &name, Baseline &out);
+
+struct BaselineConfig {
+  Baseline kind = Baseline::Megatron;
+  int64_t pp = 1;       ///< pipeline stages
+  int64_t vpp = 1;      ///< virtual chunks per stage (interleaved 1F1B); 1 for DualPipe
+  int64_t ep = 16;      ///< expert parallelism = ranks per stage group
+  int64_t replicas = 1; ///< outer data parallelism
+  int64_t microbatches = 0; ///< per replica
+  int64_t seqLen = 4096;
+  int64_t sequencesPerStep = 0; ///< all replicas
+  bool recompute = false;
+  double reserveBytes = 4e9;
+  double computeEfficiency = 1;
+  cost::MemoryOptions memory;
+};
+
+/// Builds (and verifies) a baseline schedule of `model` on `hw`; ranks: stage s of replica r holds
+/// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes.
+bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw, const BaselineConfig &config,
+                   sched::Schedule &out, std::string &error, bool verify = true);
+
+/// The configurations worth trying for `kind` on `gpus` GPUs: every pp with ep * pp dividing the
+/// GPUs and the micro-batches, vpp in {1, 2, 4} (megatron) with at least one layer per chunk.
+std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model, int64_t gpus,
+                                               const BaselineConfig &base);
+
+} // namespace disagmoe::sim
+
+#endif

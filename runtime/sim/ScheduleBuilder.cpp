@@ -1,0 +1,153 @@
+//===- ScheduleBuilder.cpp ------------------------------------------------------===//
+#include "runtime/sim/ScheduleBuilder.h"
+
+#include "runtime/sim/Simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace disagmoe::sim {
+
+using namespace sched;
+
+int ScheduleBuilder::addGroup(const std::string &role, int index, std::vector<std::vector<int>> ranks,
+                              double staticBytes, double nicBandwidth) {
+  Group g;
+  g.role = role;
+  g.index = index;
+  g.ranks = std::move(ranks);
+  g.staticBytes = staticBytes;
+  g.nicBandwidth = nicBandwidth;
+  s_.groups.push_back(std::move(g));
+  return static_cast<int>(s_.groups.size()) - 1;
+}
+
+int ScheduleBuilder::add(Instr in, double priority) {
+  instrs_.push_back(std::move(in));
+  priority_.push_back(priority);
+  return static_cast<int>(instrs_.size()) - 1;
+}
+
+int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::string &op, int mb, int layer,
+                             double flops, double memBytes, double activationBytes, double priority,
+                             std::vector<int> after) {
+  Instr in;
+  in.kind = Kind::Compute;
+  in.stream = stream;
+  in.phase = phase;
+  in.op = op;
+  in.group = group;
+  in.mb = mb;
+  in.layer = layer;
+  in.flops = flops;
+  in.memBytes = memBytes;
+  in.activationBytes = activationBytes;
+  in.after = std::move(after);
+  return add(std::move(in), priority);
+}
+
+int ScheduleBuilder::send(int group, int peer, Peers peers, const std::string &op, Phase phase, int mb, int layer,
+                          double bytes, Stream stream, double priority, std::vector<int> after) {
+  Instr in;
+  in.kind = Kind::Send;
+  in.stream = stream;
+  in.phase = phase;
+  in.op = op;
+  in.group = group;
+  in.peer = peer;
+  in.peers = peers;
+  in.mb = mb;
+  in.layer = layer;
+  in.bytes = bytes;
+  in.after = std::move(after);
+  return add(std::move(in), priority);
+}
+
+int ScheduleBuilder::recv(int group, int peer, Peers peers, const std::string &op, Phase phase, int mb, int layer,
+                          double bytes, Stream stream, double priority, std::vector<int> after) {
+  int h = send(group, peer, peers, op, phase, mb, layer, bytes, stream, priority, std::move(after));
+  instrs_[h].kind = Kind::Recv;
+  return h;
+}
+
+int ScheduleBuilder::allToAll(int group, const std::string &op, Phase phase, int mb, int layer, double bytes,
+                              Stream stream, double priority, std::vector<int> after) {
+  Instr in;
+  in.kind = Kind::AllToAll;
+  in.stream = stream;
+  in.phase = phase;
+  in.op = op;
+  in.group = group;
+  in.mb = mb;
+  in.layer = layer;
+  in.bytes = bytes;
+  in.after = std::move(after);
+  return add(std::move(in), priority);
+}
+
+int ScheduleBuilder::allReduce(int group, Peers peers, const std::string &op, int layer, double bytes, Stream stream,
+                               double priority, std::vector<int> after) {
+  Instr in;
+  in.kind = Kind::AllReduce;
+  in.stream = stream;
+  in.phase = Phase::Update;
+  in.op = op;
+  in.group = group;
+  in.peers = peers;
+  in.layer = layer;
+  in.bytes = bytes;
+  in.after = std::move(after);
+  return add(std::move(in), priority);
+}
+
+void ScheduleBuilder::after(int handle, int dependency) { instrs_[handle].after.push_back(dependency); }
+
+bool ScheduleBuilder::build(bool listScheduleCompute, bool orderCommByReadiness, Schedule &out, std::string &error) {
+  // Programs per role in order of first appearance; within a program, by (group, priority, creation).
+  std::map<std::string, int> progOf;
+  out = s_;
+  out.programs.clear();
+  for (const Group &g : s_.groups)
+    if (!progOf.count(g.role)) {
+      progOf[g.role] = static_cast<int>(out.programs.size());
+      out.programs.push_back(Program{g.role, {}});
+    }
+  const int n = static_cast<int>(instrs_.size());
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (instrs_[a].group != instrs_[b].group)
+      return instrs_[a].group < instrs_[b].group;
+    return priority_[a] < priority_[b];
+  });
+  std::vector<int> where(n), indexIn(n);
+  std::vector<std::vector<double>> prio(out.programs.size());
+  for (int h : order) {
+    int p = progOf[s_.groups[instrs_[h].group].role];
+    where[h] = p;
+    indexIn[h] = static_cast<int>(out.programs[p].instrs.size());
+    out.programs[p].instrs.push_back(instrs_[h]);
+    prio[p].push_back(priority_[h]);
+  }
+  for (size_t p = 0; p < out.programs.size(); ++p)
+    for (Instr &in : out.programs[p].instrs)
+      for (int &d : in.after)
+        d = indexIn[d];
+  if (!listScheduleCompute && !orderCommByReadiness)
+    return true;
+  SimOptions o;
+  o.dynamicCompute = listScheduleCompute;
+  o.dynamicComm = orderCommByReadiness;
+  o.priority = &prio;
+  o.recordTimes = true;
+  SimResult r = simulate(out, o);
+  if (!r.ok) {
+    error = "ordering run of the " + s_.kind + " schedule: " + r.error;
+    return false;
+  }
+  freezeOrder(out, r);
+  return true;
+}
+
+} // namespace disagmoe::sim

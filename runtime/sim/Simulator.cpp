@@ -1,0 +1,965 @@
+//===- Simulator.cpp - discrete-event replay of a schedule ---------------------===//
+#include "runtime/sim/Simulator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <sstream>
+#include <unordered_map>
+
+namespace disagmoe::sim {
+
+using sched::Instr;
+using sched::Kind;
+using sched::Peers;
+using sched::Phase;
+using sched::Schedule;
+using sched::Stream;
+
+// ---- calibration ---------------------------------------------------------------------------
+
+const OpTimes::Entry *OpTimes::find(const std::string &role, const std::string &op, Phase phase,
+                                    int layer) const {
+  const Entry *best = nullptr;
+  int bestScore = -1;
+  for (const Entry &e : entries) {
+    if (e.op != op || e.phase != phase)
+      continue;
+    if (!e.role.empty() && e.role != role)
+      continue;
+    if (e.layer >= 0 && e.layer != layer)
+      continue;
+    int score = (e.layer >= 0 ? 2 : 0) + (e.role.empty() ? 0 : 1);
+    if (score > bestScore) {
+      best = &e;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+bool OpTimes::load(const std::string &path, std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = path + ": cannot open";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json root = nlohmann::json::parse(text.str(), nullptr, false);
+  if (root.is_discarded() || !root.is_object()) {
+    error = path + ": invalid JSON (expected an object)";
+    return false;
+  }
+  if (root.value("format", "") != "disagmoe-op-times") {
+    error = path + ": format: expected \"disagmoe-op-times\"";
+    return false;
+  }
+  if (!root.contains("version") || !root["version"].is_number_integer() || root["version"].get<int>() != 1) {
+    error = path + ": version: expected 1";
+    return false;
+  }
+  if (!root.contains("entries") || !root["entries"].is_array()) {
+    error = path + ": entries: expected an array";
+    return false;
+  }
+  entries.clear();
+  for (size_t k = 0; k < root["entries"].size(); ++k) {
+    const nlohmann::json &e = root["entries"][k];
+    std::string where = path + ": entries[" + std::to_string(k) + "]";
+    if (!e.is_object() || !e.contains("op") || !e["op"].is_string() || !e.contains("seconds") ||
+        !e["seconds"].is_number() || e["seconds"].get<double>() < 0) {
+      error = where + ": needs \"op\" (string) and \"seconds\" (number >= 0)";
+      return false;
+    }
+    Entry x;
+    x.op = e["op"].get<std::string>();
+    x.seconds = e["seconds"].get<double>();
+    if (e.contains("role")) {
+      if (!e["role"].is_string()) {
+        error = where + ".role: expected a string";
+        return false;
+      }
+      x.role = e["role"].get<std::string>();
+    }
+    std::string phase = e.value("phase", "forward");
+    if (phase == "forward") x.phase = Phase::Forward;
+    else if (phase == "backward") x.phase = Phase::Backward;
+    else if (phase == "update") x.phase = Phase::Update;
+    else {
+      error = where + ".phase: \"" + phase + "\" is not forward, backward or update";
+      return false;
+    }
+    if (e.contains("layer")) {
+      if (!e["layer"].is_number_integer()) {
+        error = where + ".layer: expected an integer (-1: any layer)";
+        return false;
+      }
+      x.layer = e["layer"].get<int>();
+    }
+    entries.push_back(x);
+  }
+  return true;
+}
+
+// ---- the simulator -------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kNicOut = 0, kNicIn = 1, kNvlOut = 2, kNvlIn = 3;
+
+struct MsgKey {
+  int src, dst, op, phase, mb, layer;
+  bool operator==(const MsgKey &o) const {
+    return src == o.src && dst == o.dst && op == o.op && phase == o.phase && mb == o.mb && layer == o.layer;
+  }
+};
+struct MsgKeyHash {
+  size_t operator()(const MsgKey &k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int v : {k.src, k.dst, k.op, k.phase, k.mb, k.layer}) {
+      h ^= static_cast<uint64_t>(static_cast<uint32_t>(v));
+      h *= 1099511628211ull;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+/// Per-rank link loads of an exchange, per byte of Instr::bytes (busiest rank of each side).
+struct Loads {
+  double nicOut = 0, nvlOut = 0, nicIn = 0, nvlIn = 0;
+};
+
+class Sim {
+public:
+  Sim(const Schedule &s, const SimOptions &o) : s_(s), o_(o) {}
+  SimResult run();
+
+private:
+  struct GI {
+    int prog, idx, group, stream, op;
+    double work = 0;  // compute seconds at the full rate
+    int deps = 0;     // unfinished dependencies
+    int state = 0;    // 0 waiting, 1 started/issued, 2 done
+    int transfer = -1;
+  };
+  struct Transfer {
+    bool delivered = false;
+    int recv = -1;
+  };
+  struct Flow {
+    int n = 0;
+    int cls[8];
+    double load[8];
+    double rem = 1, rate = 0, rmax = 0;
+    int gid = -1, transfer = -1;
+    int groups[2] = {-1, -1};
+    bool active = false;
+  };
+  struct Ev {
+    double t;
+    int64_t seq;
+    int type; // 0 compute of a group, 1 flows
+    int id;
+    int64_t ver;
+    bool operator>(const Ev &o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  struct GroupState {
+    std::vector<int> list[3];
+    size_t head[3] = {0, 0, 0};
+    int running[2] = {-1, -1};
+    std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                        std::greater<std::pair<double, int>>>
+        ready[3];
+    std::vector<std::pair<int, double>> ps; // processor sharing: (gid, remaining work)
+    double psLast = 0;
+    int64_t psVer = 0;
+    int commFlows = 0;
+    double last = 0;
+    bool dirty = false;
+  };
+
+  Loads loadsFor(const Instr &in);
+  int node(int rank) const { return rank / std::max(1, s_.hw.gpusPerNode); }
+  double capacity(int cls) const {
+    int g = cls / 4, k = cls % 4;
+    if (k == kNicOut || k == kNicIn)
+      return s_.groups[g].nicBandwidth > 0 ? s_.groups[g].nicBandwidth : s_.hw.nicBandwidth;
+    return s_.hw.nvlinkBandwidth;
+  }
+  void touch(int g) {
+    GroupState &G = gs_[g];
+    double dt = now_ - G.last;
+    if (dt > 0) {
+      GroupStats &st = res_.groups[g];
+      bool comp = !G.ps.empty(), comm = G.commFlows > 0;
+      if (comp) st.busy += dt;
+      if (comm) st.commActive += dt;
+      if (comm && !comp) st.exposedComm += dt;
+    }
+    G.last = now_;
+  }
+  void push(int type, int id, int64_t ver, double t) { heap_.push(Ev{t, seq_++, type, id, ver}); }
+  bool dynamicStream(int stream) const { return stream == 2 ? o_.dynamicComm : o_.dynamicCompute; }
+  void markDirty(int g) {
+    if (!gs_[g].dirty) {
+      gs_[g].dirty = true;
+      dirty_.push_back(g);
+    }
+  }
+  void complete(int gid);
+  void start(int gid);
+  void issueExchange(int gid);
+  double psRate(const GroupState &G, int gid) const;
+  void psUpdate(int g);
+  void psSchedule(int g);
+  void advance(int g);
+  void addFlow(Flow f);
+  void updateFlows();
+  void recomputeRates();
+  void drain();
+
+  const Schedule &s_;
+  const SimOptions &o_;
+  SimResult res_;
+  std::vector<GI> gi_;
+  std::vector<int> offset_;
+  std::vector<int> depStart_, depList_; // CSR of dependents
+  std::vector<GroupState> gs_;
+  std::vector<Transfer> transfers_;
+  std::unordered_map<MsgKey, int, MsgKeyHash> transferOf_;
+  std::map<std::tuple<int, int, int, int>, Loads> loadCache_;
+  std::vector<Flow> flows_;
+  std::vector<int> activeFlows_, freeFlows_;
+  double flowsLast_ = 0;
+  int64_t flowEpoch_ = 0;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
+  int64_t seq_ = 0, startCount_ = 0;
+  double now_ = 0;
+  std::vector<int> dirty_;
+  std::vector<double> used_, demand_;
+  std::vector<int64_t> mark_;
+  int64_t stamp_ = 0;
+  std::vector<int> touchedCls_;
+};
+
+Loads Sim::loadsFor(const Instr &in) {
+  int code = static_cast<int>(in.kind) * 2 + static_cast<int>(in.peers);
+  auto key = std::make_tuple(in.group, in.kind == Kind::Send || in.kind == Kind::Recv ? in.peer : -1, code, 0);
+  auto it = loadCache_.find(key);
+  if (it != loadCache_.end())
+    return it->second;
+  Loads L;
+  const sched::Group &A = s_.groups[in.group];
+  auto countPeers = [&](int self, const std::vector<int> &peers, double &nic, double &nvl) {
+    double a = 0, b = 0;
+    for (int q : peers) {
+      if (q == self)
+        continue;
+      if (node(q) == node(self)) ++b;
+      else ++a;
+    }
+    nic = std::max(nic, a);
+    nvl = std::max(nvl, b);
+  };
+  if (in.kind == Kind::Send) {
+    const sched::Group &B = s_.groups[in.peer];
+    for (size_t r = 0; r < A.ranks.size(); ++r) {
+      if (in.peers == Peers::All) {
+        for (int a : A.ranks[r])
+          countPeers(a, B.ranks[r], L.nicOut, L.nvlOut);
+        for (int b : B.ranks[r])
+          countPeers(b, A.ranks[r], L.nicIn, L.nvlIn);
+      } else {
+        for (size_t i = 0; i < A.ranks[r].size(); ++i) {
+          int a = A.ranks[r][i], b = B.ranks[r][i];
+          if (a == b)
+            continue;
+          if (node(a) == node(b)) L.nvlOut = L.nvlIn = 1;
+          else L.nicOut = L.nicIn = 1;
+        }
+      }
+    }
+  } else if (in.kind == Kind::AllToAll) {
+    for (const auto &rep : A.ranks)
+      for (int a : rep)
+        countPeers(a, rep, L.nicOut, L.nvlOut);
+    L.nicIn = L.nicOut;
+    L.nvlIn = L.nvlOut;
+  } else if (in.kind == Kind::AllReduce) {
+    // Ring all-reduce: each member sends and receives 2 (n-1)/n of the payload; over the NICs when
+    // the members span nodes (the ring's slowest hop), else over NVLink.
+    std::vector<std::vector<int>> sets;
+    if (in.peers == Peers::All) {
+      sets.emplace_back();
+      for (const auto &rep : A.ranks)
+        sets.back().insert(sets.back().end(), rep.begin(), rep.end());
+    } else {
+      for (int i = 0; i < A.size(); ++i) {
+        sets.emplace_back();
+        for (const auto &rep : A.ranks)
+          sets.back().push_back(rep[i]);
+      }
+    }
+    for (const auto &set : sets) {
+      double n = static_cast<double>(set.size());
+      if (n < 2)
+        continue;
+      bool spans = false;
+      for (int q : set)
+        spans |= node(q) != node(set[0]);
+      double f = 2 * (n - 1) / n;
+      if (spans) L.nicOut = L.nicIn = std::max(L.nicOut, f);
+      else L.nvlOut = L.nvlIn = std::max(L.nvlOut, f);
+    }
+  }
+  loadCache_[key] = L;
+  return L;
+}
+
+/// Rate of each running compute instruction: equal shares (processor sharing), or, with
+/// Schedule::Sharing::Backward, the backward stream first (the forward gets what it leaves: nothing).
+/// With Exclusive, at most one runs (advance() starts no second one).
+double Sim::psRate(const GroupState &G, int gid) const {
+  if (s_.sharing != Schedule::Sharing::Backward)
+    return 1.0 / static_cast<double>(G.ps.size());
+  int bwd = 0;
+  for (const auto &p : G.ps)
+    bwd += gi_[p.first].stream == 1;
+  if (bwd == 0)
+    return 1.0 / static_cast<double>(G.ps.size());
+  return gi_[gid].stream == 1 ? 1.0 / bwd : 0.0;
+}
+
+void Sim::psUpdate(int g) {
+  GroupState &G = gs_[g];
+  const double dt = now_ - G.psLast;
+  if (!G.ps.empty() && dt > 0) {
+    std::vector<double> rates;
+    for (auto &p : G.ps)
+      rates.push_back(psRate(G, p.first));
+    for (size_t k = 0; k < G.ps.size(); ++k)
+      G.ps[k].second -= dt * rates[k];
+  }
+  G.psLast = now_;
+}
+
+void Sim::psSchedule(int g) {
+  GroupState &G = gs_[g];
+  ++G.psVer;
+  if (G.ps.empty())
+    return;
+  double next = 1e300;
+  for (auto &p : G.ps) {
+    double rate = psRate(G, p.first);
+    if (rate > 0)
+      next = std::min(next, std::max(0.0, p.second) / rate);
+  }
+  push(0, g, G.psVer, now_ + next);
+}
+
+void Sim::complete(int gid) {
+  GI &x = gi_[gid];
+  if (x.state == 2)
+    return;
+  x.state = 2;
+  if (o_.recordTimes)
+    res_.end[x.prog][x.idx] = now_;
+  GroupState &G = gs_[x.group];
+  res_.groups[x.group].lastEnd = std::max(res_.groups[x.group].lastEnd, now_);
+  if (x.stream < 2 && G.running[x.stream] == gid)
+    G.running[x.stream] = -1;
+  markDirty(x.group);
+  for (int k = depStart_[gid]; k < depStart_[gid + 1]; ++k) {
+    int d = depList_[k];
+    if (--gi_[d].deps == 0) {
+      if (dynamicStream(gi_[d].stream))
+        gs_[gi_[d].group].ready[gi_[d].stream].push(
+            {o_.priority ? (*o_.priority)[gi_[d].prog][gi_[d].idx] : static_cast<double>(gi_[d].idx), d});
+      markDirty(gi_[d].group);
+    }
+  }
+}
+
+void Sim::addFlow(Flow f) {
+  updateFlows();
+  int id;
+  if (!freeFlows_.empty()) {
+    id = freeFlows_.back();
+    freeFlows_.pop_back();
+    flows_[id] = f;
+  } else {
+    id = static_cast<int>(flows_.size());
+    flows_.push_back(f);
+  }
+  Flow &F = flows_[id];
+  F.active = true;
+  F.rem = 1;
+  F.rmax = 1e300;
+  for (int k = 0; k < F.n; ++k)
+    F.rmax = std::min(F.rmax, capacity(F.cls[k]) / F.load[k]);
+  for (int g : F.groups)
+    if (g >= 0) {
+      touch(g);
+      ++gs_[g].commFlows;
+    }
+  activeFlows_.push_back(id);
+  ++res_.flows;
+  recomputeRates();
+}
+
+void Sim::updateFlows() {
+  double dt = now_ - flowsLast_;
+  if (dt > 0)
+    for (int id : activeFlows_)
+      flows_[id].rem -= flows_[id].rate * dt;
+  flowsLast_ = now_;
+}
+
+void Sim::recomputeRates() {
+  // Progressive filling on x_f = rate_f / rmax_f (each flow's fraction of its stand-alone speed):
+  // raise x for every open flow until a link class saturates, freeze the flows through it, repeat.
+  ++stamp_;
+  touchedCls_.clear();
+  for (int id : activeFlows_)
+    for (int k = 0; k < flows_[id].n; ++k) {
+      int c = flows_[id].cls[k];
+      if (mark_[c] != stamp_) {
+        mark_[c] = stamp_;
+        touchedCls_.push_back(c);
+        used_[c] = 0;
+      }
+    }
+  std::vector<int> open = activeFlows_, still, frozen;
+  while (!open.empty()) {
+    for (int c : touchedCls_)
+      demand_[c] = 0;
+    for (int id : open)
+      for (int k = 0; k < flows_[id].n; ++k)
+        demand_[flows_[id].cls[k]] += flows_[id].load[k] * flows_[id].rmax;
+    double x = 1; // a flow never exceeds its stand-alone speed
+    for (int c : touchedCls_)
+      if (demand_[c] > 0)
+        x = std::min(x, std::max(0.0, capacity(c) - used_[c]) / demand_[c]);
+    still.clear();
+    frozen.clear();
+    for (int id : open) {
+      Flow &F = flows_[id];
+      bool bottleneck = x >= 1;
+      for (int k = 0; k < F.n && !bottleneck; ++k) {
+        int c = F.cls[k];
+        bottleneck = std::max(0.0, capacity(c) - used_[c]) <= x * demand_[c] * (1 + 1e-9);
+      }
+      if (bottleneck) {
+        F.rate = x * F.rmax;
+        frozen.push_back(id);
+      } else {
+        still.push_back(id);
+      }
+    }
+    if (frozen.empty()) { // numerical safety
+      for (int id : still)
+        flows_[id].rate = x * flows_[id].rmax;
+      break;
+    }
+    for (int id : frozen)
+      for (int k = 0; k < flows_[id].n; ++k)
+        used_[flows_[id].cls[k]] += flows_[id].load[k] * flows_[id].rate;
+    open.swap(still);
+  }
+  ++flowEpoch_;
+  double next = 1e300;
+  for (int id : activeFlows_)
+    if (flows_[id].rate > 0)
+      next = std::min(next, now_ + std::max(0.0, flows_[id].rem) / flows_[id].rate);
+  if (next < 1e300)
+    push(1, 0, flowEpoch_, next);
+}
+
+void Sim::issueExchange(int gid) {
+  GI &x = gi_[gid];
+  const Instr &in = s_.programs[x.prog].instrs[x.idx];
+  if (in.kind == Kind::Recv) {
+    Transfer &t = transfers_[x.transfer];
+    if (t.delivered)
+      complete(gid);
+    else
+      t.recv = gid;
+    return;
+  }
+  Loads L = loadsFor(in);
+  Flow f;
+  auto add = [&](int g, int k, double perByte) {
+    double b = perByte * in.bytes;
+    if (b > 0) {
+      f.cls[f.n] = g * 4 + k;
+      f.load[f.n] = b;
+      ++f.n;
+    }
+  };
+  int dst = in.kind == Kind::Send ? in.peer : in.group;
+  add(in.group, kNicOut, L.nicOut);
+  add(in.group, kNvlOut, L.nvlOut);
+  add(dst, kNicIn, L.nicIn);
+  add(dst, kNvlIn, L.nvlIn);
+  f.gid = gid;
+  f.transfer = in.kind == Kind::Send ? x.transfer : -1;
+  f.groups[0] = in.group;
+  f.groups[1] = dst != in.group ? dst : -1;
+  if (f.n == 0) { // nothing crosses a link (a rank to itself, a one-rank all-reduce)
+    complete(gid);
+    if (f.transfer >= 0) {
+      Transfer &t = transfers_[f.transfer];
+      t.delivered = true;
+      if (t.recv >= 0)
+        complete(t.recv);
+    }
+    return;
+  }
+  addFlow(f);
+}
+
+void Sim::start(int gid) {
+  GI &x = gi_[gid];
+  x.state = 1;
+  if (o_.recordTimes) {
+    res_.start[x.prog][x.idx] = now_;
+    res_.startOrder[x.prog][x.idx] = startCount_++;
+  }
+  const Instr &in = s_.programs[x.prog].instrs[x.idx];
+  GroupState &G = gs_[x.group];
+  if (x.stream < 2)
+    G.running[x.stream] = gid;
+  if (in.kind == Kind::Compute) {
+    GroupStats &st = res_.groups[x.group];
+    if (st.firstStart < 0)
+      st.firstStart = now_;
+    st.flops += in.flops;
+    if (x.work <= 0) {
+      complete(gid);
+      return;
+    }
+    psUpdate(x.group);
+    touch(x.group);
+    G.ps.push_back({gid, x.work});
+    psSchedule(x.group);
+    return;
+  }
+  issueExchange(gid);
+}
+
+void Sim::advance(int g) {
+  GroupState &G = gs_[g];
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    const bool exclusive = s_.sharing == Schedule::Sharing::Exclusive;
+    for (int st : {1, 0}) { // the backward stream first when the GPU is exclusive
+      if (G.running[st] >= 0)
+        continue;
+      int next = -1;
+      if (o_.dynamicCompute) {
+        if (!G.ready[st].empty())
+          next = G.ready[st].top().second;
+      } else if (G.head[st] < G.list[st].size() && gi_[G.list[st][G.head[st]]].deps == 0) {
+        next = G.list[st][G.head[st]];
+      }
+      if (next < 0)
+        continue;
+      if (exclusive && !G.ps.empty() &&
+          s_.programs[gi_[next].prog].instrs[gi_[next].idx].kind == Kind::Compute && gi_[next].work > 0)
+        continue; // the GPU is busy: wait for it
+      if (o_.dynamicCompute)
+        G.ready[st].pop();
+      else
+        ++G.head[st];
+      start(next);
+      progress = true;
+    }
+    if (o_.dynamicComm) {
+      while (!G.ready[2].empty()) {
+        int next = G.ready[2].top().second;
+        G.ready[2].pop();
+        start(next);
+        progress = true;
+      }
+    } else {
+      while (G.head[2] < G.list[2].size() && gi_[G.list[2][G.head[2]]].deps == 0) {
+        start(G.list[2][G.head[2]++]);
+        progress = true;
+      }
+    }
+  }
+}
+
+void Sim::drain() {
+  while (!dirty_.empty()) {
+    int g = dirty_.back();
+    dirty_.pop_back();
+    gs_[g].dirty = false;
+    advance(g);
+  }
+}
+
+SimResult Sim::run() {
+  auto wall = std::chrono::steady_clock::now();
+  const int G = static_cast<int>(s_.groups.size());
+  res_.groups.assign(G, GroupStats());
+  gs_.assign(G, GroupState());
+  used_.assign(4 * G, 0.0);
+  demand_.assign(4 * G, 0.0);
+  mark_.assign(4 * G, 0);
+  // Flatten the programs.
+  offset_.clear();
+  int total = 0;
+  for (const auto &p : s_.programs) {
+    offset_.push_back(total);
+    total += static_cast<int>(p.instrs.size());
+  }
+  res_.instructions = total;
+  if (o_.recordTimes) {
+    res_.start.resize(s_.programs.size());
+    res_.end.resize(s_.programs.size());
+    res_.startOrder.resize(s_.programs.size());
+    for (size_t p = 0; p < s_.programs.size(); ++p) {
+      res_.startOrder[p].assign(s_.programs[p].instrs.size(), -1);
+      res_.start[p].assign(s_.programs[p].instrs.size(), -1);
+      res_.end[p].assign(s_.programs[p].instrs.size(), -1);
+    }
+  }
+  gi_.resize(total);
+  std::unordered_map<std::string, int> opIds;
+  std::vector<int> counts(total + 1, 0);
+  const double peak = s_.hw.peakFlops * (s_.computeEfficiency > 0 ? s_.computeEfficiency : 1.0);
+  for (size_t p = 0; p < s_.programs.size(); ++p) {
+    const auto &P = s_.programs[p];
+    for (size_t i = 0; i < P.instrs.size(); ++i) {
+      const Instr &in = P.instrs[i];
+      int gid = offset_[p] + static_cast<int>(i);
+      GI &x = gi_[gid];
+      x.prog = static_cast<int>(p);
+      x.idx = static_cast<int>(i);
+      x.group = in.group;
+      x.stream = static_cast<int>(in.stream);
+      auto op = opIds.emplace(in.op, static_cast<int>(opIds.size())).first->second;
+      x.op = op;
+      x.deps = static_cast<int>(in.after.size());
+      for (int d : in.after)
+        ++counts[offset_[p] + d];
+      if (in.kind == Kind::Compute) {
+        const OpTimes::Entry *e = o_.opTimes ? o_.opTimes->find(P.role, in.op, in.phase, in.layer) : nullptr;
+        x.work = e ? e->seconds
+                   : std::max(peak > 0 ? in.flops / peak : 0.0,
+                              s_.hw.hbmBandwidth > 0 ? in.memBytes / s_.hw.hbmBandwidth : 0.0);
+      }
+      if (in.kind == Kind::Send || in.kind == Kind::Recv) {
+        MsgKey k{in.kind == Kind::Send ? in.group : in.peer, in.kind == Kind::Send ? in.peer : in.group, op,
+                 static_cast<int>(in.phase), in.mb, in.layer};
+        auto [it, fresh] = transferOf_.emplace(k, static_cast<int>(transfers_.size()));
+        if (fresh)
+          transfers_.emplace_back();
+        x.transfer = it->second;
+      }
+      gs_[in.group].list[x.stream].push_back(gid);
+    }
+  }
+  depStart_.assign(total + 1, 0);
+  for (int i = 0; i < total; ++i)
+    depStart_[i + 1] = depStart_[i] + counts[i];
+  depList_.assign(depStart_[total], 0);
+  std::vector<int> fill(depStart_.begin(), depStart_.end() - 1);
+  for (size_t p = 0; p < s_.programs.size(); ++p)
+    for (size_t i = 0; i < s_.programs[p].instrs.size(); ++i)
+      for (int d : s_.programs[p].instrs[i].after)
+        depList_[fill[offset_[p] + d]++] = offset_[p] + static_cast<int>(i);
+  for (int gid = 0; gid < total; ++gid)
+    if (gi_[gid].deps == 0 && dynamicStream(gi_[gid].stream))
+        gs_[gi_[gid].group].ready[gi_[gid].stream].push(
+            {o_.priority ? (*o_.priority)[gi_[gid].prog][gi_[gid].idx] : static_cast<double>(gi_[gid].idx), gid});
+  for (int g = 0; g < G; ++g)
+    markDirty(g);
+  drain();
+  while (!heap_.empty()) {
+    Ev ev = heap_.top();
+    heap_.pop();
+    ++res_.events;
+    if (ev.type == 0 && ev.ver != gs_[ev.id].psVer)
+      continue;
+    if (ev.type == 1 && ev.ver != flowEpoch_)
+      continue;
+    now_ = std::max(now_, ev.t);
+    if (ev.type == 0) {
+      int g = ev.id;
+      psUpdate(g);
+      touch(g);
+      GroupState &Gs = gs_[g];
+      std::vector<int> finished;
+      double eps = 1e-12;
+      for (size_t k = 0; k < Gs.ps.size();) {
+        if (Gs.ps[k].second <= eps) {
+          finished.push_back(Gs.ps[k].first);
+          Gs.ps[k] = Gs.ps.back();
+          Gs.ps.pop_back();
+        } else {
+          ++k;
+        }
+      }
+      psSchedule(g);
+      for (int gid : finished)
+        complete(gid);
+    } else {
+      updateFlows();
+      std::vector<int> finished;
+      for (size_t k = 0; k < activeFlows_.size();) {
+        Flow &F = flows_[activeFlows_[k]];
+        if (F.rem <= 1e-9 || (F.rate > 0 && F.rem / F.rate <= 1e-12)) {
+          finished.push_back(activeFlows_[k]);
+          activeFlows_[k] = activeFlows_.back();
+          activeFlows_.pop_back();
+        } else {
+          ++k;
+        }
+      }
+      for (int id : finished) {
+        Flow &F = flows_[id];
+        F.active = false;
+        for (int g : F.groups)
+          if (g >= 0) {
+            touch(g);
+            --gs_[g].commFlows;
+          }
+        freeFlows_.push_back(id);
+      }
+      recomputeRates();
+      for (int id : finished) {
+        Flow F = flows_[id];
+        complete(F.gid);
+        if (F.transfer >= 0) {
+          Transfer &t = transfers_[F.transfer];
+          t.delivered = true;
+          if (t.recv >= 0)
+            complete(t.recv);
+        }
+      }
+    }
+    drain();
+  }
+  // Everything must have completed.
+  for (int gid = 0; gid < total; ++gid)
+    if (gi_[gid].state != 2) {
+      const GI &x = gi_[gid];
+      // Report the first stuck instruction of that group's stream.
+      int first = gid;
+      for (int k : gs_[x.group].list[x.stream])
+        if (gi_[k].state != 2) {
+          first = k;
+          break;
+        }
+      const GI &f = gi_[first];
+      res_.error = "the simulation stopped at t = " + std::to_string(now_) + " s with unfinished work: " +
+                   sched::describe(s_, f.prog, f.idx) +
+                   (f.state == 1 ? " never completes (its message never arrives)"
+                                 : " never starts (it waits on an instruction that never completes)");
+      return res_;
+    }
+  res_.stepTime = now_;
+  for (int g = 0; g < G; ++g)
+    touch(g);
+  double ranks = 0, busy = 0, exposed = 0, comm = 0;
+  for (int g = 0; g < G; ++g) {
+    double n = static_cast<double>(s_.groups[g].size()) * static_cast<double>(s_.replicas);
+    ranks += n;
+    busy += n * res_.groups[g].busy;
+    exposed += n * res_.groups[g].exposedComm;
+    comm += n * res_.groups[g].commActive;
+  }
+  if (ranks > 0 && res_.stepTime > 0) {
+    res_.busy = busy / ranks;
+    res_.bubbleFraction = 1 - res_.busy / res_.stepTime;
+    res_.exposedComm = exposed / ranks;
+    res_.commActive = comm / ranks;
+    res_.mfu = s_.modelFlops / (res_.stepTime * ranks * s_.hw.peakFlops);
+  }
+  res_.ok = true;
+  res_.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  return res_;
+}
+
+} // namespace
+
+SimResult simulate(const Schedule &s, const SimOptions &options) {
+  SimResult r;
+  try {
+    Sim sim(s, options);
+    return sim.run();
+  } catch (const std::exception &e) {
+    r.error = std::string("simulation failed: ") + e.what();
+  }
+  return r;
+}
+
+// ---- freezing a dynamic run's order --------------------------------------------------------
+
+void freezeOrder(Schedule &s, const SimResult &run) {
+  // The issue time of each send, by message.
+  struct SendAt {
+    double t;
+    int64_t seq;
+  };
+  std::map<std::tuple<int, int, std::string, int, int, int>, SendAt> sendAt;
+  for (size_t p = 0; p < s.programs.size(); ++p)
+    for (size_t i = 0; i < s.programs[p].instrs.size(); ++i) {
+      const Instr &in = s.programs[p].instrs[i];
+      if (in.kind == Kind::Send)
+        sendAt[{in.group, in.peer, in.op, static_cast<int>(in.phase), in.mb, in.layer}] = {run.start[p][i],
+                                                                                           run.startOrder[p][i]};
+    }
+  for (size_t p = 0; p < s.programs.size(); ++p) {
+    sched::Program &P = s.programs[p];
+    const int n = static_cast<int>(P.instrs.size());
+    // (group, time, global start order): a receive takes its send's place, so that it is posted
+    // before anything that depends on its arrival and in send order within each pair of groups.
+    struct Key {
+      int group;
+      double t;
+      int64_t seq;
+      int stream;
+    };
+    std::vector<Key> keys(n);
+    for (int i = 0; i < n; ++i) {
+      const Instr &in = P.instrs[i];
+      Key k{in.group, run.start[p][i], run.startOrder[p][i], static_cast<int>(in.stream)};
+      if (in.kind == Kind::Recv) {
+        auto it = sendAt.find({in.peer, in.group, in.op, static_cast<int>(in.phase), in.mb, in.layer});
+        if (it != sendAt.end()) {
+          k.t = it->second.t;
+          k.seq = it->second.seq;
+        }
+      }
+      keys[i] = k;
+    }
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const Key &x = keys[a], &y = keys[b];
+      if (x.group != y.group) return x.group < y.group;
+      if (x.t != y.t) return x.t < y.t;
+      if (x.seq != y.seq) return x.seq < y.seq;
+      return x.stream < y.stream;
+    });
+    std::vector<int> newIndex(n);
+    for (int k = 0; k < n; ++k)
+      newIndex[order[k]] = k;
+    std::vector<Instr> out(n);
+    for (int k = 0; k < n; ++k) {
+      out[k] = std::move(P.instrs[order[k]]);
+      for (int &d : out[k].after)
+        d = newIndex[d];
+    }
+    P.instrs = std::move(out);
+  }
+}
+
+// ---- Chrome trace --------------------------------------------------------------------------
+
+bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &path, std::string &error,
+                      int64_t maxEvents) {
+  if (r.start.size() != s.programs.size()) {
+    error = "the simulation did not record instruction times";
+    return false;
+  }
+  std::string tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  if (!f) {
+    error = path + ": cannot write";
+    return false;
+  }
+  std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  bool first = true;
+  auto sep = [&] {
+    if (!first)
+      std::fprintf(f, ",\n");
+    first = false;
+  };
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    sep();
+    std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"rank %d (%s %d, %d ranks)\"}}",
+                 g, s.groups[g].ranks[0][0], s.groups[g].role.c_str(), s.groups[g].index, s.groups[g].size());
+  }
+  int64_t events = 0;
+  // Comm lanes per group: greedy interval colouring so that slices on one thread never overlap.
+  std::vector<std::vector<double>> laneEnd(s.groups.size());
+  std::vector<std::tuple<double, int, int>> comm; // (start, prog, idx)
+  for (size_t p = 0; p < s.programs.size(); ++p)
+    for (size_t i = 0; i < s.programs[p].instrs.size(); ++i) {
+      const Instr &in = s.programs[p].instrs[i];
+      double t0 = r.start[p][i], t1 = r.end[p][i];
+      if (t0 < 0 || t1 < 0)
+        continue;
+      if (in.stream == Stream::Comm) {
+        comm.emplace_back(t0, static_cast<int>(p), static_cast<int>(i));
+        continue;
+      }
+      if (events >= maxEvents || t1 <= t0)
+        continue;
+      ++events;
+      sep();
+      std::fprintf(f,
+                   "{\"name\":\"%s %s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                   "\"args\":{\"mb\":%d,\"layer\":%d}}",
+                   in.op.c_str(), sched::toString(in.phase), "", sched::toString(in.kind), in.group,
+                   static_cast<int>(in.stream), t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer);
+    }
+  std::sort(comm.begin(), comm.end());
+  for (const auto &[t0, p, i] : comm) {
+    const Instr &in = s.programs[p].instrs[i];
+    double t1 = r.end[p][i];
+    if (events >= maxEvents || t1 <= t0)
+      continue;
+    auto &lanes = laneEnd[in.group];
+    size_t lane = 0;
+    while (lane < lanes.size() && lanes[lane] > t0)
+      ++lane;
+    if (lane == lanes.size())
+      lanes.push_back(t1);
+    else
+      lanes[lane] = t1;
+    ++events;
+    sep();
+    std::fprintf(f,
+                 "{\"name\":\"%s %s %s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"args\":{\"mb\":%d,\"layer\":%d,\"bytes\":%.0f}}",
+                 sched::toString(in.kind), in.op.c_str(), sched::toString(in.phase), in.group, 2 + lane, t0 * 1e6,
+                 (t1 - t0) * 1e6, in.mb, in.layer, in.bytes);
+  }
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    const char *names[] = {"forward", "backward"};
+    for (int t = 0; t < 2; ++t) {
+      sep();
+      std::fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", g, t,
+                   names[t]);
+    }
+    for (size_t lane = 0; lane < std::max<size_t>(1, laneEnd[g].size()); ++lane) {
+      sep();
+      std::fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%zu,\"args\":{\"name\":\"comm %zu\"}}",
+                   g, 2 + lane, lane);
+    }
+  }
+  std::fprintf(f, "\n]}\n");
+  bool ok = std::fclose(f) == 0;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    error = path + ": write failed";
+    return false;
+  }
+  return true;
+}
+
+} // namespace disagmoe::sim

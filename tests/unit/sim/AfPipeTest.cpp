@@ -1,0 +1,141 @@
+// The AF-Pipe schedule: warm-up bubble against the closed form reported for AF-Pipe
+// (../shared/reference/papers.md: ((PP-1)/(2v)) * [max(T_a, T_f) + T_M2N]), a timeline computed by
+// hand, and the frozen plan replaying the run that ordered it.
+#include "Uniform.h"
+
+#include "runtime/sim/Simulator.h"
+
+#include <gtest/gtest.h>
+
+using namespace disagmoe;
+using namespace disagmoe::sched;
+
+namespace {
+
+Schedule afpipeSchedule(int layers, int groups, int microbatches, double t, double tm) {
+  Schedule s;
+  std::string error;
+  EXPECT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(layers, t, tm), simtest::uniformHardware(),
+                                  simtest::uniformConfig(groups, microbatches), s, error))
+      << error;
+  return s;
+}
+
+} // namespace
+
+// The ring has PP = 2p stages (A0, F0, ..., A(p-1), F(p-1)); v = L/p layers per group. With
+// per-micro-batch busy times per group T_a = T_f = v t and one exchange hop T_M2N = v tm per group,
+// the first micro-batch reaches stage k after k hops of (t + tm), so the stages idle on average
+// (PP-1)/2 (t + tm) = ((PP-1)/(2v)) [max(T_a, T_f) + T_M2N] before their first work.
+TEST(AfPipe, WarmupBubbleMatchesTheClosedForm) {
+  const double t = 1e-3;
+  for (int p : {1, 2, 4})
+    for (int v : {1, 2, 3})
+      for (double tm : {0.0, 0.3e-3, 1e-3}) {
+        const int L = p * v, PP = 2 * p;
+        Schedule s = afpipeSchedule(L, p, 2 * p + 2, t, tm);
+        sim::SimResult r = sim::simulate(s);
+        ASSERT_TRUE(r.ok) << r.error;
+        double mean = 0;
+        for (const sim::GroupStats &g : r.groups)
+          mean += g.firstStart;
+        mean /= static_cast<double>(r.groups.size());
+        const double Ta = v * t, Tf = v * t, Tm2n = v * tm;
+        const double closedForm = (PP - 1) / (2.0 * v) * (std::max(Ta, Tf) + Tm2n);
+        EXPECT_NEAR(mean, closedForm, 1e-12) << "p " << p << " v " << v << " tm " << tm;
+        // Stage k itself starts after exactly k hops.
+        for (size_t g = 0; g < s.groups.size(); ++g) {
+          int stage = 2 * s.groups[g].index + (s.groups[g].role == "ffn" ? 1 : 0);
+          EXPECT_NEAR(r.groups[g].firstStart, stage * (t + tm), 1e-12);
+        }
+      }
+}
+
+TEST(AfPipe, SmallScheduleByHand) {
+  // One layer, one group per side, two micro-batches, free exchanges, free head. By hand:
+  // A: f0 [0,t], f1 [t,2t]. F: f0 [t,2t]; at 2t the loss returns mb 0, so F runs f1 (t left) and
+  // b0 (2t) together at half speed: f1 ends at 4t, b0 at 5t; b1 [5t,7t]. A: b0 [5t,7t], b1 [7t,9t].
+  const double t = 1e-3;
+  Schedule s = afpipeSchedule(1, 1, 2, t, 0);
+  sim::SimResult r = sim::simulate(s);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.stepTime, 9 * t, 1e-12);
+  // F computes 6t of work in [t, 7t]: busy 6t; A: 2t + 4t in [0, 2t] and [5t, 9t].
+  for (size_t g = 0; g < s.groups.size(); ++g)
+    EXPECT_NEAR(r.groups[g].busy, 6 * t, 1e-12) << s.groups[g].role;
+  EXPECT_NEAR(r.bubbleFraction, 1 - 6.0 / 9.0, 1e-12);
+}
+
+TEST(AfPipe, FrozenPlanReplaysTheOrderingRun) {
+  for (int p : {1, 2, 3}) {
+    Schedule s = afpipeSchedule(2 * p, p, 4 * p, 1e-3, 0.4e-3);
+    sim::SimResult ordered = sim::simulate(s);
+    sim::SimOptions o;
+    o.dynamicCompute = o.dynamicComm = true;
+    sim::SimResult dynamic = sim::simulate(s, o);
+    ASSERT_TRUE(ordered.ok && dynamic.ok);
+    EXPECT_NEAR(ordered.stepTime, dynamic.stepTime, 1e-12 * dynamic.stepTime) << p;
+  }
+}
+
+TEST(AfPipe, SteadyStateApproachesTheComputeBound) {
+  // Free exchanges, many micro-batches: each group is busy 3 v t per micro-batch, and the fill and
+  // drain add at most the ring's round trip. Step / (m * 3 v t) falls toward 1 as m grows.
+  const double t = 1e-3;
+  double prev = 1e9;
+  for (int m : {4, 16, 64}) {
+    Schedule s = afpipeSchedule(4, 2, m, t, 0);
+    sim::SimResult r = sim::simulate(s);
+    ASSERT_TRUE(r.ok) << r.error;
+    double ratio = r.stepTime / (m * 3 * 2 * t);
+    EXPECT_GE(ratio, 1 - 1e-12);
+    EXPECT_LT(ratio, prev);
+    prev = ratio;
+  }
+  EXPECT_LT(prev, 1.15);
+}
+
+TEST(AfPipe, RefusesTooFewMicrobatches) {
+  Schedule s;
+  std::string error;
+  EXPECT_FALSE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 0), simtest::uniformHardware(),
+                                   simtest::uniformConfig(2, 3), s, error));
+  EXPECT_EQ(error, "afpipe: 3 micro-batches cannot fill the ring of 2p = 4 stages (need at least 2p)");
+}
+
+TEST(AfPipe, WindowIsTheLargestThatFitsMemory) {
+  // Each group holds 2 layers x 1 MB of activations per micro-batch: 4p micro-batches need 16 MB.
+  for (double capacity : {1e9, 13e6, 9e6}) {
+    afpipe::Config c = simtest::uniformConfig(2, 16);
+    sched::Hardware hw = simtest::uniformHardware();
+    hw.hbmBytes = capacity;
+    Schedule s;
+    std::string error;
+    ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4), hw, c, s, error)) << error;
+    int inflight = 0;
+    peakMemory(s, 0, &inflight);
+    EXPECT_EQ(inflight, capacity > 16e6 ? 8 : capacity > 12e6 ? 6 : 4) << capacity;
+  }
+}
+
+TEST(AfPipe, EveryInstructionIsExplicit) {
+  // Forward and backward compute per component and micro-batch; M2N/N2M/residual both ways.
+  const int L = 4, p = 2, m = 4;
+  Schedule s = afpipeSchedule(L, p, m, 1e-3, 1e-4);
+  int fwdAttn = 0, bwdAttn = 0, fwdExp = 0, bwdExp = 0, sends = 0, recvs = 0;
+  for (const Program &P : s.programs)
+    for (const Instr &i : P.instrs) {
+      if (i.kind == Kind::Compute && i.op == "attention")
+        (i.phase == Phase::Forward ? fwdAttn : bwdAttn)++;
+      if (i.kind == Kind::Compute && i.op == "experts")
+        (i.phase == Phase::Forward ? fwdExp : bwdExp)++;
+      sends += i.kind == Kind::Send;
+      recvs += i.kind == Kind::Recv;
+    }
+  EXPECT_EQ(fwdAttn, L * m);
+  EXPECT_EQ(bwdAttn, L * m);
+  EXPECT_EQ(fwdExp, L * m);
+  EXPECT_EQ(bwdExp, L * m);
+  EXPECT_EQ(sends, 6 * L * m); // m2n, n2m, residual; forward and backward
+  EXPECT_EQ(recvs, sends);
+}

@@ -1,0 +1,183 @@
+// The simulator against hand-computed timelines: link sharing, NVLink vs NIC, ring all-reduce,
+// processor sharing of the forward and backward streams, calibration files, trace output.
+#include "Uniform.h"
+
+#include "runtime/sim/ScheduleBuilder.h"
+#include "runtime/sim/Simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace disagmoe;
+using namespace disagmoe::sched;
+
+namespace {
+
+Schedule header(int gpusPerNode = 1) {
+  Schedule s;
+  s.kind = "test";
+  s.microBatches = 4;
+  s.pipelineStages = 1;
+  s.hw = simtest::uniformHardware(gpusPerNode);
+  s.modelFlops = 1;
+  return s;
+}
+
+Schedule build(sim::ScheduleBuilder &b) {
+  Schedule s;
+  std::string error;
+  EXPECT_TRUE(b.build(false, false, s, error)) << error;
+  EXPECT_EQ(verifySchedule(s), "");
+  return s;
+}
+
+double endOf(const Schedule &s, const sim::SimResult &r, const std::string &role, Kind kind, int mb) {
+  for (size_t p = 0; p < s.programs.size(); ++p)
+    if (s.programs[p].role == role)
+      for (size_t i = 0; i < s.programs[p].instrs.size(); ++i)
+        if (s.programs[p].instrs[i].kind == kind && s.programs[p].instrs[i].mb == mb)
+          return r.end[p][i];
+  return -1;
+}
+
+} // namespace
+
+TEST(Simulator, TwoFlowsShareOneNicFairly) {
+  // Rank 0 (node 0) sends 1 MB and 3 MB to rank 1 (node 1) at once over 1 GB/s: each gets 0.5 GB/s
+  // until the first finishes at 2 ms, then the second runs alone: it ends at (1 + 3) MB / 1 GB/s.
+  sim::ScheduleBuilder b(header());
+  int a = b.addGroup("a", 0, {{0}}, 0), c = b.addGroup("b", 0, {{1}}, 0);
+  int w = b.compute(a, Stream::Forward, Phase::Forward, "x", -1, -1, 0, 0, 0, 0);
+  b.send(a, c, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0, {w});
+  b.send(a, c, Peers::All, "m", Phase::Forward, 1, 0, 3e6, Stream::Comm, 1, {w});
+  int r0 = b.recv(c, a, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0);
+  int r1 = b.recv(c, a, Peers::All, "m", Phase::Forward, 1, 0, 3e6, Stream::Comm, 1);
+  b.compute(c, Stream::Forward, Phase::Forward, "y", -1, -1, 0, 0, 0, 0, {r0, r1});
+  Schedule s = build(b);
+  sim::SimOptions o;
+  o.recordTimes = true;
+  sim::SimResult r = sim::simulate(s, o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(endOf(s, r, "b", Kind::Recv, 0), 2e-3, 1e-12);
+  EXPECT_NEAR(endOf(s, r, "b", Kind::Recv, 1), 4e-3, 1e-12);
+  EXPECT_NEAR(r.stepTime, 4e-3, 1e-12);
+  // Both groups communicate for 4 ms with no compute running: all of it is exposed.
+  EXPECT_NEAR(r.exposedComm, 4e-3, 1e-12);
+}
+
+TEST(Simulator, AllPairsUseNvlinkInsideANodeAndNicsAcross) {
+  // Groups of 2 ranks; "a" on node 0 (ranks 0, 1), "b" = ranks 2, 3. With 4 GPUs per node every
+  // pair is inside the node: each rank sends 2 x 1 MB over NVLink (4 GB/s) = 0.5 ms. With 2 GPUs per
+  // node every pair crosses: 2 MB over the 1 GB/s NIC = 2 ms.
+  for (int perNode : {4, 2}) {
+    sim::ScheduleBuilder b(header(perNode));
+    int a = b.addGroup("a", 0, {{0, 1}}, 0), c = b.addGroup("b", 0, {{2, 3}}, 0);
+    b.compute(a, Stream::Forward, Phase::Forward, "x", -1, -1, 0, 0, 0, 0);
+    b.send(a, c, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0);
+    int rc = b.recv(c, a, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0);
+    b.compute(c, Stream::Forward, Phase::Forward, "y", -1, -1, 0, 0, 0, 0, {rc});
+    Schedule s = build(b);
+    sim::SimResult r = sim::simulate(s);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_NEAR(r.stepTime, perNode == 4 ? 0.5e-3 : 2e-3, 1e-12) << perNode;
+  }
+}
+
+TEST(Simulator, RingAllReduceTime) {
+  // 2 replicas x 2 ranks, one GPU per node: n = 4 members over NICs: 2 (n-1)/n x 8 MB / 1 GB/s.
+  sim::ScheduleBuilder b(header());
+  b.schedule().replicas = 2;
+  int a = b.addGroup("a", 0, {{0, 1}, {2, 3}}, 0);
+  int c = b.compute(a, Stream::Forward, Phase::Forward, "x", -1, -1, 0, 0, 0, 0);
+  b.allReduce(a, Peers::All, "grad", 0, 8e6, Stream::Comm, 0, {c});
+  Schedule s = build(b);
+  sim::SimResult r = sim::simulate(s);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.stepTime, 2.0 * 3 / 4 * 8e-3, 1e-12);
+  // Over the replicas only (rank i of each replica: n = 2): 2 * 1/2 * 8 MB.
+  sim::ScheduleBuilder b2(header());
+  b2.schedule().replicas = 2;
+  int a2 = b2.addGroup("a", 0, {{0, 1}, {2, 3}}, 0);
+  b2.compute(a2, Stream::Forward, Phase::Forward, "x", -1, -1, 0, 0, 0, 0);
+  b2.allReduce(a2, Peers::Same, "grad", 0, 8e6, Stream::Comm, 0);
+  Schedule s2 = build(b2);
+  EXPECT_NEAR(sim::simulate(s2).stepTime, 8e-3, 1e-12);
+}
+
+TEST(Simulator, ForwardAndBackwardStreamsShareTheGpu) {
+  // 1 ms forward and 3 ms backward started together: 2 ms at half speed finishes the forward;
+  // the backward then has 2 ms left alone: it ends at 4 ms. Busy the whole time.
+  sim::ScheduleBuilder b(header());
+  int a = b.addGroup("a", 0, {{0}}, 0);
+  b.compute(a, Stream::Forward, Phase::Forward, "f", 0, 0, 1e9, 0, 0, 0);
+  b.compute(a, Stream::Backward, Phase::Backward, "b", 1, 0, 3e9, 0, 0, 0);
+  Schedule s = build(b);
+  sim::SimOptions o;
+  o.recordTimes = true;
+  sim::SimResult r = sim::simulate(s, o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(endOf(s, r, "a", Kind::Compute, 0), 2e-3, 1e-12);
+  EXPECT_NEAR(r.stepTime, 4e-3, 1e-12);
+  EXPECT_NEAR(r.bubbleFraction, 0, 1e-12);
+  EXPECT_NEAR(r.mfu, 1 / (4e-3 * 1e12), 1e-18);
+}
+
+TEST(Simulator, MemoryBoundComputeUsesHbmBandwidth) {
+  sim::ScheduleBuilder b(header());
+  int a = b.addGroup("a", 0, {{0}}, 0);
+  b.compute(a, Stream::Forward, Phase::Update, "optimizer", -1, -1, 1e6, 5e9, 0, 0);
+  Schedule s = build(b);
+  EXPECT_NEAR(sim::simulate(s).stepTime, 5e-3, 1e-12); // 5 GB / 1 TB/s beats 1 MFLOP / 1 TFLOP/s
+}
+
+TEST(Simulator, CalibrationFileReplacesTheRoofline) {
+  std::string path = std::string(DISAGMOE_TEST_TMP) + "/op-times.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "disagmoe-op-times", "version": 1, "entries": [
+      {"op": "f", "phase": "forward", "seconds": 0.25},
+      {"role": "a", "op": "f", "phase": "forward", "layer": 1, "seconds": 0.5}]})";
+  }
+  sim::OpTimes times;
+  std::string error;
+  ASSERT_TRUE(times.load(path, error)) << error;
+  sim::ScheduleBuilder b(header());
+  int a = b.addGroup("a", 0, {{0}}, 0);
+  b.compute(a, Stream::Forward, Phase::Forward, "f", 0, 0, 1e9, 0, 0, 0);
+  b.compute(a, Stream::Forward, Phase::Forward, "f", 0, 1, 1e9, 0, 0, 1);
+  b.compute(a, Stream::Forward, Phase::Forward, "g", 0, 2, 1e9, 0, 0, 2);
+  Schedule s = build(b);
+  sim::SimOptions o;
+  o.opTimes = &times;
+  EXPECT_NEAR(sim::simulate(s, o).stepTime, 0.25 + 0.5 + 1e-3, 1e-12);
+  std::ofstream(path) << R"({"format": "disagmoe-op-times", "version": 1, "entries": [{"op": "f"}]})";
+  EXPECT_FALSE(times.load(path, error));
+  EXPECT_NE(error.find("entries[0]: needs \"op\" (string) and \"seconds\""), std::string::npos) << error;
+  std::remove(path.c_str());
+}
+
+TEST(Simulator, ChromeTraceIsJsonWithOneProcessPerGroup) {
+  afpipe::Config c = simtest::uniformConfig(2, 4);
+  Schedule s;
+  std::string error;
+  ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4), simtest::uniformHardware(), c, s, error))
+      << error;
+  sim::SimOptions o;
+  o.recordTimes = true;
+  sim::SimResult r = sim::simulate(s, o);
+  ASSERT_TRUE(r.ok) << r.error;
+  std::string path = std::string(DISAGMOE_TEST_TMP) + "/trace.json";
+  ASSERT_TRUE(sim::writeChromeTrace(s, r, path, error)) << error;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  EXPECT_EQ(t.rfind("{\"displayTimeUnit\"", 0), 0u);
+  EXPECT_NE(t.find("\"args\":{\"name\":\"rank 2 (ffn 0, 1 ranks)\"}"), std::string::npos);
+  EXPECT_NE(t.find("\"name\":\"attention backward\""), std::string::npos);
+  EXPECT_NE(t.find("\"name\":\"send m2n forward\""), std::string::npos);
+  std::remove(path.c_str());
+}
