@@ -98,12 +98,15 @@ int compileMain(int argc, char **argv) {
 int routeStatsMain(int argc, char **argv); // RouteStatsCommand.cpp
 int inspectMain(int argc, char **argv);    // InspectCommand.cpp
 int planMain(int argc, char **argv); // PlanCommand.cpp
+int simulateMain(int argc, char **argv); // SimulateCommand.cpp
 
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage();
   if (std::strcmp(argv[1], "plan") == 0) // roofline + Z3 placement (docs/placement.md)
     return argv[1] = argv[0], planMain(argc - 1, argv + 1);
+  if (std::strcmp(argv[1], "simulate") == 0) // AF-Pipe against the baselines (docs/results.md)
+    return argv[1] = argv[0], simulateMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "inspect") == 0) // what the frontend recognised
     return argv[1] = argv[0], inspectMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "route-stats") == 0) // routing observatory (docs/observatory.md)
