@@ -369,10 +369,11 @@ public:
            std::nullopt;
   }
 
-  /// Hugging Face GPT-OSS's inference path: every expert on every token through batched MatMuls
-  /// with the stacked weights [experts, hidden, 2*inner] and [experts, inner, hidden], weighted by
-  /// the dense score matrix ScatterElements(zeros, ids, gates) and summed over the experts. Equal
-  /// to the routed sum, since the matrix is zero off the top-k.
+  /// Dense-masked experts (e.g. Hugging Face GPT-OSS's inference path): every expert on every
+  /// token through batched MatMuls with stacked weights ([experts, hidden, 2*inner] fused with the
+  /// clamped SwiGLU, or [experts, hidden, inner] gate and up with SwiGLU; [experts, inner, hidden]
+  /// down), weighted by the dense score matrix ScatterElements(zeros, ids, gates) and summed over
+  /// the experts. Equal to the routed sum, since the matrix is zero off the top-k.
   std::optional<SmallVector<ExpertMatch>> matchDenseMaskedExperts(const RouterMatch &router,
                                                                   int64_t &expertHidden,
                                                                   ExpertForm &form) {
@@ -395,8 +396,28 @@ public:
       auto oai = matchOaiExpert(sigmoid, rows);
       if (error)
         return std::nullopt;
-      if (!oai)
-        continue;
+      if (!oai) {
+        // Plain SwiGLU over stacked weights: silu(rows W1[e]) * (rows W3[e]), then W2[e].
+        NodeOp mm1 = producer(sigmoid.getInputs()[0], {"MatMul"});
+        WeightOp w1 = mm1 ? weightOf(mm1.getInputs()[1]) : WeightOp();
+        if (!w1 || staticShape(w1.getResult()).size() != 3)
+          continue;
+        rows = mm1.getInputs()[0];
+        NodeOp silu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
+        if (!silu || otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
+          return fail(sigmoid, "experts: expected SiLU = x * Sigmoid(x)"), std::nullopt;
+        NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
+        NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
+                           : NodeOp();
+        NodeOp mm2 = gated ? single(consumers(gated.getOutputs()[0], "MatMul")) : NodeOp();
+        if (!mm3 || mm3.getInputs()[0] != rows || !weightOf(mm3.getInputs()[1]) || !mm2 ||
+            !weightOf(mm2.getInputs()[1]))
+          return fail(sigmoid, "experts: expected stacked SwiGLU (silu(x W1) * (x W3)) W2"),
+                 std::nullopt;
+        ExpertMatch plain;
+        plain.w1 = w1, plain.w3 = weightOf(mm3.getInputs()[1]), plain.w2 = weightOf(mm2.getInputs()[1]);
+        oai = std::make_pair(plain, ExpertForm());
+      }
       ExpertMatch stacked = oai->first;
       auto shape = staticShape(stacked.w1.getResult());
       if (shape.size() != 3 || !findUpstream(rows, "Tile", 8) ||
@@ -414,15 +435,20 @@ public:
         return fail(sigmoid, "experts: the stacked experts' outputs are not weighted by the dense "
                              "score matrix and summed"),
                std::nullopt;
-      for (WeightOp w : {stacked.w1, stacked.w2, stacked.b1, stacked.b2})
+      for (WeightOp w : {stacked.w1, stacked.w3, stacked.w2, stacked.b1, stacked.b2})
         if (w && w.getTransposed())
           return fail(sigmoid, "experts: transposed stacked weights are not supported"),
                  std::nullopt;
+      if (stacked.w3 && staticShape(stacked.w3.getResult()) != shape)
+        return fail(sigmoid, "experts: the stacked gate and up weights differ in shape"),
+               std::nullopt;
       SmallVector<ExpertMatch> experts;
       for (int64_t e = 0; e < router.numExperts; ++e) {
         ExpertMatch m;
         m.expert = e;
         m.w1 = sliceRef(stacked.w1, e);
+        if (stacked.w3)
+          m.w3 = sliceRef(stacked.w3, e);
         m.w2 = sliceRef(stacked.w2, e);
         if (stacked.b1)
           m.b1 = sliceRef(stacked.b1, e);
@@ -431,11 +457,11 @@ public:
         experts.push_back(m);
       }
       form = oai->second;
-      expertHidden = shape[2] / 2;
+      expertHidden = form.oai ? shape[2] / 2 : shape[2];
       return experts;
     }
-    return fail(scatter, "experts: no clamped-SwiGLU experts over stacked weights read the dense "
-                         "score matrix"),
+    return fail(scatter, "experts: no SwiGLU experts over stacked weights read the dense score "
+                         "matrix"),
            std::nullopt;
   }
 

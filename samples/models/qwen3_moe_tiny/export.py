@@ -15,6 +15,8 @@ and the loop over experts with index_add_ (Qwen3MoeSparseMoeBlock); experts are 
 Two variants, sharing the module code and differing only in norm_topk_prob:
   ./                  norm_topk_prob = true  (the real Qwen3-30B-A3B / 235B-A22B setting)
   ./norm_topk_false/  norm_topk_prob = false
+  ./dense_masked/     norm_topk_prob = true, the experts as dense-masked batched MatMuls over the
+                      stacked expert weights, weighted by the dense [tokens, experts] gate matrix
 Each has model.onnx (opset 17, constant folding, dynamic batch/seq) and golden/ (see
 ../family_common/family_export.py).
 """
@@ -92,9 +94,22 @@ class Qwen3MoeSparseMoeBlock(nn.Module):
         self.num_experts = cfg["num_experts"]
         self.top_k = cfg["top_k"]
         self.norm_topk_prob = cfg["norm_topk_prob"]
+        self.dense_masked = cfg.get("expert_form") == "dense_masked"
         self.gate = nn.Linear(cfg["hidden_size"], self.num_experts, bias=False)
         self.experts = nn.ModuleList(
             [fx.SwiGLUMLP(cfg["hidden_size"], cfg["expert_hidden"]) for _ in range(self.num_experts)])
+
+    def forward_dense_masked(self, x, routing_weights, selected_experts):
+        """Every expert on every token through batched MatMuls with the stacked expert weights,
+        weighted by the dense [tokens, experts] gate matrix (zero off the top-k), summed."""
+        E, hidden = self.num_experts, x.shape[-1]
+        dense_w = torch.zeros((x.shape[0], E), dtype=x.dtype).scatter(1, selected_experts, routing_weights)
+        w1 = torch.stack([e.gate_proj.weight.t() for e in self.experts])  # [E, H, I]
+        w3 = torch.stack([e.up_proj.weight.t() for e in self.experts])
+        w2 = torch.stack([e.down_proj.weight.t() for e in self.experts])  # [E, I, H]
+        xs = x.repeat(E, 1).view(E, -1, hidden)
+        y = torch.bmm(F.silu(torch.bmm(xs, w1)) * torch.bmm(xs, w3), w2)
+        return (y * dense_w.transpose(0, 1)[..., None]).sum(dim=0)
 
     def route(self, x):
         router_logits = self.gate(x)
@@ -109,6 +124,8 @@ class Qwen3MoeSparseMoeBlock(nn.Module):
         bsz, seq, hidden = hidden_states.shape
         hidden_states = hidden_states.view(-1, hidden)
         routing_weights, selected_experts = self.route(hidden_states)
+        if self.dense_masked:
+            return self.forward_dense_masked(hidden_states, routing_weights, selected_experts).reshape(bsz, seq, hidden)
         final = torch.zeros((bsz * seq, hidden), dtype=hidden_states.dtype)
         expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
         for e in range(self.num_experts):
@@ -156,7 +173,7 @@ class Qwen3MoeTiny(nn.Module):
 
     def intermediates(self, ids):
         """Layer-0 attention (with q/k norm) and router, tokens flattened row-major."""
-        if not self.cfg["norm_topk_prob"]:
+        if not self.cfg["norm_topk_prob"] or self.cfg.get("expert_form") == "dense_masked":
             return {}
         H = self.cfg["hidden_size"]
         l0 = self.layers[0]
@@ -202,6 +219,11 @@ VARIANTS = [
     {"name": "qwen3_moe_tiny/norm_topk_false", "subdir": "norm_topk_false", "shapes": SHAPES[:2],
      "seed_base": 5000, "weight_seed": 0,
      "build": lambda: build(dict(CONFIG, norm_topk_prob=False, router_scoring="softmax_topk"))},
+    # Expert form: the same weights as ./, every expert on every token over stacked weights,
+    # weighted by the dense [tokens, experts] gate matrix.
+    {"name": "qwen3_moe_tiny/dense_masked", "subdir": "dense_masked", "shapes": SHAPES[:2],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, expert_form="dense_masked"))},
 ]
 
 if __name__ == "__main__":
