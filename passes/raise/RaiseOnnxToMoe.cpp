@@ -626,13 +626,22 @@ public:
     // inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), so log theta = -d/(2i) * log inv_freq[i].
     // Average over i, then keep 6 significant digits: the constant is fp32 (relative precision
     // 6e-8), so further digits are rounding noise of the export, not part of the model.
-    double logTheta = 0;
-    for (size_t i = 1; i < invFreq->size(); ++i)
-      logTheta += -static_cast<double>(m.headDim) / (2.0 * i) * std::log((*invFreq)[i]);
-    double theta = std::exp(logTheta / static_cast<double>(invFreq->size() - 1));
-    double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
-    m.ropeTheta = std::round(theta / magnitude) * magnitude;
+    m.ropeTheta = thetaOf(*invFreq, m.headDim);
+    if (!isPlainRope(*invFreq, m.headDim, m.ropeTheta))
+      return fail(cos, "RoPE: the inverse frequencies are not theta^(-2i/head_dim) for one theta "
+                       "(scaled RoPE such as YaRN or linear/NTK scaling is not supported)");
     return m;
+  }
+
+  /// Every inverse frequency equals theta^(-2i/dim) to fp32 precision (so the frequencies are
+  /// plain RoPE's and no scaling such as YaRN changed some of them).
+  static bool isPlainRope(ArrayRef<double> invFreq, int64_t dim, double theta) {
+    for (size_t i = 0; i < invFreq.size(); ++i) {
+      double want = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+      if (std::abs(invFreq[i] - want) > 1e-5 * want)
+        return false;
+    }
+    return true;
   }
 
   /// theta from inverse frequencies inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), averaged over
@@ -763,6 +772,9 @@ public:
       return fail(scores, "MLA: no rotary embedding with qk_rope_head_dim/2 = " +
                               std::to_string(m.rope / 2) + " inverse frequencies");
     m.ropeTheta = thetaOf(*invFreq, m.rope);
+    if (!isPlainRope(*invFreq, m.rope, m.ropeTheta))
+      return fail(cos, "MLA: the inverse frequencies are not theta^(-2i/qk_rope_head_dim) for one "
+                       "theta (scaled RoPE such as YaRN is not supported)");
     // DeepSeek-V2's de-interleave of the rope dims: view(.., d/2, 2) -> Transpose(last two).
     int transposes = 0;
     for (Value in : {scores.getInputs()[0], scores.getInputs()[1]}) {
