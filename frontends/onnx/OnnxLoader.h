@@ -227,7 +227,8 @@ struct LoadResult {
   /// Non-fatal notes (e.g. unused dimParams names). May be non-empty when ok.
   std::vector<std::string> warnings;
   /// Wall time of each loading phase in seconds, in order ("parse", "initializers", "graph
-  /// checks", "onnx checker", "shape inference", "fill"), for --timing reports.
+  /// checks", "onnx checker", "shape inference", "fill"; ShapeInference::Static runs on the
+  /// filled graph, after "fill"), for --timing reports.
   std::vector<std::pair<std::string, double>> phases;
 };
 

@@ -143,6 +143,7 @@ public:
   explicit Propagator(Graph &g) : g_(g) {}
 
   void run() {
+    known_.reserve(g_.nodes.size());
     for (const Initializer &init : g_.initializers)
       if (init.data) {
         Known k;
@@ -167,16 +168,15 @@ private:
   Graph &g_;
   std::unordered_map<std::string_view, Known> known_;
   const Node *node_ = nullptr;
+  /// The current node's inputs: their types and shapes, and their values where known (looked up
+  /// once per node; elements of unordered maps stay where they are when the maps grow).
+  std::vector<const ValueInfo *> ins_;
+  std::vector<const Known *> knownIns_;
 
   // --- operand access -------------------------------------------------------------------
   size_t numInputs() const { return node_->inputs.size(); }
   bool has(size_t i) const { return i < node_->inputs.size() && !node_->inputs[i].empty(); }
-  const ValueInfo *info(size_t i) const {
-    if (!has(i))
-      return nullptr;
-    auto it = g_.valueInfo.find(node_->inputs[i]);
-    return it == g_.valueInfo.end() ? nullptr : &it->second;
-  }
+  const ValueInfo *info(size_t i) const { return i < ins_.size() ? ins_[i] : nullptr; }
   ElemType typeOf(size_t i) const {
     const ValueInfo *vi = info(i);
     return vi ? vi->type : ElemType::Undefined;
@@ -186,12 +186,7 @@ private:
     const ValueInfo *vi = info(i);
     return vi && vi->hasShape ? &vi->dims : nullptr;
   }
-  const Known *knownOf(size_t i) const {
-    if (!has(i))
-      return nullptr;
-    auto it = known_.find(node_->inputs[i]);
-    return it == known_.end() ? nullptr : &it->second;
-  }
+  const Known *knownOf(size_t i) const { return i < knownIns_.size() ? knownIns_[i] : nullptr; }
   /// Values of a known 1-D or scalar input.
   const std::vector<int64_t> *valuesOf(size_t i) const {
     const Known *k = knownOf(i);
@@ -250,6 +245,16 @@ private:
   // --- the ops ------------------------------------------------------------------------------
   void visit(const Node &n) {
     node_ = &n;
+    ins_.assign(n.inputs.size(), nullptr);
+    knownIns_.assign(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i].empty())
+        continue;
+      if (auto it = g_.valueInfo.find(n.inputs[i]); it != g_.valueInfo.end())
+        ins_[i] = &it->second;
+      if (auto it = known_.find(n.inputs[i]); it != known_.end())
+        knownIns_[i] = &it->second;
+    }
     const std::string &op = n.opType;
     if (op == "Constant") constant();
     else if (op == "Identity") same(0, true);
