@@ -8,8 +8,7 @@
 // are also looked up in samples/configs/ and samples/clusters/. Errors: one line, exit code 1.
 //
 //===----------------------------------------------------------------------===//
-#include "frontends/config/ConfigFrontend.h"
-#include "frontends/config/CostExtraction.h"
+#include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/solver/ExpertPlacement.h"
 #include "passes/placement/solver/Planner.h"
 #include "passes/placement/solver/StageTimes.h"
@@ -27,10 +26,6 @@
 
 #include <algorithm>
 
-#ifndef DISAGMOE_SOURCE_DIR
-#define DISAGMOE_SOURCE_DIR "."
-#endif
-
 using namespace llvm;
 using namespace disagmoe;
 
@@ -38,13 +33,6 @@ namespace {
 int fail(const std::string &message) {
   errs() << "disagmoe plan: " << message << "\n";
   return 1;
-}
-
-std::string resolve(const std::string &path, const char *folder) {
-  if (sys::fs::exists(path))
-    return path;
-  std::string alt = std::string(DISAGMOE_SOURCE_DIR) + "/samples/" + folder + "/" + path;
-  return sys::fs::exists(alt) ? alt : path;
 }
 
 std::string gb(double bytes) { return formatv("{0:F1} GB", bytes / 1e9).str(); }
@@ -103,20 +91,9 @@ int planMain(int argc, char **argv) {
 
   placement::Problem problem;
   std::string error;
-  cost::HardwareCatalog catalog;
-  if (!cost::loadHardwareCatalog(hardware, catalog, error))
+  std::string configFile;
+  if (!tools::loadProblemInputs(hardware, clusterPath, config, problem, configFile, error))
     return fail(error);
-  std::string clusterFile = resolve(clusterPath, "clusters");
-  if (!cost::loadCluster(clusterFile, catalog, problem.cluster, error))
-    return fail(error);
-  std::string configFile = resolve(config, "configs");
-  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  context.printOpOnDiagnostic(false);
-  auto module = configfe::importModelConfig(context, configFile, 1, 16, error);
-  if (!module)
-    return fail(error);
-  if (!configfe::extractModelShape(*module, problem.model, error))
-    return fail(configFile + ": " + error);
 
   placement::PlannerOptions &o = problem.options;
   o.seqLen = seqLen;

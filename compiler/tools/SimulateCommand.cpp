@@ -12,8 +12,7 @@
 // --trace the AF-Pipe timeline (Chrome trace format). Errors: one line, exit code 1.
 //
 //===----------------------------------------------------------------------===//
-#include "frontends/config/ConfigFrontend.h"
-#include "frontends/config/CostExtraction.h"
+#include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/solver/Planner.h"
 #include "passes/schedule/AfPipe.h"
 
@@ -34,10 +33,6 @@
 #include <cstdio>
 #include <limits>
 
-#ifndef DISAGMOE_SOURCE_DIR
-#define DISAGMOE_SOURCE_DIR "."
-#endif
-
 using namespace llvm;
 using namespace disagmoe;
 
@@ -45,13 +40,6 @@ namespace {
 int fail(const std::string &message) {
   errs() << "disagmoe simulate: " << message << "\n";
   return 1;
-}
-
-std::string resolve(const std::string &path, const char *folder) {
-  if (sys::fs::exists(path))
-    return path;
-  std::string alt = std::string(DISAGMOE_SOURCE_DIR) + "/samples/" + folder + "/" + path;
-  return sys::fs::exists(alt) ? alt : path;
 }
 
 struct Outcome {
@@ -146,21 +134,9 @@ int simulateMain(int argc, char **argv) {
 
   placement::Problem problem;
   std::string error;
-  cost::HardwareCatalog catalog;
-  if (!cost::loadHardwareCatalog(hardware, catalog, error))
+  std::string configFile;
+  if (!tools::loadProblemInputs(hardware, clusterPath, config, problem, configFile, error))
     return fail(error);
-  if (!cost::loadCluster(resolve(clusterPath, "clusters"), catalog, problem.cluster, error))
-    return fail(error);
-  std::string configFile = resolve(config, "configs");
-  {
-    mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-    context.printOpOnDiagnostic(false);
-    auto module = configfe::importModelConfig(context, configFile, 1, 16, error);
-    if (!module)
-      return fail(error);
-    if (!configfe::extractModelShape(*module, problem.model, error))
-      return fail(configFile + ": " + error);
-  }
   sim::OpTimes times;
   if (!opTimes.empty() && !times.load(opTimes, error))
     return fail(error);

@@ -1,0 +1,46 @@
+//===- ProblemInputs.cpp - model and cluster of `disagmoe plan` / `simulate` ===//
+#include "compiler/tools/ProblemInputs.h"
+
+#include "frontends/config/ConfigFrontend.h"
+#include "frontends/config/CostExtraction.h"
+#include "runtime/cost/Hardware.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+
+#ifndef DISAGMOE_SOURCE_DIR
+#define DISAGMOE_SOURCE_DIR "."
+#endif
+
+namespace disagmoe::tools {
+namespace {
+/// `path` itself if it exists, else the file of that name in samples/<folder>/ of the source tree.
+std::string resolve(const std::string &path, const char *folder) {
+  if (llvm::sys::fs::exists(path))
+    return path;
+  std::string alt = std::string(DISAGMOE_SOURCE_DIR) + "/samples/" + folder + "/" + path;
+  return llvm::sys::fs::exists(alt) ? alt : path;
+}
+} // namespace
+
+bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
+                       const std::string &config, placement::Problem &problem,
+                       std::string &configFile, std::string &error) {
+  cost::HardwareCatalog catalog;
+  if (!cost::loadHardwareCatalog(hardware, catalog, error) ||
+      !cost::loadCluster(resolve(cluster, "clusters"), catalog, problem.cluster, error))
+    return false;
+  configFile = resolve(config, "configs");
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  auto module = configfe::importModelConfig(context, configFile, 1, 16, error);
+  if (!module)
+    return false;
+  if (!configfe::extractModelShape(*module, problem.model, error)) {
+    error = configFile + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+} // namespace disagmoe::tools
