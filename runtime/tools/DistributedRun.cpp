@@ -41,6 +41,8 @@ struct Options {
   double lr = -1, weightDecay = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   int64_t microBatches = 1, steps = 1;
   int64_t failRank = -1;
+  double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
+  int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -132,6 +134,14 @@ Options parseArgs(int argc, char** argv) {
       o.saveWeights = value;
     else if (name == "--fail-rank")
       o.failRank = parseInteger(name, value, 0);
+    else if (name == "--clip-grad")
+      o.clipGrad = parseReal(name, value, 0);
+    else if (name == "--warmup-steps")
+      o.warmupSteps = parseInteger(name, value, 0);
+    else if (name == "--total-steps")
+      o.totalSteps = parseInteger(name, value, 0);
+    else if (name == "--lr-min")
+      o.lrMin = parseReal(name, value, 0);
     else
       throw UsageError("unknown option " + name + " (see --help)");
   }
@@ -340,6 +350,10 @@ train::TrainOptions trainOptions(const Options& o) {
   t.optimizer.beta1 = o.beta1;
   t.optimizer.beta2 = o.beta2;
   t.optimizer.eps = o.eps;
+  t.clipGradNorm = o.clipGrad;
+  t.schedule.warmupSteps = o.warmupSteps;
+  t.schedule.totalSteps = o.totalSteps;
+  t.schedule.lrMin = o.lrMin;
   return t;
 }
 
@@ -352,13 +366,18 @@ void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOpti
   if (t.optimizer.kind == train::OptimizerKind::AdamW)
     std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps " << t.optimizer.eps
               << " weight decay " << t.optimizer.weightDecay;
+  if (o.warmupSteps || o.totalSteps)
+    std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step " << o.totalSteps;
+  if (o.clipGrad > 0) std::cout << ", clip grad norm " << o.clipGrad;
   std::cout << "\n";
 }
 
 void printStep(const train::StepResult& r) {
-  char line[200];
-  std::snprintf(line, sizeof line, "step %lld: loss %.7f over %lld target tokens (%.4f s)\n",
-                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens), r.wallSeconds);
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s\n",
+                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens), r.wallSeconds, r.lr,
+                r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
   std::cout << line << std::flush;
 }
 
@@ -469,6 +488,7 @@ const char* distributedUsage() {
   return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer sgd|adamw]\n"
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
+         "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
          "\n"
@@ -480,6 +500,9 @@ const char* distributedUsage() {
          "unless given). --micro-batches splits the batch's sequences (gradients accumulate, scaled by the\n"
          "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, l0_router,\n"
          "l0_expert3_w1, final_norm, head, ...) after the last step.\n"
+         "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_).\n"
+         "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
+         "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
          "the job naming itself (--fail-rank R injects such a failure, for tests).\n";

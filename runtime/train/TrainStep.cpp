@@ -4,6 +4,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/Messages.h"
 #include "runtime/executor/RankWorker.h"
+#include "runtime/train/GradientClipping.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +15,16 @@
 namespace disagmoe::train {
 
 RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.rank()) {
+  // The backward pass has no dense-FFN / shared-expert gradient (either side) yet: refuse such a
+  // plan up front, naming the component, instead of failing mid-step on its instruction.
+  for (size_t i = 0; i < plan.model.components.size(); ++i) {
+    const Component& c = plan.model.components[i];
+    if (c.kind == ComponentKind::DenseFfn)
+      throw ExecError(plan.path + ": model.components[" + std::to_string(i) + "]: training does not support " +
+                      "dense_ffn components yet (layer " + std::to_string(c.layer) + " " + toString(c.denseRole) +
+                      " FFN on the " + (c.onFfnSide ? "ffn" : "attention") +
+                      " side); only the forward pass (disagmoe-run without --train) runs this plan");
+  }
   const size_t n = plan.model.weights.size();
   weights.resize(n);
   grads.resize(n);
@@ -752,7 +763,7 @@ void optimizerStep(RankState& state, const OptimizerConfig& config) {
 RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
                          const std::vector<int64_t>& targets, int64_t batch, int64_t seqLen,
                          const std::vector<MicroBatch>& microBatches, int64_t targetTokens,
-                         const OptimizerConfig& optimizer, std::chrono::milliseconds recvTimeout) {
+                         const StepConfig& config, std::chrono::milliseconds recvTimeout) {
   if (static_cast<int64_t>(ids.size()) != batch * seqLen || ids.size() != targets.size())
     throw ExecError("rank " + std::to_string(state.rank) + ": ids/targets do not have " +
                     std::to_string(batch * seqLen) + " entries");
@@ -768,7 +779,9 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
     result.targetTokens += worker.targetTokens();
   }
   allReduce(plan, state, comm, recvTimeout);
-  optimizerStep(state, optimizer);
+  result.gradNorm = globalGradNorm(plan, state, comm, recvTimeout);
+  if (config.clipNorm > 0) result.clipCoef = clipGradients(state, result.gradNorm, config.clipNorm);
+  optimizerStep(state, config.optimizer);
   return result;
 }
 

@@ -71,6 +71,15 @@ struct RankStepResult {
   /// elsewhere), added in micro-batch order.
   double lossSum = 0;
   int64_t targetTokens = 0; ///< target tokens among this rank's (head group only)
+  double gradNorm = 0;      ///< global L2 norm of all gradients before clipping (GradientClipping.h)
+  double clipCoef = 1;      ///< factor the gradients were scaled by (1: not clipped)
+};
+
+/// What one step does after the backward: clip to `clipNorm` (0: no clipping; GradientClipping.h),
+/// then step the optimizer with `optimizer` (its lr already the schedule's for this step).
+struct StepConfig {
+  OptimizerConfig optimizer;
+  double clipNorm = 0;
 };
 
 /// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).
@@ -78,13 +87,13 @@ int backwardTag(ExchangeKind kind, int64_t layer, int64_t numLayers);
 
 /// Runs `comm.rank()`'s part of one training step: every micro-batch forward and backward
 /// (gradients zeroed first, then accumulated), the all-reduce of replicated weights' gradients and
-/// the optimizer step. `targets` [batch*seqLen]: the target id of every position, negative for none.
+/// the global gradient norm (and clipping), the optimizer step. `targets` [batch*seqLen]: the target id of every position, negative for none.
 /// `targetTokens`: the number of non-negative targets in the global batch (the loss's N). Throws
 /// ExecError naming the rank and the instruction, CommError / CommAborted like runRank.
 RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
                          const std::vector<int64_t>& targets, int64_t batch, int64_t seqLen,
                          const std::vector<MicroBatch>& microBatches, int64_t targetTokens,
-                         const OptimizerConfig& optimizer, std::chrono::milliseconds recvTimeout);
+                         const StepConfig& config, std::chrono::milliseconds recvTimeout);
 
 /// File stem of weight `index` by the first component that uses it: "embed", "l{l}_attn_norm",
 /// "l{l}_q" (k, v, o), "l{l}_ffn_norm", "l{l}_router", "l{l}_expert{e}_w1" (w3, w2), "final_norm",

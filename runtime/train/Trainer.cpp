@@ -25,6 +25,13 @@ Trainer::Trainer(const Plan& plan, TrainOptions options) : plan_(plan), options_
   if (options.onlyRank >= world)
     throw ExecError("rank " + std::to_string(options.onlyRank) + " is outside the plan's world of " +
                     std::to_string(world) + " ranks");
+  try {
+    options.schedule.validate(options.optimizer.lr);
+  } catch (const std::invalid_argument& e) {
+    throw ExecError(std::string("learning-rate schedule: ") + e.what());
+  }
+  if (!(options.clipGradNorm >= 0))
+    throw ExecError("clip norm must be >= 0 (0: no clipping), got " + std::to_string(options.clipGradNorm));
   states_.resize(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r)
     if (options.onlyRank < 0 || options.onlyRank == r) states_[r] = RankState(plan, RankWeights(plan, r));
@@ -76,6 +83,7 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
   const int64_t N = countTargets(targets);
   const int world = plan_.placement.worldSize;
   LocalWorld comm(world);
+  const StepConfig config = stepConfig();
   std::vector<RankStepResult> results(world);
   std::mutex failureMutex;
   std::exception_ptr firstFailure;
@@ -85,7 +93,7 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
     threads.emplace_back([&, r] {
       try {
         std::unique_ptr<Comm> endpoint = comm.endpoint(r);
-        results[r] = trainRank(plan_, states_[r], *endpoint, ids, targets, batch, seqLen, mbs, N, options_.optimizer,
+        results[r] = trainRank(plan_, states_[r], *endpoint, ids, targets, batch, seqLen, mbs, N, config,
                                options_.recvTimeout);
       } catch (const CommAborted&) {
       } catch (const std::exception& e) {
@@ -100,12 +108,30 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
   for (auto& t : threads)
     t.join();
   if (firstFailure) std::rethrow_exception(firstFailure);
+  return finish(results, N, start);
+}
+
+StepConfig Trainer::stepConfig() const {
+  StepConfig c;
+  c.optimizer = options_.optimizer;
+  c.optimizer.lr = options_.schedule.lrAt(options_.optimizer.lr, steps_ + 1);
+  c.clipNorm = options_.clipGradNorm;
+  return c;
+}
+
+// `results`: the loss sums in ascending rank order (both step and stepRank add them so).
+StepResult Trainer::finish(const std::vector<RankStepResult>& results, int64_t N,
+                           std::chrono::steady_clock::time_point start) {
   StepResult out;
-  double total = 0; // ascending rank order, as stepRank's gather
+  double total = 0;
   for (const RankStepResult& r : results)
     total += r.lossSum;
   out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
   out.targetTokens = N;
+  out.lr = options_.schedule.lrAt(options_.optimizer.lr, steps_ + 1);
+  // Every rank computed the same norm and coefficient (GradientClipping.h).
+  out.gradNorm = results.front().gradNorm;
+  out.clipCoef = results.front().clipCoef;
   out.step = ++steps_;
   out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -128,7 +154,7 @@ StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const 
   const int64_t N = countTargets(targets);
   const auto start = std::chrono::steady_clock::now();
   const RankStepResult mine = trainRank(plan_, states_[me], comm, ids, targets, batch, seqLen, mbs, N,
-                                        options_.optimizer, options_.recvTimeout);
+                                        stepConfig(), options_.recvTimeout);
   // Loss gather: the tag after the all-reduce tags (TrainStep.cpp: 6 L + weight index).
   const int tag = static_cast<int>(6 * plan_.model.numLayers + static_cast<int64_t>(plan_.model.weights.size()));
   double total = 0;
@@ -153,12 +179,9 @@ StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const 
     comm.send(0, tag, toBytes(mine.lossSum));
     total = fromBytes(comm.recv(0, tag, options_.recvTimeout), 0);
   }
-  StepResult out;
-  out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
-  out.targetTokens = N;
-  out.step = ++steps_;
-  out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return out;
+  RankStepResult gathered = mine;
+  gathered.lossSum = total;
+  return finish({gathered}, N, start);
 }
 
 const RankState* Trainer::holder(int index) const {

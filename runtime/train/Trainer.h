@@ -14,6 +14,7 @@
 #include "runtime/comm/Comm.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/tensor/Tensor.h"
+#include "runtime/train/LrSchedule.h"
 #include "runtime/train/Optimizer.h"
 #include "runtime/train/TrainStep.h"
 
@@ -24,7 +25,10 @@
 namespace disagmoe::train {
 
 struct TrainOptions {
-  OptimizerConfig optimizer;
+  OptimizerConfig optimizer; ///< optimizer.lr is the schedule's lr_max
+  LrSchedule schedule;       ///< warm-up and cosine decay (LrSchedule.h); default: constant lr
+  /// > 0: clip the gradients to this global L2 norm (GradientClipping.h); 0: no clipping.
+  double clipGradNorm = 0;
   /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
   int64_t microBatches = 1;
   std::chrono::milliseconds recvTimeout{60000};
@@ -37,11 +41,15 @@ struct StepResult {
   int64_t targetTokens = 0; ///< N
   int64_t step = 0;         ///< optimizer steps taken so far
   double wallSeconds = 0;
+  double lr = 0;            ///< learning rate this step used (the schedule's)
+  double gradNorm = 0;      ///< global gradient L2 norm before clipping
+  double clipCoef = 1;      ///< clipping factor applied (1: none)
 };
 
 class Trainer {
 public:
   /// Binds the weights of every rank of `plan` (or only options.onlyRank's); `plan` must outlive it.
+  /// Throws ExecError for an invalid schedule or clip norm.
   explicit Trainer(const Plan& plan, TrainOptions options = {});
 
   /// One step of all ranks in this process (local comm, one thread per rank). `targets`:
@@ -69,6 +77,9 @@ public:
   void saveGradients(const std::string& dir) const;
 
 private:
+  StepConfig stepConfig() const; // the optimizer with the schedule's lr for step steps_ + 1
+  StepResult finish(const std::vector<RankStepResult>& results, int64_t N,
+                    std::chrono::steady_clock::time_point start);
   void checkInput(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
                   int64_t seqLen, const std::vector<MicroBatch>& microBatches) const;
   const RankState* holder(int index) const;

@@ -10,6 +10,11 @@ autograd and torch.optim):
   weights after one AdamW step (lr 1e-3)    max |got - torch| <= 1e-6 where |torch grad| > 1e-5
 and the same with the batch split into 2 micro-batches. Layer 1's expert 0 receives no token: its
 gradient must be exactly zero and its AdamW step (weight decay only) must still match.
+Clipping and the lr schedule (p = 2, golden/train/sched.json, PyTorch's clip_grad_norm_ and a
+warm-up + cosine lr set before each step): SCHED_STEPS steps with SGD and with AdamW, each step's
+lr (closed form, relative 1e-9), grad norm before clipping and loss (relative SCHED_TOL), and the
+weights after the last step (SGD: max abs SCHED_STEP_TOL; AdamW: ||err|| / ||total update|| per
+weight <= SCHED_UPDATE_TOL, since near-zero gradients flip the sign of their lr-sized update).
   check_training.py BIN_DIR SAMPLE_DIR WORK_DIR
 """
 import json
@@ -21,6 +26,20 @@ import sys
 import numpy as np
 
 LOSS_TOL, GRAD_TOL, STEP_TOL, ADAMW_MIN_GRAD = 1e-5, 1e-4, 1e-6, 1e-5
+SCHED_TOL, SCHED_STEP_TOL, SCHED_UPDATE_TOL = 1e-4, 1e-5, 1e-2
+STEP_RE = re.compile(r"step (\d+): loss ([0-9.eE+-]+) .* lr ([0-9.eE+-]+), grad norm ([0-9.eE+-]+)")
+
+
+def initial_weights(sample, cache={}):
+    """The sample's weights before training, by golden key (export.py's build_model)."""
+    if not cache:
+        sys.path.insert(0, sample)
+        sys.dont_write_bytecode = True
+        import export_grads  # noqa: E402
+        for name, p in export_grads.export.build_model().named_parameters():
+            key, w = export_grads.as_golden(name, p)
+            cache[key] = w.astype(np.float64)
+    return cache
 
 
 def run(cmd):
@@ -91,6 +110,43 @@ def main(bin_dir, sample, work):
                                        f"max abs error {sgd_err:.2e}")
             check(adamw_err <= STEP_TOL, f"{tag}: weights after one AdamW step, max abs error {adamw_err:.2e} "
                                          f"where |grad| > {ADAMW_MIN_GRAD}")
+    sched = json.load(open(os.path.join(gold, "sched.json")))
+    cfg = sched["sched"]
+    for opt in ("sgd", "adamw"):
+        out = os.path.join(work, f"sched_{opt}")
+        text = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan_p2"), "--train", "--input", ids,
+                    "--optimizer", opt, "--lr", str(cfg[f"{opt}_lr"]), "--steps", str(cfg["steps"]),
+                    "--clip-grad", str(cfg["clip_grad"]), "--warmup-steps", str(cfg["warmup_steps"]),
+                    "--total-steps", str(cfg["total_steps"]), "--lr-min", str(cfg["lr_min"]),
+                    "--save-weights", out])
+        steps = [m.groups() for m in STEP_RE.finditer(text)]
+        want = sched[f"sched_{opt}"]
+        check(len(steps) == cfg["steps"], f"sched {opt}: {len(steps)} step lines")
+        rel = lambda a, b: abs(a - b) / abs(b)  # noqa: E731
+        lr_err = max(rel(float(s[2]), w) for s, w in zip(steps, want["lr"]))
+        norm_err = max(rel(float(s[3]), w) for s, w in zip(steps, want["grad_norm"]))
+        loss_err = max(rel(float(s[1]), w) for s, w in zip(steps, want["loss"]))
+        check(lr_err <= 1e-6, f"sched {opt}: lr of {cfg['steps']} steps {[s[2] for s in steps]}, "
+                              f"max relative error {lr_err:.1e}")
+        check(norm_err <= SCHED_TOL, f"sched {opt}: grad norm before clipping, max relative error {norm_err:.2e}"
+                                     f" (torch {['%.4f' % x for x in want['grad_norm']]}, clip {cfg['clip_grad']})")
+        check(loss_err <= SCHED_TOL, f"sched {opt}: loss of every step, max relative error {loss_err:.2e}")
+        # SGD: max abs error. AdamW: near-zero gradients flip the sign of their (lr-sized) update under
+        # rounding, so the error is measured against the size of the whole update, per weight.
+        werr, wkey = 0.0, None
+        for key in sched["step_keys"]:
+            got = np.load(os.path.join(out, key + ".npy")).astype(np.float64)
+            want = np.load(os.path.join(gold, f"sched_{opt}_{key}.npy")).astype(np.float64)
+            if opt == "sgd":
+                e = float(np.abs(got - want).max())
+            else:
+                init = initial_weights(sample)[key]
+                e = float(np.linalg.norm(got - want) / np.linalg.norm(want - init))
+            if e > werr:
+                werr, wkey = e, key
+        tol, what = (SCHED_STEP_TOL, "max abs error") if opt == "sgd" else (SCHED_UPDATE_TOL, "||err||/||update||")
+        check(werr <= tol, f"sched {opt}: weights after {cfg['steps']} steps ({len(sched['step_keys'])} weights), "
+                           f"largest {what} {werr:.2e} ({wkey})")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

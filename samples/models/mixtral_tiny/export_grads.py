@@ -42,6 +42,14 @@ Files (float32; linear weights [in, out] like the other goldens; T = 16 tokens f
     l0_router_dx.npy                         dL/d ffn_norm through the router (gates) only
     l0_experts_dx.npy                        dL/d ffn_norm through the experts only (gates fixed)
   train.json                                 hyper-parameters, target count, key lists
+  sched_sgd_<key>.npy, sched_adamw_<key>.npy the step_keys parameters after SCHED["steps"] steps on the
+                                             same batch with gradient clipping
+                                             (torch.nn.utils.clip_grad_norm_, max norm SCHED["clip_grad"])
+                                             and linear warm-up + cosine decay of the lr (lr_at below, set
+                                             on the param group before each step), once with SGD and once
+                                             with AdamW; sched.json holds SCHED and, under "sched_sgd"/"sched_adamw", each
+                                             step's loss, grad norm before clipping (clip_grad_norm_'s
+                                             return) and lr
 
 Keys: embed, l{l}_attn_norm, l{l}_q, l{l}_k, l{l}_v, l{l}_o, l{l}_ffn_norm, l{l}_router,
 l{l}_expert{e}_w1, l{l}_expert{e}_w3, l{l}_expert{e}_w2, final_norm, head.
@@ -50,6 +58,7 @@ l{l}_expert{e}_w1, l{l}_expert{e}_w3, l{l}_expert{e}_w2, final_norm, head.
 import argparse
 import copy
 import json
+import math
 import os
 import shutil
 import sys
@@ -69,6 +78,9 @@ IDS_FILE = "ids_b2_s8.npy"
 SGD = {"lr": 0.1}
 ADAMW = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.01}
 TOLERANCE = 1e-6
+# Clipping + schedule trajectories: the first step's norm (6.27) is clipped, later ones need not be.
+SCHED = {"steps": 5, "clip_grad": 2.0, "warmup_steps": 2, "total_steps": 4, "lr_min": 1e-3,
+         "sgd_lr": 0.1, "adamw_lr": 1e-2}
 
 
 def param_key(name):
@@ -167,6 +179,43 @@ def combine(moe, fnf, w, ids):
     return final
 
 
+def lr_at(lr_max, step):
+    """Linear warm-up over W steps from lr_max/W, cosine decay to lr_min at step T, then lr_min
+    (runtime/train/LrSchedule.h; Megatron-LM's and Hugging Face's warm-up + cosine). step >= 1."""
+    w, t, lo = SCHED["warmup_steps"], SCHED["total_steps"], SCHED["lr_min"]
+    if step <= w:
+        return lr_max * step / w
+    if step > t:
+        return lo
+    return lo + (lr_max - lo) * 0.5 * (1.0 + math.cos(math.pi * (step - w) / (t - w)))
+
+
+def sched_trajectory(ids, make_opt, lr_max):
+    """SCHED["steps"] steps on `ids`: backward, clip_grad_norm_, lr from lr_at, optimizer step."""
+    model = export.build_model()
+    opt = make_opt(list(model.parameters()), lr_max)
+    log = {"loss": [], "grad_norm": [], "lr": []}
+    for step in range(1, SCHED["steps"] + 1):
+        opt.zero_grad()
+        loss = lm_loss(model(ids), ids)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), SCHED["clip_grad"])
+        lr = lr_at(lr_max, step)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.step()
+        log["loss"].append(loss.item())
+        log["grad_norm"].append(norm.item())
+        log["lr"].append(lr)
+    assert log["grad_norm"][0] > SCHED["clip_grad"], "the first step must be clipped"
+    weights = {}
+    for name, p in model.named_parameters():
+        key, w = as_golden(name, p)
+        if step_key(key):
+            weights[key] = w
+    return log, weights
+
+
 def vjp(fn, x, dy, params=()):
     x = x.detach().requires_grad_(True)
     return torch.autograd.grad(fn(x), [x, *params], dy)
@@ -178,7 +227,7 @@ def generate(out_dir):
     tdir = os.path.join(out_dir, "golden", "train")
     os.makedirs(tdir, exist_ok=True)
     for f in os.listdir(tdir):
-        if f.endswith(".npy") or f == "train.json":
+        if f.endswith(".npy") or f in ("train.json", "sched.json"):
             os.remove(os.path.join(tdir, f))
     files = {}
     ids = torch.from_numpy(np.load(os.path.join(gdir, IDS_FILE)))
@@ -265,6 +314,17 @@ def generate(out_dir):
     total = files["l0_router_dx.npy"] + files["l0_experts_dx.npy"]
     assert np.allclose(total, files["l0_d_ffn_norm.npy"], rtol=0, atol=1e-6), "router + experts != d ffn_norm"
 
+    # 4. Clipping and the lr schedule over several steps (SGD and AdamW).
+    sched_logs = {}
+    for prefix, make, lr_max in (
+            ("sched_sgd", lambda ps, lr: torch.optim.SGD(ps, lr=lr), SCHED["sgd_lr"]),
+            ("sched_adamw", lambda ps, lr: torch.optim.AdamW(ps, lr=lr, betas=tuple(ADAMW["betas"]), eps=ADAMW["eps"],
+                                                             weight_decay=ADAMW["weight_decay"]), SCHED["adamw_lr"])):
+        log, weights = sched_trajectory(ids, make, lr_max)
+        sched_logs[prefix] = log
+        for key, w in weights.items():
+            files[f"{prefix}_{key}.npy"] = w
+
     step_keys = sorted(k for k in grads if step_key(k))
     meta = {
         "ids": IDS_FILE,
@@ -281,6 +341,10 @@ def generate(out_dir):
         np.save(os.path.join(tdir, name), files[name], allow_pickle=False)
     with open(os.path.join(tdir, "train.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+    with open(os.path.join(tdir, "sched.json"), "w") as f:
+        json.dump({"sched": SCHED, "step_keys": step_keys, "torch": torch.__version__, **sched_logs}, f, indent=2,
+                  sort_keys=True)
         f.write("\n")
     return files, meta
 
@@ -303,10 +367,10 @@ def check(ref_dir):
                         x.size and float(np.max(np.abs(x.astype(np.float64) - y))) > TOLERANCE):
                     print(f"golden/train/{f}: differs")
                     ok = False
-            elif f == "train.json":
+            elif f in ("train.json", "sched.json"):
                 with open(os.path.join(rd, f)) as fa, open(os.path.join(td, f)) as fb:
                     if json.load(fa) != json.load(fb):
-                        print("golden/train/train.json differs")
+                        print(f"golden/train/{f} differs")
                         ok = False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
