@@ -1,4 +1,5 @@
 #include "runtime/executor/RankWorker.h"
+#include "runtime/tensor/FreshBuffers.h"
 
 #include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
@@ -120,7 +121,7 @@ private:
       std::vector<int64_t> tokenIds(n);
       for (int64_t t = 0; t < n; ++t)
         tokenIds[t] = ids_[tokens_[t]];
-      x_.data.assign(n * H, 0.0f);
+      freshAssign(x_.data, n * H);
       cpu::embedding(weight(c.weight), model_.vocabSize, H, tokenIds.data(), n, x_.data.data());
       x_.layer = 0;
       break;
@@ -149,7 +150,7 @@ private:
     case OpCode::ResidualAdd: {
       need(x_, l, "the residual stream x");
       need(attnOut_, l, "attention output");
-      h_.data.resize(n * H);
+      freshAssign(h_.data, n * H);
       for (int64_t i = 0; i < n * H; ++i)
         h_.data[i] = x_.data[i] + attnOut_.data[i];
       h_.layer = l;
@@ -158,11 +159,11 @@ private:
     case OpCode::Router: {
       need(ffnNorm_, l, "ffn_norm output");
       const Component& c = component(model_.layers[l].router);
-      std::vector<float> logits(n * model_.numExperts);
+      std::vector<float> logits = freshFloats(n * model_.numExperts);
       cpu::linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts, logits.data());
       if (c.bias >= 0) cpu::addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
       topIds_.assign(n * model_.topK, 0);
-      topGates_.data.assign(n * model_.topK, 0.0f);
+      freshAssign(topGates_.data, n * model_.topK);
       cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring, topIds_.data(),
                        topGates_.data.data());
       if (c.routedScalingFactor != 1.0f) // DeepSeek's routed_scaling_factor
@@ -198,7 +199,7 @@ private:
     case OpCode::Head: {
       need(finalNorm_, -1, "the final norm output");
       const Component& c = component(model_.head);
-      result_.logits.assign(n * model_.vocabSize, 0.0f);
+      freshAssign(result_.logits, n * model_.vocabSize);
       cpu::linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize, result_.logits.data());
       break;
     }
@@ -208,7 +209,7 @@ private:
 
   void norm(int componentIndex, const Buffer& in, Buffer& out, int64_t layer) {
     const Component& c = component(componentIndex);
-    out.data.resize(in.data.size());
+    freshAssign(out.data, in.data.size());
     cpu::rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps, out.data.data());
     out.layer = layer;
   }
@@ -218,7 +219,7 @@ private:
     if (c.kind == ComponentKind::MlaAttention) return mlaAttention(l, c);
     const int64_t n = tokenCount(), H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qWidth = model_.numHeads * hd, kvWidth = model_.numKvHeads * hd;
-    std::vector<float> q(n * qWidth), k(n * kvWidth), v(n * kvWidth), heads(n * qWidth);
+    std::vector<float> q = freshFloats(n * qWidth), k = freshFloats(n * kvWidth), v = freshFloats(n * kvWidth), heads = freshFloats(n * qWidth);
     const float* in = attnNorm_.data.data();
     cpu::linear(in, n, H, weight(c.wq), qWidth, q.data());
     cpu::linear(in, n, H, weight(c.wk), kvWidth, k.data());
@@ -248,7 +249,7 @@ private:
         cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth, v.data() + start * kvWidth,
                              seqLen_, model_.numHeads, model_.numKvHeads, hd, heads.data() + start * qWidth);
     }
-    attnOut_.data.resize(n * H);
+    freshAssign(attnOut_.data, n * H);
     cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
     if (c.bo >= 0) cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
     attnOut_.layer = l;
@@ -260,7 +261,7 @@ private:
     const int64_t nope = model_.qkNopeHeadDim, rope = model_.qkRopeHeadDim, vd = model_.vHeadDim;
     const int64_t rank = model_.kvLoraRank, qd = nope + rope;
     const float* in = attnNorm_.data.data();
-    std::vector<float> q(n * heads * qd), ckv(n * (rank + rope)), latent(n * rank), kv(n * heads * (nope + vd));
+    std::vector<float> q = freshFloats(n * heads * qd), ckv = freshFloats(n * (rank + rope)), latent = freshFloats(n * rank), kv = freshFloats(n * heads * (nope + vd));
     cpu::linear(in, n, H, weight(c.wq), heads * qd, q.data());
     cpu::linear(in, n, H, weight(c.wkvA), rank + rope, ckv.data());
     for (int64_t t = 0; t < n; ++t)
@@ -268,7 +269,7 @@ private:
     cpu::rmsNorm(latent.data(), n, rank, weight(c.kvNorm), c.kvNormEps, latent.data());
     cpu::linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
     // The decoupled RoPE part: q_pe per head, k_pe shared by all heads.
-    std::vector<float> qPe(n * heads * rope), kPe(n * rope);
+    std::vector<float> qPe = freshFloats(n * heads * rope), kPe = freshFloats(n * rope);
     auto deinterleave = [&](const float* src, float* dst) { // [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...]
       for (int64_t i = 0; i < rope / 2; ++i) {
         dst[i] = src[2 * i];
@@ -292,7 +293,7 @@ private:
     cpu::rope(qPe.data(), n, heads, rope, positions.data(), model_.ropeTheta);
     cpu::rope(kPe.data(), n, 1, rope, positions.data(), model_.ropeTheta);
     // Q = [q_nope | q_pe], K = [k_nope | k_pe], V per head.
-    std::vector<float> Q(n * heads * qd), K(n * heads * qd), V(n * heads * vd), o(n * heads * vd);
+    std::vector<float> Q = freshFloats(n * heads * qd), K = freshFloats(n * heads * qd), V = freshFloats(n * heads * vd), o = freshFloats(n * heads * vd);
     for (int64_t t = 0; t < n; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t th = t * heads + h;
@@ -306,7 +307,7 @@ private:
       cpu::causalAttentionGeneral(Q.data() + start * heads * qd, K.data() + start * heads * qd,
                                   V.data() + start * heads * vd, seqLen_, heads, heads, qd, vd, c.softmaxScale,
                                   nullptr, 0, o.data() + start * heads * vd);
-    attnOut_.data.resize(n * H);
+    freshAssign(attnOut_.data, n * H);
     cpu::linear(o.data(), n, heads * vd, weight(c.wo), H, attnOut_.data.data());
     attnOut_.layer = l;
   }
@@ -319,7 +320,7 @@ private:
     const LayerComponents& lc = model_.layers[l];
     const Component& c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
     const int64_t n = tokenCount(), H = model_.hiddenSize;
-    std::vector<float> y(n * H);
+    std::vector<float> y = freshFloats(n * H);
     cpu::FfnWeights w;
     w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
     cpu::ffnForward(ffnNorm_.data.data(), n, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
@@ -424,7 +425,7 @@ private:
               x.insert(x.end(), received_[s].x.begin() + t * H, received_[s].x.begin() + (t + 1) * H);
             }
       const int64_t rows = static_cast<int64_t>(uses.size());
-      std::vector<float> y(rows * H);
+      std::vector<float> y = freshFloats(rows * H);
       if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0) {
         cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2),
                           y.data());

@@ -7,6 +7,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
+#include "runtime/tensor/FreshBuffers.h"
 #include "runtime/train/Trainer.h"
 #ifdef DISAGMOE_HAVE_MPI
 #include "runtime/comm/mpi/MpiComm.h"
@@ -77,6 +78,10 @@ Options parseArgs(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--train") {
       o.train = true;
+      continue;
+    }
+    if (arg == "--debug-nan-fill") { // runtime/tensor/FreshBuffers.h
+      setDebugNanFill(true);
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -489,6 +494,7 @@ const char* distributedUsage() {
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
+         "                    [--debug-nan-fill]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
          "\n"
@@ -503,6 +509,8 @@ const char* distributedUsage() {
          "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_).\n"
          "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
+         "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"
+         "fresh activation and gradient buffer with NaN, so a read of an unwritten element shows as NaN.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
          "the job naming itself (--fail-rank R injects such a failure, for tests).\n";

@@ -4,6 +4,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/Messages.h"
 #include "runtime/executor/RankWorker.h"
+#include "runtime/tensor/FreshBuffers.h"
 #include "runtime/train/GradientClipping.h"
 
 #include <algorithm>
@@ -189,7 +190,7 @@ private:
     case OpCode::Embed: {
       AttentionLayer& a = attn_[0];
       std::vector<int64_t> vocabIds = localIds();
-      a.x.assign(n() * H, 0.0f);
+      freshAssign(a.x, n() * H);
       cpu::embedding(w(component(model_.embedding).weight), model_.vocabSize, H, vocabIds.data(), n(), a.x.data());
       a.hasX = true;
       break;
@@ -198,21 +199,21 @@ private:
       if (ins.role == NormRole::AttnNorm) {
         AttentionLayer& a = attn_[l];
         need(a.hasX, "the residual stream x of layer " + std::to_string(l));
-        a.attnNorm.resize(a.x.size());
+        freshAssign(a.attnNorm, a.x.size());
         const Component& c = component(model_.layers[l].attnNorm);
         cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, a.attnNorm.data());
         a.hasAttnNorm = true;
       } else if (ins.role == NormRole::FfnNorm) {
         AttentionLayer& a = attn_[l];
         need(a.hasH, "h of layer " + std::to_string(l));
-        a.ffnNorm.resize(a.h.size());
+        freshAssign(a.ffnNorm, a.h.size());
         const Component& c = component(model_.layers[l].ffnNorm);
         cpu::rmsNorm(a.h.data(), n(), H, w(c.weight), c.eps, a.ffnNorm.data());
         a.hasFfnNorm = true;
       } else {
         AttentionLayer& a = attn_[L_];
         need(a.hasX, "the output of the last layer");
-        finalNorm_.resize(a.x.size());
+        freshAssign(finalNorm_, a.x.size());
         const Component& c = component(model_.finalNorm);
         cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, finalNorm_.data());
         hasFinalNorm_ = true;
@@ -223,7 +224,7 @@ private:
     case OpCode::ResidualAdd: {
       AttentionLayer& a = attn_[l];
       need(a.hasX && a.hasAttention, "x and the attention output of layer " + std::to_string(l));
-      a.h.resize(a.x.size());
+      freshAssign(a.h, a.x.size());
       for (size_t i = 0; i < a.h.size(); ++i)
         a.h[i] = a.x[i] + attnOut_[i];
       a.hasH = true;
@@ -233,10 +234,10 @@ private:
       AttentionLayer& a = attn_[l];
       need(a.hasFfnNorm, "ffn_norm output of layer " + std::to_string(l));
       const int64_t E = model_.numExperts, k = model_.topK;
-      a.logits.assign(n() * E, 0.0f);
+      freshAssign(a.logits, n() * E);
       cpu::linear(a.ffnNorm.data(), n(), H, w(component(model_.layers[l].router).weight), E, a.logits.data());
       a.topIds.assign(n() * k, 0);
-      a.gates.assign(n() * k, 0.0f);
+      freshAssign(a.gates, n() * k);
       cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data());
       a.hasRouter = true;
       break;
@@ -304,7 +305,7 @@ private:
     case OpCode::Head: {
       need(hasFinalNorm_, "the final norm output");
       const int64_t V = model_.vocabSize;
-      std::vector<float> logits(n() * V);
+      std::vector<float> logits = freshFloats(n() * V);
       cpu::linear(finalNorm_.data(), n(), H, w(component(model_.head).weight), V, logits.data());
       std::vector<int64_t> targets(n());
       for (int64_t t = 0; t < n(); ++t) {
@@ -314,7 +315,7 @@ private:
                           std::to_string(V) + ")");
         targetTokens_ += targets[t] >= 0;
       }
-      dLogits_.assign(n() * V, 0.0f);
+      freshAssign(dLogits_, n() * V);
       lossSum_ += cpu::crossEntropyBackward(logits.data(), targets.data(), n(), V, gradScale_, dLogits_.data());
       hasLoss_ = true;
       break;
@@ -344,10 +345,10 @@ private:
     const Component& c = component(model_.layers[l].attention);
     const int64_t H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
-    a.q.assign(n() * qW, 0.0f);
-    a.k.assign(n() * kvW, 0.0f);
-    a.v.assign(n() * kvW, 0.0f);
-    a.heads.assign(n() * qW, 0.0f);
+    freshAssign(a.q, n() * qW);
+    freshAssign(a.k, n() * kvW);
+    freshAssign(a.v, n() * kvW);
+    freshAssign(a.heads, n() * qW);
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
@@ -357,7 +358,7 @@ private:
     for (int64_t s = 0; s < n(); s += seqLen_)
       cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_, model_.numHeads,
                            model_.numKvHeads, hd, a.heads.data() + s * qW);
-    attnOut_.assign(n() * H, 0.0f);
+    freshAssign(attnOut_, n() * H);
     cpu::linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
     a.hasAttention = true;
   }
@@ -369,7 +370,7 @@ private:
     switch (ins.op) {
     case OpCode::Head: {
       need(hasLoss_, "the loss (head forward)");
-      dFinalNorm_.assign(n() * H, 0.0f);
+      freshAssign(dFinalNorm_, n() * H);
       const int weight = component(model_.head).weight;
       cpu::linearBackward(finalNorm_.data(), dLogits_.data(), n(), H, w(weight), model_.vocabSize, dFinalNorm_.data(),
                           grad(weight));
@@ -381,21 +382,21 @@ private:
         need(hasDFinalNorm_, "dL/d(final norm output) (head backward)");
         AttentionLayer& a = attn_[L_];
         const Component& c = component(model_.finalNorm);
-        a.dx.assign(a.x.size(), 0.0f);
+        freshAssign(a.dx, a.x.size());
         cpu::rmsNormBackward(a.x.data(), dFinalNorm_.data(), n(), H, w(c.weight), c.eps, a.dx.data(), grad(c.weight));
         a.hasDx = true;
       } else if (ins.role == NormRole::FfnNorm) {
         AttentionLayer& a = attn_[l];
         need(a.hasDFfn && a.hasDh, "dL/d(ffn_norm output) and dL/dh of layer " + std::to_string(l));
         const Component& c = component(model_.layers[l].ffnNorm);
-        std::vector<float> part(a.h.size());
+        std::vector<float> part = freshFloats(a.h.size());
         cpu::rmsNormBackward(a.h.data(), a.dFfn.data(), n(), H, w(c.weight), c.eps, part.data(), grad(c.weight));
         addInto(a.dh, part);
       } else {
         AttentionLayer& a = attn_[l];
         need(a.hasDAttnNorm && a.hasDx, "dL/d(attn_norm output) of layer " + std::to_string(l));
         const Component& c = component(model_.layers[l].attnNorm);
-        std::vector<float> part(a.x.size());
+        std::vector<float> part = freshFloats(a.x.size());
         cpu::rmsNormBackward(a.x.data(), a.dAttnNorm.data(), n(), H, w(c.weight), c.eps, part.data(), grad(c.weight));
         addInto(a.dx, part);
       }
@@ -440,8 +441,8 @@ private:
       AttentionLayer& a = attn_[l];
       need(a.hasRouter, "the router output of layer " + std::to_string(l));
       const int64_t k = model_.topK;
-      a.dFfn.assign(n() * H, 0.0f);
-      a.dGates.assign(n() * k, 0.0f);
+      a.dFfn.assign(n() * H, 0.0f); // accumulates over F-ranks
+      freshAssign(a.dGates, n() * k); // every slot is set by the F-rank holding its expert
       for (int f : placement_.ffnGroupOfLayer(l).ranks) {
         M2nMessage m = unpackM2n(recv(f, bwdTag(ExchangeKind::M2n, l)), H);
         for (size_t i = 0; i < m.tokenIds.size(); ++i) {
@@ -471,7 +472,7 @@ private:
       AttentionLayer& a = attn_[l];
       need(a.hasDFfn, "the gate gradients of layer " + std::to_string(l) + " (m2n_send backward)");
       const int64_t E = model_.numExperts;
-      std::vector<float> dLogits(n() * E), part(n() * H);
+      std::vector<float> dLogits = freshFloats(n() * E), part = freshFloats(n() * H);
       cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring, a.topIds.data(),
                                a.dGates.data(), dLogits.data());
       const int weight = component(model_.layers[l].router).weight;
@@ -504,7 +505,7 @@ private:
     const Component& c = component(model_.layers[l].attention);
     const int64_t H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
-    std::vector<float> dHeads(n() * qW), dq(n() * qW), dk(n() * kvW), dv(n() * kvW), part(n() * H);
+    std::vector<float> dHeads = freshFloats(n() * qW), dq = freshFloats(n() * qW), dk = freshFloats(n() * kvW), dv = freshFloats(n() * kvW), part = freshFloats(n() * H);
     cpu::linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(), grad(c.wo));
     for (int64_t s = 0; s < n(); s += seqLen_)
       cpu::causalAttentionBackward(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
@@ -513,7 +514,7 @@ private:
     const std::vector<int64_t> pos = positions();
     cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
     cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
-    a.dAttnNorm.assign(n() * H, 0.0f);
+    freshAssign(a.dAttnNorm, n() * H);
     cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(), grad(c.wq));
     cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
     addInto(a.dAttnNorm, part);
@@ -547,7 +548,7 @@ private:
       const Component& c = component(model_.layers[l].experts);
       std::vector<std::vector<float>> outputs(f.messages.size());
       for (size_t s = 0; s < f.messages.size(); ++s)
-        outputs[s].assign(f.messages[s].tokenIds.size() * H, 0.0f);
+        outputs[s].assign(f.messages[s].tokenIds.size() * H, 0.0f); // accumulates g_e * E_e(x)
       f.uses.clear();
       f.experts.clear();
       for (const ExpertWeights& ew : c.experts) {
@@ -555,7 +556,7 @@ private:
         std::vector<ExpertUse> uses;
         std::vector<float> x = gatherUses(f, ew.expert, uses);
         const int64_t rows = static_cast<int64_t>(uses.size());
-        std::vector<float> y(rows * H);
+        std::vector<float> y = freshFloats(rows * H);
         cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2), y.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* out = outputs[uses[r].source].data() + uses[r].token * H;
@@ -618,7 +619,7 @@ private:
       f.dx.assign(f.messages.size(), {});
       f.dGates.assign(f.messages.size(), {});
       for (size_t s = 0; s < f.messages.size(); ++s) {
-        f.dx[s].assign(f.messages[s].tokenIds.size() * H, 0.0f);
+        f.dx[s].assign(f.messages[s].tokenIds.size() * H, 0.0f); // accumulates over local experts
         f.dGates[s].assign(f.messages[s].tokenIds.size(), {});
       }
       for (size_t e = 0; e < f.experts.size(); ++e) {
@@ -626,7 +627,7 @@ private:
         std::vector<ExpertUse> uses;
         const std::vector<float> x = gatherUses(f, ew.expert, uses);
         const int64_t rows = static_cast<int64_t>(uses.size());
-        std::vector<float> dy(rows * H), dx(rows * H), y(rows * H);
+        std::vector<float> dy = freshFloats(rows * H), dx = freshFloats(rows * H), y = freshFloats(rows * H);
         for (int64_t r = 0; r < rows; ++r) {
           const float* up = f.dy[uses[r].source].data() + uses[r].token * H;
           for (int64_t j = 0; j < H; ++j)
