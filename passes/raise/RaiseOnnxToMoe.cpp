@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 
 #include "mlir/IR/Builders.h"
@@ -1543,6 +1544,10 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       return signalPassFailure();
     }
     func::FuncOp func = funcs[0];
+    // Before the op check: a traced moe_infer also holds ops we do not support (ScatterND), and
+    // the baked token counts are the diagnosis its author needs.
+    if (failed(checkDispatchDataflow(func)))
+      return signalPassFailure();
     if (failed(checkSupportedOps(func)))
       return signalPassFailure();
     foldWeightTransposes(func);

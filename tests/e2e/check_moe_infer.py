@@ -1,0 +1,67 @@
+"""A traced DeepSeek moe_infer export is silently wrong, and `disagmoe compile` refuses it.
+
+For each form written by samples/models/deepseek_moe_tiny/export_moe_infer.py (moe_infer: V2's
+cnts.sum -> .numpy() loop over sorted_tokens slices; moe_infer_v1: bincount -> cumsum, slices of the
+sorted token indices):
+  * onnxruntime-node runs the export on the traced ids and agrees with PyTorch (max abs error <= 1e-4):
+    the trace itself is faithful; on another batch of the same shape it disagrees with PyTorch by
+    more than 1e-2: the per-expert counts of the traced batch are baked in. (Skipped with a message
+    when onnxruntime-node is not installed.)
+  * `disagmoe compile` exits with code 1, names the Slice node, says the counts are baked from the
+    traced batch and suggests the loop over experts, and writes no plan.
+  check_moe_infer.py BIN_DIR SAMPLE_DIR WORK_DIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+AGREE, DISAGREE = 1e-4, 1e-2
+FORMS = ["moe_infer", "moe_infer_v1"]
+
+
+def main(bin_dir, sample_dir, work):
+    oracle_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle")
+    have_ort = (os.path.isdir(os.path.join(oracle_dir, "node_modules", "onnxruntime-node"))
+                and shutil.which("node"))
+    failed = 0
+    for form in FORMS:
+        model = os.path.join(sample_dir, form, "model.onnx")
+        golden = os.path.join(sample_dir, form, "golden")
+        if have_ort:
+            for batch, want_close in (("trace", True), ("other", False)):
+                out = os.path.join(work, f"{form}_{batch}_ort.npy")
+                subprocess.run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
+                                os.path.join(golden, f"ids_{batch}.npy"), out], check=True)
+                err = float(np.abs(np.load(out) - np.load(os.path.join(golden, f"logits_{batch}.npy"))).max())
+                ok = err <= AGREE if want_close else err > DISAGREE
+                failed += not ok
+                bound = f"<= {AGREE}" if want_close else f"> {DISAGREE}"
+                print(f"{'ok  ' if ok else 'FAIL'} {form}: onnxruntime vs PyTorch on the {batch} batch: "
+                      f"max abs error {err:.3e} (want {bound})")
+        else:
+            print(f"skipped: {form}: onnxruntime-node is not installed, the export is not run")
+        plan = os.path.join(work, f"{form}_plan")
+        r = subprocess.run([os.path.join(bin_dir, "disagmoe"), "compile", model, "-o", plan],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        msg = r.stderr.strip()
+        ok = (r.returncode == 1 and "node '/layers.1/mlp/Slice' (Slice)" in msg
+              and "baked from the traced batch" in msg and "Export the loop over experts" in msg
+              and len(msg.splitlines()) == 1 and not os.path.exists(os.path.join(plan, "plan.json")))
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {form}: disagmoe compile exits {r.returncode}: {msg[:160]}...")
+    print("passed" if not failed else f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    work_dir = sys.argv[3]
+    shutil.rmtree(work_dir, ignore_errors=True)
+    os.makedirs(work_dir)
+    try:
+        code = main(*sys.argv[1:4])
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    sys.exit(code)
