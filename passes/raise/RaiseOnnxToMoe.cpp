@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/raise/ContribMoeMatcher.h"
 #include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 
@@ -130,6 +131,7 @@ struct ExpertMatch {
 struct ExpertForm {
   bool oai = false;
   double limit = 0, alpha = 0;
+  std::optional<bool> fusedGateUp; // set by the com.microsoft.MoE reader; otherwise fused iff oai
 };
 
 /// An always-on SwiGLU FFN on the FFN norm output: a dense layer's FFN or the shared experts.
@@ -1226,6 +1228,14 @@ public:
         return false;
       }
       layer.ffnNorm = *ffnNorm;
+      // onnxruntime's fused MoE contrib op in place of router + experts (ContribMoeMatcher.h).
+      if (NodeOp fusedMoe = findContribMoe(ffnNorm->output)) {
+        if (!matchContribLayer(fusedMoe, ffnNorm->output, h, layer))
+          return false;
+        x = layer.ffnResidualAdd.getOutputs()[0];
+        layers.push_back(std::move(layer));
+        continue;
+      }
       auto router = matchRouter(ffnNorm->output);
       if (error)
         return false;
@@ -1292,6 +1302,42 @@ public:
     }
     embeddingOut = embedding.getOutputs()[0];
     return !error;
+  }
+
+  /// A layer whose router and experts are one com.microsoft.MoE node reading `xn`, added to h.
+  bool matchContribLayer(NodeOp node, Value xn, Value h, LayerMatch &layer) {
+    Operation *at = nullptr;
+    std::string message;
+    auto m = matchContribMoe(node, xn, at, message);
+    if (!m) {
+      fail(at, message);
+      return false;
+    }
+    RouterMatch &r = layer.router;
+    r.input = xn;
+    r.topk = node;
+    r.weight = m->routerWeight;
+    r.bias = m->routerBias;
+    r.numExperts = m->numExperts;
+    r.topK = m->topK;
+    r.scoring = m->scoring;
+    layer.expertHidden = m->expertHidden;
+    layer.form = ExpertForm{m->oai, m->limit, m->alpha, m->fusedGateUp};
+    auto at_ = [](const SmallVector<WeightOp> &list, int64_t e) {
+      return list.empty() ? WeightOp() : list[e];
+    };
+    for (int64_t e = 0; e < m->numExperts; ++e)
+      layer.experts.push_back(ExpertMatch{e, m->w1[e], at_(m->w3, e), m->w2[e], at_(m->b1, e),
+                                          at_(m->b3, e), at_(m->b2, e)});
+    for (NodeOp add : consumers(h, "Add"))
+      if (otherOperand(add, h) && skipDataMovement(*otherOperand(add, h)) == m->output)
+        layer.ffnResidualAdd = add;
+    if (!layer.ffnResidualAdd) {
+      fail(node, "com.microsoft.MoE: expected the residual add h + MoE(norm(h))");
+      return false;
+    }
+    layer.moeOutput = *otherOperand(layer.ffnResidualAdd, h);
+    return true;
   }
 
   void fail(Operation *at, const std::string &message) {
@@ -1591,6 +1637,8 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
   LogicalResult checkSupportedOps(func::FuncOp func) {
     bool ok = true;
     func.walk([&](NodeOp node) {
+      if (isContribMoe(node))
+        return; // onnxruntime's fused MoE (ContribMoeMatcher.h)
       if (!node.getDomain().empty() && node.getDomain() != "ai.onnx") {
         node.emitError() << describe(node) << ": domain '" << node.getDomain()
                          << "' is not supported";
@@ -1732,7 +1780,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
           form.oai ? b.getStringAttr("swiglu_oai") : StringAttr(),
           form.oai ? b.getF64FloatAttr(form.limit) : FloatAttr(),
           form.oai ? b.getF64FloatAttr(form.alpha) : FloatAttr(),
-          form.oai ? b.getUnitAttr() : UnitAttr());
+          form.fusedGateUp.value_or(form.oai) ? b.getUnitAttr() : UnitAttr());
       x = b.create<arith::AddFOp>(loc, residual, moeOut);
     }
     Value xn = norm(finalNorm, x, -1, "final_norm");

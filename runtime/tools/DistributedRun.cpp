@@ -9,6 +9,7 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/train/Trainer.h"
+#include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
 #include "runtime/comm/mpi/MpiComm.h"
 #endif
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -44,6 +46,10 @@ struct Options {
   int64_t failRank = -1;
   double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
+  // The training loop on token files (runtime/train/TrainingLoop.h).
+  std::string data, dataFormat, lossLog, checkpoint, resume;
+  int64_t checkpointEvery = 0;
+  bool loop() const { return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty(); }
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -147,6 +153,18 @@ Options parseArgs(int argc, char** argv) {
       o.totalSteps = parseInteger(name, value, 0);
     else if (name == "--lr-min")
       o.lrMin = parseReal(name, value, 0);
+    else if (name == "--data")
+      o.data = value;
+    else if (name == "--data-format")
+      o.dataFormat = value;
+    else if (name == "--loss-log")
+      o.lossLog = value;
+    else if (name == "--save-checkpoint")
+      o.checkpoint = value;
+    else if (name == "--checkpoint-every")
+      o.checkpointEvery = parseInteger(name, value, 1);
+    else if (name == "--resume")
+      o.resume = value;
     else
       throw UsageError("unknown option " + name + " (see --help)");
   }
@@ -168,6 +186,13 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("--output writes forward logits; it does not combine with --train");
   }
   if (o.optimizer == "sgd" && o.weightDecay > 0) throw UsageError("--weight-decay applies to adamw only");
+  if (o.loop() && !o.train) throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
+  if (o.loop() && o.comm != "local")
+    throw UsageError("--data, --loss-log, --save-checkpoint and --resume run on --comm local only in this version");
+  if (!o.data.empty() && (!o.input.empty() || !o.targets.empty()))
+    throw UsageError("--data gives the batches; it does not combine with --input or --targets");
+  if (!o.dataFormat.empty() && o.data.empty()) throw UsageError("--data-format needs --data");
+  if (o.checkpointEvery && o.checkpoint.empty()) throw UsageError("--checkpoint-every needs --save-checkpoint");
   return o;
 }
 
@@ -411,6 +436,30 @@ int runLocalTrain(const Options& o) {
   train::Trainer trainer(plan, t);
   printTrainHeader(o, plan, t, batch, seqLen);
   if (o.failRank >= 0) throw ExecError("--fail-rank needs --comm mpi");
+  if (o.loop()) {
+    std::unique_ptr<train::TokenBatcher> data;
+    if (!o.data.empty()) {
+      // The format: --data-format, else megatron for a .bin with an .idx beside it.
+      std::string format = o.dataFormat;
+      const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
+      if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx")) format = "megatron";
+      if (format.empty())
+        throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
+      data = std::make_unique<train::TokenBatcher>(
+          train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch, seqLen, o.data);
+      std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+    }
+    train::LoopOptions lo;
+    lo.steps = o.steps;
+    lo.lossLog = o.lossLog;
+    lo.checkpoint = o.checkpoint;
+    lo.checkpointEvery = o.checkpointEvery;
+    lo.resume = o.resume;
+    lo.dataName = o.data;
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, std::cout);
+    saveOutputs(o, trainer, true);
+    return 0;
+  }
   for (int64_t s = 0; s < o.steps; ++s)
     printStep(trainer.step(ids, targets, batch, seqLen));
   saveOutputs(o, trainer, true);
@@ -494,7 +543,8 @@ const char* distributedUsage() {
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
-         "                    [--debug-nan-fill]\n"
+         "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
+         "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
          "\n"
@@ -511,6 +561,12 @@ const char* distributedUsage() {
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
          "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"
          "fresh activation and gradient buffer with NaN, so a read of an unwritten element shows as NaN.\n"
+         "--data trains on a token file (format bytes, uint16, uint32, or megatron for PREFIX.bin +\n"
+         "PREFIX.idx): each step takes batch windows of seq-len + 1 consecutive tokens, wrapping at the end.\n"
+         "--steps N then counts to N in total (a resumed run continues to N). --loss-log writes one JSON\n"
+         "line per step; --save-checkpoint writes a safetensors checkpoint (weights, AdamW moments, step,\n"
+         "data position) atomically after the last step and every --checkpoint-every steps; --resume\n"
+         "continues from one bit-identically. A NaN or Inf loss stops the run naming the step.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
          "the job naming itself (--fail-rank R injects such a failure, for tests).\n";

@@ -204,6 +204,43 @@ const Tensor& Trainer::gradient(int index) const {
   return s->grads[index];
 }
 
+const Tensor& Trainer::firstMoment(int index) const {
+  const RankState* s = holder(index);
+  if (!s) throw ExecError("weight \"" + plan_.model.weights[index].name + "\" is not held in this process");
+  return s->m[index];
+}
+
+const Tensor& Trainer::secondMoment(int index) const {
+  const RankState* s = holder(index);
+  if (!s) throw ExecError("weight \"" + plan_.model.weights[index].name + "\" is not held in this process");
+  return s->v[index];
+}
+
+void Trainer::restore(int index, const Tensor& weight, const Tensor* m, const Tensor* v) {
+  const auto& spec = plan_.model.weights.at(static_cast<size_t>(index));
+  for (int r : spec.ranks) {
+    RankState& st = states_[r];
+    if (st.rank != r) continue;
+    const auto check = [&](const Tensor& t, const char* what) {
+      if (t.shape != st.weights[index].shape)
+        throw ExecError(std::string(what) + " of weight \"" + spec.name + "\" has shape " + shapeToString(t.shape) +
+                        ", the plan's is " + shapeToString(st.weights[index].shape));
+    };
+    check(weight, "value");
+    st.weights[index] = weight;
+    if (m) check(*m, "AdamW first moment");
+    if (v) check(*v, "AdamW second moment");
+    st.m[index] = m ? *m : Tensor();
+    st.v[index] = v ? *v : Tensor();
+  }
+}
+
+void Trainer::restoreSteps(int64_t steps) {
+  steps_ = steps;
+  for (RankState& st : states_)
+    st.step = steps;
+}
+
 void Trainer::save(const std::string& dir, bool gradients) const {
   std::filesystem::create_directories(dir);
   const std::vector<std::string> keys = weightKeys(plan_.model);

@@ -71,6 +71,18 @@ public:
   const Tensor& gradient(int index) const;
   const RankState& state(int rank) const { return states_.at(static_cast<size_t>(rank)); }
 
+  /// Optimizer steps taken (the schedule's step count; restored from a checkpoint).
+  int64_t steps() const { return steps_; }
+  const TrainOptions& options() const { return options_; }
+  /// AdamW moments of weight `index` from its lowest holder here (empty before the first AdamW step).
+  const Tensor& firstMoment(int index) const;
+  const Tensor& secondMoment(int index) const;
+  /// Sets weight `index` and its AdamW moments (nullptr: none yet) on every holder in this process,
+  /// for resuming from a checkpoint. Throws ExecError when a shape differs from the plan's.
+  void restore(int index, const Tensor& weight, const Tensor* m, const Tensor* v);
+  /// Sets the step count of the trainer and of every rank (AdamW's bias correction, the schedule).
+  void restoreSteps(int64_t steps);
+
   /// Writes DIR/<key>.npy (weightKeys) for every weight whose LOWEST holder (spec.ranks[0]) runs in
   /// this process, so one process per rank writes each weight exactly once. Creates DIR.
   void saveWeights(const std::string& dir) const;

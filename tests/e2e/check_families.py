@@ -19,7 +19,8 @@ import numpy as np
 TOLERANCE = 1e-4
 SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
-           "qwen3_moe_tiny/dense_masked"]
+           "qwen3_moe_tiny/dense_masked", "ms_moe_tiny/silu_fc3", "ms_moe_tiny/swiglu_interleaved",
+           "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias"]
 # Keys every family reports, equal to the exporter's.
 COMMON = ["family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
           "num_experts", "top_k", "expert_hidden", "num_shared_experts", "dense_layers", "router_scoring",

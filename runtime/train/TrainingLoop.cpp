@@ -1,0 +1,65 @@
+#include "runtime/train/TrainingLoop.h"
+
+#include "runtime/train/Checkpoint.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+namespace disagmoe::train {
+
+void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
+                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
+                     std::ostream& out) {
+  if (!o.resume.empty()) {
+    const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
+    if (data) data->setPosition(info.dataPosition);
+    out << "resumed from " << o.resume << " at step " << info.step << ", data position " << info.dataPosition
+        << "\n";
+  }
+  std::ofstream log;
+  if (!o.lossLog.empty()) {
+    log.open(o.lossLog, o.resume.empty() ? std::ios::trunc : std::ios::app);
+    if (!log) throw DataError(o.lossLog + ": cannot open the loss log for writing");
+  }
+  const auto checkpoint = [&] {
+    CheckpointInfo info;
+    info.step = trainer.steps();
+    info.dataPosition = data ? data->position() : 0;
+    info.data = o.dataName;
+    saveCheckpoint(o.checkpoint, plan, trainer, info);
+    out << "checkpoint at step " << info.step << " written to " << o.checkpoint << "\n";
+  };
+  while (trainer.steps() < o.steps) {
+    if (data) data->next(ids, targets);
+    const StepResult r = trainer.step(ids, targets, batch, seqLen);
+    if (!std::isfinite(r.loss)) {
+      char why[200];
+      std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g); stopping without writing a "
+                    "checkpoint", static_cast<long long>(r.step), std::isnan(r.loss) ? "NaN" : "Inf", r.gradNorm, r.lr);
+      throw DivergedError(why);
+    }
+    const double tokensPerSecond = r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
+    const int64_t position = data ? data->position() : 0;
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data position %lld\n",
+                  static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss, tokensPerSecond, r.lr,
+                  r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "", static_cast<long long>(position));
+    out << line << std::flush;
+    if (log) {
+      std::snprintf(line, sizeof line,
+                    "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"clip_coef\": %.9g, "
+                    "\"target_tokens\": %lld, \"tokens_per_s\": %.1f, \"seconds\": %.6f, \"data_position\": %lld}\n",
+                    static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm, r.clipCoef,
+                    static_cast<long long>(r.targetTokens), tokensPerSecond, r.wallSeconds,
+                    static_cast<long long>(position));
+      log << line << std::flush;
+    }
+    if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 && r.step < o.steps)
+      checkpoint();
+  }
+  if (!o.checkpoint.empty()) checkpoint();
+}
+
+} // namespace disagmoe::train

@@ -1,0 +1,43 @@
+// The training loop of `disagmoe-run --train --data FILE` (docs/training.md, "Training on token
+// files"): batches from a token file (TokenData.h) or one fixed batch, one Trainer::step each, a
+// progress line per step (loss, tokens/s, lr, gradient norm), a loss log in JSON lines, periodic
+// and final checkpoints (Checkpoint.h), resuming from one, and a stop on a NaN or Inf loss.
+#pragma once
+
+#include "runtime/plan/Plan.h"
+#include "runtime/train/TokenData.h"
+#include "runtime/train/Trainer.h"
+
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace disagmoe::train {
+
+/// The loss became NaN or Inf: the run stops (no checkpoint is written from that state).
+class DivergedError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoopOptions {
+  int64_t steps = 1;           ///< run until this many optimizer steps in total (a resumed run counts on)
+  std::string lossLog;         ///< JSON lines, one per step; appended to when resuming
+  std::string checkpoint;      ///< written every checkpointEvery steps and after the last step
+  int64_t checkpointEvery = 0; ///< 0: only after the last step
+  std::string resume;          ///< a checkpoint to continue from
+  std::string dataName;        ///< the token file's path, recorded in checkpoints
+};
+
+/// Runs the loop. `data`: the batch source, or nullptr to train on `ids`/`targets` every step.
+/// Each step prints to `out`:
+///   step S/N | loss L | T tokens/s | lr X | grad norm G[ (clipped)] | data position P
+/// and appends {"step", "loss", "lr", "grad_norm", "clip_coef", "target_tokens", "tokens_per_s",
+/// "seconds", "data_position"} to the loss log. Throws DivergedError("step S: loss is nan ...")
+/// on a non-finite loss, CheckpointError / DataError / ExecError otherwise.
+void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
+                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
+                     std::ostream& out);
+
+} // namespace disagmoe::train

@@ -1,0 +1,207 @@
+"""The training loop on token files (issue 7): formats, resume, checkpoints, refusals.
+
+  check_training_loop.py BIN_DIR SAMPLE_DIR DATA_FILE WORK_DIR
+
+1. Token formats: the same tokens (the first bytes of DATA_FILE) as a byte file, raw uint16, raw
+   uint32 and a Megatron indexed dataset (.bin/.idx written here following Megatron-LM's
+   _IndexWriter: "MMIDIDX\\0\\0", version 1, dtype code 8, counts, int32 lengths, int64 pointers,
+   int64 document indices; several sequences and documents) give bit-identical step losses.
+2. Resume: N steps in one run against N/2 steps + --resume + N/2 steps (AdamW, clipping, warm-up +
+   cosine): the weights (--save-weights .npy files), the final checkpoints and the loss-log lines of
+   the resumed steps are byte-identical.
+3. The checkpoint read by an independent safetensors parser (8-byte little-endian header length,
+   JSON header, raw data; written here from the spec): every weight equals the --save-weights .npy,
+   AdamW moments present, metadata step/data_position right.
+4. Refusals (exit 1, message naming the file and the field): truncated file, header length past
+   the end, invalid JSON, a missing tensor, a wrong dtype, a wrong shape, another optimizer; a
+   token file of odd size (uint16), a token outside the vocabulary, a corrupt Megatron index.
+5. A NaN/Inf loss stops the run naming the step, exit 1, no checkpoint written.
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+B, S = 4, 16
+
+
+def run(cmd, ok=True):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if ok and r.returncode != 0:
+        print(r.stdout)
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
+    return r
+
+
+def read_safetensors(path):
+    """Independent reader from the spec: u64 LE header size, JSON header, data buffer."""
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    buf = raw[8 + n:]
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, e in header.items():
+        assert e["dtype"] == "F32", name
+        b, end = e["data_offsets"]
+        tensors[name] = np.frombuffer(buf[b:end], dtype="<f4").reshape(e["shape"])
+    return tensors, meta
+
+
+def write_megatron(prefix, tokens, seq_lens, docs):
+    with open(prefix + ".bin", "wb") as f:
+        f.write(tokens.astype("<u2").tobytes())
+    ptrs = np.concatenate([[0], np.cumsum(seq_lens)[:-1]]).astype("<i8") * 2
+    with open(prefix + ".idx", "wb") as f:
+        f.write(b"MMIDIDX\x00\x00")
+        f.write(struct.pack("<Q", 1))
+        f.write(struct.pack("<B", 8))  # uint16
+        f.write(struct.pack("<Q", len(seq_lens)))
+        f.write(struct.pack("<Q", len(docs)))
+        f.write(np.asarray(seq_lens, dtype="<i4").tobytes())
+        f.write(ptrs.tobytes())
+        f.write(np.asarray(docs, dtype="<i8").tobytes())
+
+
+def main(bin_dir, sample, data_file, work):
+    os.makedirs(work, exist_ok=True)
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        passed += ok
+        failed += not ok
+        print(("ok   " if ok else "FAIL ") + what)
+
+    run_bin = os.path.join(bin_dir, "disagmoe-run")
+    plan = os.path.join(work, "plan")
+    run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
+         "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2", "--batch", str(B), "--seq-len", str(S)])
+    train = [run_bin, plan, "--train", "--batch", str(B), "--seq-len", str(S)]
+    losses = lambda text: re.findall(r"step \d+/\d+ \| loss ([0-9.eE+-]+|nan|inf)", text)  # noqa: E731
+
+    # 1. Formats.
+    tokens = np.frombuffer(open(data_file, "rb").read(4000), dtype=np.uint8).astype(np.int64)
+    files = {"bytes": os.path.join(work, "tok.txt"), "uint16": os.path.join(work, "tok.u16"),
+             "uint32": os.path.join(work, "tok.u32")}
+    open(files["bytes"], "wb").write(tokens.astype(np.uint8).tobytes())
+    tokens.astype("<u2").tofile(files["uint16"])
+    tokens.astype("<u4").tofile(files["uint32"])
+    seq_lens = [1000, 700, 1300, 1000]
+    write_megatron(os.path.join(work, "mega"), tokens, seq_lens, [0, 2, 4])
+    results = {}
+    for fmt, path in files.items():
+        results[fmt] = losses(run(train + ["--data", path, "--data-format", fmt, "--steps", "3"]).stdout)
+    results["megatron"] = losses(run(train + ["--data", os.path.join(work, "mega.bin"), "--steps", "3"]).stdout)
+    same = all(v == results["bytes"] and len(v) == 3 for v in results.values())
+    check(same, f"bytes, uint16, uint32 and megatron (4 sequences, 2 documents) give the same losses {results['bytes']}")
+
+    # 2. Resume.
+    common = train + ["--data", files["bytes"], "--data-format", "bytes", "--optimizer", "adamw", "--lr", "3e-3",
+                      "--clip-grad", "1", "--warmup-steps", "2", "--total-steps", "6", "--lr-min", "3e-4"]
+    full_ck, half_ck, res_ck = (os.path.join(work, f) for f in ("full.safetensors", "half.safetensors",
+                                                               "resumed.safetensors"))
+    run(common + ["--steps", "6", "--save-checkpoint", full_ck, "--save-weights", os.path.join(work, "full_w"),
+                  "--loss-log", os.path.join(work, "full.jsonl")])
+    run(common + ["--steps", "3", "--save-checkpoint", half_ck, "--loss-log", os.path.join(work, "res.jsonl")])
+    text = run(common + ["--steps", "6", "--resume", half_ck, "--save-checkpoint", res_ck, "--save-weights",
+                         os.path.join(work, "res_w"), "--loss-log", os.path.join(work, "res.jsonl")]).stdout
+    check("resumed from" in text and "step 4/6" in text and "step 3/6" not in text,
+          "the resumed run starts at step 4")
+    names = sorted(os.listdir(os.path.join(work, "full_w")))
+    differ = [n for n in names if open(os.path.join(work, "full_w", n), "rb").read()
+              != open(os.path.join(work, "res_w", n), "rb").read()]
+    check(len(names) > 100 and not differ, f"6 steps vs 3 + resume + 3: {len(names)} weight files byte-identical"
+                                           + (f" (differ: {differ[:3]})" if differ else ""))
+    check(open(full_ck, "rb").read() == open(res_ck, "rb").read(), "final checkpoints byte-identical")
+
+    def log(path):
+        rows = [json.loads(line) for line in open(path)]
+        for r in rows:
+            r.pop("tokens_per_s")
+            r.pop("seconds")
+        return rows
+    check(log(os.path.join(work, "full.jsonl")) == log(os.path.join(work, "res.jsonl")),
+          "loss logs (JSON lines) of the two runs identical, steps 1-6")
+
+    # 3. Independent reader.
+    tensors, meta = read_safetensors(full_ck)
+    mism = [n[:-4] for n in names if not np.array_equal(tensors[n[:-4]], np.load(os.path.join(work, "full_w", n)))]
+    moments = sum(k.endswith(".exp_avg") for k in tensors) == len(names)
+    check(not mism and moments and meta.get("step") == "6" and meta.get("data_position") == str(6 * B * S),
+          f"checkpoint by an independent parser: {len(tensors)} tensors, weights equal the .npy files, AdamW "
+          f"moments present, metadata {dict((k, meta.get(k)) for k in ('step', 'data_position', 'optimizer'))}")
+
+    # 4. Refusals.
+    raw = open(half_ck, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+
+    def rewrite(h):
+        t = json.dumps(h).encode()
+        return struct.pack("<Q", len(t)) + t + raw[8 + n:]
+    bad = {}
+    bad["truncated"] = (raw[:len(raw) // 2], "data buffer|bytes that no tensor covers|outside the data buffer")
+    bad["header_length"] = (struct.pack("<Q", 1 << 40) + raw[8:], "header length")
+    bad["json"] = (struct.pack("<Q", n) + b"#" + raw[9:8 + n] + raw[8 + n:], "not valid JSON")
+    # Without l0_q (its bytes removed too, the other offsets shifted: a well-formed file).
+    h, data, at = {"__metadata__": header["__metadata__"]}, b"", 0
+    for name, e in sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
+                          key=lambda kv: kv[1]["data_offsets"][0]):
+        if name == "l0_q":
+            continue
+        b0, e0 = e["data_offsets"]
+        h[name] = dict(e, data_offsets=[at, at + e0 - b0])
+        data += raw[8 + n + b0:8 + n + e0]
+        at += e0 - b0
+    t = json.dumps(h).encode()
+    bad["missing"] = (struct.pack("<Q", len(t)) + t + data, 'tensor "l0_q" is missing')
+    h = json.loads(json.dumps(header))
+    h["l0_q"]["dtype"] = "F16"
+    bad["dtype"] = (rewrite(h), 'tensor "l0_q": dtype F16')
+    h = json.loads(json.dumps(header))
+    h["head"]["shape"] = h["head"]["shape"][::-1] + [1]
+    bad["shape"] = (rewrite(h), 'tensor "head"')
+    h = json.loads(json.dumps(header))
+    h["__metadata__"]["optimizer"] = "sgd"
+    bad["optimizer"] = (rewrite(h), "__metadata__.optimizer")
+    h = json.loads(json.dumps(header))
+    h["__metadata__"]["step"] = "three"
+    bad["step"] = (rewrite(h), "__metadata__.step")
+    for what, (blob, pattern) in bad.items():
+        path = os.path.join(work, f"bad_{what}.safetensors")
+        open(path, "wb").write(blob)
+        r = run(common + ["--steps", "6", "--resume", path], ok=False)
+        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        check(r.returncode == 1 and path in last and re.search(pattern, last) is not None,
+              f"corrupt checkpoint ({what}) refused: {last[:160]}")
+    odd = os.path.join(work, "odd.u16")
+    open(odd, "wb").write(b"\x01\x00\x02")
+    big = os.path.join(work, "big.u16")
+    np.array([1] * 200 + [300] + [1] * 200, dtype="<u2").tofile(big)
+    bad_idx = os.path.join(work, "badidx")
+    write_megatron(bad_idx, tokens, [1000, 700, 1300, 1500], [0, 4])  # last sequence runs past .bin
+    for path, fmt, pattern in ((odd, "uint16", "not a multiple of the token width 2"),
+                               (big, "uint16", "token 200 is 300, outside the model's vocabulary"),
+                               (bad_idx + ".bin", "megatron", r"sequence 3 .* lies outside")):
+        r = run(train + ["--data", path, "--data-format", fmt, "--steps", "1"], ok=False)
+        last = r.stdout.strip().splitlines()[-1]
+        check(r.returncode == 1 and re.search(pattern, last) is not None, f"bad token file refused: {last[:160]}")
+
+    # 5. Divergence: an absurd learning rate overflows the weights.
+    ck = os.path.join(work, "diverged.safetensors")
+    r = run(train + ["--data", files["bytes"], "--data-format", "bytes", "--lr", "1e30", "--steps", "5",
+                     "--save-checkpoint", ck], ok=False)
+    last = r.stdout.strip().splitlines()[-1]
+    check(r.returncode == 1 and re.search(r"step \d: loss is (NaN|Inf)", last) is not None and not os.path.exists(ck),
+          f"non-finite loss stops the run, no checkpoint: {last[:160]}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))
