@@ -40,11 +40,22 @@ def AssignGroups : Pass<"assign-groups", "mlir::ModuleOp"> {
     Sets `group` on every `moe.stage`: the attention and FFN stages of layer l run on group
     l mod p of their side (DisagMoE, seeds/000, "interleaved layer assignment"; DESIGN.md, "Terms").
     The embedding runs with layer 0 (group 0) and the head where the last layer's output arrives
-    (group L mod p = 0). Rejects a p that does not divide the number of layers.
+    (group L mod p = 0). Rejects a p that does not divide the number of layers (dense layers count).
+
+    Always-on FFNs (`moe.dense_ffn`) get a `side` attribute: `dense-side` for the FFN of dense
+    layers (DeepSeek's first_k_dense_replace), `shared-experts-side` for shared experts; each is
+    `attention` (default: the A-ranks of the layer's attention group compute it before the residual
+    route) or `ffn` (the F-ranks of the layer's FFN group compute it: norm(h) travels in the
+    layer's M2N, each token to F-rank (sequence mod D_F) of the group, and the output returns in
+    that F-rank's N2M; docs/plan-format.md, `dense_ffn`). Any other value is an error.
   }];
   let options = [
     Option<"groups", "p", "int64_t", /*default=*/"1",
-           "Number of groups p per side (layer l runs on group l mod p)">
+           "Number of groups p per side (layer l runs on group l mod p)">,
+    Option<"denseSide", "dense-side", "std::string", /*default=*/"\"attention\"",
+           "Where dense layers' FFNs run: attention or ffn">,
+    Option<"sharedExpertsSide", "shared-experts-side", "std::string", /*default=*/"\"attention\"",
+           "Where shared experts run: attention or ffn">
   ];
 }
 

@@ -155,6 +155,10 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   json::Object model;
   int64_t numLayers = 0, hidden = 0, vocab = 0;
   bool ok = true;
+  // FFN-side always-on FFNs: shared experts' instruction waiting for its layer's m2n_recv, and the
+  // m2n exchanges of FFN-side dense layers (their bytes_per_token needs top_k).
+  std::map<int64_t, json::Object> pendingFfnDense;
+  std::vector<size_t> denseM2n;
   auto attnGroupRanks = [&](int64_t layer) { return p.attentionRanks(layer % p.groups); };
 
   func.walk([&](Operation *op) {
@@ -312,16 +316,21 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       model["expert_hidden"] = x.getExpertHidden();
       ffnProgram.push_back(instr("experts", layer, "forward"));
     } else if (auto d = dyn_cast<moe::DenseFfnOp>(op)) {
-      // A dense layer's FFN or a layer's shared experts, on the attention side: h += FFN(norm(h)).
+      // A dense layer's FFN or a layer's shared experts: h += FFN(norm(h)) on the attention side,
+      // or, with side = "ffn" (assign-groups), on the F-ranks of the layer's FFN group.
       int64_t layer = d.getLayer();
-      auto ranks = attnGroupRanks(layer);
-      components.push_back(json::Object{{"kind", "dense_ffn"},
-                                        {"layer", layer},
-                                        {"role", d.getRole()},
-                                        {"ffn_hidden", d.getFfnHidden()},
-                                        {"w1", weights.use(d.getW1(), ranks)},
-                                        {"w3", weights.use(d.getW3(), ranks)},
-                                        {"w2", weights.use(d.getW2(), ranks)}});
+      const bool onFfn = d.getSide() && *d.getSide() == "ffn";
+      auto ranks = onFfn ? p.ffnGroupRanks(layer % p.groups) : attnGroupRanks(layer);
+      json::Object comp{{"kind", "dense_ffn"},
+                        {"layer", layer},
+                        {"role", d.getRole()},
+                        {"ffn_hidden", d.getFfnHidden()},
+                        {"w1", weights.use(d.getW1(), ranks)},
+                        {"w3", weights.use(d.getW3(), ranks)},
+                        {"w2", weights.use(d.getW2(), ranks)}};
+      if (onFfn)
+        comp["side"] = "ffn";
+      components.push_back(std::move(comp));
       if (d.getRole() == "dense") {
         denseLayers.push_back(layer);
         model["dense_hidden"] = d.getFfnHidden();
@@ -329,7 +338,35 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
         model["num_shared_experts"] = d.getNumSharedExperts().value_or(1);
         model["shared_expert_hidden"] = d.getFfnHidden();
       }
-      attnProgram.push_back(instr("dense_ffn", layer, "forward"));
+      if (!onFfn) {
+        attnProgram.push_back(instr("dense_ffn", layer, "forward"));
+      } else if (d.getRole() == "shared") {
+        // Runs on the F-ranks right after the layer's M2N arrives (before the routed experts).
+        pendingFfnDense[layer] = instr("dense_ffn", layer, "forward");
+      } else {
+        // A dense layer on the FFN side has no moe.m2n/n2m in the IR (no routing); its norm(h)
+        // still goes A -> F and its FFN output F -> A like an MoE layer's, so emit both exchanges.
+        const int64_t group = layer % p.groups, next = (layer + 1) % p.groups;
+        attnProgram.push_back(instr("m2n_send", layer, "comm"));
+        attnProgram.push_back(instr("n2m_recv", layer, "comm")); // moved after residual_recv below
+        ffnProgram.push_back(instr("m2n_recv", layer, "comm"));
+        ffnProgram.push_back(instr("dense_ffn", layer, "forward"));
+        ffnProgram.push_back(instr("n2m_send", layer, "comm"));
+        denseM2n.push_back(exchanges.size()); // bytes_per_token needs top_k, known after the walk
+        exchanges.push_back(json::Object{{"id", "m2n." + std::to_string(layer)},
+                                         {"kind", "m2n"},
+                                         {"layer", layer},
+                                         {"src_group", group},
+                                         {"dst_group", group},
+                                         {"capacity_tokens", batch * seq}});
+        exchanges.push_back(json::Object{{"id", "n2m." + std::to_string(layer)},
+                                         {"kind", "n2m"},
+                                         {"layer", layer},
+                                         {"src_group", group},
+                                         {"dst_group", next},
+                                         {"capacity_tokens", batch * seq},
+                                         {"bytes_per_token", 8 + hidden * 4}});
+      }
     } else if (auto h = dyn_cast<moe::HeadOp>(op)) {
       components.push_back(json::Object{
           {"kind", "head"}, {"weight", weights.use(h.getWeight(), attnGroupRanks(numLayers))}});
@@ -338,6 +375,10 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       int64_t layer = m.getLayer();
       attnProgram.push_back(instr("m2n_send", layer, "comm"));
       ffnProgram.push_back(instr("m2n_recv", layer, "comm"));
+      if (auto it = pendingFfnDense.find(layer); it != pendingFfnDense.end()) {
+        ffnProgram.push_back(std::move(it->second)); // FFN-side shared experts
+        pendingFfnDense.erase(it);
+      }
       // Per token: id, activations, and up to top_k (expert id, gate) pairs plus their count.
       int64_t k = llvm::cast<RankedTensorType>(m.getIds().getType()).getDimSize(1);
       exchanges.push_back(json::Object{{"id", "m2n." + std::to_string(layer)},
@@ -378,6 +419,9 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   });
   if (!ok)
     return false;
+  for (size_t i : denseM2n)
+    (*exchanges[i].getAsObject())["bytes_per_token"] =
+        8 + hidden * 4 + 8 + model.getInteger("top_k").value_or(0) * 12;
 
   // n2m_recv of layer l must follow the residual route of layer l in the attention program; the IR
   // order (ffn stage, n2m, residual) puts it first, so move each n2m_recv after its residual_recv.

@@ -89,6 +89,13 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
               "], got " + std::to_string(value);
       return nullptr;
     }
+  for (auto [name, value] : {std::pair<const char *, const std::string &>{"--dense-side",
+                                                                         options.denseSide},
+                             {"--shared-experts-side", options.sharedExpertsSide}})
+    if (value != "attention" && value != "ffn") {
+      error = std::string(name) + " must be attention or ffn, got '" + value + "'";
+      return nullptr;
+    }
   if (options.groups * (options.attnRanks + options.ffnRanks) > kMaxWorld) {
     error = "--groups x (--attn-ranks + --ffn-ranks) = " +
             std::to_string(options.groups * (options.attnRanks + options.ffnRanks)) +
@@ -189,7 +196,11 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
   const std::pair<const char *, std::function<std::unique_ptr<Pass>()>> stages[] = {
       {"raise", [] { return createRaiseOnnxToMoe(); }},
       {"partition", [] { return createPartitionComponents(); }},
-      {"groups", [&] { return createAssignGroups(AssignGroupsOptions{options.groups}); }},
+      {"groups",
+       [&] {
+         return createAssignGroups(AssignGroupsOptions{options.groups, options.denseSide,
+                                                       options.sharedExpertsSide});
+       }},
       {"exchange", [] { return createFuseExchange(); }},
       {"placement",
        [&] {

@@ -29,6 +29,9 @@ struct CompileOptions {
   /// model is an error.
   std::optional<int64_t> batch, seqLen;
   int64_t attnRanks = 2, ffnRanks = 2, groups = 1;
+  /// Side ("attention" or "ffn") that runs dense layers' FFNs and shared experts (assign-groups'
+  /// dense-side and shared-experts-side options).
+  std::string denseSide = "attention", sharedExpertsSide = "attention";
   /// Routing profile (docs/routing-profile.md) for expert placement; empty: contiguous split.
   std::string routingProfile;
   /// Stage names after which to print the IR: import, raise, partition, groups, exchange,

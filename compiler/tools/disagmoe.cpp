@@ -1,6 +1,7 @@
 //===- disagmoe.cpp - the disagmoe command-line compiler ------------------===//
 //
 //   disagmoe compile model.onnx -o plan/ [--attn-ranks N] [--ffn-ranks M] [--groups P]
+//                    [--dense-side attention|ffn] [--shared-experts-side attention|ffn]
 //                    [--batch B] [--seq-len S] [--print-ir-after=<stage>] [--print-ir-after-all]
 //
 // Errors are one line on stderr, "disagmoe: <file>: <what>", with exit code 1.
@@ -42,6 +43,12 @@ int compileMain(int argc, char **argv) {
   cl::opt<int64_t> groups("groups",
                           cl::desc("Groups per side, layer l on group l mod p (default 1)"),
                           cl::init(1), cl::cat(category));
+  cl::opt<std::string> denseSide(
+      "dense-side", cl::desc("Side that runs dense layers' FFNs: attention (default) or ffn"),
+      cl::init("attention"), cl::cat(category));
+  cl::opt<std::string> sharedExpertsSide(
+      "shared-experts-side", cl::desc("Side that runs shared experts: attention (default) or ffn"),
+      cl::init("attention"), cl::cat(category));
   cl::opt<std::string> routingProfile(
       "routing-profile",
       cl::desc("Place experts from measured loads (disagmoe route-stats; docs/routing-profile.md)"),
@@ -73,6 +80,8 @@ int compileMain(int argc, char **argv) {
   options.attnRanks = attnRanks;
   options.ffnRanks = ffnRanks;
   options.groups = groups;
+  options.denseSide = denseSide;
+  options.sharedExpertsSide = sharedExpertsSide;
   options.routingProfile = routingProfile;
   options.printIrAfter.assign(printAfter.begin(), printAfter.end());
   options.printIrAfterAll = printAfterAll;

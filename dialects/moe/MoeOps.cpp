@@ -231,6 +231,8 @@ LogicalResult DenseFfnOp::verify() {
     return failure();
   if (getLayer() < 0)
     return emitOpError() << "attribute 'layer' must be >= 0, got " << getLayer();
+  if (auto side = getSide(); side && *side != "attention" && *side != "ffn")
+    return emitOpError() << "attribute 'side' must be attention or ffn, got '" << *side << "'";
   if (auto n = getNumSharedExperts()) {
     if (role != "shared")
       return emitOpError() << "attribute 'num_shared_experts' is only for role shared";

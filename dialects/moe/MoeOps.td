@@ -224,7 +224,11 @@ def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
     `role = "dense"`: the whole FFN of a dense layer (DeepSeek's first_k_dense_replace layers), so
     x_{l+1} = h_l + y; `role = "shared"`: the shared experts of an MoE layer, fused into one FFN of
     width `num_shared_experts` x the routed expert width, so r_l = h_l + y is what the layer's
-    experts' output is added to (DESIGN.md, "Exchanges"). Both run on the attention side.
+    experts' output is added to (DESIGN.md, "Exchanges"). `side` (set by assign-groups, absent
+    before it): `"attention"` runs it on the A-ranks of the layer's attention group, `"ffn"` on the
+    F-ranks of its FFN group, which receive norm(h) through the layer's M2N and return y inside its
+    N2M (docs/plan-format.md, `dense_ffn`). The op stays in the attention stage either way: the
+    attribute, not the region, says where it runs.
 
     ```mlir
     %s = moe.dense_ffn %hn w1(%a) w3(%b) w2(%c) {ffn_hidden = 32 : i64, layer = 1 : i64,
@@ -234,7 +238,8 @@ def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
   }];
   let arguments = (ins F32Tensor:$x, F32Tensor:$w1, F32Tensor:$w3, F32Tensor:$w2,
                        Moe_I64Attr:$layer, StrAttr:$role, Moe_I64Attr:$ffn_hidden,
-                       OptionalAttr<Moe_I64Attr>:$num_shared_experts);
+                       OptionalAttr<Moe_I64Attr>:$num_shared_experts,
+                       OptionalAttr<StrAttr>:$side);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = [{
     $x `w1` `(` $w1 `)` `w3` `(` $w3 `)` `w2` `(` $w2 `)` attr-dict `:` type($x) `,`

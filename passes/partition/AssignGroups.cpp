@@ -3,6 +3,8 @@
 // DisagMoE's interleaved layer assignment (seeds/000; DESIGN.md, "Terms"): with p groups per side,
 // group g holds layers g, g+p, g+2p, ... on the attention side and on the FFN side, so each group
 // runs v = L/p virtual stages of the AF-Pipe ring A0 -> F0 -> A1 -> F1 -> ...
+// It also says on which side each always-on FFN (dense layer, shared experts) runs: the `side`
+// attribute of moe.dense_ffn, from the dense-side and shared-experts-side options.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -26,6 +28,14 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
       module.emitError() << "assign-groups: p must be at least 1, got " << p;
       return signalPassFailure();
     }
+    // Each always-on FFN (dense layer or shared experts) runs on the attention or the FFN side.
+    for (auto [option, name] : {std::pair<StringRef, StringRef>{denseSide, "dense-side"},
+                                {sharedExpertsSide, "shared-experts-side"}})
+      if (option != "attention" && option != "ffn") {
+        module.emitError() << "assign-groups: " << name << " must be attention or ffn, got '"
+                           << option << "'";
+        return signalPassFailure();
+      }
     SmallVector<moe::StageOp> stages;
     module.walk([&](moe::StageOp stage) { stages.push_back(stage); });
     if (stages.empty()) {
@@ -49,6 +59,10 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
       stage.setGroupAttr(b.getI64IntegerAttr(layer % p));
     }
     module->setAttr("moe.num_groups", b.getI64IntegerAttr(p));
+    module.walk([&](moe::DenseFfnOp ffn) {
+      StringRef side = ffn.getRole() == "dense" ? StringRef(denseSide) : StringRef(sharedExpertsSide);
+      ffn.setSideAttr(b.getStringAttr(side));
+    });
   }
 };
 } // namespace

@@ -1723,7 +1723,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
         return b.create<moe::DenseFfnOp>(loc, actType, hn, f.w1.getResult(), f.w3.getResult(),
                                          f.w2.getResult(), b.getI64IntegerAttr(li),
                                          b.getStringAttr(role), b.getI64IntegerAttr(f.inner),
-                                         numShared)
+                                         numShared, /*side=*/StringAttr())
             .getResult();
       };
       if (layer.dense) {

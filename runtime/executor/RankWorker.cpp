@@ -72,8 +72,20 @@ private:
     case OpCode::M2nRecv:
     case OpCode::Experts:
     case OpCode::N2mSend: return placement_.ffnGroupOfLayer(ins.layer);
+    case OpCode::DenseFfn:
+      return ffnSideDense(ins.layer) ? placement_.ffnGroupOfLayer(ins.layer)
+                                     : placement_.attentionGroupOfLayer(ins.layer);
     default: return placement_.attentionGroupOfLayer(ins.layer);
     }
+  }
+
+  // Whether layer l's dense FFN or shared experts run on the FFN side (dense_ffn side "ffn").
+  bool ffnSideDense(int64_t l) const { return model_.layers[l].denseOnFfn || model_.layers[l].sharedOnFfn; }
+
+  // Position in layer l's FFN group of the F-rank that runs the FFN-side dense FFN / shared experts
+  // of flat token `id`: sequence s goes to F-rank s mod D_F (docs/plan-format.md, `dense_ffn`).
+  int64_t homeFfnIndex(int64_t l, int64_t id) const {
+    return (id / seqLen_) % static_cast<int64_t>(placement_.ffnGroupOfLayer(l).ranks.size());
   }
 
   // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen .. s*seqLen+seqLen-1.
@@ -188,7 +200,7 @@ private:
                         " tokens that are not this rank's " + std::to_string(n));
       pending_.data = std::move(m.rows);
       pending_.layer = l;
-      if (model_.layers[l].dense) { // no N2M: x_{l+1} = r_l (DESIGN.md, "Exchanges")
+      if (!model_.layers[l].hasFfnStage()) { // no N2M: x_{l+1} = r_l (DESIGN.md, "Exchanges")
         x_.data = std::move(pending_.data);
         x_.layer = l + 1;
         pending_ = Buffer{};
@@ -328,19 +340,24 @@ private:
       h_.data[i] += y[i];
   }
 
-  // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there.
+  // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there,
+  // and, when the layer's dense FFN or shared experts run on the FFN side, every token whose home
+  // F-rank (homeFfnIndex) it is, even with no expert there (n_local = 0; a dense layer: all tokens).
   void m2nSend(int64_t l) {
     need(ffnNorm_, l, "ffn_norm output");
-    need(topGates_, l, "router output");
-    const int64_t n = tokenCount(), H = model_.hiddenSize, k = model_.topK;
+    const bool routed = !model_.layers[l].dense, home = ffnSideDense(l);
+    if (routed) need(topGates_, l, "router output");
+    const int64_t n = tokenCount(), H = model_.hiddenSize, k = routed ? model_.topK : 0;
     const std::vector<int>& owner = placement_.expertToRank[l];
-    for (int f : placement_.ffnGroupOfLayer(l).ranks) {
+    const std::vector<int>& franks = placement_.ffnGroupOfLayer(l).ranks;
+    for (size_t fi = 0; fi < franks.size(); ++fi) {
+      const int f = franks[fi];
       M2nMessage m;
       for (int64_t t = 0; t < n; ++t) {
         std::vector<ExpertGate> route;
         for (int64_t j = 0; j < k; ++j)
           if (owner[topIds_[t * k + j]] == f) route.push_back({topIds_[t * k + j], topGates_.data[t * k + j]});
-        if (route.empty()) continue;
+        if (route.empty() && !(home && homeFfnIndex(l, tokens_[t]) == static_cast<int64_t>(fi))) continue;
         std::sort(route.begin(), route.end(),
                   [](const ExpertGate& a, const ExpertGate& b) { return a.expert < b.expert; });
         m.tokenIds.push_back(tokens_[t]);
@@ -380,6 +397,7 @@ private:
     switch (ins.op) {
     case OpCode::M2nRecv: m2nRecv(ins.layer); break;
     case OpCode::Experts: experts(ins.layer); break;
+    case OpCode::DenseFfn: ffnSideDenseFfn(ins.layer); break;
     case OpCode::N2mSend: n2mSend(ins.layer); break;
     default: throw ExecError("not an ffn instruction");
     }
@@ -398,6 +416,39 @@ private:
       received_.push_back(std::move(m));
     }
     receivedLayer_ = l;
+    // Each token's N2M vector accumulates from zero: the FFN-side dense FFN / shared experts
+    // (dense_ffn), then g_e * E_e(x) in ascending expert id (experts), in program order.
+    outputs_.assign(received_.size(), {});
+    for (size_t s = 0; s < received_.size(); ++s)
+      outputs_[s].assign(received_[s].tokenIds.size() * model_.hiddenSize, 0.0f);
+  }
+
+  // FFN side of a dense layer's FFN or a layer's shared experts: FFN(x) of every received token
+  // whose home F-rank this is, added onto its N2M vector (tokens in message order, senders ascending).
+  void ffnSideDenseFfn(int64_t l) {
+    need(receivedLayer_, l, "the M2N messages (m2n_recv)");
+    const LayerComponents& lc = model_.layers[l];
+    const Component& c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
+    const int64_t H = model_.hiddenSize, myIndex = index_;
+    std::vector<std::pair<size_t, size_t>> rows; // (sender, token) of this rank's home tokens
+    std::vector<float> x;
+    for (size_t s = 0; s < received_.size(); ++s)
+      for (size_t t = 0; t < received_[s].tokenIds.size(); ++t)
+        if (homeFfnIndex(l, received_[s].tokenIds[t]) == myIndex) {
+          rows.push_back({s, t});
+          x.insert(x.end(), received_[s].x.begin() + t * H, received_[s].x.begin() + (t + 1) * H);
+        }
+    const int64_t count = static_cast<int64_t>(rows.size());
+    std::vector<float> y = freshFloats(count * H);
+    cpu::FfnWeights w;
+    w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
+    cpu::ffnForward(x.data(), count, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
+    for (int64_t r = 0; r < count; ++r) {
+      float* out = outputs_[rows[r].first].data() + rows[r].second * H;
+      for (int64_t j = 0; j < H; ++j)
+        out[j] += y[r * H + j];
+    }
+    denseLayer_ = l;
   }
 
   // Each local expert in ascending id over all its tokens (grouped across senders); every token's
@@ -406,9 +457,6 @@ private:
     need(receivedLayer_, l, "the M2N messages (m2n_recv)");
     const int64_t H = model_.hiddenSize;
     const Component& c = component(model_.layers[l].experts);
-    outputs_.assign(received_.size(), {});
-    for (size_t s = 0; s < received_.size(); ++s)
-      outputs_[s].assign(received_[s].tokenIds.size() * H, 0.0f);
     for (const ExpertWeights& ew : c.experts) {
       if (placement_.expertToRank[l][ew.expert] != rank_) continue;
       struct Use {
@@ -446,12 +494,13 @@ private:
       }
       result_.experts.push_back({l, ew.expert, rank_, rows});
     }
-    outputsLayer_ = l;
+    expertsLayer_ = l;
   }
 
   // Back to the A-rank with the same index in the group that receives layer l's output.
   void n2mSend(int64_t l) {
-    need(outputsLayer_, l, "the expert outputs (experts)");
+    if (!model_.layers[l].dense) need(expertsLayer_, l, "the expert outputs (experts)");
+    if (ffnSideDense(l)) need(denseLayer_, l, "the FFN-side dense FFN / shared experts (dense_ffn)");
     const Group& next = placement_.nextAttentionGroup(l);
     for (size_t s = 0; s < received_.size(); ++s) {
       const int64_t count = static_cast<int64_t>(received_[s].tokenIds.size());
@@ -480,7 +529,7 @@ private:
   // ffn role
   std::vector<M2nMessage> received_;        // per A-rank of the attention group, ascending
   std::vector<std::vector<float>> outputs_; // per received message: [count, hidden]
-  int64_t receivedLayer_ = kUnset, outputsLayer_ = kUnset;
+  int64_t receivedLayer_ = kUnset, expertsLayer_ = kUnset, denseLayer_ = kUnset;
 
   RankResult result_;
 };

@@ -5,7 +5,8 @@
 // attention, residual_add, router, m2n_send, residual_send of layer l -> the attention group of l;
 // residual_recv, n2m_recv of layer l -> the group receiving layer l's output
 // (Placement::nextAttentionGroup); final norm and head -> the head group; m2n_recv, experts,
-// n2m_send of layer l -> the ffn group of l.
+// n2m_send of layer l -> the ffn group of l; dense_ffn of layer l -> the group of l on its
+// component's side (attention, or ffn with `side: "ffn"`, docs/plan-format.md).
 //
 // This version runs a rank's instructions in list order on one worker thread; the `stream` of each
 // instruction is validated but streams do not yet overlap.

@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <tuple>
 
 namespace disagmoe {
 namespace {
@@ -58,7 +59,15 @@ std::string formatPlacement(const Plan& plan, const RunResult& run) {
     }
     flush();
     const Group& f = p.ffnGroupOfLayer(l);
-    out += "layer " + std::to_string(l) + " experts " + line + " (group F" + std::to_string(f.index) + ")\n";
+    const LayerComponents& lc = plan.model.layers[l];
+    if (!lc.dense)
+      out += "layer " + std::to_string(l) + " experts " + line + " (group F" + std::to_string(f.index) + ")\n";
+    // Dense FFN / shared experts: on the side their dense_ffn names (docs/plan-format.md).
+    for (auto [index, onFfn, what] : {std::tuple<int, bool, const char*>{lc.denseFfn, lc.denseOnFfn, "dense FFN"},
+                                      {lc.sharedFfn, lc.sharedOnFfn, "shared experts"}})
+      if (index >= 0)
+        out += "layer " + std::to_string(l) + " " + what + ": group " + (onFfn ? "F" : "A") +
+               std::to_string(onFfn ? f.index : a.index) + " ranks " + joinRanks(onFfn ? f.ranks : a.ranks) + "\n";
   }
   const Group& head = p.groups[p.attentionGroups[p.headGroup]];
   out += "final norm and head: group A" + std::to_string(head.index) + " ranks " + joinRanks(head.ranks) + "\n";

@@ -589,11 +589,15 @@ private:
         const std::string use = layerName + " " + toString(comp.denseRole) + " FFN";
         comp.ffnHidden = c["ffn_hidden"].integer(1, 1 << 20);
         const int64_t F = comp.ffnHidden;
-        comp.w1 = weightField(c, "w1", {H, F}, "hidden_size, ffn_hidden", attnRanks, use);
-        comp.w3 = weightField(c, "w3", {H, F}, "hidden_size, ffn_hidden", attnRanks, use);
-        comp.w2 = weightField(c, "w2", {F, H}, "ffn_hidden, hidden_size", attnRanks, use);
-        (comp.denseRole == DenseFfnRole::Dense ? m.layers[comp.layer].denseFfn : m.layers[comp.layer].sharedFfn) =
-            index;
+        // side "ffn": every F-rank of the layer's FFN group holds the weights (each runs its tokens).
+        if (c.has("side")) comp.onFfnSide = c["side"].choice<GroupRole>(kGroupRoles) == GroupRole::Ffn;
+        const std::vector<int>& ranks = comp.onFfnSide ? p.ffnGroupOfLayer(comp.layer).ranks : attnRanks;
+        comp.w1 = weightField(c, "w1", {H, F}, "hidden_size, ffn_hidden", ranks, use);
+        comp.w3 = weightField(c, "w3", {H, F}, "hidden_size, ffn_hidden", ranks, use);
+        comp.w2 = weightField(c, "w2", {F, H}, "ffn_hidden, hidden_size", ranks, use);
+        LayerComponents& lc = m.layers[comp.layer];
+        (comp.denseRole == DenseFfnRole::Dense ? lc.denseFfn : lc.sharedFfn) = index;
+        (comp.denseRole == DenseFfnRole::Dense ? lc.denseOnFfn : lc.sharedOnFfn) = comp.onFfnSide;
         break;
       }
       case ComponentKind::Experts: {
@@ -664,7 +668,7 @@ private:
       Node x = n[i];
       Instruction ins;
       ins.op = x["op"].choice<OpCode>(kOpCodes);
-      if (isFfnOp(ins.op) != ffnRole)
+      if (ins.op != OpCode::DenseFfn && isFfnOp(ins.op) != ffnRole)
         x["op"].fail(std::string("\"") + toString(ins.op) + "\" is not " + (ffnRole ? "an ffn" : "an attention") +
                      " instruction");
       if (ins.op == OpCode::RmsNorm) {
@@ -677,13 +681,21 @@ private:
       } else {
         ins.layer = x["layer"].integer(0, layers - 1);
       }
-      if (!global && plan_.model.layers[ins.layer].dense && isMoeOnlyOp(ins.op))
+      // A dense layer has no router or experts, and no exchange with an FFN group unless its
+      // FFN runs on the FFN side.
+      if (!global && plan_.model.layers[ins.layer].dense && isMoeOnlyOp(ins.op) &&
+          (!plan_.model.layers[ins.layer].denseOnFfn || ins.op == OpCode::Router || ins.op == OpCode::Experts))
         x["op"].fail(std::string("\"") + toString(ins.op) + "\": layer " + std::to_string(ins.layer) +
                      " is dense (model.dense_layers)");
       if (ins.op == OpCode::DenseFfn && !global) {
         const LayerComponents& lc = plan_.model.layers[ins.layer];
         if (lc.denseFfn < 0 && lc.sharedFfn < 0)
           x["op"].fail("layer " + std::to_string(ins.layer) + " has no dense_ffn component");
+        const bool onFfn = lc.denseFfn >= 0 ? lc.denseOnFfn : lc.sharedOnFfn;
+        if (onFfn != ffnRole)
+          x["op"].fail("the dense_ffn of layer " + std::to_string(ins.layer) + " runs on the " +
+                       (onFfn ? "ffn" : "attention") + " side (its component's side), not in the " +
+                       (ffnRole ? "ffn" : "attention") + " program");
       }
       ins.stream = x["stream"].choice<Stream>(kStreams);
       const Stream expected = isExchangeOp(ins.op) ? Stream::Comm : Stream::Forward;
@@ -699,10 +711,13 @@ private:
     std::vector<Instruction> required;
     const auto& lcs = plan_.model.layers;
     if (ffnRole) {
-      for (int64_t l = 0; l < layers; ++l)
-        if (!lcs[l].dense)
-          for (OpCode op : {OpCode::M2nRecv, OpCode::Experts, OpCode::N2mSend})
-            required.push_back({op, l, NormRole::None, {}});
+      for (int64_t l = 0; l < layers; ++l) {
+        if (!lcs[l].hasFfnStage()) continue;
+        for (OpCode op : {OpCode::M2nRecv, OpCode::N2mSend})
+          required.push_back({op, l, NormRole::None, {}});
+        if (!lcs[l].dense) required.push_back({OpCode::Experts, l, NormRole::None, {}});
+        if (lcs[l].denseOnFfn || lcs[l].sharedOnFfn) required.push_back({OpCode::DenseFfn, l, NormRole::None, {}});
+      }
     } else {
       required.push_back({OpCode::Embed, -1, NormRole::None, {}});
       for (int64_t l = 0; l < layers; ++l) {
@@ -710,9 +725,11 @@ private:
         for (OpCode op : {OpCode::Attention, OpCode::ResidualAdd})
           required.push_back({op, l, NormRole::None, {}});
         required.push_back({OpCode::RmsNorm, l, NormRole::FfnNorm, {}});
-        if (lcs[l].denseFfn >= 0 || lcs[l].sharedFfn >= 0) required.push_back({OpCode::DenseFfn, l, NormRole::None, {}});
-        for (OpCode op : {OpCode::Router, OpCode::M2nSend, OpCode::ResidualSend, OpCode::ResidualRecv, OpCode::N2mRecv})
-          if (!lcs[l].dense || !isMoeOnlyOp(op)) required.push_back({op, l, NormRole::None, {}});
+        if ((lcs[l].denseFfn >= 0 && !lcs[l].denseOnFfn) || (lcs[l].sharedFfn >= 0 && !lcs[l].sharedOnFfn))
+          required.push_back({OpCode::DenseFfn, l, NormRole::None, {}});
+        if (!lcs[l].dense) required.push_back({OpCode::Router, l, NormRole::None, {}});
+        for (OpCode op : {OpCode::M2nSend, OpCode::ResidualSend, OpCode::ResidualRecv, OpCode::N2mRecv})
+          if (lcs[l].hasFfnStage() || !isMoeOnlyOp(op)) required.push_back({op, l, NormRole::None, {}});
       }
       required.push_back({OpCode::RmsNorm, -1, NormRole::FinalNorm, {}});
       required.push_back({OpCode::Head, -1, NormRole::None, {}});
@@ -744,9 +761,10 @@ private:
       e.kind = x["kind"].choice<ExchangeKind>(kExchangeKinds);
       e.layer = x["layer"].integer(0, m.numLayers - 1);
       auto key = std::make_pair(static_cast<int>(e.kind), e.layer);
-      if (m.layers[e.layer].dense && e.kind != ExchangeKind::Residual)
+      if (!m.layers[e.layer].hasFfnStage() && e.kind != ExchangeKind::Residual)
         x["kind"].fail(std::string("\"") + toString(e.kind) + "\": layer " + std::to_string(e.layer) +
-                       " is dense (model.dense_layers) and only has a residual exchange");
+                       " is dense (model.dense_layers) with its FFN on the attention side and only has a "
+                       "residual exchange");
       if (!firstOf.emplace(key, i).second)
         x.fail(std::string("a second ") + toString(e.kind) + " exchange for layer " + std::to_string(e.layer) +
                " (first: exchanges[" + std::to_string(firstOf[key]) + "])");
@@ -777,7 +795,7 @@ private:
     }
     for (int64_t l = 0; l < m.numLayers; ++l)
       for (int k = 0; k < 3; ++k)
-        if (!firstOf.count({k, l}) && (!m.layers[l].dense || k == static_cast<int>(ExchangeKind::Residual)))
+        if (!firstOf.count({k, l}) && (m.layers[l].hasFfnStage() || k == static_cast<int>(ExchangeKind::Residual)))
           n.fail(std::string("no ") + kExchangeKinds[k] + " exchange for layer " + std::to_string(l));
   }
 

@@ -49,7 +49,8 @@ enum class OpCode {
   M2nRecv,
   Experts,
   N2mSend,
-  // attention role, model families: h += FFN(ffn_norm output) (dense layer or shared experts)
+  // model families: FFN(ffn_norm output) of a dense layer or shared experts; in the attention
+  // program it adds onto h, in the ffn program (side "ffn") onto the N2M vectors
   DenseFfn,
 };
 
@@ -105,6 +106,9 @@ struct Component {
   DenseFfnRole denseRole = DenseFfnRole::Dense; ///< dense_ffn
   int64_t ffnHidden = 0;                  ///< dense_ffn: inner width
   int w1 = -1, w3 = -1, w2 = -1;          ///< dense_ffn weights
+  /// dense_ffn `side`: false (attention, default) runs it on the A-ranks of the layer's attention
+  /// group; true ("ffn") on the F-ranks of its FFN group, each token on F-rank (sequence mod D_F).
+  bool onFfnSide = false;
   // mla_attention (DeepSeek-V2): wq as above, wo [heads*v_head_dim, hidden]
   int wkvA = -1, kvNorm = -1, wkvB = -1;
   float kvNormEps = 0, softmaxScale = 0;
@@ -117,6 +121,11 @@ struct LayerComponents {
   int denseFfn = -1;  ///< dense layers: the dense FFN (no router, experts or M2N/N2M)
   int sharedFfn = -1; ///< MoE layers with shared experts
   bool dense = false; ///< listed in model.dense_layers
+  /// The dense FFN / shared experts run on the FFN side (their dense_ffn has side "ffn").
+  bool denseOnFfn = false, sharedOnFfn = false;
+  /// Whether the layer has an FFN stage, hence M2N/N2M and ffn-role instructions: every MoE layer,
+  /// and a dense layer whose FFN runs on the FFN side.
+  bool hasFfnStage() const { return !dense || denseOnFfn; }
 };
 
 struct ModelSpec {

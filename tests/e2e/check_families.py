@@ -20,7 +20,8 @@ TOLERANCE = 1e-4
 SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
            "qwen3_moe_tiny/dense_masked", "ms_moe_tiny/silu_fc3", "ms_moe_tiny/swiglu_interleaved",
-           "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias"]
+           "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/silu_fc3_bias",
+           "ms_moe_tiny/swiglu_concat_oai_bias"]
 # Keys every family reports, equal to the exporter's.
 COMMON = ["family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
           "num_experts", "top_k", "expert_hidden", "num_shared_experts", "dense_layers", "router_scoring",
@@ -55,6 +56,104 @@ def same(a, b):
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-6)
     return a == b
+
+
+# Where DeepSeek-MoE's dense layer 0 and shared experts run (--dense-side, --shared-experts-side).
+SIDES = [("attention", "attention"), ("ffn", "attention"), ("attention", "ffn"), ("ffn", "ffn")]
+# The side choices compute the same sums grouped differently ((h + y) + sum_f N2M_f against
+# h + (y + routed) on the home F-rank), so they agree to fp32 rounding, far inside TOLERANCE.
+SIDES_AGREE = 1e-5
+
+
+def check_sides(disagmoe, runner, sdir, work, check, worst):
+    """Each side choice, p = 1 and 2, 2 A-ranks and 2 or 3 F-ranks: logits within TOLERANCE of
+    PyTorch and within SIDES_AGREE of the attention-side plan; the plan puts each FFN's weights only
+    on the chosen side's ranks and its instruction only in that side's program; --train refuses."""
+    name = "deepseek_moe_tiny sides"
+    for shape in ["b2_s8", "b1_s5"]:
+        ids = os.path.join(sdir, "golden", f"ids_{shape}.npy")
+        golden = np.load(os.path.join(sdir, "golden", f"logits_{shape}.npy"))
+        for p, franks in [(1, 2), (2, 3)]:
+            baseline = None
+            for dense, shared in SIDES:
+                plan = os.path.join(work, f"sides_{shape}_p{p}_f{franks}_{dense}_{shared}")
+                run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan, "--groups", str(p),
+                     "--attn-ranks", "2", "--ffn-ranks", str(franks), "--dense-side", dense,
+                     "--shared-experts-side", shared])
+                doc = json.load(open(os.path.join(plan, "plan.json")))
+                weights = {w["name"]: w["ranks"] for w in doc["model"]["weights"]}
+                for c in doc["model"]["components"]:
+                    if c["kind"] != "dense_ffn":
+                        continue
+                    side = dense if c["role"] == "dense" else shared
+                    role = "ffn" if side == "ffn" else "attention"
+                    group = next(g for g in doc["placement"]["groups"]
+                                 if g["role"] == role and c["layer"] in g["layers"])
+                    held = sorted(set(r for k in ("w1", "w2", "w3") for r in weights[c[k]]))
+                    where = [r for r, prog in doc["programs"].items()
+                             if any(i["op"] == "dense_ffn" and i.get("layer") == c["layer"] for i in prog)]
+                    check(c.get("side", "attention") == side and held == group["ranks"] and where == [role],
+                          f"{name} {shape} p={p}: layer {c['layer']} {c['role']} FFN on {side}: weights on "
+                          f"ranks {held} ({role} group {group['index']}: {group['ranks']}), "
+                          f"instruction in {where}")
+                out = plan + "_logits.npy"
+                run([runner, plan, "--input", ids, "--output", out])
+                logits = np.load(out)
+                err = float(np.abs(logits - golden).max())
+                worst[name] = max(worst.get(name, 0.0), err)
+                check(err <= TOLERANCE, f"{name} {shape} p={p} 2A+{franks}F dense={dense} shared={shared}: "
+                                        f"max abs error vs PyTorch {err:.3e}")
+                if baseline is None:
+                    baseline = logits
+                else:
+                    diff = float(np.abs(logits - baseline).max())
+                    check(diff <= SIDES_AGREE, f"{name} {shape} p={p}: dense={dense} shared={shared} vs "
+                                               f"attention/attention: max abs difference {diff:.3e}")
+    # Broken FFN-side plans are refused naming the field (plan = the last one: both on the FFN side).
+    def refused(edit, expect):
+        doc = json.load(open(os.path.join(plan, "plan.json")))
+        edit(doc)
+        bad = plan + "_bad"
+        os.makedirs(bad, exist_ok=True)
+        json.dump(doc, open(os.path.join(bad, "plan.json"), "w"))
+        r = subprocess.run([runner, bad, "--input", ids], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(r.returncode != 0 and expect in r.stdout, f"{name}: broken plan refused ({r.stdout.strip()})")
+
+    def component(doc, role, layer):
+        return next(c for c in doc["model"]["components"]
+                    if c["kind"] == "dense_ffn" and c["role"] == role and c["layer"] == layer)
+
+    def bad_side(doc):
+        component(doc, "dense", 0)["side"] = "gpu"
+
+    def attention_side(doc):  # side says attention: the A-ranks would need the weights
+        del component(doc, "shared", 1)["side"]
+
+    def instruction_on_attention(doc):  # side says ffn, the instruction moves to the attention program
+        ffn = doc["programs"]["ffn"]
+        i = next(i for i, x in enumerate(ffn) if x["op"] == "dense_ffn" and x["layer"] == 1)
+        doc["programs"]["attention"].insert(0, ffn.pop(i))
+
+    def no_dense_m2n(doc):
+        doc["exchanges"] = [e for e in doc["exchanges"] if not (e["layer"] == 0 and e["kind"] == "m2n")]
+
+    def dense_router(doc):
+        doc["programs"]["attention"].insert(0, {"op": "router", "layer": 0, "stream": "forward"})
+
+    refused(bad_side, 'side: "gpu" is not one of')
+    refused(attention_side, "runs layer 1 shared FFN but does not hold weight")
+    refused(instruction_on_attention, "runs on the ffn side (its component's side), not in the attention program")
+    refused(no_dense_m2n, "exchanges: no m2n exchange for layer 0")
+    refused(dense_router, '"router": layer 0 is dense (model.dense_layers)')
+    r = subprocess.run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan + "_cli", "--dense-side", "gpu"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 1 and "--dense-side must be attention or ffn, got 'gpu'" in r.stdout
+          and not os.path.exists(plan + "_cli"), f"{name}: compile --dense-side gpu refused ({r.stdout.strip()})")
+    # Training has no dense-FFN backward yet: the FFN-side plan is refused, naming the component.
+    r = subprocess.run([runner, plan, "--train", "--input", ids, "--steps", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(r.returncode != 0 and "training does not support dense_ffn components" in r.stdout,
+          f"{name}: --train refuses the FFN-side plan ({r.stdout.strip()[-200:]})")
 
 
 def main(bin_dir, samples_dir, work, names):
@@ -120,6 +219,8 @@ def main(bin_dir, samples_dir, work, names):
         refused("deepseek_moe_tiny", undense, "placement.expert_to_rank[0]: has 0 entries")
     if "gpt_oss_tiny" in names:
         refused("gpt_oss_tiny", wrong_sinks, "expected [4] (num_heads)")
+    if "deepseek_moe_tiny" in names:
+        check_sides(disagmoe, runner, os.path.join(samples_dir, "deepseek_moe_tiny"), work, check, worst)
     for name, err in worst.items():
         print(f"{name}: worst max abs error {err:.3e} (tolerance {TOLERANCE})")
     print(f"{passed} passed, {failed} failed")

@@ -78,6 +78,15 @@ FORMS = {
                                        activation_alpha=1.702, activation_beta=1.0, swiglu_limit=7.0,
                                        normalize_routing_weights=0),
                             fc3=False, bias=True, fusion=1, ort=True),
+    # Separate fc3 with biases on all three projections.
+    "silu_fc3_bias": dict(attrs=dict(k=2, activation_type="silu", normalize_routing_weights=0),
+                          fc3=True, bias=True, fusion=0, ort=False),
+    # The clamped SwiGLU on concatenated [gate; value] rows with fc1/fc2 biases (the bias split
+    # into the same halves), renormalised top-k weights.
+    "swiglu_concat_oai_bias": dict(attrs=dict(k=2, activation_type="swiglu", swiglu_fusion=2,
+                                              activation_alpha=1.702, activation_beta=1.0,
+                                              swiglu_limit=7.0, normalize_routing_weights=1),
+                                   fc3=False, bias=True, fusion=2, ort=False),
 }
 
 SWIGLU_DEFAULTS = dict(activation_alpha=1.0, activation_beta=0.0, swiglu_limit=math.inf)
@@ -104,6 +113,8 @@ def expert_tensors(model, form, layer_index):
         g = torch.Generator().manual_seed(100 + layer_index)
         t["fc1_bias"] = 0.1 * torch.randn(E, t["fc1"].shape[1], generator=g)
         t["fc2_bias"] = 0.1 * torch.randn(E, H, generator=g)
+        if "fc3" in t:
+            t["fc3_bias"] = 0.1 * torch.randn(E, I, generator=g)
     return {k: v.detach().float().contiguous() for k, v in t.items()}
 
 
