@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/raise/ContribMoeMatcher.h"
+#include "passes/raise/ComponentCoverage.h"
 #include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 
@@ -1669,6 +1670,9 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
         err.at->emitError() << err.message;
       return failure();
     }
+    // The components are found by their anchors; every node between them must have a role too.
+    if (failed(checkEveryNodeExplained(func)))
+      return failure();
 
     // Build the moe ops at the end of the function, then route the graph output through them.
     // Types come from the token ids [batch, seq] and the weight shapes, not from ONNX shape
