@@ -65,19 +65,22 @@ FORMS = {
     # Mixtral's experts as onnxruntime's converter writes them: silu(fc1) * fc3, then fc2.
     "silu_fc3": dict(attrs=dict(k=2, activation_type="silu", normalize_routing_weights=1),
                      fc3=True, bias=False, fusion=0, ort=False),
-    # The same experts with gate/value rows interleaved in fc1 (swiglu, alpha 1, beta 0, no limit).
+    # The same experts with gate/value rows interleaved in fc1 (swiglu; activation_alpha,
+    # activation_beta and swiglu_limit left to their defaults 1, 0, +inf), the node reading the
+    # 3-D [batch, seq, hidden] input beside the 2-D router logits.
     "swiglu_interleaved": dict(attrs=dict(k=2, activation_type="swiglu", swiglu_fusion=1,
                                           normalize_routing_weights=1),
-                               fc3=False, bias=False, fusion=1, ort=True),
+                               fc3=False, bias=False, fusion=1, ort=True, input3d=True),
     # Concatenated [gate; value] rows, no renormalisation of the top-k weights.
     "swiglu_concat": dict(attrs=dict(k=2, activation_type="swiglu", swiglu_fusion=2,
                                      normalize_routing_weights=0),
                           fc3=False, bias=False, fusion=2, ort=False),
-    # GPT-OSS's clamped SwiGLU: alpha 1.702, beta 1, limit 7, with fc1/fc2 biases.
+    # GPT-OSS's clamped SwiGLU: alpha 1.702, beta 1, limit 7, with fc1/fc2 biases and a router bias
+    # (router_probs = MatMul(x, Wg) + b).
     "swiglu_oai_bias": dict(attrs=dict(k=2, activation_type="swiglu", swiglu_fusion=1,
                                        activation_alpha=1.702, activation_beta=1.0, swiglu_limit=7.0,
                                        normalize_routing_weights=0),
-                            fc3=False, bias=True, fusion=1, ort=True),
+                            fc3=False, bias=True, fusion=1, ort=True, router_bias=True),
     # Separate fc3 with biases on all three projections.
     "silu_fc3_bias": dict(attrs=dict(k=2, activation_type="silu", normalize_routing_weights=0),
                           fc3=True, bias=True, fusion=0, ort=False),
@@ -115,6 +118,9 @@ def expert_tensors(model, form, layer_index):
         t["fc2_bias"] = 0.1 * torch.randn(E, H, generator=g)
         if "fc3" in t:
             t["fc3_bias"] = 0.1 * torch.randn(E, I, generator=g)
+    if form.get("router_bias"):
+        g = torch.Generator().manual_seed(200 + layer_index)
+        t["router_bias"] = 0.3 * torch.randn(E, generator=g)
     return {k: v.detach().float().contiguous() for k, v in t.items()}
 
 
@@ -184,7 +190,15 @@ class OrtMoe(nn.Module):
     def forward(self, x):
         b, s, h = x.shape
         x2 = x.reshape(-1, h)
-        return ort_moe(x2, self.gate(x2), self.t, self.attrs).reshape(b, s, h)
+        return ort_moe(x2, router_logits(self, x2), self.t, self.attrs).reshape(b, s, h)
+
+
+def router_logits(block, x2):
+    """router_probs as the graph computes them: x2 Wg (+ b)."""
+    logits = block.gate(x2)
+    if "router_bias" in block.t:
+        logits = logits + block.t["router_bias"]
+    return logits
 
 
 def min_margin(model, ids):
@@ -196,14 +210,14 @@ def min_margin(model, ids):
         for layer in model.layers:
             h = x + layer.self_attn(layer.input_layernorm(x), cos, sin, mask)
             n = layer.post_attention_layernorm(h)
-            p = torch.softmax(layer.block_sparse_moe.gate(n.reshape(-1, n.shape[-1])), dim=-1)
+            p = torch.softmax(router_logits(layer.block_sparse_moe, n.reshape(-1, n.shape[-1])), dim=-1)
             s, _ = torch.sort(p, dim=-1, descending=True)
             worst = min(worst, float((s[:, :k] - s[:, 1:k + 1]).min()))
             x = h + layer.block_sparse_moe(n)
     return worst
 
 
-def build_onnx(model, tensors, attrs, ids, path):
+def build_onnx(model, tensors, form, ids, path):
     """Export with the placeholder, then swap each placeholder for a com.microsoft.MoE node."""
     import onnx
     from onnx import helper, numpy_helper
@@ -235,6 +249,14 @@ def build_onnx(model, tensors, attrs, ids, path):
             x2 = n.input[0] if n.input[1] == r.output[0] else n.input[1]
             logits = r.input[0]
             t = tensors[layer]
+            if form.get("input3d"):  # the [b, s, h] tensor that x2 flattens
+                x2 = producers[x2].input[0]
+            if "router_bias" in t:
+                bias = f"moe.{layer}.router_bias"
+                g.initializer.append(numpy_helper.from_array(t["router_bias"].numpy(), bias))
+                nodes.append(helper.make_node("Add", [logits, bias], [logits + "_biased"],
+                                              name=f"/layers.{layer}/moe/router_bias/Add"))
+                logits += "_biased"
             names = []
             for key in ["fc1", "fc1_bias", "fc2", "fc2_bias", "fc3", "fc3_bias"]:
                 if key in t:
@@ -246,7 +268,8 @@ def build_onnx(model, tensors, attrs, ids, path):
             while names and names[-1] == "":
                 names.pop()
             nodes.append(helper.make_node("MoE", [x2, logits] + names, list(n.output),
-                                          name=f"/layers.{layer}/moe/MoE", domain="com.microsoft", **attrs))
+                                          name=f"/layers.{layer}/moe/MoE", domain="com.microsoft",
+                                          **form["attrs"]))
             layer += 1
         else:
             nodes.append(n)
@@ -317,7 +340,7 @@ def generate_form(name, out_dir):
     with open(os.path.join(gdir, "oracle.json"), "w") as f:
         json.dump(oracle, f, indent=2, sort_keys=True)
         f.write("\n")
-    build_onnx(model, tensors, attrs, trace, os.path.join(out_dir, "model.onnx"))
+    build_onnx(model, tensors, form, trace, os.path.join(out_dir, "model.onnx"))
 
 
 def check():
