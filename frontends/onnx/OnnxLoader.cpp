@@ -791,6 +791,11 @@ void readOpsets(const std::string &F, const onnx::ModelProto &model, Graph &out)
   if (out.opset < 13 || out.opset > 17)
     fail(F + ": opset_import: default-domain opset " + std::to_string(out.opset) +
          " is not supported (supported: 13..17)");
+  // onnxruntime's contrib domain: com.microsoft.MoE exists in version 1 only.
+  auto ms = out.opsetImports.find("com.microsoft");
+  if (ms != out.opsetImports.end() && ms->second != 1)
+    fail(F + ": opset_import: com.microsoft opset " + std::to_string(ms->second) +
+         " is not supported (supported: 1, the version of com.microsoft.MoE)");
 }
 
 /// An externally stored initializer: validates the external_data entries.

@@ -94,6 +94,13 @@ def main(out):
     set_attr(moe, "activation_beta", 0.5)
     save(m, "beta_half")
 
+    # A com.microsoft opset other than 1 (the only version of com.microsoft.MoE).
+    m, moe = load("swiglu_interleaved")
+    for o in m.opset_import:
+        if o.domain == "com.microsoft":
+            o.version = 2
+    save(m, "ms_opset2")
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
