@@ -1,0 +1,123 @@
+// Pieces of the training loop (issue 7): the lr schedule's refusals and its closed-form corner
+// values, token batches (windows of S + 1 tokens, wrap-around), token files (uint32, Megatron int32
+// with several sequences) and safetensors files (round trip, refusals of overlapping or missing
+// data). The PyTorch comparisons are in tests/e2e/check_training.py and check_training_loop.py.
+#include "TestSupport.h"
+
+#include "runtime/io/Safetensors.h"
+#include "runtime/train/LrSchedule.h"
+#include "runtime/train/TokenData.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+
+using namespace disagmoe;
+using namespace disagmoe::train;
+
+namespace {
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+template <typename T> std::string le(T v) {
+  std::string s(sizeof(T), '\0');
+  for (size_t i = 0; i < sizeof(T); ++i)
+    s[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  return s;
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(LrSchedule, WarmupPeakCosineMidpointAndFloor) {
+  LrSchedule s{10, 110, 0.1};
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 1), 0.1);   // lr / W, not 0
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 10), 1.0);  // the peak at the end of the warm-up
+  EXPECT_NEAR(s.lrAt(1.0, 60), 0.55, 1e-15); // cos(pi/2) = 0: halfway between lr and lr_min
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 110), 0.1);
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 1000), 0.1);
+  EXPECT_DOUBLE_EQ(LrSchedule{}.lrAt(0.3, 7), 0.3); // the default: constant
+}
+
+TEST(LrSchedule, RefusesInconsistentSettings) {
+  EXPECT_NE(errorOf([] { LrSchedule{10, 10, 0}.validate(1.0); }).find("must exceed the warm-up"), std::string::npos);
+  EXPECT_NE(errorOf([] { LrSchedule{0, 5, 2.0}.validate(1.0); }).find("lr-min"), std::string::npos);
+  EXPECT_EQ(errorOf([] { LrSchedule{0, 5, 0.5}.validate(1.0); }), "");
+}
+
+TEST(TokenBatcher, WindowsOfSeqLenPlusOneAndWrap) {
+  std::vector<int64_t> tokens(20);
+  for (int64_t i = 0; i < 20; ++i)
+    tokens[i] = i;
+  TokenBatcher b(tokens, 2, 4, "mem");
+  std::vector<int64_t> ids, targets;
+  b.next(ids, targets);
+  EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(targets, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  b.next(ids, targets); // 8..16 needs token 16: fits
+  EXPECT_EQ(ids.front(), 8);
+  EXPECT_EQ(targets.back(), 16);
+  EXPECT_EQ(b.position(), 16);
+  b.next(ids, targets); // 16 + 8 + 1 > 20: wraps to 0
+  EXPECT_EQ(ids.front(), 0);
+  EXPECT_EQ(b.position(), 8);
+  EXPECT_NE(errorOf([&] { TokenBatcher(std::vector<int64_t>(8), 2, 4, "short"); }).find("needs at least 9"),
+            std::string::npos);
+}
+
+TEST(TokenData, Uint32AndMegatronInt32) {
+  const std::string dir = test::makeTempDir("tokens");
+  writeBytes(dir + "/t.u32", le<uint32_t>(7) + le<uint32_t>(255) + le<uint32_t>(0));
+  EXPECT_EQ(loadTokens(dir + "/t.u32", TokenFormat::Uint32, 256), (std::vector<int64_t>{7, 255, 0}));
+  // Megatron: two sequences stored out of order in the .bin (pointers 8 and 0), dtype code 4 (int32).
+  writeBytes(dir + "/m.bin", le<int32_t>(5) + le<int32_t>(6) + le<int32_t>(1) + le<int32_t>(2) + le<int32_t>(3));
+  std::string idx = std::string("MMIDIDX\0\0", 9) + le<uint64_t>(1) + std::string(1, '\4') + le<uint64_t>(2) +
+                    le<uint64_t>(2) + le<int32_t>(3) + le<int32_t>(2) + le<int64_t>(8) + le<int64_t>(0) +
+                    le<int64_t>(0) + le<int64_t>(2);
+  writeBytes(dir + "/m.idx", idx);
+  EXPECT_EQ(loadTokens(dir + "/m", TokenFormat::Megatron, 256), (std::vector<int64_t>{1, 2, 3, 5, 6}));
+  idx[17] = 6; // float64
+  writeBytes(dir + "/m.idx", idx);
+  EXPECT_NE(errorOf([&] { loadTokens(dir + "/m.bin", TokenFormat::Megatron, 256); }).find("dtype code 6"),
+            std::string::npos);
+}
+
+TEST(Safetensors, RoundTripAndRefusals) {
+  const std::string dir = test::makeTempDir("st");
+  Tensor a({2, 3}), b({4});
+  for (int i = 0; i < 6; ++i)
+    a.data[i] = 0.5f * i - 1;
+  b.data = {1e-30f, -0.0f, 3.25f, 7};
+  writeSafetensors(dir + "/x.safetensors", {{"a", &a}, {"b", &b}}, {{"step", "3"}});
+  SafetensorsFile f = readSafetensors(dir + "/x.safetensors");
+  EXPECT_EQ(f.tensors.at("a").shape, a.shape);
+  EXPECT_EQ(f.tensors.at("a").data, a.data);
+  EXPECT_EQ(f.tensors.at("b").data, b.data);
+  EXPECT_EQ(f.metadata.at("step"), "3");
+  // Hand-written files (the spec's layout): overlapping entries, an uncovered tail.
+  const auto file = [&](const std::string& header, size_t dataBytes) {
+    writeBytes(dir + "/y.safetensors", le<uint64_t>(header.size()) + header + std::string(dataBytes, '\0'));
+    return errorOf([&] { readSafetensors(dir + "/y.safetensors"); });
+  };
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12).find("overlap"),
+            std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 12).find("4 bytes that no tensor"),
+            std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8).find("needs 12"), std::string::npos);
+  EXPECT_NE(file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8).find("dtype BF16"),
+            std::string::npos);
+}
