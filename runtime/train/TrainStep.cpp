@@ -8,6 +8,7 @@
 #include "runtime/train/GradientClipping.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -26,6 +27,10 @@ RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.ra
                       " FFN on the " + (c.onFfnSide ? "ffn" : "attention") +
                       " side); only the forward pass (disagmoe-run without --train) runs this plan");
   }
+  if (plan.placement.embeddingOnFfn || plan.placement.headOnFfn)
+    throw ExecError(plan.path + ": placement." + (plan.placement.embeddingOnFfn ? "embedding_side" : "head_side") +
+                    ": training does not support the embedding or head on the ffn side yet; only the forward "
+                    "pass (disagmoe-run without --train) runs this plan");
   const size_t n = plan.model.weights.size();
   weights.resize(n);
   grads.resize(n);
@@ -117,8 +122,46 @@ public:
   }
 
   int64_t targetTokens() const { return targetTokens_; }
+  const NonFinite& firstNonFinite() const { return firstNonFinite_; }
 
 private:
+  // Records the first forward instruction whose output holds a NaN or an Inf (one pass over the
+  // output; for naming the layer when the loss diverges).
+  void checkFinite(const Instruction& ins) {
+    const auto bad = [](const std::vector<float>& v) {
+      for (float x : v)
+        if (!std::isfinite(x)) return true;
+      return false;
+    };
+    const int64_t l = ins.layer;
+    bool found = false;
+    if (group_.role == GroupRole::Attention) {
+      switch (ins.op) {
+      case OpCode::Embed: found = bad(attn_[0].x); break;
+      case OpCode::RmsNorm:
+        found = bad(ins.role == NormRole::AttnNorm  ? attn_[l].attnNorm
+                    : ins.role == NormRole::FfnNorm ? attn_[l].ffnNorm
+                                                    : finalNorm_);
+        break;
+      case OpCode::Attention: found = bad(attnOut_); break;
+      case OpCode::ResidualAdd: found = bad(attn_[l].h); break;
+      case OpCode::Router: found = bad(attn_[l].logits); break;
+      case OpCode::N2mRecv: found = bad(attn_[l + 1].x); break;
+      case OpCode::Head: found = !std::isfinite(lossSum_); break;
+      default: break;
+      }
+    } else if (ins.op == OpCode::Experts) {
+      for (const auto& rows : ffn_[l].dy)
+        found = found || bad(rows);
+    }
+    if (!found) return;
+    std::string what = toString(ins.op);
+    if (ins.op == OpCode::RmsNorm) what += std::string(" ") + toString(ins.role);
+    firstNonFinite_ = {ins.op == OpCode::Head ? model_.numLayers : std::max<int64_t>(l, 0),
+                       what + (ins.layer >= 0 ? " of layer " + std::to_string(ins.layer) : std::string()) +
+                           " on rank " + std::to_string(rank_)};
+  }
+
   void step(const std::vector<Instruction>& program, size_t i, bool backward) {
     const Instruction& ins = program[i];
     if (&runnerOf(ins) != &group_) return;
@@ -128,6 +171,7 @@ private:
         backward ? attentionBackward(ins) : attentionForward(ins);
       else
         backward ? ffnBackward(ins) : ffnForward(ins);
+      if (!backward && firstNonFinite_.layer < 0) checkFinite(ins);
     } catch (const CommAborted&) {
       throw;
     } catch (const std::exception& e) {
@@ -684,6 +728,7 @@ private:
   bool hasPending_ = false, hasFinalNorm_ = false, hasLoss_ = false, hasDFinalNorm_ = false;
   double lossSum_ = 0;
   int64_t targetTokens_ = 0;
+  NonFinite firstNonFinite_;
   std::vector<FfnLayer> ffn_;
 };
 
@@ -778,6 +823,7 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
                        mb.end - mb.begin, seqLen, scale, recvTimeout);
     result.lossSum += worker.run();
     result.targetTokens += worker.targetTokens();
+    if (result.firstNonFinite.layer < 0) result.firstNonFinite = worker.firstNonFinite();
   }
   allReduce(plan, state, comm, recvTimeout);
   result.gradNorm = globalGradNorm(plan, state, comm, recvTimeout);

@@ -65,6 +65,13 @@ struct MicroBatch {
 /// `batch % count` one sequence longer. Throws std::invalid_argument unless 1 <= count <= batch.
 std::vector<MicroBatch> splitMicroBatches(int64_t batch, int64_t count);
 
+/// The first forward output of a step that held a NaN or an Inf (layer -1: none). `layer` is the
+/// instruction's layer (numLayers for the head); `where` names instruction, layer and rank.
+struct NonFinite {
+  int64_t layer = -1;
+  std::string where;
+};
+
 /// What one rank's step produced.
 struct RankStepResult {
   /// Sum of this rank's token cross-entropies over all micro-batches (head-group A-ranks only; 0
@@ -73,6 +80,7 @@ struct RankStepResult {
   int64_t targetTokens = 0; ///< target tokens among this rank's (head group only)
   double gradNorm = 0;      ///< global L2 norm of all gradients before clipping (GradientClipping.h)
   double clipCoef = 1;      ///< factor the gradients were scaled by (1: not clipped)
+  NonFinite firstNonFinite; ///< this rank's first non-finite forward output, if any
 };
 
 /// What one step does after the backward: clip to `clipNorm` (0: no clipping; GradientClipping.h),

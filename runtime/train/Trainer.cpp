@@ -132,6 +132,10 @@ StepResult Trainer::finish(const std::vector<RankStepResult>& results, int64_t N
   // Every rank computed the same norm and coefficient (GradientClipping.h).
   out.gradNorm = results.front().gradNorm;
   out.clipCoef = results.front().clipCoef;
+  for (const RankStepResult& r : results) // ascending rank: the lower rank wins ties
+    if (r.firstNonFinite.layer >= 0 &&
+        (out.firstNonFinite.layer < 0 || r.firstNonFinite.layer < out.firstNonFinite.layer))
+      out.firstNonFinite = r.firstNonFinite;
   out.step = ++steps_;
   out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -44,6 +44,9 @@ struct StepResult {
   double lr = 0;            ///< learning rate this step used (the schedule's)
   double gradNorm = 0;      ///< global gradient L2 norm before clipping
   double clipCoef = 1;      ///< clipping factor applied (1: none)
+  /// The lowest layer whose forward output held a NaN or Inf, over the ranks in this process
+  /// (ties: the lower rank); layer -1 when none (or not known: stepRank reports its own rank only).
+  NonFinite firstNonFinite;
 };
 
 class Trainer {

@@ -35,9 +35,12 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     const StepResult r = trainer.step(ids, targets, batch, seqLen);
     if (!std::isfinite(r.loss)) {
       char why[200];
-      std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g); stopping without writing a "
-                    "checkpoint", static_cast<long long>(r.step), std::isnan(r.loss) ? "NaN" : "Inf", r.gradNorm, r.lr);
-      throw DivergedError(why);
+      std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g)", static_cast<long long>(r.step),
+                    std::isnan(r.loss) ? "NaN" : "Inf", r.gradNorm, r.lr);
+      const std::string where = r.firstNonFinite.layer >= 0
+                                    ? "; the first non-finite value appeared in the output of " + r.firstNonFinite.where
+                                    : std::string();
+      throw DivergedError(why + where + "; stopping without writing a checkpoint");
     }
     const double tokensPerSecond = r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
     const int64_t position = data ? data->position() : 0;

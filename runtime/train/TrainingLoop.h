@@ -34,8 +34,9 @@ struct LoopOptions {
 /// Each step prints to `out`:
 ///   step S/N | loss L | T tokens/s | lr X | grad norm G[ (clipped)] | data position P
 /// and appends {"step", "loss", "lr", "grad_norm", "clip_coef", "target_tokens", "tokens_per_s",
-/// "seconds", "data_position"} to the loss log. Throws DivergedError("step S: loss is nan ...")
-/// on a non-finite loss, CheckpointError / DataError / ExecError otherwise.
+/// "seconds", "data_position"} to the loss log. Throws DivergedError("step S: loss is NaN ...",
+/// naming the first forward output that held a NaN/Inf: instruction, layer, rank) on a non-finite
+/// loss, CheckpointError / DataError / ExecError otherwise.
 void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
                      std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
                      std::ostream& out);

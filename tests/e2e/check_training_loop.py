@@ -15,7 +15,8 @@
 4. Refusals (exit 1, message naming the file and the field): truncated file, header length past
    the end, invalid JSON, a missing tensor, a wrong dtype, a wrong shape, another optimizer; a
    token file of odd size (uint16), a token outside the vocabulary, a corrupt Megatron index.
-5. A NaN/Inf loss stops the run naming the step, exit 1, no checkpoint written.
+5. A NaN/Inf loss stops the run naming the step and the first forward output (instruction, layer,
+   rank) that held a NaN/Inf, exit 1, no checkpoint written.
 """
 import json
 import os
@@ -197,7 +198,9 @@ def main(bin_dir, sample, data_file, work):
     r = run(train + ["--data", files["bytes"], "--data-format", "bytes", "--lr", "1e30", "--steps", "5",
                      "--save-checkpoint", ck], ok=False)
     last = r.stdout.strip().splitlines()[-1]
-    check(r.returncode == 1 and re.search(r"step \d: loss is (NaN|Inf)", last) is not None and not os.path.exists(ck),
+    check(r.returncode == 1 and not os.path.exists(ck) and re.search(
+        r"step \d: loss is (NaN|Inf) .*first non-finite value appeared in the output of \w.* of layer \d+ on rank \d",
+        last) is not None,
           f"non-finite loss stops the run, no checkpoint: {last[:160]}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
