@@ -35,6 +35,12 @@ std::vector<std::string> split(const std::string &s) {
   return out;
 }
 
+/// Recomputation of each side as "attention/FFN" initials: n(one), s(elective), f(ull).
+std::string rcShort(const disagmoe::placement::Config &c) {
+  auto initial = [](disagmoe::cost::Recomputation r) { return disagmoe::cost::recomputationName(r)[0]; };
+  return std::string(1, initial(c.attnRecompute)) + "/" + initial(c.ffnRecompute);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -137,18 +143,18 @@ int main(int argc, char **argv) {
                   static_cast<double>(c.cand.attnGpus()) / c.cand.gpus(),
                   static_cast<long long>(c.cand.replicas), static_cast<long long>(c.cand.groups),
                   static_cast<long long>(c.cand.attnRanks), static_cast<long long>(c.cand.ffnRanks),
-                  static_cast<long long>(c.cand.microbatches), nics, c.recompute ? "yes" : "no",
+                  static_cast<long long>(c.cand.microbatches), nics, rcShort(c).c_str(),
                   sol.eval.stepTime, sol.eval.mfu, static_cast<long long>(sol.candidates),
                   median(times), ex.c_str(), sol.optimal ? "" : (" [" + sol.note + "]").c_str());
       std::printf("    (%lld Z3 queries)\n", static_cast<long long>(sol.queries));
       if (splits)
         for (const placement::Solution &r : placement::bestPerAttentionGpus(problem)) {
           const placement::Config &k = r.config;
-          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld eF=%lld m=%lld rc=%d nics=%lld:%lld step=%.4f "
+          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld eF=%lld m=%lld rc=%s nics=%lld:%lld step=%.4f "
                       "Ua=%.4g (comp %.4g) Uf=%.4g (comp %.4g) D=%.3g memA=%.1f memF=%.1f GB\n",
                       (long long)k.cand.attnGpus(), (long long)k.cand.ffnGpus(), (long long)k.cand.replicas,
                       (long long)k.cand.groups, (long long)k.cand.attnRanks, (long long)k.cand.ffnRanks,
-                      (long long)k.cand.microbatches, k.recompute, (long long)k.attnNics,
+                      (long long)k.cand.microbatches, rcShort(k).c_str(), (long long)k.attnNics,
                       (long long)k.ffnNics, r.eval.stepTime, r.eval.attnBusy, r.eval.attnCompute,
                       r.eval.ffnBusy, r.eval.ffnCompute, r.eval.gradSync,
                       r.eval.attnMemory.total() / 1e9, r.eval.ffnMemory.total() / 1e9);

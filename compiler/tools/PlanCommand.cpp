@@ -68,7 +68,7 @@ int planMain(int argc, char **argv) {
                                 cl::init(int64_t(1) << 24), cl::cat(category));
   cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
                                 cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
-  cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto, on, off"),
+  cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto (each side's level chosen), on (full), selective, off"),
                                  cl::init("auto"), cl::cat(category));
   cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0), cl::cat(category));
   cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0), cl::cat(category));
@@ -100,8 +100,9 @@ int planMain(int argc, char **argv) {
   o.globalTokens = globalTokens;
   if (recompute == "on") o.recompute = placement::Recompute::Always;
   else if (recompute == "off") o.recompute = placement::Recompute::Never;
+  else if (recompute == "selective") o.recompute = placement::Recompute::Selective;
   else if (recompute != "auto")
-    return fail("--recompute: expected auto, on or off, got '" + recompute + "'");
+    return fail("--recompute: expected auto, on, selective or off, got '" + recompute + "'");
   o.fixedGroups = groups;
   o.fixedAttnGpus = attnGpus;
   o.fixedFfnGpus = ffnGpus;
@@ -168,9 +169,11 @@ int planMain(int argc, char **argv) {
                 double(c.cand.attnGpus()) / double(c.cand.gpus()), c.cand.gpus(), clu.gpus());
   os << formatv("  attention : FFN NICs  {0} : {1}\n", c.attnNics, c.ffnNics);
   os << formatv("  groups p {0}, pipeline replicas r {1}, A-ranks per group {2} (attention DP {3}), "
-                "F-ranks per group {4} (EP {4}, expert DP {1}), micro-batches {5}, recomputation {6}\n",
+                "F-ranks per group {4} (EP {4}, expert DP {1}), micro-batches {5}, recomputation: "
+                "attention {6}, FFN {7}\n",
                 c.cand.groups, c.cand.replicas, c.cand.attnRanks, c.cand.replicas * c.cand.attnRanks,
-                c.cand.ffnRanks, c.cand.microbatches, c.recompute ? "on" : "off");
+                c.cand.ffnRanks, c.cand.microbatches, cost::recomputationName(c.attnRecompute),
+                cost::recomputationName(c.ffnRecompute));
   os << formatv("  step time {0:F4} s = K {1:F3} x max(U_a {2:F4}, U_f {3:F4}) + gradient sync "
                 "{4:F4} s; MFU {5:F3}\n",
                 e.stepTime, e.bubbleFactor, e.attnBusy, e.ffnBusy, e.gradSync, e.mfu);

@@ -195,7 +195,7 @@ int simulateMain(int argc, char **argv) {
       cfg.attnRanks = c.cand.attnRanks;
       cfg.ffnRanks = c.cand.ffnRanks;
       cfg.microbatches = c.cand.microbatches;
-      cfg.recompute = c.recompute;
+      cfg.recompute = c.anyRecompute(); // AF-Pipe models full recomputation of both sides or none
       cfg.attnNics = c.attnNics;
       cfg.ffnNics = c.ffnNics;
       cfg.nicBandwidth = clu.nic.bandwidth;
@@ -206,7 +206,7 @@ int simulateMain(int argc, char **argv) {
       out.config = formatv("{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}",
                            c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
                            c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
-                           c.recompute ? "on" : "off")
+                           c.anyRecompute() ? "on" : "off")
                        .str();
       out.gpus = c.cand.gpus();
       if (!afpipe::buildAfPipe(afpipe::workloadFromModel(m, clu, cfg), hw, cfg, sched, error)) {

@@ -40,6 +40,16 @@ double headForwardFlops(const ModelShape &m, double tokens) {
 
 double trainingMultiplier(bool recompute) { return recompute ? 4.0 : 3.0; }
 
+double selectiveRecomputeFlopsAttention(const ModelShape &m, int64_t layer, double tokens) {
+  const LayerShape &l = m.layers[layer];
+  return tokens * (8.0 * static_cast<double>(m.hidden) +
+                   5.0 * static_cast<double>(l.sharedHidden + l.denseHidden));
+}
+
+double selectiveRecomputeFlopsExpert(const ModelShape &m, int64_t layer, double pairs) {
+  return pairs * 5.0 * static_cast<double>(m.layers[layer].expertHidden);
+}
+
 namespace {
 /// C(n, k) / C(N, k) as a product, stable for large values.
 double binomialRatio(int64_t n, int64_t N, int64_t k) {
@@ -52,6 +62,10 @@ double binomialRatio(int64_t n, int64_t N, int64_t k) {
 }
 } // namespace
 
+double rankHitProbability(int64_t experts, int64_t topK, int64_t held) {
+  return 1.0 - binomialRatio(experts - held, experts, topK);
+}
+
 double expectedDistinctRanks(int64_t experts, int64_t topK, int64_t ranks) {
   if (ranks <= 1)
     return 1.0;
@@ -59,7 +73,7 @@ double expectedDistinctRanks(int64_t experts, int64_t topK, int64_t ranks) {
   for (int64_t j = 0; j < ranks; ++j) {
     // Contiguous split: rank j holds experts [j*E/R, (j+1)*E/R).
     int64_t held = (j + 1) * experts / ranks - j * experts / ranks;
-    d += 1.0 - binomialRatio(experts - held, experts, topK);
+    d += rankHitProbability(experts, topK, held);
   }
   return d;
 }
@@ -78,6 +92,7 @@ ExchangeBytes exchangeBytes(const ModelShape &m, int64_t layer, double tokens, i
   double n2mBackward = tokens * d * pair;                  // dL/dy
   double n2m = tokens * d * pair;                          // expert outputs
   double m2nBackward = tokens * (d * pair + 4 * k);        // dL/dx, dL/dg
+  b.m2n = m2n;
   b.attnSend = m2n + n2mBackward;
   b.attnRecv = n2m + m2nBackward;
   b.ffnRecv = b.attnSend;

@@ -50,6 +50,18 @@ double headForwardFlops(const ModelShape &m, double tokens);
 /// Training FLOPs per forward FLOP: 3 (forward + backward), 4 with full recomputation.
 double trainingMultiplier(bool recompute);
 
+/// Forward FLOPs selective recomputation (Memory.h, Recomputation::Selective) repeats, elementwise
+/// work only (counted as FLOPs although it is memory-bound, so the roofline never under-counts it):
+/// attention side per token: both RMSNorm outputs, 4 FLOP per element (square, sum, scale by the
+/// reciprocal root, weight): 8h; shared/dense SwiGLU silu(a) * b, 5 FLOP per element (sigmoid as
+/// exp, add, divide; two multiplies): 5 * I.  Expert side: 5 * expert_hidden per (token, expert).
+double selectiveRecomputeFlopsAttention(const ModelShape &m, int64_t layer, double tokens);
+double selectiveRecomputeFlopsExpert(const ModelShape &m, int64_t layer, double pairs);
+
+/// Probability that a token's top-k experts (a uniformly random k-subset of `experts`) include at
+/// least one of the `held` experts of an F-rank: 1 - C(E - held, k) / C(E, k).
+double rankHitProbability(int64_t experts, int64_t topK, int64_t held);
+
 /// Expected number of distinct F-ranks that one token's top-k experts land on, with `experts`
 /// experts spread over `ranks` ranks (rank j holds floor/ceil of experts/ranks, contiguous) and
 /// the k experts a uniformly random k-subset: sum_j (1 - C(E - e_j, k) / C(E, k)).
@@ -68,6 +80,7 @@ double expectedDistinctRanks(int64_t experts, int64_t topK, int64_t ranks);
 /// Dense layers move nothing.
 struct ExchangeBytes {
   double attnSend = 0, attnRecv = 0, ffnSend = 0, ffnRecv = 0;
+  double m2n = 0; ///< the forward M2N alone (part of attnSend and ffnRecv): what Redispatch resends
   double attnMax() const { return attnSend > attnRecv ? attnSend : attnRecv; }
   double ffnMax() const { return ffnSend > ffnRecv ? ffnSend : ffnRecv; }
 };

@@ -39,11 +39,17 @@ std::string gb(double bytes) {
 }
 } // namespace
 
-std::vector<bool> detail::recomputeChoices(const PlannerOptions &o) {
+std::vector<cost::Recomputation> detail::recomputeChoices(const PlannerOptions &o, bool ffnSide) {
+  using cost::Recomputation;
   switch (o.recompute) {
-  case Recompute::Never: return {false};
-  case Recompute::Always: return {true};
-  default: return {false, true};
+  case Recompute::Never: return {Recomputation::None};
+  case Recompute::Always: return {Recomputation::Full};
+  case Recompute::Selective: return {Recomputation::Selective};
+  default:
+    if (ffnSide)
+      return {Recomputation::None, Recomputation::Selective, Recomputation::Full,
+              Recomputation::Redispatch};
+    return {Recomputation::None, Recomputation::Selective, Recomputation::Full};
   }
 }
 
@@ -247,20 +253,111 @@ int64_t CandidateCosts::minNicsF(double tau, bool strict) const {
   return minNics([&](int64_t n) { return sideF(n); }, capF, tau, strict);
 }
 
-CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bool recompute) {
+void detail::candidateMemory(const Problem &problem, const Candidate &c,
+                             cost::Recomputation attnRecompute, cost::Recomputation ffnRecompute,
+                             cost::MemoryBreakdown &attn, cost::MemoryBreakdown &ffn) {
+  const cost::ModelShape &m = problem.model;
+  const PlannerOptions &o = problem.options;
+  const int64_t L = m.numLayers(), p = c.groups, E = m.numExperts(), k = m.topK();
+  const double B = static_cast<double>(o.globalTokens / o.seqLen);
+  const double tokens = B / static_cast<double>(c.replicas * c.microbatches) *
+                        static_cast<double>(o.seqLen); // per micro-batch and replica
+  const int64_t headGroup = L % p;
+  // AF-Pipe's window: min(m, 2p) micro-batches in flight per group, each holding all the group's
+  // layers at the peak (runtime/cost/Memory.h).
+  const int64_t inflight = std::min<int64_t>(c.microbatches, 2 * p);
+  const int64_t expertsPerRank = (E + c.ffnRanks - 1) / c.ffnRanks; // the busiest F-rank's
+  const double share = E ? static_cast<double>(expertsPerRank) / static_cast<double>(E) : 0.0;
+  // The busiest F-rank computes tokens * k * share pairs and receives each token that has one of
+  // its experts once (scaled by the load imbalance, at most every token).
+  const double pairs = tokens * static_cast<double>(k) * share * o.expertImbalance;
+  const double received =
+      std::min(tokens, tokens * cost::rankHitProbability(E, k, expertsPerRank) * o.expertImbalance);
+  attn = {};
+  ffn = {};
+  for (int64_t g = 0; g < p; ++g) {
+    std::vector<int64_t> layers = groupLayers(L, p, g);
+    cost::MemoryBreakdown ma = cost::attentionGpuMemory(
+        m, layers, g == 0, g == headGroup, c.replicas * c.attnRanks,
+        tokens / static_cast<double>(c.attnRanks), inflight, attnRecompute, ffnRecompute, o.memory);
+    cost::MemoryBreakdown mf = cost::ffnGpuMemory(m, layers, expertsPerRank, c.replicas, received,
+                                                  pairs, inflight, ffnRecompute, o.memory);
+    if (ma.total() > attn.total())
+      attn = ma;
+    if (mf.total() > ffn.total())
+      ffn = mf;
+  }
+}
+
+bool detail::lightestFittingLevels(const Problem &problem, const Candidate &cand,
+                                   cost::Recomputation &attnRecompute,
+                                   cost::Recomputation &ffnRecompute) {
+  const double usable = usableBytes(problem);
+  cost::MemoryBreakdown a, f;
+  bool fitA = false, fitF = false;
+  // The FFN side's memory depends only on its level; the attention side's on both (Redispatch
+  // makes a Full attention side keep the M2N payload), never less with a heavier FFN level.
+  for (cost::Recomputation r : recomputeChoices(problem.options, true)) {
+    candidateMemory(problem, cand, cost::Recomputation::None, r, a, f);
+    if (f.total() <= usable) {
+      fitF = true;
+      ffnRecompute = r;
+      break;
+    }
+  }
+  if (!fitF)
+    return false;
+  for (cost::Recomputation r : recomputeChoices(problem.options, false)) {
+    candidateMemory(problem, cand, r, ffnRecompute, a, f);
+    if (a.total() <= usable) {
+      fitA = true;
+      attnRecompute = r;
+      break;
+    }
+  }
+  return fitA;
+}
+
+CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
+                                  cost::Recomputation attnRecompute,
+                                  cost::Recomputation ffnRecompute) {
+  using cost::Recomputation;
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &cl = problem.cluster;
   const PlannerOptions &o = problem.options;
   CandidateCosts out;
   out.cand = c;
-  out.recompute = recompute;
+  out.attnRecompute = attnRecompute;
+  out.ffnRecompute = ffnRecompute;
   const int64_t L = m.numLayers(), p = c.groups, E = m.numExperts(), k = m.topK();
-  const double peak = cl.gpu.peakFlops, mult = cost::trainingMultiplier(recompute);
+  const double peak = cl.gpu.peakFlops;
   const double B = static_cast<double>(o.globalTokens / o.seqLen);
   const double seqs = B / static_cast<double>(c.replicas * c.microbatches); // per micro-batch
   const double tokens = seqs * static_cast<double>(o.seqLen);
   const int64_t v = ceilDiv(L, p), headGroup = L % p;
-  const int64_t inflight = std::min<int64_t>(c.microbatches, 2 * p);
+  // Training FLOPs: forward + backward (3 x forward), plus what recomputation repeats.
+  auto attnTraining = [&](int64_t l) {
+    double fwd = cost::attentionSideForwardFlops(m, l, seqs, o.seqLen).total();
+    double again = attnRecompute == Recomputation::Full ? fwd
+                   : attnRecompute == Recomputation::Selective
+                       ? cost::selectiveRecomputeFlopsAttention(m, l, tokens)
+                       : 0.0;
+    // Redispatch with a Selective attention side: the second norm is recomputed once more to
+    // send the M2N again (4 FLOP per element, Roofline.h).
+    if (ffnRecompute == Recomputation::Redispatch && attnRecompute == Recomputation::Selective &&
+        m.layers[l].isMoe())
+      again += 4.0 * static_cast<double>(m.hidden) * tokens;
+    return 3.0 * fwd + again;
+  };
+  auto expertTraining = [&](int64_t l) {
+    double fwd = cost::routedExpertForwardFlops(m, l, tokens);
+    double again = ffnRecompute == Recomputation::Full || ffnRecompute == Recomputation::Redispatch
+                       ? fwd
+                   : ffnRecompute == Recomputation::Selective
+                       ? cost::selectiveRecomputeFlopsExpert(m, l, tokens * static_cast<double>(k))
+                       : 0.0;
+    return (3.0 * fwd + again) * o.expertImbalance;
+  };
   out.groupsTotal = static_cast<double>(c.replicas * p);
   out.nicBandwidth = cl.nic.bandwidth;
   out.attnPcieCap = static_cast<double>(c.attnRanks) * cl.gpu.pcieBandwidth;
@@ -273,7 +370,6 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bo
   const double usable = usableBytes(problem);
   const int64_t expertsPerRank = (E + c.ffnRanks - 1) / c.ffnRanks; // the busiest F-rank's
   const double ffnShare = static_cast<double>(expertsPerRank) / static_cast<double>(E);
-  double attnMem = 0, ffnMem = 0;
   out.attnLayers.resize(p);
   out.ffnLayers.resize(p);
   out.attnExtra.assign(p, 0.0);
@@ -282,14 +378,18 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bo
     std::vector<int64_t> layers = groupLayers(L, p, g);
     double flopsA = 0, flopsF = 0, bytesA = 0, bytesF = 0, paramsA = 0, paramsF = 0;
     for (int64_t l : layers) {
-      double fa = mult * cost::attentionSideForwardFlops(m, l, seqs, o.seqLen).total();
+      double fa = attnTraining(l);
       cost::ExchangeBytes x = cost::exchangeBytes(m, l, tokens, c.ffnRanks, p > 1);
+      if (ffnRecompute == Recomputation::Redispatch) { // the M2N sent again for the F backward
+        x.attnSend += x.m2n;
+        x.ffnRecv += x.m2n;
+      }
       out.attnLayers[g].push_back({fa / (static_cast<double>(c.attnRanks) * peak), x.attnMax(), 1.0});
       flopsA += fa;
       bytesA += x.attnMax();
       paramsA += m.attentionSideParams(l);
       if (m.layers[l].isMoe()) {
-        double ff = mult * cost::routedExpertForwardFlops(m, l, tokens) * o.expertImbalance;
+        double ff = expertTraining(l);
         out.ffnLayers[g].push_back({ff * ffnShare / peak, x.ffnMax(), 1.0});
         flopsF += ff;
         bytesF += x.ffnMax();
@@ -297,7 +397,9 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bo
       }
     }
     if (g == headGroup) {
-      double fh = mult * cost::headForwardFlops(m, tokens);
+      // Never recomputed: the head's backward follows its forward at once (the loss), and its
+      // logits of one micro-batch are counted as activations (Memory.h).
+      double fh = 3.0 * cost::headForwardFlops(m, tokens);
       out.attnExtra[g] = fh / (static_cast<double>(c.attnRanks) * peak);
       flopsA += fh;
       paramsA += static_cast<double>(m.vocab) * m.hidden + m.hidden;
@@ -316,23 +418,9 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c, bo
     }
     out.D = std::max({out.D, allReduce(o.memory.gradientBytes * paramsA, c.replicas * c.attnRanks),
                       allReduce(o.memory.gradientBytes * paramsF, c.replicas)});
-    cost::MemoryBreakdown ma = cost::attentionGpuMemory(
-        m, layers, g == 0, g == headGroup, c.replicas * c.attnRanks,
-        tokens / static_cast<double>(c.attnRanks), inflight, recompute, o.memory);
-    cost::MemoryBreakdown mf = cost::ffnGpuMemory(
-        m, layers, expertsPerRank, c.replicas,
-        tokens * static_cast<double>(k) * ffnShare * o.expertImbalance,
-        inflight, recompute, o.memory);
-    if (ma.total() > attnMem) {
-      attnMem = ma.total();
-      out.attnMemory = ma;
-    }
-    if (mf.total() > ffnMem) {
-      ffnMem = mf.total();
-      out.ffnMemory = mf;
-    }
   }
-  out.fits = attnMem <= usable && ffnMem <= usable;
+  candidateMemory(problem, c, attnRecompute, ffnRecompute, out.attnMemory, out.ffnMemory);
+  out.fits = out.attnMemory.total() <= usable && out.ffnMemory.total() <= usable;
   compress(out.attnLayers, &out.attnExtra);
   compress(out.ffnLayers, nullptr);
   out.attnLowerBound = out.K * busy(out.attnLayers, &out.attnExtra,
@@ -381,26 +469,43 @@ Evaluation detail::evaluateCosts(const Problem &problem, const CandidateCosts &c
 }
 
 Evaluation evaluate(const Problem &problem, const Config &config) {
-  CandidateCosts c = buildCosts(problem, config.cand, config.recompute);
+  CandidateCosts c = buildCosts(problem, config.cand, config.attnRecompute, config.ffnRecompute);
   return evaluateCosts(problem, c, config.attnNics, config.ffnNics);
 }
 
 std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands) {
+  // The least over every candidate and pair of levels of the larger side's memory.
   double best = std::numeric_limits<double>::infinity();
-  CandidateCosts bestCosts;
-  for (const Candidate &c : cands)
-    for (bool rc : recomputeChoices(problem.options)) {
-      CandidateCosts costs = buildCosts(problem, c, rc);
-      double need = std::max(costs.attnMemory.total(), costs.ffnMemory.total());
-      if (need < best) {
-        best = need;
-        bestCosts = costs;
+  struct Side {
+    cost::MemoryBreakdown mem;
+    cost::Recomputation level = cost::Recomputation::None;
+  } bestA, bestF;
+  Candidate bestCand;
+  for (const Candidate &c : cands) {
+    Side a, f;
+    double need = std::numeric_limits<double>::infinity();
+    cost::MemoryBreakdown ma, mf;
+    for (cost::Recomputation rf : recomputeChoices(problem.options, true))
+      for (cost::Recomputation ra : recomputeChoices(problem.options, false)) {
+        candidateMemory(problem, c, ra, rf, ma, mf);
+        double n = std::max(ma.total(), mf.total());
+        if (n < need) {
+          need = n;
+          a = {ma, ra};
+          f = {mf, rf};
+        }
       }
+    if (need < best) {
+      best = need;
+      bestA = a;
+      bestF = f;
+      bestCand = c;
     }
-  bool attn = bestCosts.attnMemory.total() >= bestCosts.ffnMemory.total();
-  const cost::MemoryBreakdown &mb = attn ? bestCosts.attnMemory : bestCosts.ffnMemory;
+  }
+  bool attn = bestA.mem.total() >= bestF.mem.total();
+  const cost::MemoryBreakdown &mb = attn ? bestA.mem : bestF.mem;
   double dominant = std::max({mb.weights, mb.gradients, mb.optimizer, mb.activations});
-  const Candidate &c = bestCosts.cand;
+  const Candidate &c = bestCand;
   std::ostringstream os;
   os << "the model does not fit: the smallest per-GPU memory any configuration needs is "
      << gb(best + problem.options.reserveBytes) << " (" << gb(best) << " of model state + "
@@ -408,7 +513,8 @@ std::string explainInfeasible(const Problem &problem, const std::vector<Candidat
      << " has " << gb(problem.cluster.gpu.hbmBytes) << "; the dominant term is the "
      << mb.dominant() << " of an " << (attn ? "attention" : "FFN") << " GPU (" << gb(dominant)
      << ") with " << c.groups << " groups, " << c.attnRanks << " A-ranks and " << c.ffnRanks
-     << " F-ranks per group" << (bestCosts.recompute ? ", activations recomputed" : "");
+     << " F-ranks per group, " << cost::recomputationName((attn ? bestA : bestF).level)
+     << " recomputation";
   return os.str();
 }
 
@@ -420,9 +526,24 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
     return s;
   s.candidates = static_cast<int64_t>(cands.size());
   const int64_t N = problem.cluster.nics();
-  for (const Candidate &c : cands)
-    for (bool rc : recomputeChoices(problem.options)) {
-      CandidateCosts costs = buildCosts(problem, c, rc);
+  const double usable = usableBytes(problem);
+  const std::vector<cost::Recomputation> levelsA = recomputeChoices(problem.options, false);
+  const std::vector<cost::Recomputation> levelsF = recomputeChoices(problem.options, true);
+  for (const Candidate &c : cands) {
+    // Every pair of levels whose memory fits (no dominance assumed: this is the oracle).
+    std::vector<cost::Recomputation> fitF;
+    cost::MemoryBreakdown a, f;
+    for (cost::Recomputation r : levelsF) {
+      candidateMemory(problem, c, cost::Recomputation::None, r, a, f);
+      if (f.total() <= usable)
+        fitF.push_back(r);
+    }
+    for (cost::Recomputation rf : fitF)
+    for (cost::Recomputation ra : levelsA) {
+      candidateMemory(problem, c, ra, rf, a, f);
+      if (a.total() > usable)
+        continue;
+      CandidateCosts costs = buildCosts(problem, c, ra, rf);
       if (!costs.fits)
         continue;
       // Every NIC split: no monotonicity assumed, this is the oracle.
@@ -435,11 +556,12 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
                        (step == s.eval.stepTime && c.gpus() >= s.config.cand.gpus())))
             continue;
           s.ok = true;
-          s.config = Config{c, rc, nA, nF};
+          s.config = Config{c, ra, rf, nA, nF};
           s.eval.stepTime = step;
         }
       }
     }
+  }
   if (!s.ok)
     s.error = explainInfeasible(problem, cands);
   else {
@@ -485,7 +607,7 @@ double stepTimeWith(const Problem &problem, const Config &config, const StageTim
   ok = source.busyTimes(problem, config, a, f);
   if (!ok)
     return std::numeric_limits<double>::infinity();
-  CandidateCosts c = buildCosts(problem, config.cand, config.recompute);
+  CandidateCosts c = buildCosts(problem, config.cand, config.attnRecompute, config.ffnRecompute);
   return std::max(c.K * a + c.D, c.K * f + c.D);
 }
 
@@ -508,8 +630,10 @@ bool validConfig(const Problem &problem, const Config &c) {
       (o.fixedMicrobatches && k.microbatches != o.fixedMicrobatches) ||
       (o.fixedReplicas && k.replicas != o.fixedReplicas))
     return false;
-  if ((o.recompute == Recompute::Never && c.recompute) ||
-      (o.recompute == Recompute::Always && !c.recompute))
+  std::vector<cost::Recomputation> levelsA = recomputeChoices(o, false);
+  std::vector<cost::Recomputation> levelsF = recomputeChoices(o, true);
+  if (std::find(levelsA.begin(), levelsA.end(), c.attnRecompute) == levelsA.end() ||
+      std::find(levelsF.begin(), levelsF.end(), c.ffnRecompute) == levelsF.end())
     return false;
   auto caps = nicCaps(problem, k);
   return c.attnNics >= 1 && c.ffnNics >= 1 && c.attnNics <= caps.first &&
@@ -538,9 +662,18 @@ std::vector<Config> neighbours(const Problem &problem, const Config &c) {
       n = c; n.attnNics += d * step; n.ffnNics -= d * step; add(n);
     }
   }
-  Config n = c;
-  n.recompute = !c.recompute;
-  add(n);
+  // Each side's recomputation level one step lighter or heavier.
+  auto shift = [](cost::Recomputation r, int d, int most) {
+    return static_cast<cost::Recomputation>(std::clamp(static_cast<int>(r) + d, 0, most));
+  };
+  for (int d : {-1, 1}) {
+    Config n = c;
+    n.attnRecompute = shift(c.attnRecompute, d, 2);
+    add(n);
+    n = c;
+    n.ffnRecompute = shift(c.ffnRecompute, d, 3);
+    add(n);
+  }
   return out;
 }
 } // namespace
@@ -557,7 +690,7 @@ LocalSearchResult localSearch(const Problem &problem, const Config &start,
     for (const Config &n : neighbours(problem, r.config)) {
       if (!validConfig(problem, n))
         continue;
-      CandidateCosts costs = buildCosts(problem, n.cand, n.recompute);
+      CandidateCosts costs = buildCosts(problem, n.cand, n.attnRecompute, n.ffnRecompute);
       if (!costs.fits)
         continue;
       ++r.evaluated;
@@ -576,6 +709,73 @@ LocalSearchResult localSearch(const Problem &problem, const Config &start,
     ++r.moves;
   }
   return r;
+}
+
+ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t gpus,
+                             double chosenStep) noexcept {
+  ShareBound out;
+  std::vector<Candidate> cands;
+  std::string error;
+  if (!enumerateCandidates(problem, cands, error)) {
+    out.reason = ShareBound::Reason::Divisibility;
+    out.text = "divisibility: " + error;
+    return out;
+  }
+  const int64_t N = problem.cluster.nics();
+  const double inf = std::numeric_limits<double>::infinity();
+  out.bestFitStep = out.bestUnlimitedStep = inf;
+  // Best step over the NIC splits that give the FFN side every NIC the attention side leaves
+  // (exact: the FFN side time is non-increasing in its NICs; solveExhaustive(.., false) does so).
+  auto best = [&](const CandidateCosts &k) {
+    double b = inf;
+    for (int64_t nA = 1; nA <= k.capA; ++nA) {
+      int64_t nF = std::min(k.capF, N - nA);
+      if (nF >= 1)
+        b = std::min(b, std::max(k.sideA(nA), k.sideF(nF)));
+    }
+    return b;
+  };
+  const cost::Recomputation lightA = recomputeChoices(problem.options, false).front();
+  const cost::Recomputation lightF = recomputeChoices(problem.options, true).front();
+  for (const Candidate &c : cands) {
+    if (c.attnGpus() * gpus < attnGpus * c.gpus()) // share below attnGpus / gpus
+      continue;
+    ++out.candidates;
+    CandidateCosts u = buildCosts(problem, c, lightA, lightF);
+    double bu = best(u);
+    if (bu < out.bestUnlimitedStep) {
+      out.bestUnlimitedStep = bu;
+      out.bestUnlimitedBytes = std::max(u.attnMemory.total(), u.ffnMemory.total());
+    }
+    cost::Recomputation ra, rf;
+    if (!lightestFittingLevels(problem, c, ra, rf))
+      continue;
+    ++out.fitting;
+    out.bestFitStep = std::min(out.bestFitStep, best(buildCosts(problem, c, ra, rf)));
+  }
+  std::ostringstream os;
+  os.precision(4);
+  os << "attention share >= " << attnGpus << "/" << gpus << ": ";
+  if (!out.candidates) {
+    out.reason = ShareBound::Reason::Divisibility;
+    os << "divisibility binds: no configuration satisfies the integer constraints";
+  } else if (out.bestUnlimitedStep < chosenStep) {
+    out.reason = ShareBound::Reason::Memory;
+    os << "memory binds: the fastest of the " << out.candidates << " configurations with that share ("
+       << out.bestUnlimitedStep << " s per step against the chosen " << chosenStep
+       << " s) needs " << gb(out.bestUnlimitedBytes + problem.options.reserveBytes)
+       << " per GPU, the " << problem.cluster.gpu.name << " has "
+       << gb(problem.cluster.gpu.hbmBytes) << "; " << out.fitting << " fit";
+    if (out.fitting)
+      os << ", the fastest of them " << out.bestFitStep << " s";
+  } else {
+    out.reason = ShareBound::Reason::Slower;
+    os << "not bound: even with the memory limit lifted the fastest of the " << out.candidates
+       << " configurations with that share takes " << out.bestUnlimitedStep
+       << " s per step against the chosen " << chosenStep << " s";
+  }
+  out.text = os.str();
+  return out;
 }
 
 } // namespace disagmoe::placement

@@ -6,8 +6,9 @@
 //   dA A-ranks per attention group (attention DP degree r*dA; M = r*p*dA attention GPUs),
 //   eF F-ranks per FFN group (the EP degree; F-rank j holds a contiguous block of floor or ceil of
 //      E/eF experts, the busiest ceil(E/eF); W-M = r*p*eF FFN GPUs),
-//   nA, nF NICs of each side, m micro-batches per replica per step, and whether to recompute
-//      activations (full recomputation trades one extra forward for memory),
+//   nA, nF NICs of each side, m micro-batches per replica per step, and each side's activation
+//      recomputation: none, selective (elementwise ops) or full (one extra forward of the stage),
+//      trading compute for memory (runtime/cost/Memory.h),
 // for a fixed number of tokens per step, under the per-GPU memory limit (runtime/cost/Memory.h),
 // minimising the step time  K * max(U_a, U_f) + D  (stage alignment: the pipeline runs at the
 // pace of the slower side), with ties broken by MFU (fewer GPUs for the same time):
@@ -37,7 +38,9 @@
 
 namespace disagmoe::placement {
 
-enum class Recompute { Auto, Never, Always };
+/// Recomputation the options allow on both sides: Auto lets the solver choose each side's level;
+/// Never = none, Always = full, Selective = selective on both sides.
+enum class Recompute { Auto, Never, Always, Selective };
 
 struct PlannerOptions {
   int64_t seqLen = 4096;
@@ -67,8 +70,13 @@ struct Candidate {
 
 struct Config {
   Candidate cand;
-  bool recompute = false;
+  cost::Recomputation attnRecompute = cost::Recomputation::None;
+  cost::Recomputation ffnRecompute = cost::Recomputation::None;
   int64_t attnNics = 1, ffnNics = 1;
+  /// True when either side recomputes anything.
+  bool anyRecompute() const {
+    return attnRecompute != cost::Recomputation::None || ffnRecompute != cost::Recomputation::None;
+  }
 };
 
 /// Everything the planner knows about one configuration.
@@ -116,7 +124,8 @@ struct Solution {
   double seconds = 0;
 };
 
-/// Enumerates every candidate, recomputation choice and NIC split (the oracle of the tests).
+/// Enumerates every candidate, recomputation level of each side and NIC split (the oracle of the
+/// tests; it does not use the per-side dominance of lighter recomputation that solveZ3 uses).
 /// With `everyNicPair` false, each attention NIC count is paired only with the most FFN NICs left
 /// (exact because the FFN side time is non-increasing in its NICs; the tests check both agree),
 /// which makes it usable as the benchmark's peer on 128+ GPUs.
@@ -126,8 +135,9 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair = true) noexc
 /// `everyNicPair` false), ascending M: the runner-ups that explain why a split won.
 std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept;
 
-/// The Z3 model (Z3Placement.cpp): one Boolean per candidate, integer NIC counts and a Boolean for
-/// recomputation under linear constraints (exactly one candidate, NIC budget and locality, memory),
+/// The Z3 model (Z3Placement.cpp): one Boolean per candidate (with each side's recomputation level:
+/// the lightest that fits memory, an exact dominance), integer NIC counts under linear constraints
+/// (exactly one candidate, NIC budget and locality),
 /// with the objective bounded by a threshold that is bisected, then tightened strictly until
 /// unsatisfiable (exact); then GPUs are minimised at the optimal time (the MFU tie-break).
 Solution solveZ3(const Problem &problem) noexcept;
@@ -155,7 +165,8 @@ double stepTimeWith(const Problem &problem, const Config &config, const StageTim
                     bool &ok);
 
 /// Hill climbing from `start` over neighbouring configurations (one of p, dA, eF, m, r moved to
-/// the next allowed value, NICs moved by one or by a node's worth, recomputation toggled),
+/// the next allowed value, NICs moved by one or by a node's worth, a side's recomputation level
+/// moved by one),
 /// keeping memory feasibility, scored by `source`. Returns the local optimum.
 struct LocalSearchResult {
   Config config;
@@ -168,6 +179,25 @@ LocalSearchResult localSearch(const Problem &problem, const Config &start,
 /// For infeasible inputs: the smallest per-GPU memory any configuration needs, with its
 /// dominant term, as one line.
 std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands);
+
+/// Why no configuration whose attention share of GPUs is at least attnGpus / gpus was chosen over
+/// one whose step takes `chosenStep` seconds, from the candidates themselves (for reports and the
+/// trend test):
+///   Divisibility  no structural candidate has that share (the integer constraints);
+///   Memory        with the memory limit lifted, one of them (at the lightest recomputation) would
+///                 be faster than chosenStep: the per-GPU memory limit is what excludes it;
+///   Slower        even with the memory limit lifted none of them is faster (the roofline itself
+///                 prefers the smaller share).
+struct ShareBound {
+  enum class Reason { Divisibility, Memory, Slower } reason = Reason::Slower;
+  int64_t candidates = 0, fitting = 0; ///< with that share; of them, fitting memory
+  double bestFitStep = 0;       ///< fastest of those that fit (seconds; inf if none)
+  double bestUnlimitedStep = 0; ///< fastest with the memory limit lifted (seconds)
+  double bestUnlimitedBytes = 0; ///< per-GPU memory that one needs (larger side, bytes)
+  std::string text; ///< one line naming the reason with the numbers
+};
+ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t gpus,
+                             double chosenStep) noexcept;
 
 } // namespace disagmoe::placement
 

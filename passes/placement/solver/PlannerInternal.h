@@ -13,7 +13,8 @@ namespace disagmoe::placement::detail {
 /// two monotone side-time functions of the NIC counts. stepTime(nA, nF) = max(sideA(nA), sideF(nF)).
 struct CandidateCosts {
   Candidate cand;
-  bool recompute = false;
+  cost::Recomputation attnRecompute = cost::Recomputation::None;
+  cost::Recomputation ffnRecompute = cost::Recomputation::None;
   /// One layer kind of a group: compute seconds, exchange bytes, and how many such layers.
   struct Term {
     double compute = 0, bytes = 0, count = 1;
@@ -43,10 +44,22 @@ struct CandidateCosts {
   int64_t minNicsF(double tau, bool strict) const;
 };
 
-CandidateCosts buildCosts(const Problem &problem, const Candidate &cand, bool recompute);
+CandidateCosts buildCosts(const Problem &problem, const Candidate &cand,
+                          cost::Recomputation attnRecompute, cost::Recomputation ffnRecompute);
 
-/// Recomputation choices the options allow.
-std::vector<bool> recomputeChoices(const PlannerOptions &o);
+/// Recomputation levels the options allow on one side, lightest first (Redispatch: FFN side only).
+std::vector<cost::Recomputation> recomputeChoices(const PlannerOptions &o, bool ffnSide);
+
+/// Busiest GPU's memory of each side of `cand` at the given levels (what buildCosts stores).
+void candidateMemory(const Problem &problem, const Candidate &cand, cost::Recomputation attnRecompute,
+                     cost::Recomputation ffnRecompute, cost::MemoryBreakdown &attn,
+                     cost::MemoryBreakdown &ffn);
+
+/// Each side's lightest allowed level whose memory fits; false when a side fits at none. Exact for
+/// the step time: a lighter level never has a longer stage time (fewer FLOPs, the same bytes) and
+/// a side's memory does not depend on the other side's level.
+bool lightestFittingLevels(const Problem &problem, const Candidate &cand,
+                           cost::Recomputation &attnRecompute, cost::Recomputation &ffnRecompute);
 
 /// Usable bytes per GPU.
 double usableBytes(const Problem &problem);

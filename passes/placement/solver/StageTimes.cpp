@@ -13,7 +13,8 @@ bool matches(const MeasuredStageTimes::Entry &e, const Problem &p, const Config 
   return e.seqLen == p.options.seqLen && e.replicas == c.cand.replicas &&
          e.groups == c.cand.groups && e.attnRanks == c.cand.attnRanks &&
          e.ffnRanks == c.cand.ffnRanks && e.microbatches == c.cand.microbatches &&
-         e.recompute == c.recompute && (!e.attnNics || e.attnNics == c.attnNics) &&
+         e.attnRecompute == c.attnRecompute && e.ffnRecompute == c.ffnRecompute &&
+         (!e.attnNics || e.attnNics == c.attnNics) &&
          (!e.ffnNics || e.ffnNics == c.ffnNics);
 }
 
@@ -41,7 +42,8 @@ bool MeasuredStageTimes::busyTimes(const Problem &problem, const Config &config,
       continue;
     Config c;
     c.cand = Candidate{e.replicas, e.groups, e.attnRanks, e.ffnRanks, e.microbatches};
-    c.recompute = e.recompute;
+    c.attnRecompute = e.attnRecompute;
+    c.ffnRecompute = e.ffnRecompute;
     c.attnNics = e.attnNics ? e.attnNics : config.attnNics;
     c.ffnNics = e.ffnNics ? e.ffnNics : config.ffnNics;
     double a = 0, f = 0;
@@ -94,7 +96,24 @@ bool MeasuredStageTimes::load(const std::string &path, std::string &error) noexc
       e.microbatches = integer("microbatches", 1, true);
       e.attnNics = integer("attn_nics", 0, false);
       e.ffnNics = integer("ffn_nics", 0, false);
-      e.recompute = j.value("recompute", false);
+      // "recompute": true/false (full/none on both sides) or a level name for both sides;
+      // "attn_recompute" / "ffn_recompute" set one side.
+      auto level = [&](const char *key, cost::Recomputation fallback) {
+        if (!j.contains(key))
+          return fallback;
+        if (j[key].is_boolean())
+          return j[key].get<bool>() ? cost::Recomputation::Full : cost::Recomputation::None;
+        std::string name = j[key].is_string() ? j[key].get<std::string>() : "";
+        for (cost::Recomputation r : {cost::Recomputation::None, cost::Recomputation::Selective,
+                                      cost::Recomputation::Full, cost::Recomputation::Redispatch})
+          if (name == cost::recomputationName(r))
+            return r;
+        throw std::runtime_error(at + key + ": expected true, false, \"none\", \"selective\", "
+                                            "\"full\" or \"redispatch\"");
+      };
+      cost::Recomputation both = level("recompute", cost::Recomputation::None);
+      e.attnRecompute = level("attn_recompute", both);
+      e.ffnRecompute = level("ffn_recompute", both);
       e.attnSeconds = seconds("attention_s");
       e.ffnSeconds = seconds("ffn_s");
       out.push_back(e);
@@ -115,7 +134,9 @@ bool MeasuredStageTimes::save(const std::string &path, std::string &error) const
       nlohmann::json j = {{"seq_len", e.seqLen},       {"replicas", e.replicas},
                           {"groups", e.groups},         {"attn_ranks", e.attnRanks},
                           {"ffn_ranks", e.ffnRanks},    {"microbatches", e.microbatches},
-                          {"recompute", e.recompute},   {"attention_s", e.attnSeconds},
+                          {"attn_recompute", cost::recomputationName(e.attnRecompute)},
+                          {"ffn_recompute", cost::recomputationName(e.ffnRecompute)},
+                          {"attention_s", e.attnSeconds},
                           {"ffn_s", e.ffnSeconds}};
       if (e.attnNics)
         j["attn_nics"] = e.attnNics;

@@ -2,7 +2,9 @@
 //
 // A file of measured busy times per micro-batch (format "disagmoe-stage-times", version 1;
 // docs/placement.md) scores configurations in the local search. Entries match a configuration on
-// seq_len, replicas, groups, attn_ranks, ffn_ranks, microbatches, recompute and, when given,
+// seq_len, replicas, groups, attn_ranks, ffn_ranks, microbatches, each side's recomputation level
+// ("recompute": true/false or "none"/"selective"/"full" for both, "attn_recompute"/"ffn_recompute"
+// for one) and, when given,
 // attn_nics / ffn_nics; a configuration without an entry gets the roofline's times scaled by the
 // median measured/roofline ratio of each side over the file's entries (so measured overheads carry
 // over to neighbours). The simulation backend (AF-Pipe issue) plugs in the same way.
@@ -20,7 +22,8 @@ public:
   struct Entry {
     int64_t seqLen = 0, replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
     int64_t attnNics = 0, ffnNics = 0; ///< 0: any
-    bool recompute = false;
+    cost::Recomputation attnRecompute = cost::Recomputation::None;
+    cost::Recomputation ffnRecompute = cost::Recomputation::None;
     double attnSeconds = 0, ffnSeconds = 0;
   };
   std::string name() const override { return "measured"; }

@@ -3,16 +3,19 @@
 // Stage times are not linear in the integer choices (FLOPs / (GPUs * peak), bytes over a NIC share,
 // max over groups of sums of maxima), so they are precomputed per structural candidate and Z3
 // chooses among candidates under linear constraints (docs/placement.md, "Exactness"):
-//   b_i            Boolean, candidate i chosen; exactly one is true
-//   rc             Boolean, activations recomputed
+//   b_i            Boolean, candidate i chosen; exactly one is true. A candidate carries each
+//                  side's recomputation level: the lightest allowed level whose memory fits
+//                  (detail::lightestFittingLevels). That choice is exact: a lighter level never
+//                  has a longer stage time and a side's memory does not depend on the other
+//                  side's level; candidates that fit at no level get no Boolean (the memory
+//                  constraint b_i -> mem_i <= usable with constant mem_i). solveExhaustive
+//                  enumerates every level pair without this dominance, and the tests compare.
 //   nA, nF         integers, NICs of each side: 1 <= nA, nF; nA + nF <= NICs of the cluster;
 //                  b_i -> nA <= capA_i and nF <= capF_i (NICs of the nodes the side occupies)
-//   memory         b_i -> ite(rc, memRc_i, mem_i) <= usable bytes, per side
-//   objective      for a threshold tau: b_i and rc = x -> nA >= needA_i,x(tau) and
-//                  nF >= needF_i,x(tau), where need is the least NIC count whose side time is
-//                  <= tau (side times are non-increasing in their NIC count, so "nA >= need" is
-//                  exactly "side time <= tau"); candidates whose compute alone exceeds tau get
-//                  b_i -> rc != x.
+//   objective      for a threshold tau: b_i -> nA >= needA_i(tau) and nF >= needF_i(tau), where
+//                  need is the least NIC count whose side time is <= tau (side times are
+//                  non-increasing in their NIC count, so "nA >= need" is exactly "side time <=
+//                  tau"); candidates whose compute alone exceeds tau get !b_i.
 // The threshold is bisected, then tightened strictly below the best found until unsatisfiable,
 // which proves the optimum (a finite set of values); GPUs are then minimised at that time.
 //
@@ -33,57 +36,28 @@ using namespace detail;
 namespace {
 struct Z3Model {
   const Problem &problem;
-  std::vector<CandidateCosts> costs; ///< index 2*i + rc (rc costs only when allowed)
-  std::vector<Candidate> cands;
-  std::vector<bool> rcAllowed{false, false};
+  std::vector<CandidateCosts> costs; ///< one per candidate, at its recomputation levels; all fit
   z3::context ctx;
   z3::solver solver;
   z3::expr_vector chosen;
-  z3::expr rc, nA, nF;
+  z3::expr nA, nF;
   std::chrono::steady_clock::time_point deadline;
   bool timedOut = false;
   int64_t queries = 0;
 
-  Z3Model(const Problem &p, std::vector<Candidate> c)
-      : problem(p), cands(std::move(c)), solver(ctx), chosen(ctx), rc(ctx.bool_const("rc")),
-        nA(ctx.int_const("nA")), nF(ctx.int_const("nF")) {}
-
-  const CandidateCosts *at(size_t i, bool recompute) const {
-    const CandidateCosts &c = costs[2 * i + (recompute ? 1 : 0)];
-    return rcAllowed[recompute ? 1 : 0] && c.fits ? &c : nullptr;
-  }
+  Z3Model(const Problem &p, std::vector<CandidateCosts> c)
+      : problem(p), costs(std::move(c)), solver(ctx), chosen(ctx), nA(ctx.int_const("nA")),
+        nF(ctx.int_const("nF")) {}
 
   void build() {
-    for (bool r : recomputeChoices(problem.options))
-      rcAllowed[r ? 1 : 0] = true;
-    costs.reserve(2 * cands.size());
-    for (const Candidate &c : cands)
-      for (bool r : {false, true})
-        costs.push_back(rcAllowed[r ? 1 : 0] ? buildCosts(problem, c, r) : CandidateCosts{});
-    const int64_t usable = static_cast<int64_t>(std::floor(usableBytes(problem)));
-    for (size_t i = 0; i < cands.size(); ++i) {
+    for (size_t i = 0; i < costs.size(); ++i) {
       z3::expr b = ctx.bool_const(("b" + std::to_string(i)).c_str());
       chosen.push_back(b);
-      const CandidateCosts &any = costs[2 * i + (rcAllowed[0] ? 0 : 1)];
-      solver.add(z3::implies(b, nA <= ctx.int_val(any.capA) && nF <= ctx.int_val(any.capF)));
-      auto mem = [&](bool r, bool attn) -> z3::expr {
-        const CandidateCosts &c = costs[2 * i + (r ? 1 : 0)];
-        if (!rcAllowed[r ? 1 : 0])
-          return ctx.int_val(usable + 1); // not allowed: never fits
-        double bytes = attn ? c.attnMemory.total() : c.ffnMemory.total();
-        return ctx.int_val(static_cast<int64_t>(std::ceil(bytes)));
-      };
-      for (bool attn : {true, false})
-        solver.add(z3::implies(b, z3::ite(rc, mem(true, attn), mem(false, attn)) <=
-                                      ctx.int_val(usable)));
+      solver.add(z3::implies(b, nA <= ctx.int_val(costs[i].capA) && nF <= ctx.int_val(costs[i].capF)));
     }
     solver.add(z3::atleast(chosen, 1));
     solver.add(z3::atmost(chosen, 1));
     solver.add(nA >= 1 && nF >= 1 && nA + nF <= ctx.int_val(problem.cluster.nics()));
-    if (!rcAllowed[0])
-      solver.add(rc);
-    if (!rcAllowed[1])
-      solver.add(!rc);
   }
 
   /// One satisfiability question; fills `out` on sat.
@@ -96,30 +70,25 @@ struct Z3Model {
     ++queries;
     solver.push();
     bool finite = std::isfinite(tau);
-    for (size_t i = 0; i < cands.size(); ++i) {
+    for (size_t i = 0; i < costs.size(); ++i) {
       const z3::expr &b = chosen[static_cast<int>(i)];
-      if (maxGpus > 0 && cands[i].gpus() > maxGpus) {
+      const CandidateCosts *c = &costs[i];
+      if (maxGpus > 0 && c->cand.gpus() > maxGpus) {
         solver.add(!b);
         continue;
       }
       if (!finite)
         continue;
-      for (bool r : {false, true}) {
-        const CandidateCosts *c = at(i, r);
-        if (!c)
-          continue;
-        z3::expr when = b && (r ? rc : !rc);
-        double bound = std::max(c->attnLowerBound, c->ffnLowerBound);
-        if (strict ? bound >= tau : bound > tau) { // compute alone is too slow: no NIC count helps
-          solver.add(!when);
-          continue;
-        }
-        int64_t a = c->minNicsA(tau, strict), f = a ? c->minNicsF(tau, strict) : 0;
-        if (!a || !f)
-          solver.add(!when);
-        else
-          solver.add(z3::implies(when, nA >= ctx.int_val(a) && nF >= ctx.int_val(f)));
+      double bound = std::max(c->attnLowerBound, c->ffnLowerBound);
+      if (strict ? bound >= tau : bound > tau) { // compute alone is too slow: no NIC count helps
+        solver.add(!b);
+        continue;
       }
+      int64_t a = c->minNicsA(tau, strict), f = a ? c->minNicsF(tau, strict) : 0;
+      if (!a || !f)
+        solver.add(!b);
+      else
+        solver.add(z3::implies(b, nA >= ctx.int_val(a) && nF >= ctx.int_val(f)));
     }
     z3::params params(ctx);
     params.set("timeout", static_cast<unsigned>(std::max(1.0, left * 1000)));
@@ -127,12 +96,13 @@ struct Z3Model {
     z3::check_result result = solver.check();
     if (result == z3::sat) {
       z3::model model = solver.get_model();
-      for (size_t i = 0; i < cands.size(); ++i)
+      for (size_t i = 0; i < costs.size(); ++i)
         if (model.eval(chosen[static_cast<int>(i)], true).is_true()) {
-          out.cand = cands[i];
+          out.cand = costs[i].cand;
+          out.attnRecompute = costs[i].attnRecompute;
+          out.ffnRecompute = costs[i].ffnRecompute;
           break;
         }
-      out.recompute = model.eval(rc, true).is_true();
       out.attnNics = model.eval(nA, true).get_numeral_int64();
       out.ffnNics = model.eval(nF, true).get_numeral_int64();
     } else if (result == z3::unknown) {
@@ -143,13 +113,12 @@ struct Z3Model {
   }
 
   double stepOf(const Config &c) {
-    for (size_t i = 0; i < cands.size(); ++i)
-      if (cands[i].replicas == c.cand.replicas && cands[i].groups == c.cand.groups &&
-          cands[i].attnRanks == c.cand.attnRanks && cands[i].ffnRanks == c.cand.ffnRanks &&
-          cands[i].microbatches == c.cand.microbatches) {
-        const CandidateCosts *k = at(i, c.recompute);
-        return std::max(k->sideA(c.attnNics), k->sideF(c.ffnNics));
-      }
+    for (const CandidateCosts &k : costs)
+      if (k.cand.replicas == c.cand.replicas && k.cand.groups == c.cand.groups &&
+          k.cand.attnRanks == c.cand.attnRanks && k.cand.ffnRanks == c.cand.ffnRanks &&
+          k.cand.microbatches == c.cand.microbatches && k.attnRecompute == c.attnRecompute &&
+          k.ffnRecompute == c.ffnRecompute)
+        return std::max(k.sideA(c.attnNics), k.sideF(c.ffnNics));
     return std::numeric_limits<double>::infinity();
   }
 };
@@ -163,36 +132,36 @@ Solution solveZ3(const Problem &problem) noexcept {
     return s;
   s.candidates = static_cast<int64_t>(cands.size());
   try {
-    // Exact presolve: a configuration found by a proportional NIC split bounds the optimum from
-    // above; candidates whose compute-only time exceeds that bound cannot be optimal.
+    // Each candidate at its lightest fitting recomputation levels (candidates that fit at none
+    // are dropped). Exact presolve: a configuration found by a proportional NIC split bounds the
+    // optimum from above; candidates whose compute-only time exceeds that bound cannot be optimal.
+    std::vector<CandidateCosts> kept;
     {
       const int64_t N = problem.cluster.nics();
       double ub = std::numeric_limits<double>::infinity();
-      std::vector<std::pair<double, size_t>> bounds;
-      for (size_t i = 0; i < cands.size(); ++i) {
-        double lb = std::numeric_limits<double>::infinity();
-        for (bool rc : recomputeChoices(problem.options)) {
-          CandidateCosts k = buildCosts(problem, cands[i], rc);
-          if (!k.fits)
-            continue;
-          lb = std::min(lb, std::max(k.attnLowerBound, k.ffnLowerBound));
-          double total = k.attnBytesBusiest + k.ffnBytesBusiest;
-          int64_t nA = total > 0 ? static_cast<int64_t>(std::llround(N * k.attnBytesBusiest / total)) : 1;
-          nA = std::max<int64_t>(1, std::min({nA, k.capA, N - 1}));
-          int64_t nF = std::min(k.capF, N - nA);
-          if (nF >= 1)
-            ub = std::min(ub, std::max(k.sideA(nA), k.sideF(nF)));
-        }
-        bounds.push_back({lb, i});
+      std::vector<CandidateCosts> all;
+      for (const Candidate &c : cands) {
+        cost::Recomputation ra, rf;
+        if (!lightestFittingLevels(problem, c, ra, rf))
+          continue;
+        CandidateCosts k = buildCosts(problem, c, ra, rf);
+        double total = k.attnBytesBusiest + k.ffnBytesBusiest;
+        int64_t nA = total > 0 ? static_cast<int64_t>(std::llround(N * k.attnBytesBusiest / total)) : 1;
+        nA = std::max<int64_t>(1, std::min({nA, k.capA, N - 1}));
+        int64_t nF = std::min(k.capF, N - nA);
+        if (nF >= 1)
+          ub = std::min(ub, std::max(k.sideA(nA), k.sideF(nF)));
+        all.push_back(std::move(k));
       }
-      std::vector<Candidate> kept;
-      for (const auto &[lb, i] : bounds)
-        if (lb <= ub)
-          kept.push_back(cands[i]);
-      if (!kept.empty())
-        cands = std::move(kept);
+      for (CandidateCosts &k : all)
+        if (std::max(k.attnLowerBound, k.ffnLowerBound) <= ub)
+          kept.push_back(std::move(k));
     }
-    Z3Model z(problem, cands);
+    if (kept.empty()) {
+      s.error = explainInfeasible(problem, cands);
+      return s;
+    }
+    Z3Model z(problem, std::move(kept));
     z.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(problem.options.timeLimitSeconds));
     z.build();
@@ -206,10 +175,8 @@ Solution solveZ3(const Problem &problem) noexcept {
       s.ok = true;
       s.config = found;
       double hi = z.stepOf(found), lo = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < cands.size(); ++i) // no configuration beats its compute-only time
-        for (bool rc : {false, true})
-          if (const CandidateCosts *k = z.at(i, rc))
-            lo = std::min(lo, std::max(k->attnLowerBound, k->ffnLowerBound));
+      for (const CandidateCosts &k : z.costs) // no configuration beats its compute-only time
+        lo = std::min(lo, std::max(k.attnLowerBound, k.ffnLowerBound));
       lo = std::min(lo, hi) * (1 - 1e-12);
       bool proven = false, probe = true;
       while (!z.timedOut) {

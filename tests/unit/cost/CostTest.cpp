@@ -187,30 +187,65 @@ TEST(Memory, AttentionGpuHoldsWeightsGradientsShardedOptimizerAndActivations) {
   double h = 16, q = 16, kv = 8;
   double layer1 = h * q + 2 * h * kv + q * h + 2 * h + h * 8 + 3 * h * 6;
   EXPECT_DOUBLE_EQ(m.attentionSideParams(1), layer1);
-  MemoryBreakdown b = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, false);
+  const Recomputation none = Recomputation::None, full = Recomputation::Full;
+  MemoryBreakdown b = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, none, none);
   EXPECT_DOUBLE_EQ(b.weights, 2 * layer1);
   EXPECT_DOUBLE_EQ(b.gradients, 4 * layer1);
   EXPECT_DOUBLE_EQ(b.optimizer, 12 * layer1 / 4);
   double act = 8 * h + 4 * q + 4 * kv + 4 * 4 + 8 * 8 + 8 * 6;
   EXPECT_DOUBLE_EQ(b.activations, act * 50 * 3);
-  MemoryBreakdown rc = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, true);
-  EXPECT_DOUBLE_EQ(rc.activations, 2 * h * 50 * 3);
+  MemoryBreakdown rc = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, full, none);
+  // Full: the layer input of each in-flight micro-batch, and the layer being recomputed.
+  EXPECT_DOUBLE_EQ(rc.activations, (2 * h * 3 + act) * 50);
+  // Full while the FFN side redispatches: the M2N payload (2h + 12 top_k) is kept as well.
+  MemoryBreakdown rd = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, full, Recomputation::Redispatch);
+  EXPECT_DOUBLE_EQ(rd.activations, ((2 * h + 2 * h + 12 * 2) * 3 + act) * 50);
+  // Selective: norm outputs and shared SwiGLU silu/product recomputed (4h and 4I fewer).
+  MemoryBreakdown sel = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, Recomputation::Selective, none);
+  EXPECT_DOUBLE_EQ(sel.activations, (act - 4 * h - 4 * 6) * 50 * 3);
   MemoryOptions noZero;
   noZero.zero1 = false;
-  EXPECT_DOUBLE_EQ(attentionGpuMemory(m, {1}, false, false, 4, 50, 3, false, noZero).optimizer,
+  EXPECT_DOUBLE_EQ(attentionGpuMemory(m, {1}, false, false, 4, 50, 3, none, none, noZero).optimizer,
                    12 * layer1);
-  MemoryBreakdown head = attentionGpuMemory(m, {1}, true, true, 1, 50, 3, false);
+  MemoryBreakdown head = attentionGpuMemory(m, {1}, true, true, 1, 50, 3, none, none);
   EXPECT_DOUBLE_EQ(head.weights, 2 * (layer1 + 2 * 32 * 16 + 16));
 }
 
 TEST(Memory, FfnGpuHoldsItsExpertsOfMoeLayersOnly) {
   ModelShape m = tinyModel();
-  MemoryBreakdown b = ffnGpuMemory(m, {0, 1}, 2, 1, 40, 2, false);
+  // 30 tokens received, 40 (token, expert) pairs computed per micro-batch, 2 in flight.
+  MemoryBreakdown b = ffnGpuMemory(m, {0, 1}, 2, 1, 30, 40, 2, Recomputation::None);
   double params = 2 * 3 * 16 * 12;
   EXPECT_DOUBLE_EQ(b.weights, 2 * params);
   EXPECT_DOUBLE_EQ(b.optimizer, 12 * params);
   EXPECT_DOUBLE_EQ(b.activations, (2 * 16 + 8 * 12) * 40 * 2);
   EXPECT_EQ(b.dominant(), "optimizer state");
+  MemoryBreakdown sel = ffnGpuMemory(m, {0, 1}, 2, 1, 30, 40, 2, Recomputation::Selective);
+  EXPECT_DOUBLE_EQ(sel.activations, (2 * 16 + 4 * 12) * 40 * 2);
+  // Full: the received M2N buffer, once per token (id, bf16 vector, count) and 12 bytes per pair.
+  MemoryBreakdown full = ffnGpuMemory(m, {0, 1}, 2, 1, 30, 40, 2, Recomputation::Full);
+  // (plus, with Full and Redispatch, the layer being recomputed at level None: (2h + 8I) * 40).
+  double transient = (2 * 16 + 8 * 12) * 40;
+  EXPECT_DOUBLE_EQ(full.activations, ((2 * 16 + 16) * 30 + 12 * 40) * 2 + transient);
+  MemoryBreakdown redispatch = ffnGpuMemory(m, {0, 1}, 2, 1, 30, 40, 2, Recomputation::Redispatch);
+  EXPECT_DOUBLE_EQ(redispatch.activations, transient);
+}
+
+TEST(Roofline, RankHitProbabilityMatchesEnumeration) {
+  // Oracle: enumerate every k-subset of E experts and count those touching the first `held`.
+  for (int E : {8, 12})
+    for (int k : {1, 2, 3})
+      for (int held : {1, 3, 6}) {
+        int64_t total = 0, hit = 0;
+        for (int mask = 0; mask < (1 << E); ++mask) {
+          if (__builtin_popcount(mask) != k)
+            continue;
+          ++total;
+          hit += (mask & ((1 << held) - 1)) != 0;
+        }
+        EXPECT_NEAR(rankHitProbability(E, k, held), double(hit) / double(total), 1e-12)
+            << E << " " << k << " " << held;
+      }
 }
 
 TEST(RoutingProfile, RoundTripsAndChecksSums) {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace disagmoe;
 using namespace disagmoe::placement;
@@ -49,6 +50,8 @@ cost::ClusterSpec cluster(int nodes, int gpusPerNode, int nicsPerNode, double hb
   return c;
 }
 
+double usableBytesOf(const Problem &p) { return p.cluster.gpu.hbmBytes - p.options.reserveBytes; }
+
 Problem problem(const cost::ClusterSpec &c, int64_t seqLen) {
   Problem p;
   p.model = miniModel();
@@ -65,6 +68,7 @@ Problem problem(const cost::ClusterSpec &c, int64_t seqLen) {
 // exhaustive enumeration (step time, then GPU count), and is proven optimal.
 TEST(PlannerSweep, Z3MatchesExhaustiveOnEveryClusterUpTo32Gpus) {
   int compared = 0, infeasible = 0;
+  std::set<std::pair<int, int>> levelPairs; // (attention, FFN) levels of the exhaustive optima
   for (int gpn : {1, 2, 4, 8})
     for (int nodes = 1; nodes * gpn <= 32; ++nodes)
       for (int nics : {gpn, gpn / 2}) {
@@ -86,6 +90,7 @@ TEST(PlannerSweep, Z3MatchesExhaustiveOnEveryClusterUpTo32Gpus) {
           EXPECT_EQ(z.eval.stepTime, e.eval.stepTime);
           EXPECT_EQ(z.config.cand.gpus(), e.config.cand.gpus());
           EXPECT_TRUE(z.eval.fitsMemory);
+          levelPairs.insert({int(e.config.attnRecompute), int(e.config.ffnRecompute)});
           // The fast exhaustive variant (best FFN NIC count only) is exact too.
           Solution f = solveExhaustive(p, false);
           EXPECT_EQ(f.eval.stepTime, e.eval.stepTime);
@@ -94,6 +99,7 @@ TEST(PlannerSweep, Z3MatchesExhaustiveOnEveryClusterUpTo32Gpus) {
       }
   EXPECT_GT(compared, 80);
   EXPECT_GT(infeasible, 0); // the sweep reaches clusters where memory binds
+  EXPECT_GE(levelPairs.size(), 4u); // and optima at several recomputation levels of each side
 }
 
 // Keeping only the largest micro-batch count loses nothing (docs/placement.md, "Exactness").
@@ -144,6 +150,57 @@ TEST(Planner, StepTimeIsTheSlowerSideTimesTheBubbleFactorPlusSync) {
   EXPECT_NEAR(e.mfu, flops / (e.stepTime * 16 * 989.4e12), 1e-12);
 }
 
+// Recomputation costs against the formulas (docs/cost-model.md), one group holding every layer:
+// Full adds one forward of the side; Selective adds 5 FLOP per expert-intermediate element;
+// Redispatch adds Full's FLOPs and the forward M2N once more to the attention side's sends.
+TEST(Planner, RecomputationLevelsAddTheirComputeAndExchange) {
+  using cost::Recomputation;
+  Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
+  const cost::ModelShape &m = p.model;
+  Config c;
+  c.cand = Candidate{1, 1, 4, 4, 8};
+  c.attnNics = c.ffnNics = 8;
+  auto at = [&](Recomputation a, Recomputation f) {
+    Config k = c;
+    k.attnRecompute = a;
+    k.ffnRecompute = f;
+    return evaluate(p, k);
+  };
+  Evaluation none = at(Recomputation::None, Recomputation::None);
+  const double tokens = double(int64_t(1) << 17) / 8; // per micro-batch
+  const double h = 512, I = 1024, k = 2, L = 6;
+  // Forward expert FLOPs of the group: 6 T k h I per layer; training 3x, Full 4x.
+  const double expertFwd = L * 6 * tokens * k * h * I;
+  EXPECT_NEAR(none.ffnFlops, 3 * expertFwd, 1e-9 * expertFwd);
+  EXPECT_NEAR(at(Recomputation::None, Recomputation::Full).ffnFlops, 4 * expertFwd, 1e-9 * expertFwd);
+  EXPECT_NEAR(at(Recomputation::None, Recomputation::Selective).ffnFlops,
+              3 * expertFwd + L * 5 * I * tokens * k, 1e-9 * expertFwd);
+  Evaluation rd = at(Recomputation::None, Recomputation::Redispatch);
+  EXPECT_NEAR(rd.ffnFlops, 4 * expertFwd, 1e-9 * expertFwd);
+  // The forward M2N per layer: each token once per F-rank it meets (d of 4 ranks holding 2 of 8
+  // experts; d by the complement of C(6,2)/C(8,2) per rank) with id, vector and count, and 12
+  // bytes per token-expert; the attention side then sends it twice. p = 1: no residual route.
+  const double d = 4 * (1 - 15.0 / 28.0);
+  const double m2n = tokens * (d * (8 + 2 * h + 8) + 12 * k);
+  const double n2mBackward = tokens * d * (8 + 2 * h);
+  const double recv = tokens * d * (8 + 2 * h) + tokens * (d * (8 + 2 * h) + 4 * k);
+  EXPECT_NEAR(none.attnBytes, L * std::max(m2n + n2mBackward, recv), 1e-9 * none.attnBytes);
+  EXPECT_NEAR(rd.attnBytes, L * std::max(2 * m2n + n2mBackward, recv), 1e-9 * rd.attnBytes);
+  // Attention side: Full adds one forward of the attention-side layers (the head is not
+  // recomputed: its backward follows its forward at once).
+  Evaluation fullA = at(Recomputation::Full, Recomputation::None);
+  const double head = 3 * cost::headForwardFlops(m, tokens);
+  EXPECT_NEAR((fullA.attnFlops - head) / (none.attnFlops - head), 4.0 / 3.0, 1e-12);
+  // Memory falls level by level on each side.
+  EXPECT_GT(none.ffnMemory.activations, at(Recomputation::None, Recomputation::Selective).ffnMemory.activations);
+  EXPECT_GT(at(Recomputation::None, Recomputation::Selective).ffnMemory.activations,
+            at(Recomputation::None, Recomputation::Full).ffnMemory.activations);
+  EXPECT_GT(at(Recomputation::None, Recomputation::Full).ffnMemory.activations, rd.ffnMemory.activations);
+  EXPECT_GT(none.attnMemory.activations, at(Recomputation::Selective, Recomputation::None).attnMemory.activations);
+  EXPECT_GT(at(Recomputation::Selective, Recomputation::None).attnMemory.activations,
+            fullA.attnMemory.activations);
+}
+
 TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   Problem p = problem(cluster(1, 4, 4, 0.05e9), 2048);
   Solution z = solveZ3(p);
@@ -153,11 +210,15 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   std::string error;
   ASSERT_TRUE(enumerateCandidates(p, cands, error)) << error;
   double least = 1e300;
+  using cost::Recomputation;
+  const Recomputation levels[] = {Recomputation::None, Recomputation::Selective, Recomputation::Full,
+                                  Recomputation::Redispatch};
   for (const Candidate &c : cands)
-    for (bool rc : {false, true}) {
-      Evaluation e = evaluate(p, Config{c, rc, 1, 1});
-      least = std::min(least, std::max(e.attnMemory.total(), e.ffnMemory.total()));
-    }
+    for (Recomputation ra : {levels[0], levels[1], levels[2]})
+      for (Recomputation rf : levels) {
+        Evaluation e = evaluate(p, Config{c, ra, rf, 1, 1});
+        least = std::min(least, std::max(e.attnMemory.total(), e.ffnMemory.total()));
+      }
   char expect[64];
   std::snprintf(expect, sizeof expect, "any configuration needs is %.1f GB", least / 1e9);
   EXPECT_NE(z.error.find(expect), std::string::npos) << z.error;
@@ -209,11 +270,45 @@ TEST(Planner, RecomputationIsChosenWhenMemoryBinds) {
     if (a.ok && !n.ok) {
       Solution z = solveZ3(p);
       ASSERT_TRUE(z.ok);
-      EXPECT_TRUE(z.config.recompute);
+      EXPECT_TRUE(z.config.anyRecompute());
       EXPECT_EQ(z.eval.stepTime, a.eval.stepTime);
       seen = true;
     }
   }
+  EXPECT_TRUE(seen);
+}
+
+// explainShareBound's three reasons against the exhaustive search: a share no candidate has
+// (divisibility); the share the memory-unlimited optimum has, where memory pushes the optimum to a
+// smaller share (memory, and its unlimited step is that optimum's); the same share without the
+// memory limit (not bound: nothing is faster than the optimum itself).
+TEST(Planner, ShareBoundNamesDivisibilityMemoryOrNeither) {
+  bool seen = false;
+  for (double hbm = 0.2e9; hbm < 4e9 && !seen; hbm *= 1.1)
+    for (int64_t s : {2048, 16384}) {
+      Problem p = problem(cluster(2, 8, 8, hbm), s);
+      Problem q = p;
+      q.options.reserveBytes = -1e18; // no memory limit
+      Solution lim = solveExhaustive(p, false), free = solveExhaustive(q, false);
+      if (!lim.ok || !free.ok)
+        continue;
+      const Candidate &a = lim.config.cand, &b = free.config.cand;
+      if (a.attnGpus() * b.gpus() >= b.attnGpus() * a.gpus())
+        continue; // memory did not lower the share
+      seen = true;
+      ShareBound mem = explainShareBound(p, b.attnGpus(), b.gpus(), lim.eval.stepTime);
+      EXPECT_EQ(mem.reason, ShareBound::Reason::Memory) << mem.text;
+      EXPECT_EQ(mem.bestUnlimitedStep, free.eval.stepTime) << mem.text;
+      EXPECT_GT(mem.bestUnlimitedBytes, usableBytesOf(p)) << mem.text;
+      EXPECT_NE(mem.text.find("memory binds"), std::string::npos) << mem.text;
+      ShareBound none = explainShareBound(q, b.attnGpus(), b.gpus(), free.eval.stepTime);
+      EXPECT_EQ(none.reason, ShareBound::Reason::Slower) << none.text;
+      const int64_t W = p.cluster.gpus();
+      ShareBound div = explainShareBound(p, W, W, lim.eval.stepTime); // no FFN GPU at all
+      EXPECT_EQ(div.reason, ShareBound::Reason::Divisibility) << div.text;
+      EXPECT_EQ(div.candidates, 0);
+      break;
+    }
   EXPECT_TRUE(seen);
 }
 
@@ -248,7 +343,8 @@ TEST(LocalSearch, MeasuredSlowAttentionMovesGpusToAttention) {
   e.attnRanks = z.config.cand.attnRanks;
   e.ffnRanks = z.config.cand.ffnRanks;
   e.microbatches = z.config.cand.microbatches;
-  e.recompute = z.config.recompute;
+  e.attnRecompute = z.config.attnRecompute;
+  e.ffnRecompute = z.config.ffnRecompute;
   e.attnSeconds = 3 * z.eval.attnBusy;
   e.ffnSeconds = z.eval.ffnBusy;
   measured.entries.push_back(e);
