@@ -94,6 +94,21 @@ def main(out):
     set_attr(moe, "activation_beta", 0.5)
     save(m, "beta_half")
 
+    # A fused SwiGLU whose fc1 bias covers only the gate half ([4, 32] instead of [4, 64]).
+    m, moe = load("swiglu_oai_bias")
+    t = initializer(m, moe.input[3])
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(numpy_helper.to_array(t)[:, :32]), t.name))
+    save(m, "fc1_bias_half")
+
+    # An fc3 beside an interleaved fused fc1 that already holds the value rows.
+    m, moe = load("swiglu_interleaved")
+    fc3 = numpy_helper.from_array(np.zeros((4, 32, 64), dtype=np.float32), "moe.0.fc3_extra")
+    m.graph.initializer.append(fc3)
+    while len(moe.input) < 6:
+        moe.input.append("")
+    moe.input.append(fc3.name)
+    save(m, "fused_with_fc3")
+
     # A com.microsoft opset other than 1 (the only version of com.microsoft.MoE).
     m, moe = load("swiglu_interleaved")
     for o in m.opset_import:
