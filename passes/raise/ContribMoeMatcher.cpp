@@ -131,6 +131,8 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
                     "activation_beta, use_sparse_mixer)");
     }
 
+  if (node.getOutputs().size() != 1)
+    return fail("expected one output, got " + std::to_string(node.getOutputs().size()));
   ContribMoeMatch m;
   m.node = node;
   m.output = node.getOutputs()[0];
@@ -192,6 +194,9 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     return fail("fc1_experts_weights " + shapeString(fc1) + " and fc2_experts_weights " +
                 shapeString(fc2) + " must be 3-D [experts, out, in]");
   const int64_t E = fc1[0], H = fc2[1], I = fc2[2];
+  if (E <= 0 || H <= 0 || I <= 0)
+    return fail("fc1_experts_weights " + shapeString(fc1) + " and fc2_experts_weights " +
+                shapeString(fc2) + " must have positive experts, hidden and inter sizes");
   if (!xShape.empty() && xShape.back() != H)
     return fail("fc2_experts_weights " + shapeString(fc2) + " is not [experts, hidden, inter] for "
                 "the input's hidden size " + std::to_string(xShape.back()) +
