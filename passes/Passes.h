@@ -2,6 +2,7 @@
 #ifndef DISAGMOE_PASSES_PASSES_H
 #define DISAGMOE_PASSES_PASSES_H
 
+#include "dialects/afpipe/AfpipeDialect.h"
 #include "dialects/moe/MoeDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

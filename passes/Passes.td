@@ -47,7 +47,11 @@ def AssignGroups : Pass<"assign-groups", "mlir::ModuleOp"> {
     `attention` (default: the A-ranks of the layer's attention group compute it before the residual
     route) or `ffn` (the F-ranks of the layer's FFN group compute it: norm(h) travels in the
     layer's M2N, each token to F-rank (sequence mod D_F) of the group, and the output returns in
-    that F-rank's N2M; docs/plan-format.md, `dense_ffn`). Any other value is an error.
+    that F-rank's N2M; docs/plan-format.md, `dense_ffn`). `embedding-side` and `head-side` set
+    `on` of the embedding stage and of the head stage (final norm and head): `attention` (default)
+    or `ffn`, the FFN group of the same index, whose F-ranks compute the embedding rows of their
+    home tokens and send x_0 to the A-ranks / receive x_L from them and compute the logits
+    (docs/plan-format.md, "FFN-side embedding and head"). Any other value is an error.
   }];
   let options = [
     Option<"groups", "p", "int64_t", /*default=*/"1",
@@ -55,7 +59,11 @@ def AssignGroups : Pass<"assign-groups", "mlir::ModuleOp"> {
     Option<"denseSide", "dense-side", "std::string", /*default=*/"\"attention\"",
            "Where dense layers' FFNs run: attention or ffn">,
     Option<"sharedExpertsSide", "shared-experts-side", "std::string", /*default=*/"\"attention\"",
-           "Where shared experts run: attention or ffn">
+           "Where shared experts run: attention or ffn">,
+    Option<"embeddingSide", "embedding-side", "std::string", /*default=*/"\"attention\"",
+           "Where the embedding runs: attention or ffn (group 0 of that side)">,
+    Option<"headSide", "head-side", "std::string", /*default=*/"\"attention\"",
+           "Where the final norm and head run: attention or ffn (group L mod p of that side)">
   ];
 }
 
@@ -103,6 +111,39 @@ def ExchangeVolume : Pass<"exchange-volume", "mlir::ModuleOp"> {
     Option<"bytesPerElement", "bytes-per-element", "int64_t", /*default=*/"4",
            "Bytes per activation element on the wire (4: fp32 CPU, 2: bf16 GPU)">
   ];
+}
+
+def AfPipeSchedule : Pass<"afpipe-schedule", "mlir::ModuleOp"> {
+  let summary = "Build the AF-Pipe training schedule of a placed module as `afpipe` IR";
+  let description = [{
+    Calls the plain C++ AF-Pipe library (passes/schedule/AfPipe.h) on the model shape read from the
+    IR, the placement (`moe.placement`, one pipeline replica) and the compiled [batch, seq] as one
+    micro-batch, and appends the verified schedule to the module as one `afpipe.schedule`: per group
+    role a program of explicit forward and backward instructions per component and micro-batch on
+    three streams (the ring A0 -> F0 -> A1 -> ... with v = L/p virtual stages, warm-up, steady state,
+    cool-down, gradient all-reduce overlapped with the tail, optimizer step). Instructions are sized
+    by the roofline of `cluster` (default H800 nodes). A model the cost model cannot size (e.g.
+    multi-head latent attention) gets no schedule and an `afpipe.unscheduled` module attribute
+    saying why. Errors: no placement, micro-batches < 2p, an unreadable cluster, a failed check.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
+           "Micro-batches per step, each the compiled [batch, seq] (0: 2p; at least 2p)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster YAML whose roofline sizes the instructions (empty: H800 nodes of 8 GPUs)">
+  ];
+  let dependentDialects = ["::disagmoe::afpipe::AfpipeDialect"];
+}
+
+def AfPipeVerify : Pass<"afpipe-verify", "mlir::ModuleOp"> {
+  let summary = "Verify every `afpipe.schedule`: matched exchanges, no hang, no idle rank, memory fit";
+  let description = [{
+    Runs runtime/plan/Schedule.h's verifySchedule on each schedule (with the placement's world size
+    when the module is placed): every send matched by exactly one receive of the same size in the
+    same order per pair of ranks, an untimed execution in which no rank waits forever, compute work
+    on every rank, peak memory within `capacity_bytes`. The error is reported on the instruction
+    it names.
+  }];
 }
 
 #endif // DISAGMOE_PASSES

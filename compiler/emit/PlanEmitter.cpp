@@ -160,18 +160,43 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   std::map<int64_t, json::Object> pendingFfnDense;
   std::vector<size_t> denseM2n;
   auto attnGroupRanks = [&](int64_t layer) { return p.attentionRanks(layer % p.groups); };
+  // Embedding / head stages with on = "ffn" (assign-groups' embedding-side / head-side) run on the
+  // FFN group of the same index: x_0 goes F -> A, x_L A -> F (docs/plan-format.md).
+  auto onFfnSide = [](Operation *op) {
+    auto stage = op->getParentOfType<moe::StageOp>();
+    return stage && stage.getOn() && *stage.getOn() == "ffn";
+  };
+  bool embeddingOnFfn = false, headOnFfn = false;
+  json::Array ffnTail; // an FFN-side head's instructions, after every layer's
 
   func.walk([&](Operation *op) {
     if (auto e = dyn_cast<moe::EmbeddingOp>(op)) {
       auto shape = llvm::cast<RankedTensorType>(e.getWeight().getType()).getShape();
       vocab = shape[0];
       hidden = shape[1];
+      embeddingOnFfn = onFfnSide(e);
       components.push_back(json::Object{
-          {"kind", "embedding"}, {"weight", weights.use(e.getWeight(), attnGroupRanks(0))}});
-      attnProgram.push_back(instr("embed", -1, "forward"));
+          {"kind", "embedding"},
+          {"weight", weights.use(e.getWeight(), embeddingOnFfn ? p.ffnGroupRanks(0) : attnGroupRanks(0))}});
+      if (embeddingOnFfn) {
+        ffnProgram.push_back(instr("embed", -1, "forward"));
+        ffnProgram.push_back(instr("embed_send", -1, "comm"));
+        attnProgram.push_back(instr("embed_recv", -1, "comm"));
+        exchanges.push_back(json::Object{{"id", "embedding"},
+                                         {"kind", "embedding"},
+                                         {"layer", 0},
+                                         {"src_group", 0},
+                                         {"dst_group", 0},
+                                         {"capacity_tokens", batch * seq},
+                                         {"bytes_per_token", 8 + hidden * 4}});
+      } else {
+        attnProgram.push_back(instr("embed", -1, "forward"));
+      }
     } else if (auto n = dyn_cast<moe::RmsNormOp>(op)) {
       int64_t layer = n.getLayer();
-      auto ranks = attnGroupRanks(layer < 0 ? numLayers : layer);
+      const bool finalOnFfn = layer < 0 && onFfnSide(n);
+      auto ranks = finalOnFfn ? p.ffnGroupRanks(numLayers % p.groups)
+                              : attnGroupRanks(layer < 0 ? numLayers : layer);
       components.push_back(json::Object{{"kind", "rms_norm"},
                                         {"layer", layer},
                                         {"role", n.getRole()},
@@ -179,7 +204,22 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                         {"eps", n.getEps().convertToDouble()}});
       json::Object i = instr("rms_norm", layer, "forward");
       i["role"] = n.getRole();
-      attnProgram.push_back(std::move(i));
+      if (finalOnFfn) {
+        // x_L goes from the attention group that formed it to the head's FFN group first.
+        headOnFfn = true;
+        attnProgram.push_back(instr("head_send", -1, "comm"));
+        ffnTail.push_back(instr("head_recv", -1, "comm"));
+        ffnTail.push_back(std::move(i));
+        exchanges.push_back(json::Object{{"id", "head"},
+                                         {"kind", "head"},
+                                         {"layer", numLayers - 1},
+                                         {"src_group", numLayers % p.groups},
+                                         {"dst_group", numLayers % p.groups},
+                                         {"capacity_tokens", batch * seq},
+                                         {"bytes_per_token", 8 + hidden * 4}});
+      } else {
+        attnProgram.push_back(std::move(i));
+      }
       model["rms_norm_eps"] = n.getEps().convertToDouble();
     } else if (auto a = dyn_cast<moe::AttentionOp>(op)) {
       int64_t layer = a.getLayer();
@@ -368,9 +408,12 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                          {"bytes_per_token", 8 + hidden * 4}});
       }
     } else if (auto h = dyn_cast<moe::HeadOp>(op)) {
+      const bool onFfn = onFfnSide(h);
       components.push_back(json::Object{
-          {"kind", "head"}, {"weight", weights.use(h.getWeight(), attnGroupRanks(numLayers))}});
-      attnProgram.push_back(instr("head", -1, "forward"));
+          {"kind", "head"},
+          {"weight", weights.use(h.getWeight(), onFfn ? p.ffnGroupRanks(numLayers % p.groups)
+                                                      : attnGroupRanks(numLayers))}});
+      (onFfn ? ffnTail : attnProgram).push_back(instr("head", -1, "forward"));
     } else if (auto m = dyn_cast<moe::M2NOp>(op)) {
       int64_t layer = m.getLayer();
       attnProgram.push_back(instr("m2n_send", layer, "comm"));
@@ -495,7 +538,11 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
                                    {"groups", std::move(groups)},
                                    {"expert_to_rank", std::move(expertMap)},
                                    {"embedding_group", 0},
-                                   {"head_group", numLayers % p.groups}};
+                                   {"head_group", numLayers % p.groups},
+                                   {"embedding_side", embeddingOnFfn ? "ffn" : "attention"},
+                                   {"head_side", headOnFfn ? "ffn" : "attention"}};
+  for (json::Value &v : ffnTail)
+    ffnProgram.push_back(std::move(v));
   plan["programs"] =
       json::Object{{"attention", std::move(ordered)}, {"ffn", std::move(ffnProgram)}};
   plan["exchanges"] = std::move(exchanges);

@@ -21,7 +21,7 @@ using namespace mlir;
 const std::vector<std::string> &stageNames() {
   static const std::vector<std::string> names = {"import",   "raise",    "partition",
                                                  "groups",   "exchange", "placement",
-                                                 "volume"};
+                                                 "volume",   "schedule"};
   return names;
 }
 
@@ -34,6 +34,7 @@ std::string passArgument(const std::string &stage) {
   if (stage == "exchange") return "fuse-exchange";
   if (stage == "placement") return "place-groups";
   if (stage == "volume") return "exchange-volume";
+  if (stage == "schedule") return "afpipe-schedule";
   return stage;
 }
 
@@ -91,7 +92,9 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     }
   for (auto [name, value] : {std::pair<const char *, const std::string &>{"--dense-side",
                                                                          options.denseSide},
-                             {"--shared-experts-side", options.sharedExpertsSide}})
+                             {"--shared-experts-side", options.sharedExpertsSide},
+                             {"--embedding-side", options.embeddingSide},
+                             {"--head-side", options.headSide}})
     if (value != "attention" && value != "ffn") {
       error = std::string(name) + " must be attention or ffn, got '" + value + "'";
       return nullptr;
@@ -199,7 +202,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       {"groups",
        [&] {
          return createAssignGroups(AssignGroupsOptions{options.groups, options.denseSide,
-                                                       options.sharedExpertsSide});
+                                                       options.sharedExpertsSide,
+                                                       options.embeddingSide, options.headSide});
        }},
       {"exchange", [] { return createFuseExchange(); }},
       {"placement",
@@ -208,9 +212,13 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
              PlaceGroupsOptions{options.attnRanks, options.ffnRanks, options.routingProfile});
        }},
       {"volume", [] { return createExchangeVolume(); }},
+      {"schedule",
+       [&] { return createAfPipeSchedule(AfPipeScheduleOptions{options.microBatches, options.cluster}); }},
   };
   for (const auto &[name, create] : stages) {
     pm.addPass(create());
+    if (name == std::string("schedule"))
+      pm.addPass(createAfPipeVerify()); // the compile-time check of the schedule
     if (options.stopAfter == name)
       break;
   }

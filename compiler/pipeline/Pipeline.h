@@ -32,23 +32,30 @@ struct CompileOptions {
   /// Side ("attention" or "ffn") that runs dense layers' FFNs and shared experts (assign-groups'
   /// dense-side and shared-experts-side options).
   std::string denseSide = "attention", sharedExpertsSide = "attention";
+  /// Side that runs the embedding, and the final norm and head (embedding-side, head-side).
+  std::string embeddingSide = "attention", headSide = "attention";
   /// Routing profile (docs/routing-profile.md) for expert placement; empty: contiguous split.
   std::string routingProfile;
   /// Stage names after which to print the IR: import, raise, partition, groups, exchange,
-  /// placement, volume (or the pass arguments raise-onnx-to-moe, partition-components,
-  /// assign-groups, fuse-exchange, place-groups, exchange-volume).
+  /// placement, volume, schedule (or the pass arguments raise-onnx-to-moe, partition-components,
+  /// assign-groups, fuse-exchange, place-groups, exchange-volume, afpipe-schedule).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
   /// Stop after this stage (a name of stageNames(); empty: run the whole pipeline).
   std::string stopAfter;
   /// Print the wall time of each phase (load, import, verify, each pass) to stderr.
   bool timing = false;
+  /// The AF-Pipe schedule stage (afpipe-schedule's options): micro-batches per step (0: 2p) and
+  /// the cluster YAML whose roofline sizes its instructions (empty: H800 nodes).
+  int64_t microBatches = 0;
+  std::string cluster;
 };
 
 /// Short stage names accepted by --print-ir-after, in pipeline order.
 const std::vector<std::string> &stageNames();
 
-/// Loads and imports `path`, runs the pipeline, and returns the placed module; on failure returns
+/// Loads and imports `path`, runs the pipeline, and returns the placed module (with its verified
+/// `afpipe.schedule` after the schedule stage); on failure returns
 /// null with `error` set to one line naming the file and the node or option at fault. IR dumps go
 /// to `irOut`.
 mlir::OwningOpRef<mlir::ModuleOp> compileOnnx(mlir::MLIRContext &context, const std::string &path,

@@ -2,12 +2,15 @@
 //
 //   disagmoe compile model.onnx -o plan/ [--attn-ranks N] [--ffn-ranks M] [--groups P]
 //                    [--dense-side attention|ffn] [--shared-experts-side attention|ffn]
-//                    [--batch B] [--seq-len S] [--print-ir-after=<stage>] [--print-ir-after-all]
+//                    [--embedding-side attention|ffn] [--head-side attention|ffn]
+//                    [--batch B] [--seq-len S] [--micro-batches M] [--cluster CLUSTER.yaml]
+//                    [--print-ir-after=<stage>] [--print-ir-after-all]
 //
 // Errors are one line on stderr, "disagmoe: <file>: <what>", with exit code 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/emit/PlanEmitter.h"
+#include "compiler/emit/ScheduleEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -49,6 +52,12 @@ int compileMain(int argc, char **argv) {
   cl::opt<std::string> sharedExpertsSide(
       "shared-experts-side", cl::desc("Side that runs shared experts: attention (default) or ffn"),
       cl::init("attention"), cl::cat(category));
+  cl::opt<std::string> embeddingSide(
+      "embedding-side", cl::desc("Side that runs the embedding: attention (default) or ffn"),
+      cl::init("attention"), cl::cat(category));
+  cl::opt<std::string> headSide(
+      "head-side", cl::desc("Side that runs the final norm and head: attention (default) or ffn"),
+      cl::init("attention"), cl::cat(category));
   cl::opt<std::string> routingProfile(
       "routing-profile",
       cl::desc("Place experts from measured loads (disagmoe route-stats; docs/routing-profile.md)"),
@@ -60,10 +69,17 @@ int compileMain(int argc, char **argv) {
   cl::opt<int64_t> seqLen("seq-len",
                           cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
                           cl::init(0), cl::cat(category));
+  cl::opt<int64_t> microBatches(
+      "micro-batches",
+      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of [batch, seq] (default 2p, at least 2p)"),
+      cl::init(0), cl::cat(category));
+  cl::opt<std::string> cluster(
+      "cluster", cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
+      cl::value_desc("CLUSTER.yaml"), cl::init(""), cl::cat(category));
   cl::list<std::string> printAfter(
       "print-ir-after",
       cl::desc("Print the IR after a stage: import, raise, partition, groups, exchange, placement, "
-                "volume"),
+                "volume, schedule"),
       cl::CommaSeparated, cl::cat(category));
   cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
                               cl::cat(category));
@@ -82,9 +98,13 @@ int compileMain(int argc, char **argv) {
   options.groups = groups;
   options.denseSide = denseSide;
   options.sharedExpertsSide = sharedExpertsSide;
+  options.embeddingSide = embeddingSide;
+  options.headSide = headSide;
   options.routingProfile = routingProfile;
   options.printIrAfter.assign(printAfter.begin(), printAfter.end());
   options.printIrAfterAll = printAfterAll;
+  options.microBatches = microBatches;
+  options.cluster = cluster;
 
   // Single-threaded: IR printing after passes requires it, and the pipeline is sequential anyway.
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
@@ -96,6 +116,11 @@ int compileMain(int argc, char **argv) {
   json::Object plan;
   if (!disagmoe::emitPlan(*module, input, plan, error))
     return fail(input + ": " + error);
+  std::string note;
+  if (!disagmoe::emitSchedule(*module, plan, error, note))
+    return fail(input + ": " + error);
+  if (!note.empty())
+    errs() << "disagmoe: note: " << input << ": " << note << "\n";
   if (!disagmoe::writePlan(plan, output, error))
     return fail(error);
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.

@@ -257,6 +257,13 @@ LogicalResult StageOp::verify() {
     return emitOpError() << "unknown side '" << side << "'";
   if (getGroup() && *getGroup() < 0)
     return emitOpError() << "attribute 'group' must be >= 0, got " << *getGroup();
+  if (auto on = getOn()) {
+    if (side != "embedding" && side != "head")
+      return emitOpError() << "attribute 'on' is only for embedding and head stages, not '" << side
+                           << "'";
+    if (*on != "attention" && *on != "ffn")
+      return emitOpError() << "attribute 'on' must be attention or ffn, got '" << *on << "'";
+  }
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "region has " << body.getNumArguments() << " arguments for "

@@ -263,13 +263,17 @@ def Moe_StageOp : Moe_Op<"stage", [IsolatedFromAbove]> {
     default). The region's block arguments are the stage's inputs; `moe.yield` returns its outputs.
     The residual stream crosses the cut explicitly as an input and an output. `group` (set by
     assign-groups) is the index of the group of its side that runs it: layer l on group l mod p.
+    `on` (embedding and head stages only, set by assign-groups' embedding-side and head-side):
+    `"attention"` runs the stage on that attention group, `"ffn"` on the FFN group of that index
+    (docs/plan-format.md, "FFN-side embedding and head").
   }];
   let arguments = (ins StrAttr:$side, Moe_I64Attr:$layer, OptionalAttr<Moe_I64Attr>:$group,
-                       Variadic<AnyType>:$inputs);
+                       OptionalAttr<StrAttr>:$on, Variadic<AnyType>:$inputs);
   let results = (outs Variadic<AnyType>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $side `layer` $layer (`group` $group^)? `(` $inputs `)` `:` functional-type($inputs, $outputs)
+    $side `layer` $layer (`group` $group^)? (`on` $on^)? `(` $inputs `)` `:`
+    functional-type($inputs, $outputs)
     attr-dict-with-keyword
     $body
   }];

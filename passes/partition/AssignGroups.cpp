@@ -30,7 +30,9 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
     }
     // Each always-on FFN (dense layer or shared experts) runs on the attention or the FFN side.
     for (auto [option, name] : {std::pair<StringRef, StringRef>{denseSide, "dense-side"},
-                                {sharedExpertsSide, "shared-experts-side"}})
+                                {sharedExpertsSide, "shared-experts-side"},
+                                {embeddingSide, "embedding-side"},
+                                {headSide, "head-side"}})
       if (option != "attention" && option != "ffn") {
         module.emitError() << "assign-groups: " << name << " must be attention or ffn, got '"
                            << option << "'";
@@ -57,6 +59,9 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
       // The head runs where the last layer's output arrives: group L mod p.
       int64_t layer = stage.getSide() == "head" ? numLayers : stage.getLayer();
       stage.setGroupAttr(b.getI64IntegerAttr(layer % p));
+      if (stage.getSide() == "embedding" || stage.getSide() == "head")
+        stage.setOnAttr(b.getStringAttr(stage.getSide() == "head" ? StringRef(headSide)
+                                                                  : StringRef(embeddingSide)));
     }
     module->setAttr("moe.num_groups", b.getI64IntegerAttr(p));
     module.walk([&](moe::DenseFfnOp ffn) {

@@ -65,7 +65,8 @@ void outlineStage(OpBuilder &b, const StageKey &key, ArrayRef<Operation *> ops) 
     outTypes.push_back(v.getType());
   auto stage = b.create<moe::StageOp>(ops.front()->getLoc(), outTypes,
                                       b.getStringAttr(key.side), b.getI64IntegerAttr(key.layer),
-                                      /*group=*/IntegerAttr(), inputs.getArrayRef());
+                                      /*group=*/IntegerAttr(), /*on=*/StringAttr(),
+                                      inputs.getArrayRef());
   Block *body = new Block();
   stage.getBody().push_back(body);
   IRMapping map;

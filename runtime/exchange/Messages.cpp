@@ -133,7 +133,9 @@ RowsMessage unpackRows(const Bytes& bytes, int64_t hidden) {
 }
 
 int exchangeTag(ExchangeKind kind, int64_t layer) {
-  return static_cast<int>(layer * 3 + static_cast<int>(kind));
+  // Embedding and head messages are sent with layer = num_layers: tags 3L and 3L + 1.
+  const int k = kind == ExchangeKind::Embedding ? 0 : kind == ExchangeKind::Head ? 1 : static_cast<int>(kind);
+  return static_cast<int>(layer * 3 + k);
 }
 
 } // namespace disagmoe

@@ -53,7 +53,8 @@ Bytes packRows(const RowsMessage& message, int64_t hidden);
 RowsMessage unpackRows(const Bytes& bytes, int64_t hidden);
 
 /// The comm tag of exchange `kind` of `layer`: distinct per (kind, layer), so a late message of one
-/// exchange can never be taken for another.
+/// exchange can never be taken for another: 3 * layer + (0 m2n, 1 n2m, 2 residual); the FFN-side
+/// embedding and head messages pass layer = num_layers and get 3L and 3L + 1.
 int exchangeTag(ExchangeKind kind, int64_t layer);
 
 } // namespace disagmoe

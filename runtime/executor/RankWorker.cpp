@@ -62,10 +62,14 @@ private:
       return placement_.groups[placement_.attentionGroups[index]];
     };
     switch (ins.op) {
-    case OpCode::Embed: return attentionGroup(placement_.embeddingGroup);
-    case OpCode::Head: return attentionGroup(placement_.headGroup);
+    case OpCode::Embed:
+    case OpCode::EmbedSend: return placement_.embeddingRunner();
+    case OpCode::EmbedRecv: return placement_.attentionGroupOfLayer(0);
+    case OpCode::HeadSend: return placement_.nextAttentionGroup(model_.numLayers - 1);
+    case OpCode::Head:
+    case OpCode::HeadRecv: return placement_.headRunner();
     case OpCode::RmsNorm:
-      if (ins.role == NormRole::FinalNorm) return attentionGroup(placement_.headGroup);
+      if (ins.role == NormRole::FinalNorm) return placement_.headRunner();
       return placement_.attentionGroupOfLayer(ins.layer);
     case OpCode::ResidualRecv:
     case OpCode::N2mRecv: return placement_.nextAttentionGroup(ins.layer);
@@ -86,6 +90,11 @@ private:
   // of flat token `id`: sequence s goes to F-rank s mod D_F (docs/plan-format.md, `dense_ffn`).
   int64_t homeFfnIndex(int64_t l, int64_t id) const {
     return (id / seqLen_) % static_cast<int64_t>(placement_.ffnGroupOfLayer(l).ranks.size());
+  }
+
+  // FFN-side embedding / head: sequence s is computed on position s mod D_F of the running FFN group.
+  bool homeOfSequence(int64_t s) const {
+    return s % static_cast<int64_t>(group_.ranks.size()) == index_;
   }
 
   // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen .. s*seqLen+seqLen-1.
@@ -208,6 +217,8 @@ private:
       break;
     }
     case OpCode::N2mRecv: n2mRecv(l); break;
+    case OpCode::EmbedRecv: embedRecv(); break;
+    case OpCode::HeadSend: headSend(); break;
     case OpCode::Head: {
       need(finalNorm_, -1, "the final norm output");
       const Component& c = component(model_.head);
@@ -369,6 +380,46 @@ private:
     }
   }
 
+  // A-rank side of the FFN-side embedding: x_0 of this rank's tokens from every F-rank of the
+  // embedding's group (ascending); each token must arrive exactly once.
+  void embedRecv() {
+    const int64_t H = model_.hiddenSize, n = tokenCount();
+    x_.data.assign(n * H, 0.0f);
+    std::vector<char> seen(n, 0);
+    for (int f : placement_.embeddingRunner().ranks) {
+      RowsMessage m = unpackRows(recv(ExchangeKind::Embedding, model_.numLayers, f), H);
+      for (size_t i = 0; i < m.tokenIds.size(); ++i) {
+        const int64_t row = localRow(m.tokenIds[i]);
+        if (row < 0 || seen[row])
+          throw ExecError("embedding from rank " + std::to_string(f) + " carries token " +
+                          std::to_string(m.tokenIds[i]) + (row < 0 ? ", which does not live on this rank" : " twice"));
+        seen[row] = 1;
+        std::copy_n(m.rows.begin() + i * H, H, x_.data.begin() + row * H);
+      }
+    }
+    for (int64_t t = 0; t < n; ++t)
+      if (!seen[t]) throw ExecError("no embedding row arrived for token " + std::to_string(tokens_[t]));
+    x_.layer = 0;
+  }
+
+  // A-rank side of the FFN-side head: x_L of its tokens to their home F-rank (sequence mod D_F).
+  void headSend() {
+    need(x_, model_.numLayers, "the output of the last layer (x_L)");
+    const int64_t H = model_.hiddenSize, n = tokenCount();
+    const std::vector<int>& franks = placement_.headRunner().ranks;
+    const int64_t df = static_cast<int64_t>(franks.size());
+    for (int64_t j = 0; j < df; ++j) {
+      RowsMessage m;
+      for (int64_t t = 0; t < n; ++t)
+        if ((tokens_[t] / seqLen_) % df == j) {
+          m.tokenIds.push_back(tokens_[t]);
+          m.rows.insert(m.rows.end(), x_.data.begin() + t * H, x_.data.begin() + (t + 1) * H);
+        }
+      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
+      send(ExchangeKind::Head, model_.numLayers, franks[j], count, packRows(m, H));
+    }
+  }
+
   // x_{l+1} = r_l + sum over F-ranks in ascending rank order of their N2M vectors.
   void n2mRecv(int64_t l) {
     need(pending_, l, "the residual (residual_recv)");
@@ -399,8 +450,92 @@ private:
     case OpCode::Experts: experts(ins.layer); break;
     case OpCode::DenseFfn: ffnSideDenseFfn(ins.layer); break;
     case OpCode::N2mSend: n2mSend(ins.layer); break;
+    case OpCode::Embed: ffnEmbed(); break;
+    case OpCode::EmbedSend: embedSend(); break;
+    case OpCode::HeadRecv: headRecv(); break;
+    case OpCode::RmsNorm: { // the final norm, on the head's FFN group
+      need(edgeLayer_, model_.numLayers, "x_L (head_recv)");
+      const Component& c = component(model_.finalNorm);
+      edgeNorm_.resize(edgeX_.size());
+      cpu::rmsNorm(edgeX_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize, weight(c.weight), c.eps,
+                   edgeNorm_.data());
+      result_.tokenIds = edgeTokens_;
+      result_.hidden = edgeX_;
+      normed_ = true;
+      break;
+    }
+    case OpCode::Head: {
+      if (!normed_) throw ExecError("needs the final norm output, which has not been computed on this rank");
+      const Component& c = component(model_.head);
+      result_.logits.assign(edgeTokens_.size() * model_.vocabSize, 0.0f);
+      cpu::linear(edgeNorm_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize, weight(c.weight),
+                  model_.vocabSize, result_.logits.data());
+      break;
+    }
     default: throw ExecError("not an ffn instruction");
     }
+  }
+
+  // ---- FFN-side embedding and head (placement.embedding_side / head_side "ffn") ----------------
+
+  // The embedding rows x_0 of this F-rank's home sequences (s mod D_F), tokens ascending.
+  void ffnEmbed() {
+    const Component& c = component(model_.embedding);
+    const int64_t H = model_.hiddenSize;
+    edgeTokens_.clear();
+    std::vector<int64_t> ids;
+    for (int64_t s = 0; s < batch_; ++s)
+      if (homeOfSequence(s))
+        for (int64_t p = 0; p < seqLen_; ++p) {
+          edgeTokens_.push_back(s * seqLen_ + p);
+          ids.push_back(ids_[s * seqLen_ + p]);
+        }
+    edgeX_.assign(edgeTokens_.size() * H, 0.0f);
+    cpu::embedding(weight(c.weight), model_.vocabSize, H, ids.data(), static_cast<int64_t>(ids.size()), edgeX_.data());
+    edgeLayer_ = 0;
+  }
+
+  // To every A-rank i of layer 0's attention group (ascending): the rows of its sequences (s mod D_A = i).
+  void embedSend() {
+    need(edgeLayer_, 0, "the embedding rows (embed)");
+    const int64_t H = model_.hiddenSize, da = placement_.attentionSize();
+    const std::vector<int>& aranks = placement_.attentionGroupOfLayer(0).ranks;
+    for (size_t i = 0; i < aranks.size(); ++i) {
+      RowsMessage m;
+      for (size_t t = 0; t < edgeTokens_.size(); ++t)
+        if ((edgeTokens_[t] / seqLen_) % da == static_cast<int64_t>(i)) {
+          m.tokenIds.push_back(edgeTokens_[t]);
+          m.rows.insert(m.rows.end(), edgeX_.begin() + t * H, edgeX_.begin() + (t + 1) * H);
+        }
+      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
+      send(ExchangeKind::Embedding, model_.numLayers, aranks[i], count, packRows(m, H));
+    }
+  }
+
+  // F-rank side of the FFN-side head: x_L of its home tokens from every A-rank of the group that
+  // formed it (ascending rank), kept in ascending token order.
+  void headRecv() {
+    const int64_t H = model_.hiddenSize;
+    std::vector<std::pair<int64_t, std::vector<float>>> rows;
+    for (int a : placement_.nextAttentionGroup(model_.numLayers - 1).ranks) {
+      RowsMessage m = unpackRows(recv(ExchangeKind::Head, model_.numLayers, a), H);
+      for (size_t t = 0; t < m.tokenIds.size(); ++t) {
+        if (m.tokenIds[t] < 0 || m.tokenIds[t] >= batch_ * seqLen_ || !homeOfSequence(m.tokenIds[t] / seqLen_))
+          throw ExecError("head message from rank " + std::to_string(a) + " carries token " +
+                          std::to_string(m.tokenIds[t]) + ", whose head does not run on this rank");
+        rows.push_back({m.tokenIds[t], std::vector<float>(m.rows.begin() + t * H, m.rows.begin() + (t + 1) * H)});
+      }
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    edgeTokens_.clear();
+    edgeX_.clear();
+    for (auto& [id, row] : rows) {
+      if (!edgeTokens_.empty() && edgeTokens_.back() == id)
+        throw ExecError("token " + std::to_string(id) + " arrived twice for the head");
+      edgeTokens_.push_back(id);
+      edgeX_.insert(edgeX_.end(), row.begin(), row.end());
+    }
+    edgeLayer_ = model_.numLayers;
   }
 
   // From every A-rank of layer l's attention group, ascending rank order.
@@ -530,6 +665,11 @@ private:
   std::vector<M2nMessage> received_;        // per A-rank of the attention group, ascending
   std::vector<std::vector<float>> outputs_; // per received message: [count, hidden]
   int64_t receivedLayer_ = kUnset, expertsLayer_ = kUnset, denseLayer_ = kUnset;
+  // FFN-side embedding (x_0 rows) or head (x_L rows, then their final norm): tokens ascending
+  std::vector<int64_t> edgeTokens_;
+  std::vector<float> edgeX_, edgeNorm_;
+  int64_t edgeLayer_ = kUnset;
+  bool normed_ = false;
 
   RankResult result_;
 };

@@ -33,8 +33,9 @@ std::string row(const char* format, ...) {
 std::string formatPlacement(const Plan& plan, const RunResult& run) {
   const Placement& p = plan.placement;
   std::string out;
-  const Group& embed = p.groups[p.attentionGroups[p.embeddingGroup]];
-  out += "embedding: group A" + std::to_string(embed.index) + " ranks " + joinRanks(embed.ranks) + "\n";
+  const Group& embed = p.embeddingRunner();
+  out += std::string("embedding: group ") + (p.embeddingOnFfn ? "F" : "A") + std::to_string(embed.index) +
+         " ranks " + joinRanks(embed.ranks) + "\n";
   for (int64_t l = 0; l < plan.model.numLayers; ++l) {
     const Group& a = p.attentionGroupOfLayer(l);
     out += "layer " + std::to_string(l) + " attention: group A" + std::to_string(a.index) + " ranks " +
@@ -69,8 +70,9 @@ std::string formatPlacement(const Plan& plan, const RunResult& run) {
         out += "layer " + std::to_string(l) + " " + what + ": group " + (onFfn ? "F" : "A") +
                std::to_string(onFfn ? f.index : a.index) + " ranks " + joinRanks(onFfn ? f.ranks : a.ranks) + "\n";
   }
-  const Group& head = p.groups[p.attentionGroups[p.headGroup]];
-  out += "final norm and head: group A" + std::to_string(head.index) + " ranks " + joinRanks(head.ranks) + "\n";
+  const Group& head = p.headRunner();
+  out += std::string("final norm and head: group ") + (p.headOnFfn ? "F" : "A") + std::to_string(head.index) +
+         " ranks " + joinRanks(head.ranks) + "\n";
   return out;
 }
 
@@ -98,6 +100,15 @@ std::string formatExchanges(const Plan& plan, const RunResult& run) {
                static_cast<unsigned long long>(layerTotal));
     grand += layerTotal;
   }
+  // FFN-side embedding and head: x_0 F -> A before layer 0, x_L A -> F after the last layer.
+  for (ExchangeKind kind : {ExchangeKind::Embedding, ExchangeKind::Head})
+    for (const ExchangeRecord& e : run.exchanges) {
+      if (e.kind != kind) continue;
+      std::string pair = std::to_string(e.src) + "->" + std::to_string(e.dst);
+      out += row("%-6s %-9s %-10s %10lld %12llu", "-", toString(kind), pair.c_str(), static_cast<long long>(e.tokens),
+                 static_cast<unsigned long long>(e.bytes));
+      grand += e.bytes;
+    }
   out += row("%-6s %-9s %-10s %10s %12llu", "all", "all", "total", "", static_cast<unsigned long long>(grand));
   return out;
 }

@@ -1,4 +1,5 @@
 #include "runtime/plan/Plan.h"
+#include "runtime/plan/PlanSchedule.h"
 
 #include "runtime/tensor/Tensor.h"
 
@@ -50,6 +51,8 @@ const char* toString(ExchangeKind kind) {
   case ExchangeKind::M2n: return "m2n";
   case ExchangeKind::N2m: return "n2m";
   case ExchangeKind::Residual: return "residual";
+  case ExchangeKind::Embedding: return "embedding";
+  case ExchangeKind::Head: return "head";
   }
   return "?";
 }
@@ -70,6 +73,10 @@ const char* toString(OpCode op) {
   case OpCode::Experts: return "experts";
   case OpCode::N2mSend: return "n2m_send";
   case OpCode::DenseFfn: return "dense_ffn";
+  case OpCode::EmbedSend: return "embed_send";
+  case OpCode::EmbedRecv: return "embed_recv";
+  case OpCode::HeadSend: return "head_send";
+  case OpCode::HeadRecv: return "head_recv";
   }
   return "?";
 }
@@ -82,7 +89,7 @@ int64_t Placement::attentionSize() const {
 
 const Group& Placement::nextAttentionGroup(int64_t layer) const {
   if (layer + 1 < static_cast<int64_t>(layerAttention.size())) return groups[layerAttention[layer + 1]];
-  return groups[attentionGroups[headGroup]];
+  return headOnFfn ? groups[layerAttention[0]] : groups[attentionGroups[headGroup]];
 }
 
 int64_t Placement::indexInGroup(int rank) const {
@@ -205,18 +212,21 @@ const char* const kActivations[] = {"swiglu", "swiglu_oai"};
 const char* const kNormRoles[] = {"none", "attn_norm", "ffn_norm", "final_norm"};
 const char* const kGroupRoles[] = {"attention", "ffn"};
 const char* const kStreams[] = {"forward", "backward", "comm"};
-const char* const kExchangeKinds[] = {"m2n", "n2m", "residual"};
+const char* const kExchangeKinds[] = {"m2n", "n2m", "residual", "embedding", "head"};
 const char* const kOpCodes[] = {"embed",    "rms_norm",      "attention",     "residual_add", "router",
                                 "m2n_send", "residual_send", "residual_recv", "n2m_recv",     "head",
-                                "m2n_recv", "experts",       "n2m_send",      "dense_ffn"};
+                                "m2n_recv", "experts",       "n2m_send",      "dense_ffn",    "embed_send",
+                                "embed_recv", "head_send",   "head_recv"};
 
 bool isExchangeOp(OpCode op) {
   return op == OpCode::M2nSend || op == OpCode::ResidualSend || op == OpCode::ResidualRecv || op == OpCode::N2mRecv ||
-         op == OpCode::M2nRecv || op == OpCode::N2mSend;
+         op == OpCode::M2nRecv || op == OpCode::N2mSend || op == OpCode::EmbedSend || op == OpCode::EmbedRecv ||
+         op == OpCode::HeadSend || op == OpCode::HeadRecv;
 }
 
 bool isFfnOp(OpCode op) {
-  return op == OpCode::M2nRecv || op == OpCode::Experts || op == OpCode::N2mSend;
+  return op == OpCode::M2nRecv || op == OpCode::Experts || op == OpCode::N2mSend || op == OpCode::EmbedSend ||
+         op == OpCode::HeadRecv;
 }
 
 /// Instructions that a dense layer (model.dense_layers) does not have: it has no router, experts
@@ -246,6 +256,7 @@ public:
     parsePrograms(root_["programs"]);
     parseExchanges(root_["exchanges"]);
     parseMemory(root_["memory"]);
+    parseScheduleSection(plan_, root_.raw()); // last: it checks the schedule against the sections above
   }
 
 private:
@@ -386,11 +397,16 @@ private:
     }
 
     const int64_t attentionCount = static_cast<int64_t>(p.attentionGroups.size());
-    p.embeddingGroup = n["embedding_group"].integer(0, attentionCount - 1);
-    if (p.attentionGroups[p.embeddingGroup] != p.layerAttention[0])
+    const int64_t ffnCount = static_cast<int64_t>(p.ffnGroups.size());
+    // Optional: the side of the embedding and of the final norm + head (default attention).
+    if (n.has("embedding_side"))
+      p.embeddingOnFfn = n["embedding_side"].choice<GroupRole>(kGroupRoles) == GroupRole::Ffn;
+    if (n.has("head_side")) p.headOnFfn = n["head_side"].choice<GroupRole>(kGroupRoles) == GroupRole::Ffn;
+    p.embeddingGroup = n["embedding_group"].integer(0, (p.embeddingOnFfn ? ffnCount : attentionCount) - 1);
+    if (!p.embeddingOnFfn && p.attentionGroups[p.embeddingGroup] != p.layerAttention[0])
       n["embedding_group"].fail("attention group " + std::to_string(p.embeddingGroup) +
                                 " does not run layer 0 (the embedding feeds layer 0's attention)");
-    p.headGroup = n["head_group"].integer(0, attentionCount - 1);
+    p.headGroup = n["head_group"].integer(0, (p.headOnFfn ? ffnCount : attentionCount) - 1);
   }
 
   void parseWeights(const Node& n) {
@@ -505,10 +521,8 @@ private:
 
       const std::string layerName = "layer " + std::to_string(comp.layer);
       const std::vector<int>& attnRanks =
-          comp.layer >= 0
-              ? p.attentionGroupOfLayer(comp.layer).ranks
-              : p.groups[p.attentionGroups[comp.kind == ComponentKind::Embedding ? p.embeddingGroup : p.headGroup]]
-                    .ranks;
+          comp.layer >= 0 ? p.attentionGroupOfLayer(comp.layer).ranks
+                          : (comp.kind == ComponentKind::Embedding ? p.embeddingRunner() : p.headRunner()).ranks;
       const int index = static_cast<int>(ci);
       switch (comp.kind) {
       case ComponentKind::Embedding:
@@ -668,14 +682,26 @@ private:
       Node x = n[i];
       Instruction ins;
       ins.op = x["op"].choice<OpCode>(kOpCodes);
-      if (ins.op != OpCode::DenseFfn && isFfnOp(ins.op) != ffnRole)
-        x["op"].fail(std::string("\"") + toString(ins.op) + "\" is not " + (ffnRole ? "an ffn" : "an attention") +
-                     " instruction");
       if (ins.op == OpCode::RmsNorm) {
         ins.role = x["role"].choice<NormRole>(kNormRoles);
         if (ins.role == NormRole::None) x["role"].fail("an rms_norm needs a role (attn_norm, ffn_norm, final_norm)");
       }
-      const bool global = ins.op == OpCode::Embed || ins.op == OpCode::Head || ins.role == NormRole::FinalNorm;
+      // Embedding, final norm and head belong to the program of their side (placement.*_side).
+      const Placement& p = plan_.placement;
+      const bool ffnSide = ins.op == OpCode::Embed                                        ? p.embeddingOnFfn
+                           : ins.op == OpCode::Head || ins.role == NormRole::FinalNorm ? p.headOnFfn
+                                                                                        : isFfnOp(ins.op);
+      if (ins.op != OpCode::DenseFfn && ffnSide != ffnRole)
+        x["op"].fail(std::string("\"") + toString(ins.op) + "\" is not " + (ffnRole ? "an ffn" : "an attention") +
+                     " instruction in this plan");
+      if (((ins.op == OpCode::EmbedSend || ins.op == OpCode::EmbedRecv) && !p.embeddingOnFfn) ||
+          ((ins.op == OpCode::HeadSend || ins.op == OpCode::HeadRecv) && !p.headOnFfn))
+        x["op"].fail(std::string("\"") + toString(ins.op) + "\": the " +
+                     (ins.op == OpCode::EmbedSend || ins.op == OpCode::EmbedRecv ? "embedding" : "head") +
+                     " runs on the attention side (placement)");
+      const bool global = ins.op == OpCode::Embed || ins.op == OpCode::Head || ins.role == NormRole::FinalNorm ||
+                          ins.op == OpCode::EmbedSend || ins.op == OpCode::EmbedRecv || ins.op == OpCode::HeadSend ||
+                          ins.op == OpCode::HeadRecv;
       if (global) {
         if (x.has("layer")) ins.layer = x["layer"].integer(-1, -1);
       } else {
@@ -710,7 +736,15 @@ private:
     // Every send must meet its receive: each instruction appears exactly once per layer.
     std::vector<Instruction> required;
     const auto& lcs = plan_.model.layers;
+    const Placement& p = plan_.placement;
     if (ffnRole) {
+      if (p.embeddingOnFfn)
+        for (OpCode op : {OpCode::Embed, OpCode::EmbedSend}) required.push_back({op, -1, NormRole::None, {}});
+      if (p.headOnFfn) {
+        required.push_back({OpCode::HeadRecv, -1, NormRole::None, {}});
+        required.push_back({OpCode::RmsNorm, -1, NormRole::FinalNorm, {}});
+        required.push_back({OpCode::Head, -1, NormRole::None, {}});
+      }
       for (int64_t l = 0; l < layers; ++l) {
         if (!lcs[l].hasFfnStage()) continue;
         for (OpCode op : {OpCode::M2nRecv, OpCode::N2mSend})
@@ -719,7 +753,7 @@ private:
         if (lcs[l].denseOnFfn || lcs[l].sharedOnFfn) required.push_back({OpCode::DenseFfn, l, NormRole::None, {}});
       }
     } else {
-      required.push_back({OpCode::Embed, -1, NormRole::None, {}});
+      required.push_back({p.embeddingOnFfn ? OpCode::EmbedRecv : OpCode::Embed, -1, NormRole::None, {}});
       for (int64_t l = 0; l < layers; ++l) {
         required.push_back({OpCode::RmsNorm, l, NormRole::AttnNorm, {}});
         for (OpCode op : {OpCode::Attention, OpCode::ResidualAdd})
@@ -731,8 +765,12 @@ private:
         for (OpCode op : {OpCode::M2nSend, OpCode::ResidualSend, OpCode::ResidualRecv, OpCode::N2mRecv})
           if (lcs[l].hasFfnStage() || !isMoeOnlyOp(op)) required.push_back({op, l, NormRole::None, {}});
       }
-      required.push_back({OpCode::RmsNorm, -1, NormRole::FinalNorm, {}});
-      required.push_back({OpCode::Head, -1, NormRole::None, {}});
+      if (p.headOnFfn) {
+        required.push_back({OpCode::HeadSend, -1, NormRole::None, {}});
+      } else {
+        required.push_back({OpCode::RmsNorm, -1, NormRole::FinalNorm, {}});
+        required.push_back({OpCode::Head, -1, NormRole::None, {}});
+      }
     }
     for (const Instruction& ins : required)
       if (!firstOf.count(describe(ins))) n.fail("no " + describe(ins));
@@ -761,7 +799,14 @@ private:
       e.kind = x["kind"].choice<ExchangeKind>(kExchangeKinds);
       e.layer = x["layer"].integer(0, m.numLayers - 1);
       auto key = std::make_pair(static_cast<int>(e.kind), e.layer);
-      if (!m.layers[e.layer].hasFfnStage() && e.kind != ExchangeKind::Residual)
+      const bool edge = e.kind == ExchangeKind::Embedding || e.kind == ExchangeKind::Head;
+      if (e.kind == ExchangeKind::Embedding && (!p.embeddingOnFfn || e.layer != 0))
+        x["kind"].fail(p.embeddingOnFfn ? "the embedding exchange has layer 0 (it feeds layer 0)"
+                                        : "an embedding exchange, but the embedding runs on the attention side");
+      if (e.kind == ExchangeKind::Head && (!p.headOnFfn || e.layer != m.numLayers - 1))
+        x["kind"].fail(p.headOnFfn ? "the head exchange has the last layer (it carries its output)"
+                                   : "a head exchange, but the head runs on the attention side");
+      if (!edge && !m.layers[e.layer].hasFfnStage() && e.kind != ExchangeKind::Residual)
         x["kind"].fail(std::string("\"") + toString(e.kind) + "\": layer " + std::to_string(e.layer) +
                        " is dense (model.dense_layers) with its FFN on the attention side and only has a "
                        "residual exchange");
@@ -771,8 +816,14 @@ private:
       const Group& attention = p.attentionGroupOfLayer(e.layer);
       const Group& ffn = p.ffnGroupOfLayer(e.layer);
       const Group& next = p.nextAttentionGroup(e.layer);
-      const Group& src = e.kind == ExchangeKind::N2m ? ffn : attention;
-      const Group& dst = e.kind == ExchangeKind::M2n ? ffn : next;
+      const Group& src = e.kind == ExchangeKind::N2m         ? ffn
+                         : e.kind == ExchangeKind::Embedding ? p.embeddingRunner()
+                         : e.kind == ExchangeKind::Head      ? p.nextAttentionGroup(m.numLayers - 1)
+                                                             : attention;
+      const Group& dst = e.kind == ExchangeKind::M2n         ? ffn
+                         : e.kind == ExchangeKind::Embedding ? p.attentionGroupOfLayer(0)
+                         : e.kind == ExchangeKind::Head      ? p.headRunner()
+                                                             : next;
       e.srcGroup = x["src_group"].integer(0, INT64_MAX);
       e.dstGroup = x["dst_group"].integer(0, INT64_MAX);
       if (e.srcGroup != src.index)
@@ -797,6 +848,10 @@ private:
       for (int k = 0; k < 3; ++k)
         if (!firstOf.count({k, l}) && (m.layers[l].hasFfnStage() || k == static_cast<int>(ExchangeKind::Residual)))
           n.fail(std::string("no ") + kExchangeKinds[k] + " exchange for layer " + std::to_string(l));
+    if (p.embeddingOnFfn && !firstOf.count({static_cast<int>(ExchangeKind::Embedding), 0}))
+      n.fail("no embedding exchange (placement.embedding_side is ffn)");
+    if (p.headOnFfn && !firstOf.count({static_cast<int>(ExchangeKind::Head), m.numLayers - 1}))
+      n.fail("no head exchange (placement.head_side is ffn)");
   }
 
   void parseMemory(const Node& n) {

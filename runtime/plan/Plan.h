@@ -7,6 +7,7 @@
 #pragma once
 
 #include "runtime/plan/RouterScoring.h"
+#include "runtime/plan/Schedule.h"
 
 #include <cstdint>
 #include <optional>
@@ -32,7 +33,9 @@ enum class ExpertActivation { Swiglu, SwigluOai };
 enum class NormRole { None, AttnNorm, FfnNorm, FinalNorm };
 enum class GroupRole { Attention, Ffn };
 enum class Stream { Forward, Backward, Comm };
-enum class ExchangeKind { M2n, N2m, Residual };
+/// Embedding / Head: x_0 from the embedding's FFN group to the A-ranks, x_L from the A-ranks to the
+/// head's FFN group (only with placement.embedding_side / head_side "ffn").
+enum class ExchangeKind { M2n, N2m, Residual, Embedding, Head };
 enum class OpCode {
   // attention role
   Embed,
@@ -52,6 +55,12 @@ enum class OpCode {
   // model families: FFN(ffn_norm output) of a dense layer or shared experts; in the attention
   // program it adds onto h, in the ffn program (side "ffn") onto the N2M vectors
   DenseFfn,
+  // FFN-side embedding and head (placement.embedding_side / head_side "ffn"): the F-ranks send
+  // x_0 (embed_send) to the A-ranks (embed_recv); the A-ranks send x_L (head_send) to them (head_recv)
+  EmbedSend,
+  EmbedRecv,
+  HeadSend,
+  HeadRecv,
 };
 
 /// The JSON spellings ("rms_norm", "ffn_norm", "m2n", ...).
@@ -158,7 +167,10 @@ struct Placement {
   int worldSize = 0;
   std::vector<Group> groups;                  ///< as listed in plan.json
   std::vector<std::vector<int>> expertToRank; ///< [numLayers][numExperts] global F-rank
-  int64_t embeddingGroup = 0, headGroup = 0;  ///< attention group indices
+  int64_t embeddingGroup = 0, headGroup = 0;  ///< group indices of the embedding's / head's side
+  /// embedding_side / head_side "ffn": the embedding / final norm and head run on FFN group
+  /// embeddingGroup / headGroup (docs/plan-format.md, "FFN-side embedding and head").
+  bool embeddingOnFfn = false, headOnFfn = false;
 
   // Lookups filled by validation (positions in `groups`).
   std::vector<int> attentionGroups, ffnGroups; ///< by group index
@@ -170,8 +182,14 @@ struct Placement {
   const Group& attentionGroupOfLayer(int64_t layer) const { return groups[layerAttention[layer]]; }
   const Group& ffnGroupOfLayer(int64_t layer) const { return groups[layerFfn[layer]]; }
   /// The attention group that receives layer `layer`'s output (residual and N2M): the group running
-  /// layer+1, or the head group after the last layer. With interleaved layers that is (layer+1) mod p.
+  /// layer+1, or after the last layer the head group (head on the FFN side: the attention group
+  /// running layer 0, which sends x_L on). With interleaved layers that is (layer+1) mod p.
   const Group& nextAttentionGroup(int64_t layer) const;
+  /// The groups that run the embedding and the final norm + head (either side).
+  const Group& embeddingRunner() const {
+    return groups[(embeddingOnFfn ? ffnGroups : attentionGroups)[embeddingGroup]];
+  }
+  const Group& headRunner() const { return groups[(headOnFfn ? ffnGroups : attentionGroups)[headGroup]]; }
   const Group& groupOf(int rank) const { return groups[groupOfRank[rank]]; }
   /// Position of `rank` within its group.
   int64_t indexInGroup(int rank) const;
@@ -215,6 +233,8 @@ struct Plan {
   Programs programs;
   std::vector<ExchangeSpec> exchanges;
   MemorySpec memory;
+  /// The optional `schedule` section (AF-Pipe training schedule), verified at load (PlanSchedule.h).
+  std::optional<sched::Schedule> schedule;
 
   /// The exchange of `kind` for `layer` (validation guarantees exactly one).
   const ExchangeSpec& exchange(ExchangeKind kind, int64_t layer) const;
@@ -222,7 +242,7 @@ struct Plan {
 
 /// Bytes per token the messages of an exchange carry besides their 8-byte count:
 /// m2n: 8 (token id) + 4*hidden (x) + 8 (n_local) + top_k * 12 (expert id, gate);
-/// n2m and residual: 8 (token id) + 4*hidden.
+/// n2m, residual, embedding and head: 8 (token id) + 4*hidden.
 int64_t bytesPerTokenOf(ExchangeKind kind, int64_t hiddenSize, int64_t topK);
 
 /// Loads `planDirOrJson` (a directory holding plan.json, or the JSON file itself), validates every

@@ -497,8 +497,9 @@ int runMpi(const Options& o) {
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
       RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
-      // Results to rank 0, on the tag after every exchange tag of the forward (3 L).
-      const int tag = static_cast<int>(3 * plan.model.numLayers);
+      // Results to rank 0, on the tag after every exchange tag of the forward (3 L - 1 per layer,
+      // 3 L and 3 L + 1 for an FFN-side embedding and head; exchangeTag).
+      const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
       if (me != 0) {
         comm->send(0, tag, packResult(mine));
       } else {

@@ -2,6 +2,7 @@
 //
 //   disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]
 //                [--output logits.npy] [--batch B --seq-len S --seed N] [--timeout SECONDS]
+//   disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]
 //
 // Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
 // (shape: --batch/--seq-len, default the plan's compiled shape). Prints the placement, the
@@ -12,6 +13,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
+#include "runtime/tools/SimBackend.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,13 +34,16 @@ public:
 
 const char* kUsage =
     "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
-    "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n";
+    "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n"
+    "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]\n"
+    "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU)\n";
 
 struct Options {
   std::string plan, backend = "cpu", comm = "local", input, output;
   int64_t batch = 0, seqLen = 0; // 0: the plan's compiled shape
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
+  std::string opTimes, trace; // --backend sim only
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -75,7 +80,7 @@ Options parseArgs(int argc, char** argv) {
       value = arg.substr(eq + 1);
     }
     static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
-                                         "--seq-len", "--seed", "--timeout"};
+                                         "--seq-len", "--seed", "--timeout", "--op-times", "--trace"};
     if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
       throw UsageError("unknown option " + name + " (see --help)");
     if (eq == std::string::npos) {
@@ -100,13 +105,22 @@ Options parseArgs(int argc, char** argv) {
       o.seed = static_cast<uint64_t>(parseInteger(arg_, value, 0));
     else if (arg_ == "--timeout")
       o.timeoutSeconds = parseInteger(arg_, value, 1);
+    else if (arg_ == "--op-times")
+      o.opTimes = value;
+    else if (arg_ == "--trace")
+      o.trace = value;
     else
       throw UsageError("unknown option " + arg_);
   }
   if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
-  if (o.backend == "cuda" || o.backend == "sim")
-    throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu)");
-  if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
+  if (o.backend == "cuda")
+    throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu, sim)");
+  if (o.backend != "cpu" && o.backend != "sim")
+    throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
+  if (o.backend != "sim" && (!o.opTimes.empty() || !o.trace.empty()))
+    throw UsageError("--op-times and --trace need --backend sim");
+  if (o.backend == "sim" && (!o.input.empty() || !o.output.empty()))
+    throw UsageError("--backend sim replays the plan's schedule: it takes no --input or --output");
   if (o.comm == "mpi" || o.comm == "nccl")
     throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local, mpi)");
   if (o.comm != "local") throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
@@ -115,6 +129,7 @@ Options parseArgs(int argc, char** argv) {
 
 int run(const Options& o) {
   const Plan plan = loadPlan(o.plan);
+  if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;
   int64_t seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
   std::vector<int64_t> ids;

@@ -58,8 +58,10 @@ def same(a, b):
     return a == b
 
 
-# Where DeepSeek-MoE's dense layer 0 and shared experts run (--dense-side, --shared-experts-side).
-SIDES = [("attention", "attention"), ("ffn", "attention"), ("attention", "ffn"), ("ffn", "ffn")]
+# Where DeepSeek-MoE's dense layer 0, shared experts, embedding and head run (--dense-side,
+# --shared-experts-side, --embedding-side, --head-side); the first is the default placement.
+A, F = "attention", "ffn"
+SIDES = [(A, A, A, A), (F, A, A, A), (A, F, A, A), (F, F, A, A), (A, A, F, A), (A, A, A, F), (F, F, F, F)]
 # The side choices compute the same sums grouped differently ((h + y) + sum_f N2M_f against
 # h + (y + routed) on the home F-rank), so they agree to fp32 rounding, far inside TOLERANCE.
 SIDES_AGREE = 1e-5
@@ -75,13 +77,27 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
         golden = np.load(os.path.join(sdir, "golden", f"logits_{shape}.npy"))
         for p, franks in [(1, 2), (2, 3)]:
             baseline = None
-            for dense, shared in SIDES:
-                plan = os.path.join(work, f"sides_{shape}_p{p}_f{franks}_{dense}_{shared}")
+            for dense, shared, embedding, head in SIDES:
+                choice = f"dense={dense} shared={shared} embedding={embedding} head={head}"
+                plan = os.path.join(work, f"sides_{shape}_p{p}_f{franks}_{dense}_{shared}_{embedding}_{head}")
                 run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan, "--groups", str(p),
                      "--attn-ranks", "2", "--ffn-ranks", str(franks), "--dense-side", dense,
-                     "--shared-experts-side", shared])
+                     "--shared-experts-side", shared, "--embedding-side", embedding, "--head-side", head])
                 doc = json.load(open(os.path.join(plan, "plan.json")))
                 weights = {w["name"]: w["ranks"] for w in doc["model"]["weights"]}
+                # Embedding, final norm and head: weights only on the chosen side's group 0, instructions
+                # only in that side's program.
+                pl = doc["placement"]
+                for kind, side, ops in [("embedding", embedding, ["embed"]), ("head", head, ["head", "rms_norm"])]:
+                    group = next(g for g in pl["groups"] if g["role"] == side and g["index"] == 0)
+                    comps = [c for c in doc["model"]["components"]
+                             if c["kind"] == kind or (kind == "head" and c.get("role") == "final_norm")]
+                    held = sorted(set(weights[c["weight"]][i] for c in comps for i in range(len(weights[c["weight"]]))))
+                    where = sorted(set(r for r, prog in doc["programs"].items() for i in prog
+                                       if i["op"] in ops and i.get("layer", -1) == -1))
+                    check(pl[f"{kind}_side"] == side and held == group["ranks"] and where == [side],
+                          f"{name} {shape} p={p}: {kind} on {side}: weights on ranks {held} ({side} group 0: "
+                          f"{group['ranks']}), instructions in {where}")
                 for c in doc["model"]["components"]:
                     if c["kind"] != "dense_ffn":
                         continue
@@ -101,15 +117,15 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
                 logits = np.load(out)
                 err = float(np.abs(logits - golden).max())
                 worst[name] = max(worst.get(name, 0.0), err)
-                check(err <= TOLERANCE, f"{name} {shape} p={p} 2A+{franks}F dense={dense} shared={shared}: "
+                check(err <= TOLERANCE, f"{name} {shape} p={p} 2A+{franks}F {choice}: "
                                         f"max abs error vs PyTorch {err:.3e}")
                 if baseline is None:
                     baseline = logits
                 else:
                     diff = float(np.abs(logits - baseline).max())
-                    check(diff <= SIDES_AGREE, f"{name} {shape} p={p}: dense={dense} shared={shared} vs "
-                                               f"attention/attention: max abs difference {diff:.3e}")
-    # Broken FFN-side plans are refused naming the field (plan = the last one: both on the FFN side).
+                    check(diff <= SIDES_AGREE, f"{name} {shape} p={p}: {choice} vs the default placement: "
+                                               f"max abs difference {diff:.3e}")
+    # Broken FFN-side plans are refused naming the field (plan = the last one: all on the FFN side).
     def refused(edit, expect):
         doc = json.load(open(os.path.join(plan, "plan.json")))
         edit(doc)
@@ -145,6 +161,16 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
     refused(instruction_on_attention, "runs on the ffn side (its component's side), not in the attention program")
     refused(no_dense_m2n, "exchanges: no m2n exchange for layer 0")
     refused(dense_router, '"router": layer 0 is dense (model.dense_layers)')
+
+    def no_head_exchange(doc):
+        doc["exchanges"] = [e for e in doc["exchanges"] if e["kind"] != "head"]
+
+    def embed_on_attention(doc):  # the instruction moves back to the attention program
+        doc["programs"]["ffn"] = [i for i in doc["programs"]["ffn"] if i["op"] != "embed"]
+        doc["programs"]["attention"].insert(0, {"op": "embed", "stream": "forward"})
+
+    refused(no_head_exchange, "exchanges: no head exchange (placement.head_side is ffn)")
+    refused(embed_on_attention, 'programs.attention[0].op: "embed" is not an attention instruction in this plan')
     r = subprocess.run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan + "_cli", "--dense-side", "gpu"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     check(r.returncode == 1 and "--dense-side must be attention or ffn, got 'gpu'" in r.stdout
@@ -154,6 +180,14 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     check(r.returncode != 0 and "training does not support dense_ffn components" in r.stdout,
           f"{name}: --train refuses the FFN-side plan ({r.stdout.strip()[-200:]})")
+    # ... and a Mixtral plan (no dense FFN) with its embedding on the FFN side.
+    mixtral = os.path.join(os.path.dirname(sdir), "mixtral_tiny")
+    edge = os.path.join(work, "sides_mixtral_embedding_ffn")
+    run([disagmoe, "compile", os.path.join(mixtral, "model.onnx"), "-o", edge, "--embedding-side", "ffn"])
+    r = subprocess.run([runner, edge, "--train", "--input", os.path.join(mixtral, "golden", "ids_b2_s8.npy"),
+                        "--steps", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(r.returncode != 0 and "training does not support the embedding or head on the ffn side" in r.stdout,
+          f"{name}: --train refuses an FFN-side embedding ({r.stdout.strip()[-200:]})")
 
 
 def main(bin_dir, samples_dir, work, names):

@@ -763,8 +763,9 @@ ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t g
     out.reason = ShareBound::Reason::Memory;
     os << "memory binds: the fastest of the " << out.candidates << " configurations with that share ("
        << out.bestUnlimitedStep << " s per step against the chosen " << chosenStep
-       << " s) needs " << gb(out.bestUnlimitedBytes + problem.options.reserveBytes)
-       << " per GPU, the " << problem.cluster.gpu.name << " has "
+       << " s, recomputation " << cost::recomputationName(lightA) << "/"
+       << cost::recomputationName(lightF) << ") needs "
+       << gb(out.bestUnlimitedBytes + problem.options.reserveBytes) << " per GPU, the " << problem.cluster.gpu.name << " has "
        << gb(problem.cluster.gpu.hbmBytes) << "; " << out.fitting << " fit";
     if (out.fitting)
       os << ", the fastest of them " << out.bestFitStep << " s";

@@ -15,7 +15,7 @@
 // P1: moe.m2n {{.*}} {dst_group = 0 : i64, layer = 1 : i64, src_group = 0 : i64}
 // P1: %[[Y1:.*]] = moe.n2m {{.*}} {dst_group = 0 : i64, layer = 1 : i64, src_group = 0 : i64}
 // P1: %[[R1:.*]] = moe.residual {{.*}} {dst_group = 0 : i64, layer = 1 : i64, src_group = 0 : i64}
-// P1: moe.stage "head" layer 2 group 0(%[[R1]], %[[Y1]])
+// P1: moe.stage "head" layer 2 group 0 on "attention"(%[[R1]], %[[Y1]])
 
 // Interleaved layers: layer 0 on group 0, layer 1 on group 1; the exchanges after layer 1 return
 // to group 0, where the head runs.

@@ -3,9 +3,13 @@
 // RUN: disagmoe-opt --assign-groups="shared-experts-side=ffn" %s -split-input-file | FileCheck %s --check-prefix=SHARED
 // RUN: disagmoe-opt --assign-groups="dense-side=ffn shared-experts-side=ffn" %s -split-input-file | FileCheck %s --check-prefix=BOTH
 // RUN: disagmoe-opt --assign-groups="dense-side=attention shared-experts-side=attention" %s -split-input-file | FileCheck %s --check-prefix=DEFAULT
+// RUN: disagmoe-opt --assign-groups="p=2 embedding-side=ffn head-side=ffn" %s -split-input-file | FileCheck %s --check-prefix=EDGES
+// RUN: disagmoe-opt --assign-groups="head-side=ffn" %s -split-input-file | FileCheck %s --check-prefix=HEAD
 // assign-groups says on which side each always-on FFN runs: moe.dense_ffn gets `side`, from
 // dense-side (role "dense") and shared-experts-side (role "shared"); default: attention. The op
-// stays in its attention stage; the attribute is what plan emission reads.
+// stays in its attention stage; the attribute is what plan emission reads. The embedding and head
+// stages get `on` (embedding-side, head-side; default attention): the group of that index on
+// that side runs them.
 
 // A dense layer 0 and an MoE layer 1 with shared experts (stages only; the weights are inputs).
 func.func @dense_then_shared(%x: tensor<1x2x4xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) -> tensor<1x2x4xf32> {
@@ -60,3 +64,40 @@ func.func @no_dense(%x: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
 // DENSE-LABEL: func.func @no_dense
 // DENSE: moe.stage "attention" layer 1 group 1
 // DENSE-NOT: side =
+
+// -----
+
+// Embedding and head stages around two layers.
+func.func @edges(%ids: tensor<1x2xi64>, %w: tensor<8x4xf32>) -> tensor<1x2x4xf32> {
+  %0 = moe.stage "embedding" layer 0(%ids, %w) : (tensor<1x2xi64>, tensor<8x4xf32>) -> tensor<1x2x4xf32> {
+  ^bb0(%a: tensor<1x2xi64>, %b: tensor<8x4xf32>):
+    %e = moe.embedding %a, %b : tensor<1x2xi64>, tensor<8x4xf32> -> tensor<1x2x4xf32>
+    moe.yield %e : tensor<1x2x4xf32>
+  }
+  %1 = moe.stage "attention" layer 0(%0) : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  ^bb0(%a: tensor<1x2x4xf32>):
+    moe.yield %a : tensor<1x2x4xf32>
+  }
+  %2 = moe.stage "attention" layer 1(%1) : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  ^bb0(%a: tensor<1x2x4xf32>):
+    moe.yield %a : tensor<1x2x4xf32>
+  }
+  %3 = moe.stage "head" layer 2(%2) : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  ^bb0(%a: tensor<1x2x4xf32>):
+    moe.yield %a : tensor<1x2x4xf32>
+  }
+  return %3 : tensor<1x2x4xf32>
+}
+// DEFAULT-LABEL: func.func @edges
+// DEFAULT: moe.stage "embedding" layer 0 group 0 on "attention"(
+// DEFAULT: moe.stage "attention" layer 0 group 0(
+// DEFAULT: moe.stage "head" layer 2 group 0 on "attention"(
+
+// EDGES-LABEL: func.func @edges
+// EDGES: moe.stage "embedding" layer 0 group 0 on "ffn"(
+// EDGES: moe.stage "attention" layer 1 group 1(
+// EDGES: moe.stage "head" layer 2 group 0 on "ffn"(
+
+// HEAD-LABEL: func.func @edges
+// HEAD: moe.stage "embedding" layer 0 group 0 on "attention"(
+// HEAD: moe.stage "head" layer 2 group 0 on "ffn"(

@@ -8,7 +8,8 @@
 // integer constraints (divisibility) or fits in memory at any recomputation level (memory); the
 // test prints that account. A step back where configurations with the previous share fit and are
 // merely slower fails, as does any step back of more than one node. The memory-limited runs use
-// Z3 (proven optimal, checked); the roofline-only runs the exhaustive search.
+// Z3 (proven optimal, checked); the roofline-only runs the exhaustive search. Where the share with
+// memory is below the roofline-only share, the solver's account must name memory as the reason.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/config/ConfigFrontend.h"
@@ -80,6 +81,20 @@ void checkTrend(const std::string &config, bool memoryLimit) {
     }
     EXPECT_TRUE(sol.optimal) << sol.note;
     std::cout << describe(sol) << " share " << share(sol) << "\n";
+    if (memoryLimit) {
+      // Below the roofline-only share only because memory binds, by the solver's account.
+      Problem unlimited = p;
+      unlimited.options.reserveBytes = -1e18;
+      Solution roof = solveExhaustive(unlimited, false);
+      ASSERT_TRUE(roof.ok) << roof.error;
+      if (share(sol) < share(roof)) {
+        ShareBound why = explainShareBound(p, roof.config.cand.attnGpus(), roof.config.cand.gpus(),
+                                           sol.eval.stepTime);
+        std::cout << "  below the roofline-only " << roof.config.cand.attnGpus() << ":"
+                  << roof.config.cand.ffnGpus() << ": " << why.text << "\n";
+        EXPECT_EQ(why.reason, ShareBound::Reason::Memory) << why.text;
+      }
+    }
     if (prev.ok && share(sol) < share(prev)) {
       // A step back: the attention GPUs the chosen split lacks to keep the previous share.
       const int64_t pm = prev.config.cand.attnGpus(), pg = prev.config.cand.gpus();

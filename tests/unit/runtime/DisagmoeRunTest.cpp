@@ -81,8 +81,13 @@ TEST(DisagmoeRun, RandomIdsFromASeedAreReproducible) {
 TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
   const std::string plan = tinyPlanPath();
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {plan + " --backend cuda", "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu)\n"},
-      {plan + " --backend sim", "disagmoe-run: backend \"sim\" is not built in this version (available: cpu)\n"},
+      {plan + " --backend cuda", "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu, sim)\n"},
+      // The tiny plan has no schedule section for the sim backend to replay.
+      {plan + " --backend sim", "disagmoe-run: " + plan + ": schedule: missing (the sim backend replays the plan's "
+                                "schedule section; compile the plan with this version of disagmoe compile)\n"},
+      {plan + " --backend sim --input ids.npy",
+       "disagmoe-run: --backend sim replays the plan's schedule: it takes no --input or --output\n"},
+      {plan + " --trace t.json", "disagmoe-run: --op-times and --trace need --backend sim\n"},
       {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
       {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
                              "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},

@@ -1,0 +1,49 @@
+//===- AfPipeSchedulePass.cpp - afpipe-schedule: the AF-Pipe schedule as IR ===//
+//
+// Builds the AF-Pipe training schedule of a placed module (ModuleSchedule.h, calling the plain C++
+// AfPipe library) and appends it to the module as one `afpipe.schedule` op (ScheduleIR.h). A model
+// the cost model cannot size gets no schedule; the module's `afpipe.unscheduled` attribute says
+// why (the plan's `schedule` section is optional).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/schedule/ModuleSchedule.h"
+#include "passes/schedule/ScheduleIR.h"
+
+namespace disagmoe {
+#define GEN_PASS_DEF_AFPIPESCHEDULE
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+struct AfPipeSchedulePass : impl::AfPipeScheduleBase<AfPipeSchedulePass> {
+  using AfPipeScheduleBase::AfPipeScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto old : llvm::make_early_inc_range(module.getOps<afpipe::ScheduleOp>()))
+      old.erase(); // rebuilding replaces the schedule
+    module->removeAttr("afpipe.unscheduled");
+    afpipe::ModuleScheduleOptions options;
+    options.microBatches = microBatches;
+    options.clusterPath = cluster;
+    sched::Schedule s;
+    std::string error;
+    switch (afpipe::buildModuleSchedule(module, options, s, error)) {
+    case afpipe::ModuleScheduleStatus::Failed:
+      module.emitError() << "afpipe-schedule: " << error;
+      return signalPassFailure();
+    case afpipe::ModuleScheduleStatus::Unsized:
+      module->setAttr("afpipe.unscheduled", StringAttr::get(module.getContext(), error));
+      return;
+    case afpipe::ModuleScheduleStatus::Built:
+      break;
+    }
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    afpipe::buildScheduleOp(b, module.getLoc(), s);
+  }
+};
+} // namespace
+} // namespace disagmoe

@@ -1,0 +1,99 @@
+//===- ModuleSchedule.cpp - the AF-Pipe schedule of a placed `moe` module --===//
+#include "passes/schedule/ModuleSchedule.h"
+
+#include "frontends/config/CostExtraction.h"
+#include "passes/schedule/AfPipe.h"
+#include "runtime/cost/Hardware.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace disagmoe::afpipe {
+namespace {
+
+/// H800 nodes of 8 GPUs with one 400 Gb/s NIC per GPU (samples/clusters/h800-*.yaml), enough for
+/// `world` ranks: the cluster a plan is sized for when the user names none.
+bool defaultCluster(int64_t world, cost::ClusterSpec &out, std::string &error) {
+  cost::HardwareCatalog catalog;
+  if (!cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error))
+    return false;
+  const cost::GpuSpec *gpu = catalog.findGpu("H800");
+  const cost::NicSpec *nic = catalog.findNic("CX7-400G");
+  if (!gpu || !nic) {
+    error = cost::defaultHardwareCatalogPath() + ": no H800 GPU or CX7-400G NIC for the default cluster";
+    return false;
+  }
+  out.gpu = *gpu;
+  out.nic = *nic;
+  out.gpusPerNode = 8;
+  out.nicsPerNode = 8;
+  out.nodes = static_cast<int>((world + 7) / 8);
+  out.name = "h800-" + std::to_string(out.nodes) + "x8";
+  return true;
+}
+
+} // namespace
+
+ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleScheduleOptions &options,
+                                         sched::Schedule &s, std::string &error) {
+  using Status = ModuleScheduleStatus;
+  auto dict = module->getAttrOfType<mlir::DictionaryAttr>("moe.placement");
+  if (!dict) {
+    error = "module has no 'moe.placement' attribute (run place-groups first)";
+    return Status::Failed;
+  }
+  Config c;
+  c.groups = dict.getAs<mlir::IntegerAttr>("num_groups").getInt();
+  c.attnRanks = dict.getAs<mlir::IntegerAttr>("attn_ranks").getInt();
+  c.ffnRanks = dict.getAs<mlir::IntegerAttr>("ffn_ranks").getInt();
+  const int64_t world = dict.getAs<mlir::IntegerAttr>("world_size").getInt();
+  c.replicas = 1;
+  c.microbatches = options.microBatches > 0 ? options.microBatches : 2 * c.groups;
+  if (c.microbatches < 2 * c.groups) {
+    error = "micro-batches " + std::to_string(c.microbatches) + " cannot fill the AF-Pipe ring of 2p = " +
+            std::to_string(2 * c.groups) + " stages";
+    return Status::Failed;
+  }
+  // One micro-batch is the compiled static [batch, seq].
+  auto funcs = llvm::to_vector(module.getOps<mlir::func::FuncOp>());
+  if (funcs.size() != 1 || funcs.front().getNumArguments() < 1) {
+    error = "expected exactly one function taking the token ids";
+    return Status::Failed;
+  }
+  auto ids = llvm::dyn_cast<mlir::RankedTensorType>(funcs.front().getArgument(0).getType());
+  if (!ids || ids.getRank() != 2 || !ids.hasStaticShape()) {
+    error = "token ids must have a static [batch, seq] shape";
+    return Status::Failed;
+  }
+  c.seqLen = ids.getDimSize(1);
+  c.sequencesPerStep = ids.getDimSize(0) * c.microbatches;
+
+  cost::ModelShape shape;
+  if (!configfe::extractModelShape(module, shape, error))
+    return Status::Unsized;
+  cost::ClusterSpec cluster;
+  if (options.clusterPath.empty()) {
+    if (!defaultCluster(world, cluster, error))
+      return Status::Failed;
+  } else {
+    cost::HardwareCatalog catalog;
+    if (!cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error) ||
+        !cost::loadCluster(options.clusterPath, catalog, cluster, error))
+      return Status::Failed;
+    if (cluster.gpus() < world) {
+      error = options.clusterPath + ": " + std::to_string(cluster.gpus()) + " GPUs cannot hold the plan's " +
+              std::to_string(world) + " ranks";
+      return Status::Failed;
+    }
+  }
+  c.nicBandwidth = cluster.nic.bandwidth;
+  c.pcieBandwidth = cluster.gpu.pcieBandwidth;
+  if (!buildAfPipe(workloadFromModel(shape, cluster, c), hardwareOf(cluster), c, s, error))
+    return Status::Failed;
+  sched::VerifyOptions vo;
+  vo.worldSize = static_cast<int>(world);
+  error = sched::verifySchedule(s, vo);
+  return error.empty() ? Status::Built : Status::Failed;
+}
+
+} // namespace disagmoe::afpipe
