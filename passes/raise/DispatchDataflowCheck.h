@@ -27,7 +27,8 @@
 namespace disagmoe::raise {
 
 /// Emits one error per expert sort of `func` whose dispatch slices have constant bounds, at the
-/// first such Slice/Split node, naming it, the sort and the router, the constant bounds and how
+/// first such Slice/Split node, naming it, the sort and the router, the constant bounds (Slice) or
+/// sizes (Split) and how
 /// many such slices the layer has; the message says the counts were baked from the traced batch
 /// and suggests exporting the loop over experts. Failure iff an error was emitted. Reads the graph
 /// only.

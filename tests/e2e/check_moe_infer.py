@@ -2,7 +2,7 @@
 
 For each form written by samples/models/deepseek_moe_tiny/export_moe_infer.py (moe_infer: V2's
 cnts.sum -> .numpy() loop over sorted_tokens slices; moe_infer_v1: bincount -> cumsum, slices of the
-sorted token indices):
+sorted token indices; moe_infer_split: torch.split of the sorted tokens by the counts):
   * onnxruntime-node runs the export on the traced ids and agrees with PyTorch (max abs error <= 1e-4):
     the trace itself is faithful; on another batch of the same shape it disagrees with PyTorch by
     more than 1e-2: the per-expert counts of the traced batch are baked in. (Skipped with a message
@@ -19,7 +19,9 @@ import sys
 import numpy as np
 
 AGREE, DISAGREE = 1e-4, 1e-2
-FORMS = ["moe_infer", "moe_infer_v1"]
+# form -> the first cut the compiler must name.
+FORMS = {"moe_infer": "/layers.1/mlp/Slice", "moe_infer_v1": "/layers.1/mlp/Slice",
+         "moe_infer_split": "/layers.1/mlp/Split"}
 
 
 def main(bin_dir, sample_dir, work):
@@ -47,7 +49,8 @@ def main(bin_dir, sample_dir, work):
         r = subprocess.run([os.path.join(bin_dir, "disagmoe"), "compile", model, "-o", plan],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         msg = r.stderr.strip()
-        ok = (r.returncode == 1 and "node '/layers.1/mlp/Slice' (Slice)" in msg
+        cut = FORMS[form]
+        ok = (r.returncode == 1 and f"node '{cut}' ({cut.rsplit('/', 1)[1].split('_')[0]})" in msg
               and "baked from the traced batch" in msg and "Export the loop over experts" in msg
               and len(msg.splitlines()) == 1 and not os.path.exists(os.path.join(plan, "plan.json")))
         failed += not ok

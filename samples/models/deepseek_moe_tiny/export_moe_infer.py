@@ -19,10 +19,13 @@ shared experts), except that the routed experts run DeepSeek-V2's inference path
         outputs.append(expert_i(sorted_tokens[start_idx:end_idx])); start_idx = end_idx
     new_x[idxs] = cat(outputs); y = (new_x.view(tokens, k, -1) * topk_weight[..., None]).sum(1)
 
-torch.onnx.export traces it: `.cpu().numpy()` turns the per-expert counts of the traced batch into
-Python ints, so every `sorted_tokens[start:end]` becomes a Slice with constant bounds, and experts
-that got no token in the traced batch have no nodes at all. The export therefore routes every
-batch like the traced one. The compiler must refuse it (tests/lit/raise/refuse-moe-infer.test);
+moe_infer_v1/ is DeepSeek-MoE 16B's V1 form (bincount -> cumsum, slices of the sorted token
+indices), moe_infer_split/ cuts the sorted tokens with torch.split(sorted_tokens, counts).
+
+torch.onnx.export traces them: `.cpu().numpy()` turns the per-expert counts of the traced batch into
+Python ints, so every `sorted_tokens[start:end]` becomes a Slice with constant bounds (one Split
+with constant sizes for torch.split), and experts that got no token in the traced batch have no
+nodes at all. The export therefore routes every batch like the traced one. The compiler must refuse it (tests/lit/raise/refuse-moe-infer.test);
 the script prints the constant slice bounds it baked, which the test's expectations come from.
 
 golden/: the eager model's logits on the traced ids and on another batch of the same shape
@@ -107,7 +110,25 @@ def moe_infer_v1(self, hidden_states):
     return expert_cache.view(bsz, seq, hidden) + self.shared_experts(identity)
 
 
-FORMS = {"moe_infer": moe_infer, "moe_infer_v1": moe_infer_v1}
+def moe_infer_split(self, hidden_states):
+    """moe_infer with the per-expert chunks cut by torch.split(sorted_tokens, counts) instead of
+    slices (as grouped-GEMM style MoE code does): exports one Split with the traced counts."""
+    identity = hidden_states
+    bsz, seq, hidden = hidden_states.shape
+    topk_ids, topk_weight = self.gate(hidden_states)
+    x = hidden_states.view(-1, hidden)
+    idxs = topk_ids.view(-1).argsort()
+    sorted_tokens = x[idxs // topk_ids.shape[1]]
+    tokens_per_expert = topk_ids.view(-1).bincount(minlength=self.num_experts).cpu().numpy()
+    chunks = torch.split(sorted_tokens, [int(n) for n in tokens_per_expert])
+    outs = torch.cat([self.experts[i](c) for i, c in enumerate(chunks) if tokens_per_expert[i] > 0], dim=0)
+    new_x = torch.empty_like(outs)
+    new_x[idxs] = outs
+    y = (new_x.view(*topk_ids.shape, -1) * topk_weight.unsqueeze(dim=-1)).sum(dim=1)
+    return y.view(bsz, seq, hidden) + self.shared_experts(identity)
+
+
+FORMS = {"moe_infer": moe_infer, "moe_infer_v1": moe_infer_v1, "moe_infer_split": moe_infer_split}
 
 
 def export(out_dir, form):
