@@ -16,17 +16,60 @@
 
 namespace disagmoe::train {
 
-RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.rank()) {
-  // The backward pass has no dense-FFN / shared-expert gradient (either side) yet: refuse such a
-  // plan up front, naming the component, instead of failing mid-step on its instruction.
+namespace {
+
+// The first model form of `plan` whose backward the training step does not have, as
+// "model.components[i]: training does not support <form> yet (layer l <kind>[: detail])"; empty
+// when every component is trainable.
+// Checked at setup so that such a plan is refused with one line instead of failing (or reading a
+// missing weight) mid-step.
+std::string untrainableForm(const Plan& plan) {
   for (size_t i = 0; i < plan.model.components.size(); ++i) {
     const Component& c = plan.model.components[i];
-    if (c.kind == ComponentKind::DenseFfn)
-      throw ExecError(plan.path + ": model.components[" + std::to_string(i) + "]: training does not support " +
-                      "dense_ffn components yet (layer " + std::to_string(c.layer) + " " + toString(c.denseRole) +
-                      " FFN on the " + (c.onFfnSide ? "ffn" : "attention") +
-                      " side); only the forward pass (disagmoe-run without --train) runs this plan");
+    std::string form, detail;
+    switch (c.kind) {
+    case ComponentKind::MlaAttention: form = "multi-head latent attention (mla_attention)"; break;
+    case ComponentKind::DenseFfn:
+      form = "dense_ffn components";
+      detail = std::string(c.denseRole == DenseFfnRole::Shared ? "shared experts" : "the dense FFN") + " on the " +
+               (c.onFfnSide ? "ffn" : "attention") + " side";
+      break;
+    case ComponentKind::Attention:
+      if (c.bq >= 0 || c.bk >= 0 || c.bv >= 0 || c.bo >= 0) form = "attention projection biases";
+      else if (c.sinks >= 0) form = "attention sinks";
+      else if (c.slidingWindow > 0) form = "a sliding attention window";
+      break;
+    case ComponentKind::Router:
+      if (c.bias >= 0) form = "a router logit bias";
+      else if (c.routedScalingFactor != 1.0f) form = "a routed scaling factor";
+      break;
+    case ComponentKind::Experts: {
+      bool biased = false;
+      for (const ExpertWeights& e : c.experts)
+        biased = biased || e.b1 >= 0 || e.b3 >= 0 || e.b2 >= 0;
+      if (c.activation == ExpertActivation::SwigluOai) form = "GPT-OSS's clamped SwiGLU experts";
+      else if (c.fusedGateUp) form = "experts with a fused gate/up projection";
+      else if (biased) form = "expert biases";
+      break;
+    }
+    default: break;
+    }
+    if (c.kind == ComponentKind::Attention && form.empty() && (c.qNorm >= 0 || c.kNorm >= 0))
+      form = "per-head q/k RMSNorm";
+    if (form.empty()) continue;
+    return "model.components[" + std::to_string(i) + "]: training does not support " + form + " yet (" +
+           (c.layer >= 0 ? "layer " + std::to_string(c.layer) + " " : std::string()) + toString(c.kind) +
+           (detail.empty() ? "" : ": " + detail) + ")";
   }
+  return {};
+}
+
+} // namespace
+
+RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.rank()) {
+  // Forms without a backward yet are refused up front, naming the component and the form.
+  if (const std::string form = untrainableForm(plan); !form.empty())
+    throw ExecError(plan.path + ": " + form + "; only the forward pass (disagmoe-run without --train) runs this plan");
   if (plan.placement.embeddingOnFfn || plan.placement.headOnFfn)
     throw ExecError(plan.path + ": placement." + (plan.placement.embeddingOnFfn ? "embedding_side" : "head_side") +
                     ": training does not support the embedding or head on the ffn side yet; only the forward "
