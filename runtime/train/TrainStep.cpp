@@ -54,8 +54,6 @@ std::string untrainableForm(const Plan& plan) {
     }
     default: break;
     }
-    if (c.kind == ComponentKind::Attention && form.empty() && (c.qNorm >= 0 || c.kNorm >= 0))
-      form = "per-head q/k RMSNorm";
     if (form.empty()) continue;
     return "model.components[" + std::to_string(i) + "]: training does not support " + form + " yet (" +
            (c.layer >= 0 ? "layer " + std::to_string(c.layer) + " " : std::string()) + toString(c.kind) +
@@ -114,6 +112,7 @@ struct AttentionLayer {
   bool hasX = false, hasAttnNorm = false, hasAttention = false, hasH = false, hasFfnNorm = false, hasRouter = false;
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
   std::vector<float> x, attnNorm, q, k, v, heads, h, ffnNorm, logits, gates;
+  std::vector<float> qPre, kPre; // q/k projections before the per-head q/k RMSNorm (Qwen3), when present
   std::vector<int64_t> topIds;
   std::vector<std::vector<int64_t>> n2mTokens; // layer l-1's N2M token ids per F-rank (receiving side)
   std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
@@ -439,6 +438,12 @@ private:
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
+    if (c.qNorm >= 0) { // Qwen3: RMSNorm over head_dim of every q and k head, before RoPE
+      a.qPre = a.q;
+      a.kPre = a.k;
+      cpu::rmsNorm(a.q.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, a.q.data());
+      cpu::rmsNorm(a.k.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, a.k.data());
+    }
     const std::vector<int64_t> pos = positions();
     cpu::rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
     cpu::rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
@@ -601,6 +606,12 @@ private:
     const std::vector<int64_t> pos = positions();
     cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
     cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+    if (c.qNorm >= 0) { // through the per-head q/k RMSNorm (dx may alias dy)
+      cpu::rmsNormBackward(a.qPre.data(), dq.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, dq.data(),
+                           grad(c.qNorm));
+      cpu::rmsNormBackward(a.kPre.data(), dk.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, dk.data(),
+                           grad(c.kNorm));
+    }
     freshAssign(a.dAttnNorm, n() * H);
     cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(), grad(c.wq));
     cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
@@ -895,6 +906,8 @@ std::vector<std::string> weightKeys(const ModelSpec& model) {
       set(c.wk, L + "k");
       set(c.wv, L + "v");
       set(c.wo, L + "o");
+      set(c.qNorm, L + "q_norm");
+      set(c.kNorm, L + "k_norm");
       break;
     case ComponentKind::Router: set(c.weight, L + "router"); break;
     case ComponentKind::Experts:

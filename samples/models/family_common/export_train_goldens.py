@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Training goldens of a family sample: loss, every parameter's gradient and one SGD step, by
+PyTorch autograd on the family exporter's own module and weights (never changes its outputs).
+
+    /usr/bin/python3 samples/models/family_common/export_train_goldens.py FAMILY_DIR [--variant NAME]
+    /usr/bin/python3 samples/models/family_common/export_train_goldens.py FAMILY_DIR --check
+
+FAMILY_DIR is a family sample folder with an export.py (e.g. samples/models/qwen3_moe_tiny);
+--variant selects one of its VARIANTS by name (default: the one whose subdir is "."). The model is
+built exactly as export.py builds it (same seed), and must reproduce golden/logits_b2_s8.npy
+bit for bit. The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence
+and the loss is the mean cross-entropy over those B*(S-1) = 14 targets (DESIGN.md, "Training
+semantics"), as in samples/models/mixtral_tiny/export_grads.py.
+
+Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like the runtime):
+  loss.npy [1]                the loss
+  grads.npz                   dL/dW of every parameter, under the runtime's keys (below)
+  sgd.npz                     parameters after one torch.optim.SGD step (lr 0.1) from the initial
+                              weights: every non-expert key and experts 0-3 of every layer
+  train.json                  lr, target count, key lists, torch version
+--check regenerates into a temporary folder and compares every array within 1e-6.
+
+Keys (disagmoe-run --save-grads names): embed, final_norm, head, l{l}_attn_norm, l{l}_ffn_norm,
+l{l}_q|k|v|o, l{l}_q_norm, l{l}_k_norm (Qwen3), l{l}_router, l{l}_expert{e}_w1|w3|w2
+(gate_proj|up_proj|down_proj).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True
+IDS_FILE = "ids_b2_s8.npy"
+SGD_LR = 0.1
+TOLERANCE = 1e-6
+LINEAR = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+EXPERT = {"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
+
+
+def param_key(name):
+    """PyTorch parameter name -> (runtime key, is a Linear weight stored [out, in])."""
+    p = name.split(".")
+    if name == "embed_tokens.weight":
+        return "embed", False
+    if name == "norm.weight":
+        return "final_norm", False
+    if name == "lm_head.weight":
+        return "head", True
+    if p[0] == "layers" and p[-1] == "weight":
+        l = f"l{p[1]}_"
+        if p[2] == "input_layernorm":
+            return l + "attn_norm", False
+        if p[2] == "post_attention_layernorm":
+            return l + "ffn_norm", False
+        if p[2] == "self_attn" and p[3] in LINEAR:
+            return l + LINEAR[p[3]], True
+        if p[2] == "self_attn" and p[3] in ("q_norm", "k_norm"):
+            return l + p[3], False
+        if p[2] == "mlp" and p[3] == "gate":
+            return l + "router", True
+        if p[2] == "mlp" and p[3] == "experts" and p[5] in EXPERT:
+            return f"{l}expert{p[4]}_{EXPERT[p[5]]}", True
+    raise SystemExit(f"export_train_goldens.py: no runtime key for parameter {name}")
+
+
+def step_key(key):
+    return "_expert" not in key or key.split("_")[1] in ("expert0", "expert1", "expert2", "expert3")
+
+
+def f32(t):
+    return np.ascontiguousarray(t.detach().cpu().numpy().astype(np.float32))
+
+
+def load_family(family_dir):
+    spec = importlib.util.spec_from_file_location("family_export_module", os.path.join(family_dir, "export.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pick_variant(module, name):
+    for v in module.VARIANTS:
+        if (name is None and v["subdir"] == ".") or v["name"] == name:
+            return v
+    raise SystemExit(f"export_train_goldens.py: no variant {name or 'with subdir .'} in export.py")
+
+
+def generate(family_dir, variant, out_root):
+    torch.set_num_threads(1)  # fixed reduction order
+    torch.manual_seed(variant["weight_seed"])  # as family_export.generate_variant
+    model = variant["build"]()
+    vdir = os.path.join(family_dir, variant["subdir"])
+    ids = torch.from_numpy(np.load(os.path.join(vdir, "golden", IDS_FILE)))
+    B, S = ids.shape
+    logits = model(ids)
+    ref = np.load(os.path.join(vdir, "golden", f"logits_b{B}_s{S}.npy"))
+    if not np.array_equal(f32(logits), ref):
+        raise SystemExit(f"{variant['name']}: the rebuilt model no longer reproduces golden/logits_b{B}_s{S}.npy")
+    V = logits.shape[-1]
+    loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+    loss.backward()
+    grads, sgd = {}, {}
+    for name, p in model.named_parameters():
+        key, linear = param_key(name)
+        grads[key] = f32(p.grad.t() if linear else p.grad)
+    opt = torch.optim.SGD(list(model.parameters()), lr=SGD_LR)
+    opt.step()
+    for name, p in model.named_parameters():
+        key, linear = param_key(name)
+        if step_key(key):
+            sgd[key] = f32(p.t() if linear else p)
+    tdir = os.path.join(out_root, variant["subdir"], "golden", "train")
+    os.makedirs(tdir, exist_ok=True)
+    np.save(os.path.join(tdir, "loss.npy"), np.array([loss.item()], dtype=np.float32), allow_pickle=False)
+    np.savez(os.path.join(tdir, "grads.npz"), **{k: grads[k] for k in sorted(grads)})
+    np.savez(os.path.join(tdir, "sgd.npz"), **{k: sgd[k] for k in sorted(sgd)})
+    meta = {"variant": variant["name"], "ids": IDS_FILE, "target_tokens": int(B * (S - 1)),
+            "loss": "mean cross-entropy over the next-token targets within each sequence",
+            "sgd": {"lr": SGD_LR}, "keys": sorted(grads), "step_keys": sorted(sgd), "torch": torch.__version__}
+    with open(os.path.join(tdir, "train.json"), "w") as f:
+        json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return tdir, loss.item()
+
+
+def compare(ref_dir, new_dir):
+    ok = True
+    for f in ("loss.npy", "grads.npz", "sgd.npz", "train.json"):
+        a, b = os.path.join(ref_dir, f), os.path.join(new_dir, f)
+        if not os.path.exists(a):
+            print(f"{a}: missing")
+            ok = False
+        elif f == "train.json":
+            with open(a) as fa, open(b) as fb:
+                if json.load(fa) != json.load(fb):
+                    print(f"{a}: differs")
+                    ok = False
+        else:
+            x, y = np.load(a), np.load(b)
+            pairs = [(k, x[k], y[k]) for k in x.files] if f.endswith(".npz") else [(f, x, y)]
+            if f.endswith(".npz") and sorted(x.files) != sorted(y.files):
+                print(f"{a}: keys differ")
+                ok = False
+                continue
+            for k, u, v in pairs:
+                if u.shape != v.shape or float(np.max(np.abs(u.astype(np.float64) - v))) > TOLERANCE:
+                    print(f"{a}: {k} differs")
+                    ok = False
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("family_dir")
+    ap.add_argument("--variant", help="variant name (default: the variant whose subdir is '.')")
+    ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare")
+    args = ap.parse_args()
+    family_dir = os.path.abspath(args.family_dir)
+    sys.path.insert(0, family_dir)
+    variant = pick_variant(load_family(family_dir), args.variant)
+    if not args.check:
+        tdir, loss = generate(family_dir, variant, family_dir)
+        print(f"{variant['name']}: loss {loss:.6f}; wrote {tdir}")
+        return 0
+    tmp = tempfile.mkdtemp(prefix="family_train_goldens_")
+    try:
+        tdir, _ = generate(family_dir, variant, tmp)
+        ok = compare(os.path.join(family_dir, variant["subdir"], "golden", "train"), tdir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("check: OK" if ok else "check: FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
