@@ -693,7 +693,7 @@ private:
                                                                                         : isFfnOp(ins.op);
       if (ins.op != OpCode::DenseFfn && ffnSide != ffnRole)
         x["op"].fail(std::string("\"") + toString(ins.op) + "\" is not " + (ffnRole ? "an ffn" : "an attention") +
-                     " instruction in this plan");
+                     " instruction");
       if (((ins.op == OpCode::EmbedSend || ins.op == OpCode::EmbedRecv) && !p.embeddingOnFfn) ||
           ((ins.op == OpCode::HeadSend || ins.op == OpCode::HeadRecv) && !p.headOnFfn))
         x["op"].fail(std::string("\"") + toString(ins.op) + "\": the " +

@@ -170,7 +170,7 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
         doc["programs"]["attention"].insert(0, {"op": "embed", "stream": "forward"})
 
     refused(no_head_exchange, "exchanges: no head exchange (placement.head_side is ffn)")
-    refused(embed_on_attention, 'programs.attention[0].op: "embed" is not an attention instruction in this plan')
+    refused(embed_on_attention, 'programs.attention[0].op: "embed" is not an attention instruction')
     r = subprocess.run([disagmoe, "compile", os.path.join(sdir, "model.onnx"), "-o", plan + "_cli", "--dense-side", "gpu"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     check(r.returncode == 1 and "--dense-side must be attention or ffn, got 'gpu'" in r.stdout
