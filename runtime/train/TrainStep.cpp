@@ -30,6 +30,7 @@ std::string untrainableForm(const Plan& plan) {
     switch (c.kind) {
     case ComponentKind::MlaAttention: form = "multi-head latent attention (mla_attention)"; break;
     case ComponentKind::DenseFfn:
+      if (!c.onFfnSide) break; // the attention side's dense FFN / shared experts have a backward
       form = "dense_ffn components";
       detail = std::string(c.denseRole == DenseFfnRole::Shared ? "shared experts" : "the dense FFN") + " on the " +
                (c.onFfnSide ? "ffn" : "attention") + " side";
@@ -41,7 +42,6 @@ std::string untrainableForm(const Plan& plan) {
       break;
     case ComponentKind::Router:
       if (c.bias >= 0) form = "a router logit bias";
-      else if (c.routedScalingFactor != 1.0f) form = "a routed scaling factor";
       break;
     case ComponentKind::Experts: {
       bool biased = false;
@@ -113,6 +113,8 @@ struct AttentionLayer {
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
   std::vector<float> x, attnNorm, q, k, v, heads, h, ffnNorm, logits, gates;
   std::vector<float> qPre, kPre; // q/k projections before the per-head q/k RMSNorm (Qwen3), when present
+  std::vector<float> r;          // h + dense FFN / shared experts output (DeepSeek), the residual sent on
+  bool hasR = false;
   std::vector<int64_t> topIds;
   std::vector<std::vector<int64_t>> n2mTokens; // layer l-1's N2M token ids per F-rank (receiving side)
   std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
@@ -257,6 +259,10 @@ private:
   const float* w(int index) const { return state_.weights[index].data.data(); }
   float* grad(int index) { return state_.grads[index].data.data(); }
   const Component& component(int index) const { return model_.components[index]; }
+  int denseComponent(int64_t l) const {
+    const LayerComponents& lc = model_.layers[l];
+    return lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn;
+  }
 
   void send(int dst, int tag, Bytes message) { comm_.send(dst, tag, std::move(message)); }
   Bytes recv(int src, int tag) { return comm_.recv(src, tag, timeout_); }
@@ -325,6 +331,9 @@ private:
       a.topIds.assign(n() * k, 0);
       freshAssign(a.gates, n() * k);
       cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data());
+      const float scale = component(model_.layers[l].router).routedScalingFactor;
+      if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
+        for (float& g : a.gates) g *= scale;
       a.hasRouter = true;
       break;
     }
@@ -350,10 +359,24 @@ private:
       }
       break;
     }
+    case OpCode::DenseFfn: {
+      // Dense layer / shared experts on the attention side (RankWorker::denseFfn): r = h + FFN(ffn_norm(h)).
+      AttentionLayer& a = attn_[l];
+      need(a.hasFfnNorm && a.hasH, "ffn_norm output and h of layer " + std::to_string(l));
+      const Component& c = component(denseComponent(l));
+      std::vector<float> y = freshFloats(n() * H);
+      cpu::swigluExpert(a.ffnNorm.data(), n(), H, c.ffnHidden, w(c.w1), w(c.w3), w(c.w2), y.data());
+      freshAssign(a.r, a.h.size());
+      for (size_t i = 0; i < a.r.size(); ++i)
+        a.r[i] = a.h[i] + y[i];
+      a.hasR = true;
+      break;
+    }
     case OpCode::ResidualSend: {
       AttentionLayer& a = attn_[l];
       need(a.hasH, "h of layer " + std::to_string(l));
-      send(placement_.nextAttentionGroup(l).ranks[index_], fwdTag(ExchangeKind::Residual, l), packRows({tokens_, a.h}, H));
+      send(placement_.nextAttentionGroup(l).ranks[index_], fwdTag(ExchangeKind::Residual, l),
+           packRows({tokens_, a.hasR ? a.r : a.h}, H));
       break;
     }
     case OpCode::ResidualRecv: {
@@ -363,6 +386,12 @@ private:
         throw ExecError("residual from rank " + std::to_string(src) + " does not carry this rank's tokens");
       pending_ = std::move(m.rows);
       hasPending_ = true;
+      if (!model_.layers[l].hasFfnStage()) { // a dense layer has no N2M: x_{l+1} = r_l
+        attn_[l + 1].x = std::move(pending_);
+        attn_[l + 1].hasX = true;
+        pending_.clear();
+        hasPending_ = false;
+      }
       break;
     }
     case OpCode::N2mRecv: {
@@ -560,11 +589,30 @@ private:
       a.hasDFfn = true;
       break;
     }
+    case OpCode::DenseFfn: {
+      // dL/dy = dL/dr = dh (r = h + y); adds the FFN's input gradient into dL/d(ffn_norm output)
+      // (zero first on a dense layer, which has no m2n_send to start it).
+      AttentionLayer& a = attn_[l];
+      need(a.hasDh && a.hasR, "dL/dr and the dense FFN forward of layer " + std::to_string(l));
+      if (!a.hasDFfn) {
+        a.dFfn.assign(n() * H, 0.0f);
+        a.hasDFfn = true;
+      }
+      const Component& c = component(denseComponent(l));
+      std::vector<float> dx = freshFloats(n() * H);
+      cpu::swigluExpertBackward(a.ffnNorm.data(), a.dh.data(), n(), H, c.ffnHidden, w(c.w1), w(c.w3), w(c.w2),
+                                dx.data(), grad(c.w1), grad(c.w3), grad(c.w2), nullptr);
+      addInto(a.dFfn, dx);
+      break;
+    }
     case OpCode::Router: {
       AttentionLayer& a = attn_[l];
       need(a.hasDFfn, "the gate gradients of layer " + std::to_string(l) + " (m2n_send backward)");
       const int64_t E = model_.numExperts;
       std::vector<float> dLogits = freshFloats(n() * E), part = freshFloats(n() * H);
+      const float scale = component(model_.layers[l].router).routedScalingFactor;
+      if (scale != 1.0f) // g = scale * g', so dL/dg' = scale * dL/dg
+        for (float& g : a.dGates) g *= scale;
       cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring, a.topIds.data(),
                                a.dGates.data(), dLogits.data());
       const int weight = component(model_.layers[l].router).weight;
@@ -910,6 +958,14 @@ std::vector<std::string> weightKeys(const ModelSpec& model) {
       set(c.kNorm, L + "k_norm");
       break;
     case ComponentKind::Router: set(c.weight, L + "router"); break;
+    case ComponentKind::DenseFfn: {
+      const std::string D = L + (c.denseRole == DenseFfnRole::Shared ? "shared_" : "dense_");
+      set(c.w1, D + "w1");
+      set(c.w3, D + "w3");
+      set(c.w2, D + "w2");
+      break;
+    }
+    default: break; // mla_attention: refused by untrainableForm
     case ComponentKind::Experts:
       for (const ExpertWeights& e : c.experts) {
         const std::string E = L + "expert" + std::to_string(e.expert) + "_";

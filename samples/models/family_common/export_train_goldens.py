@@ -22,7 +22,8 @@ Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like t
 
 Keys (disagmoe-run --save-grads names): embed, final_norm, head, l{l}_attn_norm, l{l}_ffn_norm,
 l{l}_q|k|v|o, l{l}_q_norm, l{l}_k_norm (Qwen3), l{l}_router, l{l}_expert{e}_w1|w3|w2
-(gate_proj|up_proj|down_proj).
+(gate_proj|up_proj|down_proj), l{l}_dense_w1|w3|w2 (a dense layer's FFN) and l{l}_shared_w1|w3|w2
+(shared experts; DeepSeek).
 """
 
 import argparse
@@ -68,6 +69,10 @@ def param_key(name):
             return l + "router", True
         if p[2] == "mlp" and p[3] == "experts" and p[5] in EXPERT:
             return f"{l}expert{p[4]}_{EXPERT[p[5]]}", True
+        if p[2] == "mlp" and p[3] in EXPERT:  # a dense layer's FFN (DeepSeek)
+            return f"{l}dense_{EXPERT[p[3]]}", True
+        if p[2] == "mlp" and p[3] == "shared_experts" and p[4] in EXPERT:
+            return f"{l}shared_{EXPERT[p[4]]}", True
     raise SystemExit(f"export_train_goldens.py: no runtime key for parameter {name}")
 
 
