@@ -189,7 +189,16 @@ private:
   }
 
   /// The attention's constant scale: the first Mul/Div by a scalar before each Softmax.
+  /// Only an attention's Softmax has a scale: the scaled value is the scores Q K^T, a MatMul of
+  /// two data values (a router's logits come from a projection and take no scale).
   bool isSoftmaxScale(NodeOp node) {
+    NodeOp scores;
+    for (Value in : node.getInputs())
+      if (NodeOp mm = producer(skipDataMovement(in), {"MatMul", "Einsum"}))
+        if (llvm::none_of(mm.getInputs(), [](Value v) { return isWeight(v); }))
+          scores = mm;
+    if (!scores)
+      return false;
     NodeOp softmax = softmaxFed(node.getOutputs()[0]);
     return softmax && ++scalesPerSoftmax[softmax] == 1;
   }
@@ -220,6 +229,19 @@ private:
     return llvm::all_of(node.getInputs(), [&](Value in) {
       return !isData(in) || static_cast<bool>(findUpstream(in, "NonZero", 8));
     });
+  }
+
+  /// The router's gates themselves (TopK's values, their renormalisation or softmax), where a
+  /// constant routed_scaling_factor applies; not the per-expert gathers of them, where a constant
+  /// factor would be a stray node.
+  bool isRouterGates(Value v) const {
+    // Directly: the recogniser reads the factor only from a Mul on these values (matchRouter).
+    NodeOp p = producer(v, {"TopK", "Div", "Softmax"});
+    if (!p)
+      return false;
+    if (p.getOpType() == "TopK")
+      return v == p.getOutputs()[0];
+    return fromGates(p.getInputs()[0]);
   }
 
   bool isRopeProduct(Value v) const {
@@ -264,8 +286,21 @@ private:
             return true; // silu(x W1) * (x W3), or GPT-OSS's (up + 1) * glu
       if (anyIn([&](Value v) { return staticFrom(v, {"Cos", "Sin"}); }))
         return true; // RoPE
-      if (anyIn([&](Value v) { return fromGates(v); }))
-        return true; // weighting by the gates, routed_scaling_factor
+      for (unsigned i = 0; i < 2; ++i) {
+        Value gates = ins[i], other = ins[1 - i];
+        if (!fromGates(gates))
+          continue;
+        if (isData(other) && !isScalar(other))
+          return true; // an expert's output (or the stacked outputs) weighted by the gates
+        // routed_scaling_factor on the router's final gates: nothing renormalises after it.
+        if (isScalar(other) && isRouterGates(gates) &&
+            llvm::none_of(node.getOutputs()[0].getUsers(), [](Operation *user) {
+              auto n = dyn_cast<NodeOp>(user);
+              return n && llvm::is_contained({"Div", "ReduceSum", "Softmax", "TopK"},
+                                             n.getOpType());
+            }))
+          return true;
+      }
       if (anyIn([](Value v) { return static_cast<bool>(producer(v, {"Clip"})); }))
         return true; // GPT-OSS: alpha * gate, gate * Sigmoid(alpha * gate)
       for (Value in : ins)

@@ -8,6 +8,9 @@ by the same code path, which must still compile.
   mixtral_pv_sigmoid.onnx   mixtral_tiny: a Sigmoid on layer 1's softmax(QK^T)V
   mixtral_expert_mul.onnx   mixtral_tiny: expert 3 of layer 1's output scaled by 2 before the combine
   mixtral_router_mul.onnx   mixtral_tiny: layer 2's router probabilities scaled by 2 before TopK
+  mixtral_gate_mul.onnx     mixtral_tiny: layer 1's flattened gates [tokens * k, 1] scaled by 2 before
+                            the experts gather them (not the router's own gates, where a constant
+                            is a routed_scaling_factor)
   mixtral_expert_relu.onnx  mixtral_tiny: a Relu on expert 3 of layer 1's gated activation
   deepseek_shared_mul.onnx  deepseek_moe_tiny: layer 1's shared-expert output scaled by 2
   gpt_oss_einsum_mul.onnx   gpt_oss_tiny/einsum: layer 1's gathered-experts output scaled by 2
@@ -28,6 +31,7 @@ VARIANTS = [
     ("mixtral_pv_sigmoid", "mixtral_tiny", "/layers.1/self_attn/MatMul_1", "Sigmoid"),
     ("mixtral_expert_mul", "mixtral_tiny", "/layers.1/block_sparse_moe/experts.3/w2/MatMul", "Mul"),
     ("mixtral_router_mul", "mixtral_tiny", "/layers.2/block_sparse_moe/Softmax", "Mul"),
+    ("mixtral_gate_mul", "mixtral_tiny", "/layers.1/block_sparse_moe/Flatten_3", "Mul"),
     ("mixtral_expert_relu", "mixtral_tiny", "/layers.1/block_sparse_moe/experts.3/Mul_1", "Relu"),
     ("deepseek_shared_mul", "deepseek_moe_tiny", "/layers.1/mlp/shared_experts/down_proj/MatMul", "Mul"),
     ("gpt_oss_einsum_mul", "gpt_oss_tiny/einsum", "/layers.1/mlp/Einsum_2", "Mul"),
