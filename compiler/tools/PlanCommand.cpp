@@ -75,6 +75,8 @@ int planMain(int argc, char **argv) {
   cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0), cl::cat(category));
   cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
   cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category));
+  cl::opt<int64_t> cp("cp", cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
+                      cl::init(0), cl::cat(category));
   cl::opt<double> optimizerBytes("optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
                                  cl::init(12.0), cl::cat(category));
   cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
@@ -108,13 +110,15 @@ int planMain(int argc, char **argv) {
   o.fixedFfnGpus = ffnGpus;
   o.fixedMicrobatches = microbatches;
   o.fixedReplicas = replicas;
+  o.fixedCp = cp;
   if (optimizerBytes < 0 || reserveGb < 0 || timeLimit <= 0)
     return fail("--optimizer-bytes and --reserve-gb must be >= 0, --time-limit > 0");
   o.memory.optimizerBytes = optimizerBytes;
   o.reserveBytes = reserveGb * 1e9;
   o.timeLimitSeconds = timeLimit;
   for (auto [flag, v] : {std::pair<const char *, int64_t>{"--groups", groups}, {"--attn-gpus", attnGpus},
-                         {"--ffn-gpus", ffnGpus}, {"--microbatches", microbatches}, {"--replicas", replicas}})
+                         {"--ffn-gpus", ffnGpus}, {"--microbatches", microbatches}, {"--replicas", replicas},
+                         {"--cp", cp}})
     if (v < 0)
       return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner)");
 
@@ -174,6 +178,9 @@ int planMain(int argc, char **argv) {
                 c.cand.groups, c.cand.replicas, c.cand.attnRanks, c.cand.replicas * c.cand.attnRanks,
                 c.cand.ffnRanks, c.cand.microbatches, cost::recomputationName(c.attnRecompute),
                 cost::recomputationName(c.ffnRecompute));
+  os << formatv("  context parallelism cp {0} ({1} tokens of a sequence per A-rank per micro-batch, "
+                "{2} sequences per group per micro-batch)\n",
+                c.cand.cp, o.seqLen / c.cand.cp, c.cand.attnRanks / c.cand.cp);
   os << formatv("  step time {0:F4} s = K {1:F3} x max(U_a {2:F4}, U_f {3:F4}) + gradient sync "
                 "{4:F4} s; MFU {5:F3}\n",
                 e.stepTime, e.bubbleFactor, e.attnBusy, e.ffnBusy, e.gradSync, e.mfu);

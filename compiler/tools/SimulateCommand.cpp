@@ -152,6 +152,10 @@ int simulateMain(int argc, char **argv) {
   o.fixedFfnGpus = ffnGpus;
   o.fixedMicrobatches = microbatches;
   o.fixedReplicas = replicas;
+  // runtime/sim has no ring attention (no K/V ring over NVLink, one sequence per A-rank per
+  // micro-batch), so the planner's context parallelism is pinned to cp 1 here; `disagmoe plan`
+  // chooses cp (docs/placement.md, "Context parallelism").
+  o.fixedCp = 1;
   o.reserveBytes = reserveGb * 1e9;
   o.timeLimitSeconds = timeLimit;
   const cost::ModelShape &m = problem.model;
@@ -159,6 +163,8 @@ int simulateMain(int argc, char **argv) {
   raw_ostream &os = outs();
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",
                 sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, o.seqLen, o.globalTokens);
+  os << "  context parallelism: cp 1 (the simulator does not model ring attention; `disagmoe plan` "
+        "chooses cp)\n";
 
   // The roofline lower bound: the model's training FLOPs on every GPU of the cluster at peak.
   const sched::Hardware hw = afpipe::hardwareOf(clu);

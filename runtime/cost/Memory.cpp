@@ -1,5 +1,6 @@
 //===- Memory.cpp ---------------------------------------------------------===//
 #include "runtime/cost/Memory.h"
+#include "runtime/cost/Roofline.h"
 
 #include <algorithm>
 
@@ -54,6 +55,16 @@ double expertActivationBytesPerPair(const ModelShape &m, int64_t layer, bool rec
   if (recompute)
     return 2 * h;
   return 2 * h + 8.0 * static_cast<double>(m.layers[layer].expertHidden);
+}
+
+double contextParallelBufferBytes(const ModelShape &m, const std::vector<int64_t> &layers,
+                                  int64_t seqLen, int64_t cp) {
+  if (cp <= 1)
+    return 0;
+  double most = 0;
+  for (int64_t l : layers)
+    most = std::max(most, kvRingChunkBytes(m, l, seqLen, cp));
+  return 4 * most;
 }
 
 namespace {

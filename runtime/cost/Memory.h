@@ -39,6 +39,11 @@
 //              the experts and one more M2N per layer (Roofline.h, ExchangeBytes::m2n).
 //    With Full and Redispatch the layer being recomputed holds its None-level activations of one
 //    micro-batch during its backward (a transient of one layer, counted once per GPU).
+//  - Context parallelism (Roofline.h, kvRingChunkBytes): an A-rank of a CP group of cp holds s/cp
+//    tokens of a sequence per micro-batch, so every per-token term above (and the head's logits,
+//    the loss being computed per sequence chunk as Megatron-Core does under CP) is counted for s/cp
+//    tokens: the caller passes that token count. The ring adds a transient of one layer:
+//    contextParallelBufferBytes.
 //  - In-flight micro-batches: AF-Pipe (passes/schedule/AfPipe.h) lets a group start micro-batch j
 //    only after micro-batch j - W finished its backward there; with the smallest window the ring
 //    runs with, W = 2p (Narayanan et al. 2021 §2.2: 1F1B holds at most the pipeline depth), each
@@ -103,6 +108,14 @@ double expertActivationBytes(const ModelShape &m, int64_t layer, Recomputation r
 /// Per-pair form (None: 2h + 8I; Full: 2h per pair, an upper bound of the received buffer when
 /// every pair is counted as a token): kept for runtime/sim's per-pair accounting.
 double expertActivationBytesPerPair(const ModelShape &m, int64_t layer, bool recompute);
+
+/// Ring-attention buffers of one A-rank with context parallelism cp > 1 (0 for cp = 1), a transient
+/// of the one layer computing: the backward holds the K/V chunk being sent and the one being
+/// received and the same two of dK/dV (Roofline.h, TE's AttnFuncWithCPAndKVP2P), all bf16:
+///   4 * max over `layers` of kvRingChunkBytes(m, l, seqLen, cp)   bytes.
+/// (The forward holds two K/V chunks, fewer.) Bytes, per GPU.
+double contextParallelBufferBytes(const ModelShape &m, const std::vector<int64_t> &layers,
+                                  int64_t seqLen, int64_t cp);
 
 /// Activations of the layers in flight: `inflight` micro-batches each hold every one of `layers`
 /// at level r; with Full/Redispatch plus the one layer being recomputed at level None (the largest).

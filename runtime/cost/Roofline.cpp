@@ -1,6 +1,7 @@
 //===- Roofline.cpp -------------------------------------------------------===//
 #include "runtime/cost/Roofline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,6 +49,19 @@ double selectiveRecomputeFlopsAttention(const ModelShape &m, int64_t layer, doub
 
 double selectiveRecomputeFlopsExpert(const ModelShape &m, int64_t layer, double pairs) {
   return pairs * 5.0 * static_cast<double>(m.layers[layer].expertHidden);
+}
+
+double kvRingChunkBytes(const ModelShape &m, int64_t layer, int64_t seqLen, int64_t cp) {
+  const LayerShape &l = m.layers[layer];
+  return 2.0 * (static_cast<double>(seqLen) / static_cast<double>(cp)) *
+         static_cast<double>(l.kvHeads * l.headDim) * kBf16Bytes;
+}
+
+double ringAttentionSeconds(double coreSeconds, double chunkSeconds, int64_t cp) {
+  if (cp <= 1)
+    return coreSeconds;
+  double step = coreSeconds / static_cast<double>(cp);
+  return step + static_cast<double>(cp - 1) * std::max(step, chunkSeconds);
 }
 
 namespace {

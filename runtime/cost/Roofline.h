@@ -58,6 +58,28 @@ double trainingMultiplier(bool recompute);
 double selectiveRecomputeFlopsAttention(const ModelShape &m, int64_t layer, double tokens);
 double selectiveRecomputeFlopsExpert(const ModelShape &m, int64_t layer, double pairs);
 
+/// Context parallelism (CP) of degree cp: the sequence of a micro-batch split over cp A-ranks of one
+/// node, ring attention with load-balanced causal chunks (Liu et al. 2023, "Ring Attention with
+/// Blockwise Transformers", §3; Megatron-Core --context-parallel-size, whose CP splits the sequence
+/// into 2*cp chunks and gives rank i chunks i and 2*cp-1-i so every rank does the same causal work,
+/// megatron/core/utils.py get_batch_on_this_cp_rank). Per layer and micro-batch each rank passes its
+/// K and V chunk around the ring in cp-1 steps over NVLink; one step moves
+///   kvRingChunkBytes = 2 (K and V) * (s / cp) * kv_heads * head_dim * 2 (bf16)   bytes per GPU.
+/// The backward passes K/V and their gradients dK/dV (twice the bytes per step): Transformer
+/// Engine's AttnFuncWithCPAndKVP2P.backward circulates kv and dkv the same way.
+double kvRingChunkBytes(const ModelShape &m, int64_t layer, int64_t seqLen, int64_t cp);
+
+/// Seconds of one ring pass of the attention core on one GPU: the local block first, then cp-1
+/// steps each computing on the chunk received while the next one is sent (the overlap of Ring
+/// Attention §3: "overlapping the communication of key-value blocks with the computation of
+/// blockwise attention"; Megatron-Core/TE issue the P2P send/recv of step i+1 before computing step
+/// i). With load-balanced chunks every step does the same work, coreSeconds / cp, so
+///   ringAttentionSeconds = coreSeconds / cp + (cp - 1) * max(coreSeconds / cp, chunkSeconds)
+/// (the transfer is hidden when a step's compute outlasts it, exposed otherwise; cp = 1: coreSeconds).
+/// coreSeconds: the GPU's score FLOPs (Roofline: 4 * heads * head_dim * P(s, w) of its share) / peak;
+/// chunkSeconds: kvRingChunkBytes (x2 in the backward) / NVLink bandwidth per direction.
+double ringAttentionSeconds(double coreSeconds, double chunkSeconds, int64_t cp);
+
 /// Probability that a token's top-k experts (a uniformly random k-subset of `experts`) include at
 /// least one of the `held` experts of an F-rank: 1 - C(E - held, k) / C(E, k).
 double rankHitProbability(int64_t experts, int64_t topK, int64_t held);

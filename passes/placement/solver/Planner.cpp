@@ -111,6 +111,27 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
             std::to_string(B) + " sequences of a step (--global-tokens / --seq-len)";
     return false;
   }
+  // Context-parallel degrees: powers of two up to 8 that divide a node's GPUs (the ring stays on
+  // NVLink) and split a sequence into 2*cp load-balanced chunks.
+  const int64_t node = problem.cluster.gpusPerNode;
+  if (o.fixedCp && (o.fixedCp != 1 && o.fixedCp != 2 && o.fixedCp != 4 && o.fixedCp != 8)) {
+    error = name("--cp", o.fixedCp) + " is not one of 1, 2, 4, 8";
+    return false;
+  }
+  if (o.fixedCp && node % o.fixedCp) {
+    error = name("--cp", o.fixedCp) + " does not divide the cluster's " + std::to_string(node) +
+            " GPUs per node (a CP group stays within a node)";
+    return false;
+  }
+  if (o.fixedCp > 1 && o.seqLen % (2 * o.fixedCp)) {
+    error = name("--cp", o.fixedCp) + " needs --seq-len " + std::to_string(o.seqLen) +
+            " to be a multiple of 2 x cp (load-balanced causal chunks)";
+    return false;
+  }
+  std::vector<int64_t> cps;
+  for (int64_t cp : {1, 2, 4, 8})
+    if (node % cp == 0 && (cp == 1 || o.seqLen % (2 * cp) == 0) && (!o.fixedCp || cp == o.fixedCp))
+      cps.push_back(cp);
   for (int64_t r : divisors(B)) {
     if (2 * r > W)
       break;
@@ -121,21 +142,23 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
         continue;
       for (int64_t eF = 1; eF <= E && r * p * (1 + eF) <= W; ++eF) {
         for (int64_t dA = 1; r * p * (dA + eF) <= W; ++dA) {
-          if (B % (r * dA))
-            continue;
-          Candidate c{r, p, dA, eF, 1};
-          if (o.fixedAttnGpus && c.attnGpus() != o.fixedAttnGpus)
-            continue;
-          if (o.fixedFfnGpus && c.ffnGpus() != o.fixedFfnGpus)
-            continue;
-          const int64_t most = B / (r * dA); // one sequence per A-rank per micro-batch
-          for (int64_t mb : divisors(most)) {
-            if (mb < 2 * p || (o.fixedMicrobatches && mb != o.fixedMicrobatches))
+          for (int64_t cp : cps) {
+            if (dA % cp || B % (r * dA / cp))
               continue;
-            if (!o.fixedMicrobatches && !o.allMicrobatchCounts && mb != most)
+            Candidate c{r, p, dA, eF, 1, cp};
+            if (o.fixedAttnGpus && c.attnGpus() != o.fixedAttnGpus)
               continue;
-            c.microbatches = mb;
-            out.push_back(c);
+            if (o.fixedFfnGpus && c.ffnGpus() != o.fixedFfnGpus)
+              continue;
+            const int64_t most = B / (r * dA / cp); // one sequence per CP group per micro-batch
+            for (int64_t mb : divisors(most)) {
+              if (mb < 2 * p || (o.fixedMicrobatches && mb != o.fixedMicrobatches))
+                continue;
+              if (!o.fixedMicrobatches && !o.allMicrobatchCounts && mb != most)
+                continue;
+              c.microbatches = mb;
+              out.push_back(c);
+            }
           }
         }
       }
@@ -148,8 +171,9 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
     if (o.fixedFfnGpus) fixed += " " + name("--ffn-gpus", o.fixedFfnGpus);
     if (o.fixedMicrobatches) fixed += " " + name("--microbatches", o.fixedMicrobatches);
     if (o.fixedReplicas) fixed += " " + name("--replicas", o.fixedReplicas);
+    if (o.fixedCp) fixed += " " + name("--cp", o.fixedCp);
     error = "no configuration satisfies the integer constraints (" + std::to_string(B) +
- " sequences per step split evenly over replicas x A-ranks x micro-batches, at least "
+ " sequences per step split evenly over replicas x A-ranks / cp x micro-batches, at least "
             "2p micro-batches, at most " + std::to_string(E) + " F-ranks per group, at most " + std::to_string(W) + " GPUs)" +
             (fixed.empty() ? "" : " with" + fixed);
     return false;
@@ -280,6 +304,9 @@ void detail::candidateMemory(const Problem &problem, const Candidate &c,
     cost::MemoryBreakdown ma = cost::attentionGpuMemory(
         m, layers, g == 0, g == headGroup, c.replicas * c.attnRanks,
         tokens / static_cast<double>(c.attnRanks), inflight, attnRecompute, ffnRecompute, o.memory);
+    // With context parallelism tokens / attnRanks is already s/cp per A-rank (a micro-batch holds
+    // attnRanks / cp sequences); the ring adds its K/V and dK/dV buffers.
+    ma.activations += cost::contextParallelBufferBytes(m, layers, o.seqLen, c.cp);
     cost::MemoryBreakdown mf = cost::ffnGpuMemory(m, layers, expertsPerRank, c.replicas, received,
                                                   pairs, inflight, ffnRecompute, o.memory);
     if (ma.total() > attn.total())
@@ -349,6 +376,22 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
       again += 4.0 * static_cast<double>(m.hidden) * tokens;
     return 3.0 * fwd + again;
   };
+  // Seconds per micro-batch of layer l's attention-side compute on one A-rank. With context
+  // parallelism the attention core (the score FLOPs, 1 forward + 2 backward, + 1 forward again at
+  // Full) runs as ring passes whose K/V transfers over NVLink overlap with it
+  // (cost::ringAttentionSeconds); the rest is spread over the A-ranks as without CP.
+  const double nvlink = cl.nvlinkBandwidth;
+  auto attnSeconds = [&](int64_t l, double trainingFlops) {
+    const double perGpu = static_cast<double>(c.attnRanks) * peak;
+    if (c.cp <= 1)
+      return trainingFlops / perGpu;
+    double scores = cost::attentionSideForwardFlops(m, l, seqs, o.seqLen).scores;
+    double passes = attnRecompute == Recomputation::Full ? 2.0 : 1.0; // forward ring passes
+    double chunk = cost::kvRingChunkBytes(m, l, o.seqLen, c.cp) / nvlink;
+    double forward = cost::ringAttentionSeconds(scores / perGpu, chunk, c.cp);
+    double backward = cost::ringAttentionSeconds(2 * scores / perGpu, 2 * chunk, c.cp);
+    return (trainingFlops - (passes + 2) * scores) / perGpu + passes * forward + backward;
+  };
   auto expertTraining = [&](int64_t l) {
     double fwd = cost::routedExpertForwardFlops(m, l, tokens);
     double again = ffnRecompute == Recomputation::Full || ffnRecompute == Recomputation::Redispatch
@@ -384,7 +427,7 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
         x.attnSend += x.m2n;
         x.ffnRecv += x.m2n;
       }
-      out.attnLayers[g].push_back({fa / (static_cast<double>(c.attnRanks) * peak), x.attnMax(), 1.0});
+      out.attnLayers[g].push_back({attnSeconds(l, fa), x.attnMax(), 1.0});
       flopsA += fa;
       bytesA += x.attnMax();
       paramsA += m.attentionSideParams(l);
@@ -621,7 +664,11 @@ bool validConfig(const Problem &problem, const Config &c) {
     return false;
   if (k.groups > problem.model.numLayers() || k.gpus() > problem.cluster.gpus())
     return false;
-  if (k.ffnRanks > E || B % (k.replicas * k.attnRanks * k.microbatches) ||
+  const int64_t node = problem.cluster.gpusPerNode;
+  if (k.cp < 1 || k.cp > 8 || (k.cp & (k.cp - 1)) || node % k.cp || k.attnRanks % k.cp ||
+      (k.cp > 1 && o.seqLen % (2 * k.cp)) || (o.fixedCp && k.cp != o.fixedCp))
+    return false;
+  if (k.ffnRanks > E || (B * k.cp) % (k.replicas * k.attnRanks * k.microbatches) ||
       k.microbatches < 2 * k.groups)
     return false;
   if ((o.fixedGroups && k.groups != o.fixedGroups) ||
@@ -656,6 +703,9 @@ std::vector<Config> neighbours(const Problem &problem, const Config &c) {
     n.cand.microbatches = d > 0 ? c.cand.microbatches / 2 : c.cand.microbatches * 2; add(n);
     n = c; n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2; add(n);
     n = c; n.cand.replicas = d > 0 ? c.cand.replicas * 2 : c.cand.replicas / 2; add(n);
+    // CP doubled or halved, alone and with the micro-batch count following it.
+    n = c; n.cand.cp = d > 0 ? c.cand.cp * 2 : c.cand.cp / 2; add(n);
+    n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2; add(n);
     for (int64_t step : {int64_t(1), node}) {
       n = c; n.attnNics += d * step; add(n);
       n = c; n.ffnNics += d * step; add(n);

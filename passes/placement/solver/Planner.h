@@ -4,6 +4,13 @@
 //   r  pipeline replicas (outer data parallelism),
 //   p  groups per side (layer l on group l mod p, the interleaved assignment),
 //   dA A-ranks per attention group (attention DP degree r*dA; M = r*p*dA attention GPUs),
+//   cp context-parallel degree of the attention side, in {1, 2, 4, 8}, dividing dA and the GPUs of
+//      a node: a micro-batch's sequence is split over cp A-ranks of one node (ring attention with
+//      load-balanced causal chunks, runtime/cost/Roofline.h kvRingChunkBytes): per A-rank s/cp
+//      tokens per micro-batch (activations and logits / cp), the attention core as ring passes
+//      whose K/V transfers over NVLink overlap with compute (ringAttentionSeconds), the M2N/N2M of
+//      a micro-batch the same in total but sent from its cp GPUs; a micro-batch holds dA/cp
+//      sequences per group, so the largest micro-batch count grows with cp (a smaller bubble);
 //   eF F-ranks per FFN group (the EP degree; F-rank j holds a contiguous block of floor or ceil of
 //      E/eF experts, the busiest ceil(E/eF); W-M = r*p*eF FFN GPUs),
 //   nA, nF NICs of each side, m micro-batches per replica per step, and each side's activation
@@ -52,9 +59,10 @@ struct PlannerOptions {
   // Optional fixed choices (0 = free). Contradictions are reported by name.
   int64_t fixedGroups = 0, fixedAttnGpus = 0, fixedFfnGpus = 0, fixedMicrobatches = 0;
   int64_t fixedReplicas = 0;
+  int64_t fixedCp = 0; ///< context-parallel degree (0 = free: the solver picks from {1, 2, 4, 8})
   double timeLimitSeconds = 60; ///< Z3 safety net: past it, the best configuration found so far
-  /// Under the roofline the largest micro-batch count (one sequence per A-rank per micro-batch)
-  /// dominates every smaller one: the same GPUs, a smaller bubble share and fewer activations in
+  /// Under the roofline the largest micro-batch count (one sequence per CP group of cp A-ranks per
+  /// micro-batch) dominates every smaller one: the same GPUs, a smaller bubble share and fewer activations in
   /// flight (docs/placement.md, "Exactness"). Candidates keep only it unless this is set (the
   /// tests set it to check the pruning) or --microbatches fixes m.
   bool allMicrobatchCounts = false;
@@ -63,6 +71,7 @@ struct PlannerOptions {
 /// Structural choice; NICs and recomputation are chosen on top of it.
 struct Candidate {
   int64_t replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
+  int64_t cp = 1; ///< context-parallel degree: A-ranks sharing one sequence (divides attnRanks)
   int64_t attnGpus() const { return replicas * groups * attnRanks; }
   int64_t ffnGpus() const { return replicas * groups * ffnRanks; }
   int64_t gpus() const { return attnGpus() + ffnGpus(); }

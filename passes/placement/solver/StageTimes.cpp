@@ -13,6 +13,7 @@ bool matches(const MeasuredStageTimes::Entry &e, const Problem &p, const Config 
   return e.seqLen == p.options.seqLen && e.replicas == c.cand.replicas &&
          e.groups == c.cand.groups && e.attnRanks == c.cand.attnRanks &&
          e.ffnRanks == c.cand.ffnRanks && e.microbatches == c.cand.microbatches &&
+         e.cp == c.cand.cp &&
          e.attnRecompute == c.attnRecompute && e.ffnRecompute == c.ffnRecompute &&
          (!e.attnNics || e.attnNics == c.attnNics) &&
          (!e.ffnNics || e.ffnNics == c.ffnNics);
@@ -41,7 +42,7 @@ bool MeasuredStageTimes::busyTimes(const Problem &problem, const Config &config,
     if (e.seqLen != problem.options.seqLen)
       continue;
     Config c;
-    c.cand = Candidate{e.replicas, e.groups, e.attnRanks, e.ffnRanks, e.microbatches};
+    c.cand = Candidate{e.replicas, e.groups, e.attnRanks, e.ffnRanks, e.microbatches, e.cp};
     c.attnRecompute = e.attnRecompute;
     c.ffnRecompute = e.ffnRecompute;
     c.attnNics = e.attnNics ? e.attnNics : config.attnNics;
@@ -94,6 +95,7 @@ bool MeasuredStageTimes::load(const std::string &path, std::string &error) noexc
       e.attnRanks = integer("attn_ranks", 1, true);
       e.ffnRanks = integer("ffn_ranks", 1, true);
       e.microbatches = integer("microbatches", 1, true);
+      e.cp = integer("cp", 1, false);
       e.attnNics = integer("attn_nics", 0, false);
       e.ffnNics = integer("ffn_nics", 0, false);
       // "recompute": true/false (full/none on both sides) or a level name for both sides;
@@ -138,6 +140,8 @@ bool MeasuredStageTimes::save(const std::string &path, std::string &error) const
                           {"ffn_recompute", cost::recomputationName(e.ffnRecompute)},
                           {"attention_s", e.attnSeconds},
                           {"ffn_s", e.ffnSeconds}};
+      if (e.cp != 1)
+        j["cp"] = e.cp;
       if (e.attnNics)
         j["attn_nics"] = e.attnNics;
       if (e.ffnNics)

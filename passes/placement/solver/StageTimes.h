@@ -2,7 +2,8 @@
 //
 // A file of measured busy times per micro-batch (format "disagmoe-stage-times", version 1;
 // docs/placement.md) scores configurations in the local search. Entries match a configuration on
-// seq_len, replicas, groups, attn_ranks, ffn_ranks, microbatches, each side's recomputation level
+// seq_len, replicas, groups, attn_ranks, ffn_ranks, microbatches, cp (optional, default 1: the
+// context-parallel degree), each side's recomputation level
 // ("recompute": true/false or "none"/"selective"/"full" for both, "attn_recompute"/"ffn_recompute"
 // for one) and, when given,
 // attn_nics / ffn_nics; a configuration without an entry gets the roofline's times scaled by the
@@ -21,6 +22,7 @@ class MeasuredStageTimes : public StageTimeSource {
 public:
   struct Entry {
     int64_t seqLen = 0, replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
+    int64_t cp = 1; ///< context-parallel degree
     int64_t attnNics = 0, ffnNics = 0; ///< 0: any
     cost::Recomputation attnRecompute = cost::Recomputation::None;
     cost::Recomputation ffnRecompute = cost::Recomputation::None;

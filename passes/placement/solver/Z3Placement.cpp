@@ -116,7 +116,8 @@ struct Z3Model {
     for (const CandidateCosts &k : costs)
       if (k.cand.replicas == c.cand.replicas && k.cand.groups == c.cand.groups &&
           k.cand.attnRanks == c.cand.attnRanks && k.cand.ffnRanks == c.cand.ffnRanks &&
-          k.cand.microbatches == c.cand.microbatches && k.attnRecompute == c.attnRecompute &&
+          k.cand.microbatches == c.cand.microbatches && k.cand.cp == c.cand.cp &&
+          k.attnRecompute == c.attnRecompute &&
           k.ffnRecompute == c.ffnRecompute)
         return std::max(k.sideA(c.attnNics), k.sideF(c.ffnNics));
     return std::numeric_limits<double>::infinity();

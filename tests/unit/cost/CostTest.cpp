@@ -211,6 +211,21 @@ TEST(Memory, AttentionGpuHoldsWeightsGradientsShardedOptimizerAndActivations) {
   EXPECT_DOUBLE_EQ(head.weights, 2 * (layer1 + 2 * 32 * 16 + 16));
 }
 
+// Context parallelism (Roofline.h, Memory.h): one ring step moves K and V of s/cp tokens in bf16;
+// a ring pass hides a transfer shorter than a step's compute and exposes a longer one; the ring's
+// buffers are four chunks.
+TEST(ContextParallel, RingChunkRingTimeAndBuffersFollowTheClosedForms) {
+  ModelShape m = tinyModel(); // kv_heads 2 x head_dim 4 = 8
+  EXPECT_DOUBLE_EQ(kvRingChunkBytes(m, 1, 64, 4), 2 * (64 / 4) * 8 * 2);
+  EXPECT_DOUBLE_EQ(kvRingChunkBytes(m, 0, 64, 2), 2 * 32 * 8 * 2);
+  // core 8 s over cp 4: steps of 2 s. Transfer 1 s: hidden (2 + 3 x 2); 3 s: exposed (2 + 3 x 3).
+  EXPECT_DOUBLE_EQ(ringAttentionSeconds(8, 1, 4), 8);
+  EXPECT_DOUBLE_EQ(ringAttentionSeconds(8, 3, 4), 11);
+  EXPECT_DOUBLE_EQ(ringAttentionSeconds(8, 100, 1), 8); // no ring without CP
+  EXPECT_DOUBLE_EQ(contextParallelBufferBytes(m, {0, 1}, 64, 4), 4 * 512);
+  EXPECT_DOUBLE_EQ(contextParallelBufferBytes(m, {0, 1}, 64, 1), 0);
+}
+
 TEST(Memory, FfnGpuHoldsItsExpertsOfMoeLayersOnly) {
   ModelShape m = tinyModel();
   // 30 tokens received, 40 (token, expert) pairs computed per micro-batch, 2 in flight.

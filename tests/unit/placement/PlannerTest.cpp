@@ -227,6 +227,49 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   EXPECT_EQ(e.error, z.error);
 }
 
+// Context parallelism against hand-written closed forms (Roofline.h, Memory.h): 32 sequences of 4096
+// per step, one group of 4 A-ranks. cp 2 halves the tokens per A-rank per micro-batch (16
+// micro-batches of 2 sequences instead of 8 of 4), so the activations and the logits; adds four
+// K/V chunks of ring buffers; runs each layer's attention core as ring passes over NVLink; and
+// leaves the exchange bytes per step unchanged.
+TEST(Planner, ContextParallelSplitsActivationsRingsTheCoreAndKeepsExchangeVolume) {
+  Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
+  const double peak = 989.4e12, nvlink = 200e9, s = 4096, h = 512, q = 512, kv = 128, V = 8000;
+  Config c1, c2;
+  c1.cand = Candidate{1, 1, 4, 4, 8, 1};
+  c2.cand = Candidate{1, 1, 4, 4, 16, 2};
+  c1.attnNics = c2.attnNics = c1.ffnNics = c2.ffnNics = 8;
+  Evaluation e1 = evaluate(p, c1), e2 = evaluate(p, c2);
+  // Memory, recomputation none: per token and layer 8h + 4q + 4kv + 4 heads + 8 E (Memory.h), six
+  // layers, min(m, 2p) = 2 micro-batches in flight, s/cp = 2048 tokens per A-rank; the head's bf16
+  // logits of those tokens; four chunks of 2 (s/cp) kv bf16.
+  const double perToken = 6 * (8 * h + 4 * q + 4 * kv + 4 * 8 + 8 * 8);
+  const double chunk = 2 * (s / 2) * kv * 2;
+  EXPECT_NEAR(e2.attnMemory.activations, perToken * 2 * 2048 + 2 * 2048 * V + 4 * chunk, 1e-6);
+  EXPECT_NEAR(e1.attnMemory.activations, perToken * 2 * 4096 + 2 * 4096 * V, 1e-6);
+  // Compute per micro-batch (2 sequences = 8192 tokens over 4 A-ranks): projections and router
+  // 3 x forward spread over the A-ranks; per layer the score FLOPs 4 q P(s, w) per sequence as one
+  // forward ring pass and one backward pass (2 x the FLOPs, K/V and dK/dV: 2 x the chunk).
+  const double T = 8192;
+  auto ring = [](double core, double transfer, double cp) {
+    return core / cp + (cp - 1) * std::max(core / cp, transfer);
+  };
+  double expected = 3 * 2 * T * h * V / (4 * peak); // the head
+  for (int l = 0; l < 6; ++l) {
+    double pairs = l == 1 ? 256.0 * 257 / 2 + (s - 256) * 256 : s * (s + 1) / 2;
+    double scores = 2 * 4 * q * pairs;
+    double rest = 2 * T * h * (q + 2 * kv) + 2 * T * q * h + 2 * T * h * 8;
+    expected += 3 * rest / (4 * peak) + ring(scores / (4 * peak), chunk / nvlink, 2) +
+                ring(2 * scores / (4 * peak), 2 * chunk / nvlink, 2);
+  }
+  EXPECT_NEAR(e2.attnCompute, expected, 1e-9 * expected);
+  // The exchange volume per step is the same: half the bytes per micro-batch, twice the micro-batches.
+  EXPECT_NEAR(e2.attnBytes * 16, e1.attnBytes * 8, 1e-9 * e1.attnBytes);
+  EXPECT_NEAR(e2.ffnBytes * 16, e1.ffnBytes * 8, 1e-9 * e1.ffnBytes);
+  // Training FLOPs per step are the same too (load-balanced chunks: total / GPUs).
+  EXPECT_NEAR(e2.attnFlops * 16, e1.attnFlops * 8, 1e-9 * e1.attnFlops);
+}
+
 TEST(Planner, ContradictoryOptionsAreNamed) {
   Problem p = problem(cluster(2, 8, 8, 80e9), 4096);
   auto fails = [&](Problem q, const std::string &expect) {
@@ -256,6 +299,17 @@ TEST(Planner, ContradictoryOptionsAreNamed) {
   q.options.fixedAttnGpus = 15;
   q.options.fixedGroups = 5;
   fails(q, "no configuration satisfies the integer constraints");
+  q = p;
+  q.options.fixedCp = 3;
+  fails(q, "--cp 3 is not one of 1, 2, 4, 8");
+  q = p;
+  q.cluster = cluster(4, 4, 4, 80e9);
+  q.options.fixedCp = 8;
+  fails(q, "--cp 8 does not divide the cluster's 4 GPUs per node");
+  q = p;
+  q.options.fixedCp = 8;
+  q.options.fixedAttnGpus = 4;
+  fails(q, "with --attn-gpus 4 --cp 8");
 }
 
 TEST(Planner, RecomputationIsChosenWhenMemoryBinds) {
@@ -287,6 +341,9 @@ TEST(Planner, ShareBoundNamesDivisibilityMemoryOrNeither) {
   for (double hbm = 0.2e9; hbm < 4e9 && !seen; hbm *= 1.1)
     for (int64_t s : {2048, 16384}) {
       Problem p = problem(cluster(2, 8, 8, hbm), s);
+      // Without context parallelism, so that memory lowers the share somewhere in this range
+      // (cp > 1 splits the activations and lets the larger shares fit).
+      p.options.fixedCp = 1;
       Problem q = p;
       q.options.reserveBytes = -1e18; // no memory limit
       Solution lim = solveExhaustive(p, false), free = solveExhaustive(q, false);

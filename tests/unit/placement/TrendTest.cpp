@@ -10,6 +10,8 @@
 // merely slower fails, as does any step back of more than one node. The memory-limited runs use
 // Z3 (proven optimal, checked); the roofline-only runs the exhaustive search. Where the share with
 // memory is below the roofline-only share, the solver's account must name memory as the reason.
+// Every config must fit at every length with the memory limit on (no "does not fit"): the solver
+// may split sequences over cp A-ranks (context parallelism, Planner.h).
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/config/ConfigFrontend.h"
@@ -53,7 +55,8 @@ std::string describe(const Solution &s) {
   return std::to_string(c.cand.attnGpus()) + ":" + std::to_string(c.cand.ffnGpus()) + " (r " +
          std::to_string(c.cand.replicas) + ", p " + std::to_string(c.cand.groups) + ", dA " +
          std::to_string(c.cand.attnRanks) + ", eF " + std::to_string(c.cand.ffnRanks) + ", m " +
-         std::to_string(c.cand.microbatches) + ", recomputation " +
+         std::to_string(c.cand.microbatches) + ", cp " + std::to_string(c.cand.cp) +
+         ", recomputation " +
          cost::recomputationName(c.attnRecompute) + "/" + cost::recomputationName(c.ffnRecompute) +
          ", memory " + std::to_string(int(s.eval.attnMemory.total() / 1e9)) + "/" +
          std::to_string(int(s.eval.ffnMemory.total() / 1e9)) + " GB)";
@@ -71,12 +74,11 @@ void checkTrend(const std::string &config, bool memoryLimit) {
     Solution sol = memoryLimit ? solveZ3(p) : solveExhaustive(p, false);
     std::cout << config << (memoryLimit ? "" : " (no memory limit)") << " s=" << s << ": ";
     if (!sol.ok) {
-      // Infeasible at this length: memory binds for every configuration, named by the planner
-      // with the smallest per-GPU memory and its dominant term.
+      // Every config fits at every length, with the memory limit too: context parallelism (the
+      // solver's cp) splits a 32K sequence's activations and logits over up to 8 A-ranks, as the
+      // DisagMoE paper trains Qwen3-235B at 32K on this cluster. The planner's account is printed.
       std::cout << sol.error << "\n";
-      EXPECT_TRUE(memoryLimit) << sol.error;
-      EXPECT_NE(sol.error.find("does not fit"), std::string::npos) << sol.error;
-      EXPECT_NE(sol.error.find("the dominant term is the"), std::string::npos) << sol.error;
+      ADD_FAILURE() << config << " s=" << s << " does not fit: " << sol.error;
       continue;
     }
     EXPECT_TRUE(sol.optimal) << sol.note;
