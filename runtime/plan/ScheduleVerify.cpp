@@ -18,9 +18,15 @@
 namespace disagmoe::sched {
 namespace {
 
+// Bytes in the largest unit that keeps them readable (a tiny test plan's activations are not "0.00 GB").
 std::string gb(double bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  if (bytes >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
   return buf;
 }
 

@@ -137,7 +137,7 @@ TEST(ScheduleVerify, OversizeMemoryIsNamed) {
   s.capacityBytes = peak - 1;
   std::string e = verifySchedule(s);
   EXPECT_NE(e.find("rank 0 (attention 0): peak memory"), std::string::npos) << e;
-  EXPECT_NE(e.find("4 micro-batches in flight x 0.00 GB of activations) exceeds the usable"), std::string::npos)
+  EXPECT_NE(e.find("4 micro-batches in flight x 2.00 MB of activations) exceeds the usable"), std::string::npos)
       << e;
   s.capacityBytes = peak;
   EXPECT_EQ(verifySchedule(s), "");
