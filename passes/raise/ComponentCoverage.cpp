@@ -270,9 +270,13 @@ private:
     if (op == "Sigmoid") {
       // SiLU x * Sigmoid(x), or GPT-OSS's Sigmoid(alpha * gate).
       Value x = ins[0];
-      return llvm::any_of(consumers(node.getOutputs()[0], "Mul"),
-                          [&](NodeOp m) { return llvm::is_contained(m.getInputs(), x); }) ||
-             static_cast<bool>(producer(x, {"Mul"}));
+      if (llvm::any_of(consumers(node.getOutputs()[0], "Mul"),
+                       [&](NodeOp m) { return llvm::is_contained(m.getInputs(), x); }))
+        return true;
+      NodeOp scaled = producer(x, {"Mul"});
+      return scaled && llvm::any_of(scaled.getInputs(), [](Value v) {
+               return static_cast<bool>(producer(v, {"Clip"}));
+             });
     }
     if ((op == "Mul" || op == "Add") && isIndexArithmetic(node))
       return true;
@@ -346,8 +350,15 @@ private:
     if (op == "Sub" && ins.size() == 2)
       return anyIn([](Value v) { return static_cast<bool>(producer(v, {"ReduceMax"})); }) ||
              (isRopeProduct(ins[0]) && isRopeProduct(ins[1])); // x1 cos - x2 sin
-    if (op == "Neg") // rotate_half
-      return static_cast<bool>(producer(ins[0], {"Slice"}));
+    if (op == "Neg") { // rotate_half: Concat(-x2, x1), one Neg, first
+      if (!producer(ins[0], {"Slice"}))
+        return false;
+      return llvm::any_of(consumers(node.getOutputs()[0], "Concat"), [&](NodeOp cat) {
+        auto parts = cat.getInputs();
+        return parts.size() == 2 && parts[0] == node.getOutputs()[0] &&
+               !producer(parts[1], {"Neg"});
+      });
+    }
     if (op == "Clip") // GPT-OSS: the clamped gate and up halves of gate_up
       return static_cast<bool>(producer(ins[0], {"Slice"}));
     return false;

@@ -27,6 +27,7 @@ from make_stray_node_models import insert_after  # noqa: E402
 SAMPLES = ["mixtral_tiny", "qwen3_moe_tiny", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny", "gpt_oss_tiny/einsum", "gpt_oss_tiny/dense_masked"]
 TOLERANCE = 1e-4
+OPS = ["Mul", "Sigmoid", "Neg"]  # stray kinds: a constant factor, a non-linearity, a sign flip
 
 
 def float_data_nodes(m):
@@ -58,7 +59,8 @@ def main(bin_dir, samples_dir, work, per_sample):
         names = float_data_nodes(onnx.load(path))
         for where in rng.sample(names, min(per_sample, len(names))):
             m = onnx.load(path)
-            insert_after(m, where, "Mul")
+            op = rng.choice(OPS)
+            insert_after(m, where, op)
             mutant = os.path.join(work, "mutant.onnx")
             onnx.save(m, mutant)
             plan = os.path.join(work, "plan")
@@ -71,7 +73,7 @@ def main(bin_dir, samples_dir, work, per_sample):
                 refused += ok
                 failed += not ok
                 if not ok:
-                    print(f"FAIL {sample} {where}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+                    print(f"FAIL {sample} {op} after {where}: exit {r.returncode}: {r.stderr.strip()[:300]}")
                 continue
             if not have_ort:
                 failed += 1
@@ -86,7 +88,7 @@ def main(bin_dir, samples_dir, work, per_sample):
             ok = err <= TOLERANCE
             kept += ok
             failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {sample} {where}: compiled; logits vs onnxruntime on the "
+            print(f"{'ok  ' if ok else 'FAIL'} {sample} {op} after {where}: compiled; logits vs onnxruntime on the "
                   f"mutant: max abs error {err:.3e}")
     print(f"{refused} refused, {kept} compiled with the stray node's effect kept, {failed} failed")
     return 1 if failed else 0
