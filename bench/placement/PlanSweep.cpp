@@ -87,8 +87,8 @@ int main(int argc, char **argv) {
   std::printf("cluster %s: %d GPUs (%s), %d NICs; %lld tokens per step; %d runs, medians\n",
               base.cluster.name.c_str(), base.cluster.gpus(), base.cluster.gpu.name.c_str(),
               base.cluster.nics(), static_cast<long long>(globalTokens), runs);
-  std::printf("%-22s %6s %9s %7s %5s %4s %4s %4s %5s %5s %3s %10s %7s %6s %9s %s\n", "config",
-              "seq", "A:F GPUs", "A share", "r", "p", "dA", "eF", "m", "nA:nF", "rc",
+  std::printf("%-22s %6s %9s %7s %5s %4s %4s %3s %4s %5s %5s %3s %10s %7s %6s %9s %s\n", "config",
+              "seq", "A:F GPUs", "A share", "r", "p", "dA", "cp", "eF", "m", "nA:nF", "rc",
               "step (s)", "MFU", "cands", "Z3 (s)", "exhaustive");
   mlir::MLIRContext context;
   for (const std::string &cfg : configs) {
@@ -138,11 +138,12 @@ int main(int argc, char **argv) {
                     static_cast<long long>(c.cand.ffnGpus()));
       std::snprintf(nics, sizeof nics, "%lld:%lld", static_cast<long long>(c.attnNics),
                     static_cast<long long>(c.ffnNics));
-      std::printf("%-22s %6lld %9s %7.3f %5lld %4lld %4lld %4lld %5lld %5s %3s %10.4f %7.3f %6lld %9.3f %s%s\n",
+      std::printf("%-22s %6lld %9s %7.3f %5lld %4lld %4lld %3lld %4lld %5lld %5s %3s %10.4f %7.3f %6lld %9.3f %s%s\n",
                   name.c_str(), static_cast<long long>(s), split,
                   static_cast<double>(c.cand.attnGpus()) / c.cand.gpus(),
                   static_cast<long long>(c.cand.replicas), static_cast<long long>(c.cand.groups),
-                  static_cast<long long>(c.cand.attnRanks), static_cast<long long>(c.cand.ffnRanks),
+                  static_cast<long long>(c.cand.attnRanks), static_cast<long long>(c.cand.cp),
+                  static_cast<long long>(c.cand.ffnRanks),
                   static_cast<long long>(c.cand.microbatches), nics, rcShort(c).c_str(),
                   sol.eval.stepTime, sol.eval.mfu, static_cast<long long>(sol.candidates),
                   median(times), ex.c_str(), sol.optimal ? "" : (" [" + sol.note + "]").c_str());
@@ -150,10 +151,11 @@ int main(int argc, char **argv) {
       if (splits)
         for (const placement::Solution &r : placement::bestPerAttentionGpus(problem)) {
           const placement::Config &k = r.config;
-          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld eF=%lld m=%lld rc=%s nics=%lld:%lld step=%.4f "
+          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld cp=%lld eF=%lld m=%lld rc=%s nics=%lld:%lld step=%.4f "
                       "Ua=%.4g (comp %.4g) Uf=%.4g (comp %.4g) D=%.3g memA=%.1f memF=%.1f GB\n",
                       (long long)k.cand.attnGpus(), (long long)k.cand.ffnGpus(), (long long)k.cand.replicas,
-                      (long long)k.cand.groups, (long long)k.cand.attnRanks, (long long)k.cand.ffnRanks,
+                      (long long)k.cand.groups, (long long)k.cand.attnRanks, (long long)k.cand.cp,
+                      (long long)k.cand.ffnRanks,
                       (long long)k.cand.microbatches, rcShort(k).c_str(), (long long)k.attnNics,
                       (long long)k.ffnNics, r.eval.stepTime, r.eval.attnBusy, r.eval.attnCompute,
                       r.eval.ffnBusy, r.eval.ffnCompute, r.eval.gradSync,
