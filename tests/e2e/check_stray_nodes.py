@@ -2,8 +2,8 @@
 silently.
 
 For each family sample, a seeded choice of float nodes that compute on the token stream gets a stray
-Mul(., 2) after it (tests/lit/Inputs/make_stray_node_models.py's insert_after). The mutated model
-either is refused by `disagmoe compile` (exit code 1, one error naming a node), or it compiles and
+Mul(., 2), Add(., 2), Sigmoid or Neg after it (insert_after of tests/lit/Inputs/
+make_stray_node_models.py). The mutated model either is refused by `disagmoe compile` (exit code 1, one error naming a node), or it compiles and
 then its logits from disagmoe-run must equal onnxruntime-node's on the mutated model (max abs error
 <= 1e-4): the compiler kept the node's effect (e.g. a constant on the router's gates raised as
 routed_scaling_factor). Without onnxruntime-node a compiled mutant is a failure (nothing can show
@@ -27,7 +27,7 @@ from make_stray_node_models import insert_after  # noqa: E402
 SAMPLES = ["mixtral_tiny", "qwen3_moe_tiny", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny", "gpt_oss_tiny/einsum", "gpt_oss_tiny/dense_masked"]
 TOLERANCE = 1e-4
-OPS = ["Mul", "Sigmoid", "Neg"]  # stray kinds: a constant factor, a non-linearity, a sign flip
+OPS = ["Mul", "Add", "Sigmoid", "Neg"]  # a constant factor or offset, a non-linearity, a sign flip
 
 
 def float_data_nodes(m):

@@ -39,17 +39,17 @@ VARIANTS = [
 
 
 def insert_after(m, where, op):
-    """Reroutes `where`'s first output through a new node `<where>_stray` of type `op` (Mul: by the
-    constant 2), keeping topological order."""
+    """Reroutes `where`'s first output through a new node `<where>_stray` of type `op` (Mul, Add:
+    with the constant 2), keeping topological order."""
     g = m.graph
     idx = next(i for i, n in enumerate(g.node) if n.name == where)
     out = g.node[idx].output[0]
     g.node[idx].output[0] = out + "_pre_stray"
     new = []
-    if op == "Mul":
+    if op in ("Mul", "Add"):
         new.append(helper.make_node("Constant", [], [out + "_two"], name=where + "_stray_two",
                                     value=helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])))
-        new.append(helper.make_node("Mul", [out + "_pre_stray", out + "_two"], [out], name=where + "_stray"))
+        new.append(helper.make_node(op, [out + "_pre_stray", out + "_two"], [out], name=where + "_stray"))
     else:
         new.append(helper.make_node(op, [out + "_pre_stray"], [out], name=where + "_stray"))
     for k, n in enumerate(new):
