@@ -3,11 +3,11 @@ silently.
 
 For each family sample, a seeded choice of float nodes that compute on the token stream gets a stray
 Mul(., 2), Add(., 2), Sigmoid or Neg after it (insert_after of tests/lit/Inputs/
-make_stray_node_models.py). The mutated model either is refused by `disagmoe compile` (exit code 1, one error naming a node), or it compiles and
-then its logits from disagmoe-run must equal onnxruntime-node's on the mutated model (max abs error
-<= 1e-4): the compiler kept the node's effect (e.g. a constant on the router's gates raised as
-routed_scaling_factor). Without onnxruntime-node a compiled mutant is a failure (nothing can show
-that its effect was kept).
+make_stray_node_models.py). The mutated model either is refused by `disagmoe compile` (exit code
+1, errors naming a node), or it compiles and then its logits from disagmoe-run must equal
+onnxruntime-node's on the mutated model (max abs error <= 1e-4): the compiler kept the node's
+effect (e.g. a constant on the router's gates raised as routed_scaling_factor). Without
+onnxruntime-node a compiled mutant is a failure (nothing can show that its effect was kept).
   check_stray_nodes.py BIN_DIR SAMPLES_DIR WORK_DIR [PER_SAMPLE]
 """
 import os
