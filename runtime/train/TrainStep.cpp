@@ -35,23 +35,6 @@ std::string untrainableForm(const Plan& plan) {
       detail = std::string(c.denseRole == DenseFfnRole::Shared ? "shared experts" : "the dense FFN") + " on the " +
                (c.onFfnSide ? "ffn" : "attention") + " side";
       break;
-    case ComponentKind::Attention:
-      if (c.bq >= 0 || c.bk >= 0 || c.bv >= 0 || c.bo >= 0) form = "attention projection biases";
-      else if (c.sinks >= 0) form = "attention sinks";
-      else if (c.slidingWindow > 0) form = "a sliding attention window";
-      break;
-    case ComponentKind::Router:
-      if (c.bias >= 0) form = "a router logit bias";
-      break;
-    case ComponentKind::Experts: {
-      bool biased = false;
-      for (const ExpertWeights& e : c.experts)
-        biased = biased || e.b1 >= 0 || e.b3 >= 0 || e.b2 >= 0;
-      if (c.activation == ExpertActivation::SwigluOai) form = "GPT-OSS's clamped SwiGLU experts";
-      else if (c.fusedGateUp) form = "experts with a fused gate/up projection";
-      else if (biased) form = "expert biases";
-      break;
-    }
     default: break;
     }
     if (form.empty()) continue;
@@ -259,6 +242,18 @@ private:
   const float* w(int index) const { return state_.weights[index].data.data(); }
   float* grad(int index) { return state_.grads[index].data.data(); }
   const Component& component(int index) const { return model_.components[index]; }
+  static bool plainExpert(const Component& c, const ExpertWeights& ew) {
+    return c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0;
+  }
+  cpu::FfnWeights ffnWeights(const Component& c, const ExpertWeights& ew) const {
+    cpu::FfnWeights f;
+    f.w1 = w(ew.w1), f.w2 = w(ew.w2), f.fusedGateUp = c.fusedGateUp;
+    f.w3 = ew.w3 >= 0 ? w(ew.w3) : nullptr;
+    f.b1 = ew.b1 >= 0 ? w(ew.b1) : nullptr;
+    f.b3 = ew.b3 >= 0 ? w(ew.b3) : nullptr;
+    f.b2 = ew.b2 >= 0 ? w(ew.b2) : nullptr;
+    return f;
+  }
   int denseComponent(int64_t l) const {
     const LayerComponents& lc = model_.layers[l];
     return lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn;
@@ -327,7 +322,9 @@ private:
       need(a.hasFfnNorm, "ffn_norm output of layer " + std::to_string(l));
       const int64_t E = model_.numExperts, k = model_.topK;
       freshAssign(a.logits, n() * E);
-      cpu::linear(a.ffnNorm.data(), n(), H, w(component(model_.layers[l].router).weight), E, a.logits.data());
+      const Component& rc = component(model_.layers[l].router);
+      cpu::linear(a.ffnNorm.data(), n(), H, w(rc.weight), E, a.logits.data());
+      if (rc.bias >= 0) cpu::addBias(a.logits.data(), n(), E, w(rc.bias)); // GPT-OSS
       a.topIds.assign(n() * k, 0);
       freshAssign(a.gates, n() * k);
       cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data());
@@ -467,6 +464,9 @@ private:
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
     cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
+    if (c.bq >= 0) cpu::addBias(a.q.data(), n(), qW, w(c.bq)); // GPT-OSS projection biases
+    if (c.bk >= 0) cpu::addBias(a.k.data(), n(), kvW, w(c.bk));
+    if (c.bv >= 0) cpu::addBias(a.v.data(), n(), kvW, w(c.bv));
     if (c.qNorm >= 0) { // Qwen3: RMSNorm over head_dim of every q and k head, before RoPE
       a.qPre = a.q;
       a.kPre = a.k;
@@ -476,11 +476,18 @@ private:
     const std::vector<int64_t> pos = positions();
     cpu::rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
     cpu::rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+    const bool variant = c.sinks >= 0 || c.slidingWindow > 0;
     for (int64_t s = 0; s < n(); s += seqLen_)
-      cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_, model_.numHeads,
-                           model_.numKvHeads, hd, a.heads.data() + s * qW);
+      if (variant)
+        cpu::causalAttentionVariant(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_,
+                                    model_.numHeads, model_.numKvHeads, hd, c.sinks >= 0 ? w(c.sinks) : nullptr,
+                                    c.slidingWindow, a.heads.data() + s * qW);
+      else
+        cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_,
+                             model_.numHeads, model_.numKvHeads, hd, a.heads.data() + s * qW);
     freshAssign(attnOut_, n() * H);
     cpu::linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
+    if (c.bo >= 0) cpu::addBias(attnOut_.data(), n(), H, w(c.bo));
     a.hasAttention = true;
   }
 
@@ -615,8 +622,10 @@ private:
         for (float& g : a.dGates) g *= scale;
       cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring, a.topIds.data(),
                                a.dGates.data(), dLogits.data());
-      const int weight = component(model_.layers[l].router).weight;
+      const Component& rc = component(model_.layers[l].router);
+      const int weight = rc.weight;
       cpu::linearBackward(a.ffnNorm.data(), dLogits.data(), n(), H, w(weight), E, part.data(), grad(weight));
+      if (rc.bias >= 0) cpu::biasBackward(dLogits.data(), n(), E, grad(rc.bias));
       addInto(a.dFfn, part);
       break;
     }
@@ -647,10 +656,13 @@ private:
     const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
     std::vector<float> dHeads = freshFloats(n() * qW), dq = freshFloats(n() * qW), dk = freshFloats(n() * kvW), dv = freshFloats(n() * kvW), part = freshFloats(n() * H);
     cpu::linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(), grad(c.wo));
+    if (c.bo >= 0) cpu::biasBackward(a.dh.data(), n(), H, grad(c.bo));
     for (int64_t s = 0; s < n(); s += seqLen_)
-      cpu::causalAttentionBackward(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
-                                   dHeads.data() + s * qW, seqLen_, model_.numHeads, model_.numKvHeads, hd,
-                                   dq.data() + s * qW, dk.data() + s * kvW, dv.data() + s * kvW);
+      cpu::causalAttentionVariantBackward(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
+                                          dHeads.data() + s * qW, seqLen_, model_.numHeads, model_.numKvHeads, hd,
+                                          c.sinks >= 0 ? w(c.sinks) : nullptr, c.slidingWindow, dq.data() + s * qW,
+                                          dk.data() + s * kvW, dv.data() + s * kvW,
+                                          c.sinks >= 0 ? grad(c.sinks) : nullptr);
     const std::vector<int64_t> pos = positions();
     cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
     cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
@@ -660,6 +672,9 @@ private:
       cpu::rmsNormBackward(a.kPre.data(), dk.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, dk.data(),
                            grad(c.kNorm));
     }
+    if (c.bq >= 0) cpu::biasBackward(dq.data(), n(), qW, grad(c.bq));
+    if (c.bk >= 0) cpu::biasBackward(dk.data(), n(), kvW, grad(c.bk));
+    if (c.bv >= 0) cpu::biasBackward(dv.data(), n(), kvW, grad(c.bv));
     freshAssign(a.dAttnNorm, n() * H);
     cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(), grad(c.wq));
     cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
@@ -703,7 +718,11 @@ private:
         std::vector<float> x = gatherUses(f, ew.expert, uses);
         const int64_t rows = static_cast<int64_t>(uses.size());
         std::vector<float> y = freshFloats(rows * H);
-        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2), y.data());
+        if (plainExpert(c, ew))
+          cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2), y.data());
+        else // biases, fused gate/up, GPT-OSS's clamped SwiGLU (FamilyKernels.h)
+          cpu::ffnForward(x.data(), rows, H, model_.expertHidden, ffnWeights(c, ew),
+                          c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha, y.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* out = outputs[uses[r].source].data() + uses[r].token * H;
           for (int64_t j = 0; j < H; ++j)
@@ -779,8 +798,21 @@ private:
           for (int64_t j = 0; j < H; ++j)
             dy[r * H + j] = uses[r].gate * up[j];
         }
-        cpu::swigluExpertBackward(x.data(), dy.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2),
-                                  dx.data(), grad(ew.w1), grad(ew.w3), grad(ew.w2), y.data());
+        const Component& c = component(model_.layers[l].experts);
+        if (plainExpert(c, ew)) {
+          cpu::swigluExpertBackward(x.data(), dy.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2),
+                                    dx.data(), grad(ew.w1), grad(ew.w3), grad(ew.w2), y.data());
+        } else {
+          cpu::FfnGrads g;
+          g.w1 = grad(ew.w1), g.w2 = grad(ew.w2);
+          g.w3 = ew.w3 >= 0 ? grad(ew.w3) : nullptr;
+          g.b1 = ew.b1 >= 0 ? grad(ew.b1) : nullptr;
+          g.b3 = ew.b3 >= 0 ? grad(ew.b3) : nullptr;
+          g.b2 = ew.b2 >= 0 ? grad(ew.b2) : nullptr;
+          cpu::ffnBackward(x.data(), dy.data(), rows, H, model_.expertHidden, ffnWeights(c, ew),
+                           c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha, dx.data(), g,
+                           y.data());
+        }
         for (int64_t r = 0; r < rows; ++r) {
           float* out = f.dx[uses[r].source].data() + uses[r].token * H;
           const float* up = f.dy[uses[r].source].data() + uses[r].token * H;
@@ -954,10 +986,18 @@ std::vector<std::string> weightKeys(const ModelSpec& model) {
       set(c.wk, L + "k");
       set(c.wv, L + "v");
       set(c.wo, L + "o");
+      set(c.bq, L + "q_bias");
+      set(c.bk, L + "k_bias");
+      set(c.bv, L + "v_bias");
+      set(c.bo, L + "o_bias");
+      set(c.sinks, L + "sinks");
       set(c.qNorm, L + "q_norm");
       set(c.kNorm, L + "k_norm");
       break;
-    case ComponentKind::Router: set(c.weight, L + "router"); break;
+    case ComponentKind::Router:
+      set(c.weight, L + "router");
+      set(c.bias, L + "router_bias");
+      break;
     case ComponentKind::DenseFfn: {
       const std::string D = L + (c.denseRole == DenseFfnRole::Shared ? "shared_" : "dense_");
       set(c.w1, D + "w1");
@@ -972,6 +1012,9 @@ std::vector<std::string> weightKeys(const ModelSpec& model) {
         set(e.w1, E + "w1");
         set(e.w3, E + "w3");
         set(e.w2, E + "w2");
+        set(e.b1, E + "b1");
+        set(e.b3, E + "b3");
+        set(e.b2, E + "b2");
       }
       break;
     }

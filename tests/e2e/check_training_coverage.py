@@ -29,6 +29,8 @@ MUST_TRAIN = {
     "mixtral_variants/opset15_nofold", "mixtral_variants/opset16_topk_softmax",
     "mixtral_variants/opset17_external", "ms_moe_tiny/silu_fc3", "ms_moe_tiny/swiglu_concat",
     "qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
+    "gpt_oss_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum", "ms_moe_tiny/silu_fc3_bias",
+    "ms_moe_tiny/swiglu_interleaved", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/swiglu_concat_oai_bias",
 }
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "

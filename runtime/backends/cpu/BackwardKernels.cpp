@@ -85,6 +85,13 @@ void ropeBackward(float* dx, int64_t tokens, int64_t heads, int64_t headDim, con
 
 void causalAttentionBackward(const float* q, const float* k, const float* v, const float* dOut, int64_t seqLen,
                              int64_t heads, int64_t kvHeads, int64_t headDim, float* dq, float* dk, float* dv) {
+  causalAttentionVariantBackward(q, k, v, dOut, seqLen, heads, kvHeads, headDim, nullptr, 0, dq, dk, dv, nullptr);
+}
+
+void causalAttentionVariantBackward(const float* q, const float* k, const float* v, const float* dOut,
+                                    int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim,
+                                    const float* sinks, int64_t window, float* dq, float* dk, float* dv,
+                                    float* dSinks) {
   const int64_t groupSize = heads / kvHeads;
   const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
@@ -94,11 +101,13 @@ void causalAttentionBackward(const float* q, const float* k, const float* v, con
   std::vector<double> dqAcc(static_cast<size_t>(headDim));
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t g = h / groupSize;
+    double dSink = 0;
     for (int64_t t = 0; t < seqLen; ++t) {
+      const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
       const float* qv = q + t * qStride + h * headDim;
       const float* dov = dOut + t * qStride + h * headDim;
-      double maxScore = -INFINITY;
-      for (int64_t s = 0; s <= t; ++s) {
+      double maxScore = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
+      for (int64_t s = first; s <= t; ++s) {
         const float* kv = k + s * kvStride + g * headDim;
         double dot = 0;
         for (int64_t d = 0; d < headDim; ++d)
@@ -106,13 +115,14 @@ void causalAttentionBackward(const float* q, const float* k, const float* v, con
         p[s] = dot * scale;
         maxScore = std::max(maxScore, p[s]);
       }
-      double denom = 0;
-      for (int64_t s = 0; s <= t; ++s) {
+      const double sinkExp = sinks ? std::exp(static_cast<double>(sinks[h]) - maxScore) : 0.0;
+      double denom = sinkExp;
+      for (int64_t s = first; s <= t; ++s) {
         p[s] = std::exp(p[s] - maxScore);
         denom += p[s];
       }
       double pdp = 0;
-      for (int64_t s = 0; s <= t; ++s) {
+      for (int64_t s = first; s <= t; ++s) {
         p[s] /= denom;
         const float* vv = v + s * kvStride + g * headDim;
         double dot = 0;
@@ -124,8 +134,10 @@ void causalAttentionBackward(const float* q, const float* k, const float* v, con
         for (int64_t d = 0; d < headDim; ++d)
           dvr[d] += p[s] * dov[d];
       }
+      // The sink's probability carries no value (dp = 0): d sink = p_sink * (0 - <p, dp>).
+      if (sinks) dSink -= sinkExp / denom * pdp;
       std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
-      for (int64_t s = 0; s <= t; ++s) {
+      for (int64_t s = first; s <= t; ++s) {
         const double ds = p[s] * (dp[s] - pdp) * scale;
         const float* kv = k + s * kvStride + g * headDim;
         double* dkr = dkAcc.data() + s * kvStride + g * headDim;
@@ -138,6 +150,7 @@ void causalAttentionBackward(const float* q, const float* k, const float* v, con
       for (int64_t d = 0; d < headDim; ++d)
         dqr[d] = static_cast<float>(dqAcc[d]);
     }
+    if (dSinks) dSinks[h] += static_cast<float>(dSink);
   }
   for (size_t i = 0; i < dkAcc.size(); ++i) {
     dk[i] = static_cast<float>(dkAcc[i]);
@@ -259,6 +272,86 @@ void nextTokenTargets(const int64_t* ids, int64_t batch, int64_t seq, int64_t* t
   for (int64_t s = 0; s < batch; ++s)
     for (int64_t i = 0; i < seq; ++i)
       targets[s * seq + i] = i + 1 < seq ? ids[s * seq + i + 1] : -1;
+}
+
+void biasBackward(const float* dy, int64_t rows, int64_t cols, float* db) {
+  for (int64_t j = 0; j < cols; ++j) {
+    double acc = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      acc += dy[r * cols + j];
+    db[j] += static_cast<float>(acc);
+  }
+}
+
+void ffnBackward(const float* x, const float* dy, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights& w,
+                 bool oai, float limit, float alpha, float* dx, const FfnGrads& g, float* y) {
+  std::fill(dx, dx + rows * hidden, 0.0f);
+  if (rows == 0) return;
+  const int64_t gw = w.fusedGateUp ? 2 * inner : inner;
+  std::vector<float> gateUp(static_cast<size_t>(rows * gw)), up, act(static_cast<size_t>(rows * inner));
+  linear(x, rows, hidden, w.w1, gw, gateUp.data());
+  if (w.b1) addBias(gateUp.data(), rows, gw, w.b1);
+  if (!w.fusedGateUp) {
+    up.resize(static_cast<size_t>(rows * inner));
+    linear(x, rows, hidden, w.w3, inner, up.data());
+    if (w.b3) addBias(up.data(), rows, inner, w.b3);
+  }
+  const auto gateAt = [&](int64_t r, int64_t i) -> float& {
+    return w.fusedGateUp ? gateUp[r * gw + 2 * i] : gateUp[r * inner + i];
+  };
+  const auto upAt = [&](int64_t r, int64_t i) -> float& {
+    return w.fusedGateUp ? gateUp[r * gw + 2 * i + 1] : up[r * inner + i];
+  };
+  // The activation exactly as FamilyKernels' ffnForward computes it.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < inner; ++i) {
+      float gv = gateAt(r, i), uv = upAt(r, i);
+      if (oai) {
+        gv = std::min(gv, limit);
+        uv = std::min(std::max(uv, -limit), limit);
+        act[r * inner + i] = (uv + 1.0f) * (gv * (1.0f / (1.0f + std::exp(-(gv * alpha)))));
+      } else {
+        act[r * inner + i] = gv / (1.0f + std::exp(-gv)) * uv;
+      }
+    }
+  if (y) {
+    linear(act.data(), rows, inner, w.w2, hidden, y);
+    if (w.b2) addBias(y, rows, hidden, w.b2);
+  }
+  std::vector<float> dAct(static_cast<size_t>(rows * inner));
+  linearBackward(act.data(), dy, rows, inner, w.w2, hidden, dAct.data(), g.w2);
+  if (g.b2) biasBackward(dy, rows, hidden, g.b2);
+  // dAct -> d(gate pre-activation), d(up pre-activation), written over gateUp / up in place.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < inner; ++i) {
+      const double da = dAct[r * inner + i];
+      float& gRef = gateAt(r, i);
+      float& uRef = upAt(r, i);
+      const double g0 = gRef, u0 = uRef;
+      double dg, du;
+      if (oai) { // torch.clamp passes the gradient where the input is within the bounds
+        const double gc = std::min(g0, static_cast<double>(limit));
+        const double uc = std::min(std::max(u0, -static_cast<double>(limit)), static_cast<double>(limit));
+        const double sg = 1.0 / (1.0 + std::exp(-alpha * gc));
+        dg = g0 <= limit ? da * (uc + 1.0) * (sg + gc * alpha * sg * (1.0 - sg)) : 0.0;
+        du = (u0 >= -limit && u0 <= limit) ? da * gc * sg : 0.0;
+      } else {
+        const double sg = 1.0 / (1.0 + std::exp(-g0));
+        dg = da * u0 * sg * (1.0 + g0 * (1.0 - sg));
+        du = da * g0 * sg;
+      }
+      gRef = static_cast<float>(dg);
+      uRef = static_cast<float>(du);
+    }
+  std::vector<float> part(static_cast<size_t>(rows * hidden));
+  linearBackward(x, gateUp.data(), rows, hidden, w.w1, gw, dx, g.w1);
+  if (g.b1) biasBackward(gateUp.data(), rows, gw, g.b1);
+  if (!w.fusedGateUp) {
+    linearBackward(x, up.data(), rows, hidden, w.w3, inner, part.data(), g.w3);
+    if (g.b3) biasBackward(up.data(), rows, inner, g.b3);
+    for (int64_t i = 0; i < rows * hidden; ++i)
+      dx[i] += part[i];
+  }
 }
 
 } // namespace disagmoe::cpu

@@ -19,6 +19,7 @@
 // samples/models/mixtral_tiny/export_grads.py and against finite differences.
 #pragma once
 
+#include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/plan/RouterScoring.h"
 
 #include <cstdint>
@@ -97,4 +98,39 @@ double crossEntropyBackward(const float* logits, const int64_t* targets, int64_t
 /// ids, targets [batch * seq].
 void nextTokenTargets(const int64_t* ids, int64_t batch, int64_t seq, int64_t* targets);
 
+// ---- model families (FamilyKernels.h) ------------------------------------------------------------
+
+/// causalAttentionBackward of FamilyKernels' causalAttentionVariant (GPT-OSS): with `sinks`
+/// (nullable) [heads], a per-head logit in every softmax denominator that carries no value, and a
+/// sliding `window` (0 = none; query t attends t - window < s <= t). With p_sink = exp(sink - m)/Z,
+/// d sink_h += sum_t -p_sink(t) * <p(t), dp(t)> (the softmax backward with dp_sink = 0), as PyTorch's
+/// autograd of cat(scores, sink) -> softmax -> drop the sink column. dSinks [heads] (+=; nullable).
+/// Other shapes as causalAttentionBackward.
+void causalAttentionVariantBackward(const float* q, const float* k, const float* v, const float* dOut,
+                                    int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim,
+                                    const float* sinks, int64_t window, float* dq, float* dk, float* dv,
+                                    float* dSinks);
+
+/// Bias (y[r] += b): db [cols] += sum_r dy[r] (double accumulation). dy [rows, cols].
+void biasBackward(const float* dy, int64_t rows, int64_t cols, float* db);
+
+/// Weight gradients of one expert / dense FFN (FfnWeights' layout; each +=, null to skip).
+struct FfnGrads {
+  float *w1 = nullptr, *w3 = nullptr, *w2 = nullptr;
+  float *b1 = nullptr, *b3 = nullptr, *b2 = nullptr;
+};
+
+/// Backward of FamilyKernels' ffnForward (x W1 + b1, fused interleaved gate/up or separate W3 + b3,
+/// SwiGLU or GPT-OSS's clamped SwiGLU, W2 + b2), recomputing the pre-activations:
+///   SwiGLU:  dg = da * u * s(g) (1 + g (1 - s(g))),  du = da * silu(g);
+///   clamped: g' = min(g, limit), u' = clamp(u, -limit, limit), a = (u' + 1) g' s(alpha g'):
+///            dg = da (u' + 1) (s + alpha g' s (1 - s)) where g <= limit (else 0),
+///            du = da g' s where -limit <= u <= limit (else 0)  (torch.clamp's gradient mask);
+/// weight gradients as linearBackward / biasBackward; with fusedGateUp dg and du interleave into
+/// the columns of dW1 / db1 as g and u do in W1. x, dy, dx [rows, hidden] (dx written); `y`
+/// (nullable) receives the forward output [rows, hidden] (the gate gradient needs it).
+void ffnBackward(const float* x, const float* dy, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights& w,
+                 bool oai, float limit, float alpha, float* dx, const FfnGrads& g, float* y);
+
 } // namespace disagmoe::cpu
+

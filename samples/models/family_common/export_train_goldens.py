@@ -23,7 +23,8 @@ Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like t
 Keys (disagmoe-run --save-grads names): embed, final_norm, head, l{l}_attn_norm, l{l}_ffn_norm,
 l{l}_q|k|v|o, l{l}_q_norm, l{l}_k_norm (Qwen3), l{l}_router, l{l}_expert{e}_w1|w3|w2
 (gate_proj|up_proj|down_proj), l{l}_dense_w1|w3|w2 (a dense layer's FFN) and l{l}_shared_w1|w3|w2
-(shared experts; DeepSeek).
+(shared experts; DeepSeek), l{l}_q|k|v|o_bias, l{l}_sinks, l{l}_router_bias, l{l}_expert{e}_b1|b2
+(GPT-OSS; its stacked expert parameters split per expert, w1 the interleaved gate/up [hidden, 2*inner]).
 """
 
 import argparse
@@ -65,7 +66,7 @@ def param_key(name):
             return l + LINEAR[p[3]], True
         if p[2] == "self_attn" and p[3] in ("q_norm", "k_norm"):
             return l + p[3], False
-        if p[2] == "mlp" and p[3] == "gate":
+        if p[2] == "mlp" and p[3] in ("gate", "router"):
             return l + "router", True
         if p[2] == "mlp" and p[3] == "experts" and p[5] in EXPERT:
             return f"{l}expert{p[4]}_{EXPERT[p[5]]}", True
@@ -73,7 +74,29 @@ def param_key(name):
             return f"{l}dense_{EXPERT[p[3]]}", True
         if p[2] == "mlp" and p[3] == "shared_experts" and p[4] in EXPERT:
             return f"{l}shared_{EXPERT[p[4]]}", True
+    if p[0] == "layers" and p[-1] == "bias":
+        l = f"l{p[1]}_"
+        if p[2] == "self_attn" and p[3] in LINEAR:  # GPT-OSS projection biases
+            return l + LINEAR[p[3]] + "_bias", False
+        if p[2] == "mlp" and p[3] == "router":
+            return l + "router_bias", False
+    if p[0] == "layers" and p[2:] == ["self_attn", "sinks"]:
+        return f"l{p[1]}_sinks", False
     raise SystemExit(f"export_train_goldens.py: no runtime key for parameter {name}")
+
+
+# GPT-OSS's experts are stacked parameters [experts, ...]; expert e's slice is its runtime weight
+# (gate_up_proj [hidden, 2*inner] already [in, out], gate/up interleaved as the plan's fused w1).
+STACKED = {"gate_up_proj": "w1", "gate_up_proj_bias": "b1", "down_proj": "w2", "down_proj_bias": "b2"}
+
+
+def golden_arrays(name, t):
+    """(runtime key, float32 array) pairs of parameter `name` with value (or gradient) t."""
+    p = name.split(".")
+    if p[0] == "layers" and p[2:4] == ["mlp", "experts"] and len(p) == 5 and p[4] in STACKED:
+        return [(f"l{p[1]}_expert{e}_{STACKED[p[4]]}", f32(t[e])) for e in range(t.shape[0])]
+    key, linear = param_key(name)
+    return [(key, f32(t.t() if linear else t))]
 
 
 def step_key(key):
@@ -114,14 +137,11 @@ def generate(family_dir, variant, out_root):
     loss.backward()
     grads, sgd = {}, {}
     for name, p in model.named_parameters():
-        key, linear = param_key(name)
-        grads[key] = f32(p.grad.t() if linear else p.grad)
+        grads.update(golden_arrays(name, p.grad))
     opt = torch.optim.SGD(list(model.parameters()), lr=SGD_LR)
     opt.step()
     for name, p in model.named_parameters():
-        key, linear = param_key(name)
-        if step_key(key):
-            sgd[key] = f32(p.t() if linear else p)
+        sgd.update((k, a) for k, a in golden_arrays(name, p) if step_key(k))
     tdir = os.path.join(out_root, variant["subdir"], "golden", "train")
     os.makedirs(tdir, exist_ok=True)
     np.save(os.path.join(tdir, "loss.npy"), np.array([loss.item()], dtype=np.float32), allow_pickle=False)
