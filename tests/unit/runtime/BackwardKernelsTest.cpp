@@ -406,3 +406,102 @@ TEST(BackwardKernels, AccumulateWeightGradientsAndHandleEmptyRows) {
     lse += std::exp(static_cast<double>(logits[5 + j]));
   EXPECT_NEAR(loss, std::log(lse) - logits[8], 1e-6);
 }
+
+// ---- model families (FamilyKernels.h forwards) --------------------------------------------------
+
+TEST(BackwardFiniteDifferences, AttentionWithSinksAndSlidingWindow) {
+  // GPT-OSS: per-head sink logits in every denominator, a window of 3 over 6 positions, GQA 4:2.
+  const int64_t seq = 6, heads = 4, kvHeads = 2, d = 4, window = 3;
+  const auto q = randn(seq * heads * d, 21), k = randn(seq * kvHeads * d, 22), v = randn(seq * kvHeads * d, 23);
+  const auto sinks = randn(heads, 24);
+  const auto dOut = upstream(seq * heads * d, 25);
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dSinks(heads, 0.0f);
+  causalAttentionVariantBackward(q.data(), k.data(), v.data(), dOut.data(), seq, heads, kvHeads, d, sinks.data(),
+                                 window, dq.data(), dk.data(), dv.data(), dSinks.data());
+  const auto outSize = static_cast<size_t>(seq * heads * d);
+  const auto attend = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv,
+                          const std::vector<float>& ss, std::vector<float>& o) {
+    causalAttentionVariant(qq.data(), kk.data(), vv.data(), seq, heads, kvHeads, d, ss.data(), window, o.data());
+  };
+  checkFiniteDifferences(
+      "attention+sinks+window dq", q, outSize,
+      [&](const std::vector<float>& x, std::vector<float>& o) { attend(x, k, v, sinks, o); }, dq, 25);
+  checkFiniteDifferences(
+      "attention+sinks+window dk", k, outSize,
+      [&](const std::vector<float>& x, std::vector<float>& o) { attend(q, x, v, sinks, o); }, dk, 25);
+  checkFiniteDifferences(
+      "attention+sinks+window dv", v, outSize,
+      [&](const std::vector<float>& x, std::vector<float>& o) { attend(q, k, x, sinks, o); }, dv, 25);
+  checkFiniteDifferences(
+      "attention+sinks+window dsinks", sinks, outSize,
+      [&](const std::vector<float>& x, std::vector<float>& o) { attend(q, k, v, x, o); }, dSinks, 25);
+}
+
+TEST(BackwardFiniteDifferences, FfnFormsBiasesFusedGateUpClampedSwiglu) {
+  // The three expert forms of the families: separate W3 with all biases (SwiGLU), fused
+  // interleaved gate/up without biases (SwiGLU), fused with biases and GPT-OSS's clamped SwiGLU.
+  const int64_t rows = 4, hidden = 6, inner = 5;
+  const float limit = 1.2f, alpha = 1.702f;
+  for (int form = 0; form < 3; ++form) {
+    const bool fused = form > 0, oai = form == 2, biased = form != 1;
+    const int64_t gw = fused ? 2 * inner : inner;
+    const auto x = randn(rows * hidden, 31), w1 = randn(hidden * gw, 32, 0.8f), w2 = randn(inner * hidden, 33, 0.5f);
+    const auto w3 = fused ? std::vector<float>() : randn(hidden * inner, 34, 0.8f);
+    const auto b1 = randn(gw, 35, 0.3f), b3 = randn(inner, 36, 0.3f), b2 = randn(hidden, 37, 0.3f);
+    const auto weights = [&](const std::vector<float>& a1, const std::vector<float>& a3, const std::vector<float>& a2,
+                             const std::vector<float>& c1, const std::vector<float>& c3,
+                             const std::vector<float>& c2) {
+      FfnWeights w;
+      w.w1 = a1.data(), w.w2 = a2.data(), w.w3 = fused ? nullptr : a3.data(), w.fusedGateUp = fused;
+      if (biased) w.b1 = c1.data(), w.b3 = fused ? nullptr : c3.data(), w.b2 = c2.data();
+      return w;
+    };
+    if (oai) { // the clamps must bite, and no pre-activation may sit within reach of a kink
+      std::vector<float> pre(rows * gw);
+      linear(x.data(), rows, hidden, w1.data(), gw, pre.data());
+      addBias(pre.data(), rows, gw, b1.data());
+      int gateClamped = 0, upClamped = 0;
+      for (int64_t i = 0; i < rows * gw; ++i) {
+        const bool gate = i % 2 == 0;
+        gateClamped += gate && pre[i] > limit;
+        upClamped += !gate && std::abs(pre[i]) > limit;
+        // kinks: gate at +limit, up at +-limit; a step of h = 1e-2 moves a pre-activation by < 0.05 here
+        const float fromKink = gate ? std::abs(pre[i] - limit) : std::abs(std::abs(pre[i]) - limit);
+        ASSERT_GT(fromKink, 0.05f) << "pre-activation " << i << " too close to a kink";
+      }
+      ASSERT_GT(gateClamped, 0);
+      ASSERT_GT(upClamped, 0);
+    }
+    const auto dy = upstream(rows * hidden, 38);
+    std::vector<float> dx(x.size()), y(rows * hidden), ref(rows * hidden);
+    std::vector<float> d1(w1.size(), 0.0f), d3(w3.size(), 0.0f), d2(w2.size(), 0.0f);
+    std::vector<float> e1(b1.size(), 0.0f), e3(b3.size(), 0.0f), e2(b2.size(), 0.0f);
+    FfnGrads g;
+    g.w1 = d1.data(), g.w2 = d2.data(), g.w3 = fused ? nullptr : d3.data();
+    if (biased) g.b1 = e1.data(), g.b3 = fused ? nullptr : e3.data(), g.b2 = e2.data();
+    ffnBackward(x.data(), dy.data(), rows, hidden, inner, weights(w1, w3, w2, b1, b3, b2), oai, limit, alpha,
+                dx.data(), g, y.data());
+    ffnForward(x.data(), rows, hidden, inner, weights(w1, w3, w2, b1, b3, b2), oai, limit, alpha, ref.data());
+    EXPECT_EQ(y, ref) << "ffnBackward's forward output differs from ffnForward's";
+    const std::string name = form == 0 ? "ffn swiglu+biases " : form == 1 ? "ffn fused swiglu " : "ffn fused oai+bias ";
+    const auto fd = [&](const std::string& what, const std::vector<float>& at, const std::vector<float>& analytic,
+                        const std::function<FfnWeights(const std::vector<float>&)>& with, bool input = false) {
+      checkFiniteDifferences(
+          (name + what).c_str(), at, rows * hidden,
+          [&](const std::vector<float>& p, std::vector<float>& o) {
+            const FfnWeights w = with(p);
+            ffnForward(input ? p.data() : x.data(), rows, hidden, inner, w, oai, limit, alpha, o.data());
+          },
+          analytic, 38);
+    };
+    fd("dx", x, dx, [&](const std::vector<float>&) { return weights(w1, w3, w2, b1, b3, b2); }, true);
+    fd("dw1", w1, d1, [&](const std::vector<float>& p) { return weights(p, w3, w2, b1, b3, b2); });
+    fd("dw2", w2, d2, [&](const std::vector<float>& p) { return weights(w1, w3, p, b1, b3, b2); });
+    if (!fused) fd("dw3", w3, d3, [&](const std::vector<float>& p) { return weights(w1, p, w2, b1, b3, b2); });
+    if (biased) {
+      fd("db1", b1, e1, [&](const std::vector<float>& p) { return weights(w1, w3, w2, p, b3, b2); });
+      fd("db2", b2, e2, [&](const std::vector<float>& p) { return weights(w1, w3, w2, b1, b3, p); });
+      if (!fused) fd("db3", b3, e3, [&](const std::vector<float>& p) { return weights(w1, w3, w2, b1, p, b2); });
+    }
+  }
+}
