@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """One training step of the family samples against PyTorch autograd goldens.
 
-    check_training_families.py BIN_DIR SAMPLES_DIR WORK_DIR [SAMPLE ...]
+    check_training_families.py BIN_DIR SAMPLES_DIR WORK_DIR [--mpirun MPIRUN] [SAMPLE ...]
 
 For each sample (default: FAMILIES) with golden/train/ written by
 samples/models/family_common/export_train_goldens.py: compile with 2 attention ranks, 2 FFN ranks
@@ -11,9 +11,12 @@ and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.n
   - every parameter's gradient:        ||ours - torch|| / ||torch|| <= 1e-4 (every key of grads.npz
                                        must be written, and no other)
   - the weights after one SGD step:    max abs error <= 1e-6 (the keys of sgd.npz)
-Also with two micro-batches (the gradients must not depend on the split).
+Also with two micro-batches (the gradients must not depend on the split). With --mpirun, the
+one-micro-batch step also runs as `mpirun -np WORLD disagmoe-run --comm mpi` (one process per rank)
+and its gradient and weight files must be byte-identical to the local comm's.
 """
 
+import filecmp
 import os
 import re
 import shutil
@@ -27,7 +30,7 @@ LOSS_TOL, GRAD_TOL, SGD_TOL = 1e-5, 1e-4, 1e-6
 
 
 def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     if r.returncode != 0:
         raise SystemExit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stdout}")
     return r.stdout
@@ -87,7 +90,33 @@ def check_sample(bin_dir, sdir, work, name, micro_batches):
     return failures
 
 
-def main(bin_dir, samples_dir, work, names):
+def check_mpi(bin_dir, sdir, work, name, mpirun):
+    """The m = 1 step under mpirun --comm mpi: files byte-identical to the local comm's."""
+    import json
+    with open(os.path.join(work, "plan", "plan.json")) as f:
+        world = json.load(f)["placement"]["world_size"]
+    cmd = [mpirun, "--oversubscribe", "-np", str(world)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    gdir, wdir = os.path.join(work, "grads_mpi"), os.path.join(work, "weights_mpi")
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+               "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--optimizer", "sgd", "--lr", "0.1",
+               "--save-grads", gdir, "--save-weights", wdir])
+    failures = []
+    for local, mpi in ((os.path.join(work, "grads_m1"), gdir), (os.path.join(work, "weights_m1"), wdir)):
+        names = sorted(os.listdir(local))
+        if names != sorted(os.listdir(mpi)):
+            failures.append(f"{name}: mpi wrote other files than local in {os.path.basename(mpi)}")
+            continue
+        _, mismatch, errors = filecmp.cmpfiles(local, mpi, names, shallow=False)
+        if mismatch or errors:
+            failures.append(f"{name}: mpi differs from local in {(mismatch + errors)[:5]}")
+    print(f"{name}: --comm mpi on {world} processes: "
+          f"{'byte-identical to local' if not failures else 'DIFFERS'}")
+    return failures
+
+
+def main(bin_dir, samples_dir, work, names, mpirun=None):
     shutil.rmtree(work, ignore_errors=True)
     failures = []
     for name in names:
@@ -96,6 +125,8 @@ def main(bin_dir, samples_dir, work, names):
         os.makedirs(swork)
         for mb in (1, 2):
             failures += check_sample(bin_dir, sdir, swork, name, mb)
+        if mpirun:
+            failures += check_mpi(bin_dir, sdir, swork, name, mpirun)
     for f in failures:
         print("FAIL " + f)
     if not failures:
@@ -107,4 +138,7 @@ def main(bin_dir, samples_dir, work, names):
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:] or FAMILIES))
+    rest, mpirun = sys.argv[4:], None
+    if rest[:1] == ["--mpirun"]:
+        mpirun, rest = rest[1], rest[2:]
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], rest or FAMILIES, mpirun))
