@@ -45,12 +45,35 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     LayerWork lw;
     const cost::LayerShape &ls = m.layers[l];
     lw.moe = ls.isMoe();
-    double fa = cost::attentionSideForwardFlops(m, l, seqsPerRank, c.seqLen).total();
+    cost::AttentionFlops af = cost::attentionSideForwardFlops(m, l, seqsPerRank, c.seqLen);
+    // An FFN-side dense FFN / shared experts leave the A-ranks: FLOPs, parameters (3 h I) and
+    // the SwiGLU activations (Memory.h: 8I per token at None, nothing more at Full) go to the
+    // F-ranks, where the busiest runs ceil(sequences / D_F) home sequences.
+    const double I = static_cast<double>(ls.sharedHidden + ls.denseHidden);
+    lw.alwaysOnFfn = I > 0 && (lw.moe ? c.sharedOnFfn : c.denseOnFfn);
+    const double alwaysOnParams = lw.alwaysOnFfn ? 3.0 * h * I : 0.0;
+    double fa = af.total() - (lw.alwaysOnFfn ? af.sharedAndDense : 0.0);
     lw.attnFwdFlops = fa;
     lw.attnBwdFlops = bwdMult * fa;
-    lw.attnActivationBytes = cost::attentionActivationBytesPerToken(m, l, c.recompute) * tokA;
-    lw.attnGradBytes = mo.gradientBytes * m.attentionSideParams(l);
-    lw.attnStaticBytes = staticOf(m.attentionSideParams(l), dpA);
+    lw.attnActivationBytes = (cost::attentionActivationBytesPerToken(m, l, c.recompute) -
+                              (lw.alwaysOnFfn && !c.recompute ? 8.0 * I : 0.0)) * tokA;
+    lw.attnGradBytes = mo.gradientBytes * (m.attentionSideParams(l) - alwaysOnParams);
+    lw.attnStaticBytes = staticOf(m.attentionSideParams(l) - alwaysOnParams, dpA);
+    const double homeSeqs = std::ceil(seqsPerMb / eF), homeTok = homeSeqs * static_cast<double>(c.seqLen);
+    if (lw.alwaysOnFfn) {
+      lw.alwaysOnFwdFlops = cost::attentionSideForwardFlops(m, l, homeSeqs, c.seqLen).sharedAndDense;
+      lw.alwaysOnBwdFlops = bwdMult * lw.alwaysOnFwdFlops;
+      lw.alwaysOnActivationBytes = (c.recompute ? 2.0 * h : 8.0 * I) * homeTok;
+      lw.alwaysOnGradBytes = mo.gradientBytes * alwaysOnParams;
+      lw.ffnStaticBytes = staticOf(alwaysOnParams, dpF * eF); // replicated on every F-rank of the group
+    }
+    if (!lw.moe && lw.alwaysOnFfn) {
+      // A dense layer's own M2N/N2M: each token to its home F-rank only (d = 1, no routing).
+      lw.m2nBytes = tokA * (pair + 8) / eF;
+      lw.n2mBytes = tokA * pair / eF;
+      lw.n2mBwdBytes = tokA * pair / eF;
+      lw.m2nBwdBytes = tokA * pair / eF;
+    }
     if (lw.moe) {
       double ff = cost::routedExpertForwardFlops(m, l, tokG) * share;
       lw.ffnFwdFlops = ff;
@@ -58,6 +81,10 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
       lw.ffnActivationBytes =
           cost::expertActivationBytesPerPair(m, l, c.recompute) * tokG * static_cast<double>(ls.topK) * share;
       double d = cost::expectedDistinctRanks(ls.experts, ls.topK, c.ffnRanks);
+      // FFN-side shared experts: the home F-rank also gets the token when none of its experts
+      // live there, with probability 1 - d / D_F under uniform routing.
+      if (lw.alwaysOnFfn)
+        d += 1.0 - d / eF;
       double k = static_cast<double>(ls.topK);
       lw.m2nBytes = tokA * (d * (pair + 8) + 12 * k) / eF;
       lw.n2mBytes = tokA * d * pair / eF;
@@ -65,7 +92,7 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
       lw.m2nBwdBytes = tokA * (d * pair + 4 * k) / eF;
       double expertParams = static_cast<double>(expertsBusiest) * m.expertParams(l);
       lw.ffnGradBytes = mo.gradientBytes * expertParams;
-      lw.ffnStaticBytes = staticOf(expertParams, dpF);
+      lw.ffnStaticBytes += staticOf(expertParams, dpF);
     }
     lw.residualBytes = tokA * pair;
     w.layers.push_back(lw);
@@ -79,6 +106,21 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   w.headStaticBytes = staticOf(vocabRows + h, dpA);
   w.embedGradBytes = mo.gradientBytes * vocabRows;
   w.embedStaticBytes = staticOf(vocabRows, dpA);
+  // FFN-side embedding / head: replicated on every F-rank of their group; x_0 / x_L cross once.
+  w.embeddingOnFfn = c.embeddingOnFfn;
+  w.headOnFfn = c.headOnFfn;
+  if (c.embeddingOnFfn) {
+    w.embedStaticBytes = staticOf(vocabRows, dpF * eF);
+    w.embeddingBytes = tokA * pair / eF;
+  }
+  if (c.headOnFfn) {
+    const double homeTok = std::ceil(seqsPerMb / eF) * static_cast<double>(c.seqLen);
+    w.headFwdFlops = cost::headForwardFlops(m, homeTok);
+    w.headBwdFlops = 2 * w.headFwdFlops;
+    w.headActivationBytes = 2.0 * homeTok * static_cast<double>(m.vocab);
+    w.headStaticBytes = staticOf(vocabRows + h, dpF * eF);
+    w.headBytes = tokA * pair / eF;
+  }
   // Model FLOPs of a step (3 x forward, no recomputation), as the planner counts them.
   const double B = static_cast<double>(c.sequencesPerStep), T = B * static_cast<double>(c.seqLen);
   double flops = 3.0 * cost::headForwardFlops(m, T);
@@ -139,9 +181,9 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     double sa = 0;
     for (int l = g; l < L; l += p)
       sa += w.layers[l].attnStaticBytes;
-    if (g == 0)
+    if (g == 0 && !w.embeddingOnFfn)
       sa += w.embedStaticBytes;
-    if (g == headGroup) // the logits live from the head's forward to its backward: one micro-batch
+    if (g == headGroup && !w.headOnFfn) // the logits live from the head's forward to its backward
       sa += w.headStaticBytes + w.headActivationBytes;
     A[g] = b.addGroup("attention", g, ra, sa, bwA);
   }
@@ -153,6 +195,10 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     double sf = 0;
     for (int l = g; l < L; l += p)
       sf += w.layers[l].ffnStaticBytes;
+    if (g == 0 && w.embeddingOnFfn)
+      sf += w.embedStaticBytes;
+    if (g == headGroup && w.headOnFfn)
+      sf += w.headStaticBytes + w.headActivationBytes;
     F[g] = b.addGroup("ffn", g, rf, sf, bwF);
   }
   // Priorities: the tick at which an uncontended ring would run the instruction (micro-batch j
@@ -167,8 +213,13 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
   int lastHeadBwd = -1, lastEmbedBwd = -1;
   for (int j = 0; j < m; ++j) {
     // ---- forward ----
-    std::vector<int> attnFwd(L), ffnFwd(L, -1);
+    std::vector<int> attnFwd(L), ffnFwd(L, -1), denseFwd(L, -1);
     int prevResRecv = -1, prevN2mRecv = -1;
+    if (w.embeddingOnFfn) {
+      // FFN-side embedding: each home F-rank of FFN group 0 sends x_0 of its sequences to A-group 0.
+      b.send(F[0], A[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0), {});
+      prevResRecv = b.recv(A[0], F[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0));
+    }
     for (int l = 0; l < L; ++l) {
       const LayerWork &lw = w.layers[l];
       int ga = A[l % p], gf = F[l % p];
@@ -183,13 +234,18 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       b.send(ga, gn, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
       prevResRecv = b.recv(gn, ga, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l));
       prevN2mRecv = -1;
-      if (lw.moe) {
+      if (lw.moe || lw.alwaysOnFfn) {
         b.send(ga, gf, Peers::All, "m2n", PF, j, l, lw.m2nBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
         int rcv = b.recv(gf, ga, Peers::All, "m2n", PF, j, l, lw.m2nBytes, COMM, fwdPrio(j, l));
-        ffnFwd[l] = b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0, lw.ffnActivationBytes,
-                              fwdPrio(j, l), {rcv});
+        // An FFN-side dense FFN / shared experts start the N2M vector before the routed experts.
+        if (lw.alwaysOnFfn)
+          rcv = denseFwd[l] = b.compute(gf, FWD, PF, "dense_ffn", j, l, lw.alwaysOnFwdFlops, 0,
+                                        lw.alwaysOnActivationBytes, fwdPrio(j, l), {rcv});
+        ffnFwd[l] = lw.moe ? b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0, lw.ffnActivationBytes,
+                                       fwdPrio(j, l), {rcv})
+                           : denseFwd[l];
         if (firstFwd[p + l % p][j] < 0)
-          firstFwd[p + l % p][j] = ffnFwd[l];
+          firstFwd[p + l % p][j] = lw.alwaysOnFfn ? denseFwd[l] : ffnFwd[l];
         b.send(gf, gn, Peers::All, "n2m", PF, j, l, lw.n2mBytes, COMM, fwdPrio(j, l), {ffnFwd[l]});
         prevN2mRecv = b.recv(gn, gf, Peers::All, "n2m", PF, j, l, lw.n2mBytes, COMM, fwdPrio(j, l));
       }
@@ -198,21 +254,34 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     int gh = A[headGroup];
     std::vector<int> deps{prevResRecv};
     if (prevN2mRecv >= 0) deps.push_back(prevN2mRecv);
-    int hf = b.compute(gh, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
-    int hb = b.compute(gh, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
+    if (w.headOnFfn) {
+      // FFN-side head: x_L from A-group L mod p to the home F-ranks of FFN group L mod p.
+      b.send(gh, F[headGroup], Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L), deps);
+      deps = {b.recv(F[headGroup], gh, Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L))};
+    }
+    const int headRunner = w.headOnFfn ? F[headGroup] : gh;
+    int hf = b.compute(headRunner, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
+    int hb = b.compute(headRunner, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
     lastHeadBwd = hb;
-    // ---- backward ----
     int gradSource = hb; // the instruction producing dL/dx_{l+1} on group N
+    if (w.headOnFfn) { // dL/dx_L back to the attention group
+      b.send(F[headGroup], gh, Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L), {hb});
+      gradSource = b.recv(gh, F[headGroup], Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L));
+    }
+    // ---- backward ----
     for (int l = L - 1; l >= 0; --l) {
       const LayerWork &lw = w.layers[l];
       int ga = A[l % p], gf = F[l % p];
       int gn = l + 1 < L ? A[(l + 1) % p] : A[headGroup];
       b.send(gn, ga, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l), {gradSource});
       std::vector<int> deps{b.recv(ga, gn, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l))};
-      if (lw.moe) {
+      if (lw.moe || lw.alwaysOnFfn) {
         b.send(gn, gf, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l), {gradSource});
         int rcv = b.recv(gf, gn, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l));
-        int fb = b.compute(gf, BWD, PB, "experts", j, l, lw.ffnBwdFlops, 0, 0, bwdPrio(j, l), {rcv, ffnFwd[l]});
+        int fb = lw.moe ? b.compute(gf, BWD, PB, "experts", j, l, lw.ffnBwdFlops, 0, 0, bwdPrio(j, l), {rcv, ffnFwd[l]})
+                        : rcv;
+        if (lw.alwaysOnFfn) // reverse of the forward: the dense FFN / shared experts last
+          fb = b.compute(gf, BWD, PB, "dense_ffn", j, l, lw.alwaysOnBwdFlops, 0, 0, bwdPrio(j, l), {fb, denseFwd[l]});
         lastBwd[p + l % p][j] = fb; // the lowest layer comes last
         lastFfnBwd[l] = fb;
         b.send(gf, ga, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l), {fb});
@@ -225,6 +294,10 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       if (l == 0)
         lastEmbedBwd = ab;
       gradSource = ab;
+    }
+    if (w.embeddingOnFfn) { // dL/dx_0 back to the embedding's home F-ranks
+      b.send(A[0], F[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM, bwdPrio(j, 0), {lastEmbedBwd});
+      lastEmbedBwd = b.recv(F[0], A[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM, bwdPrio(j, 0));
     }
   }
   // Window: a group starts micro-batch j after micro-batch j - W finished its backward there.
@@ -242,18 +315,22 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     if (lw.moe)
       groupReduces[p + l % p].push_back(
           b.allReduce(F[l % p], Peers::Same, "grad_experts", l, lw.ffnGradBytes, COMM, last, {lastFfnBwd[l]}));
+    if (lw.alwaysOnFfn) // replicated on every F-rank of the group
+      groupReduces[p + l % p].push_back(
+          b.allReduce(F[l % p], Peers::All, "grad_dense_ffn", l, lw.alwaysOnGradBytes, COMM, last, {lastFfnBwd[l]}));
   }
-  groupReduces[headGroup].push_back(
-      b.allReduce(A[headGroup], Peers::All, "grad_head", L, w.headGradBytes, COMM, last, {lastHeadBwd}));
-  groupReduces[0].push_back(b.allReduce(A[0], Peers::All, "grad_embedding", -1, w.embedGradBytes, COMM, last,
-                                        {lastEmbedBwd}));
+  const int headSlot = w.headOnFfn ? p + headGroup : headGroup, embedSlot = w.embeddingOnFfn ? p : 0;
+  groupReduces[headSlot].push_back(b.allReduce(w.headOnFfn ? F[headGroup] : A[headGroup], Peers::All, "grad_head", L,
+                                               w.headGradBytes, COMM, last, {lastHeadBwd}));
+  groupReduces[embedSlot].push_back(b.allReduce(w.embeddingOnFfn ? F[0] : A[0], Peers::All, "grad_embedding", -1,
+                                                w.embedGradBytes, COMM, last, {lastEmbedBwd}));
   for (int g = 0; g < 2 * p; ++g) {
     int gid = g < p ? A[g] : F[g - p];
     std::vector<int> deps = groupReduces[g];
     for (int j = 0; j < m; ++j)
       if (lastBwd[g][j] >= 0)
         deps.push_back(lastBwd[g][j]);
-    if (g == headGroup)
+    if (g == headSlot)
       deps.push_back(lastHeadBwd);
     // Adam reads and writes every byte of weights, gradients and optimizer state once.
     b.compute(gid, FWD, Phase::Update, "optimizer", -1, -1, 0, 2 * b.schedule().groups[gid].staticBytes, 0, last,

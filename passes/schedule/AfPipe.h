@@ -19,6 +19,9 @@
 //             the comm stream, overlapped with the remaining backward; expert gradients over the
 //             replicas; then the optimizer step of each group.
 // Dense layers have no F stage: N receives only the residual, computed with the dense FFN on A.
+// Side options (Config::denseOnFfn etc., assign-groups): an FFN-side dense FFN / shared experts is
+// a `dense_ffn` compute on F (a dense layer then has its M2N/N2M), an FFN-side embedding / head
+// runs on F group 0 / L mod p with `embedding` / `head` messages both ways (docs/plan-format.md).
 // Memory: a group starts micro-batch j's forward only after micro-batch j - W finished its backward
 // there, which bounds activations in flight to W micro-batches. The ring needs W >= 2p; since the
 // backward trip is twice the forward's, the default takes the largest of 4p, 3p, 2p that fits memory.
@@ -52,6 +55,13 @@ struct LayerWork {
   double attnGradBytes = 0, ffnGradBytes = 0;
   /// Weights, gradients and optimizer state per rank.
   double attnStaticBytes = 0, ffnStaticBytes = 0;
+  /// The layer's dense FFN or shared experts run on the FFN side (Config::denseOnFfn /
+  /// sharedOnFfn): a `dense_ffn` compute on the busiest F-rank (its home tokens, sequences
+  /// s mod D_F), before the routed experts; a dense layer then has its own M2N/N2M (m2nBytes etc.,
+  /// one destination per token). Their FLOPs, parameters and activations are not in attn*.
+  bool alwaysOnFfn = false;
+  double alwaysOnFwdFlops = 0, alwaysOnBwdFlops = 0, alwaysOnActivationBytes = 0;
+  double alwaysOnGradBytes = 0; ///< all-reduced over the F-ranks of the group (replicated there)
 };
 
 /// Everything the schedule needs, independent of where it came from (a ModelShape through the
@@ -60,6 +70,11 @@ struct Workload {
   std::vector<LayerWork> layers;
   double headFwdFlops = 0, headBwdFlops = 0, headActivationBytes = 0, headGradBytes = 0, headStaticBytes = 0;
   double embedGradBytes = 0, embedStaticBytes = 0;
+  /// Embedding / final norm + head on FFN group 0 / L mod p (Config::embeddingOnFfn / headOnFfn):
+  /// x_0 goes F -> A (`embedding` message, dL/dx_0 back), x_L A -> F (`head`, dL/dx_L back); bytes
+  /// per (A-rank, F-rank) pair, each token to or from its home F-rank only.
+  bool embeddingOnFfn = false, headOnFfn = false;
+  double embeddingBytes = 0, headBytes = 0;
   double modelFlops = 0; ///< training FLOPs of a step, all replicas, without recomputation
 };
 
@@ -75,6 +90,10 @@ struct Config {
   double computeEfficiency = 1;
   sched::Schedule::Sharing sharing = sched::Schedule::Sharing::Equal; ///< Schedule::sharing
   cost::MemoryOptions memory;
+  /// Sides of the always-on components (assign-groups' dense-side, shared-experts-side,
+  /// embedding-side, head-side; the plan's dense_ffn side and placement.embedding_side/head_side):
+  /// false = attention side (default), true = FFN side, where each token runs on its home F-rank.
+  bool denseOnFfn = false, sharedOnFfn = false, embeddingOnFfn = false, headOnFfn = false;
 };
 
 /// The roofline workload of `model` under `config` (runtime/cost: Roofline.h, Memory.h).

@@ -5,6 +5,7 @@
 #include "passes/schedule/AfPipe.h"
 #include "runtime/cost/Hardware.h"
 
+#include "dialects/moe/MoeDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -66,6 +67,16 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
     return Status::Failed;
   }
   c.seqLen = ids.getDimSize(1);
+  // Sides of the always-on components, as assign-groups set them (the plan emitter reads the same
+  // attributes): the schedule computes them on that side and sends the messages the runtime sends.
+  funcs.front().walk([&](moe::DenseFfnOp ffn) {
+    if (ffn.getSide() && *ffn.getSide() == "ffn")
+      (ffn.getRole() == "dense" ? c.denseOnFfn : c.sharedOnFfn) = true;
+  });
+  funcs.front().walk([&](moe::StageOp stage) {
+    if (stage.getOn() && *stage.getOn() == "ffn")
+      (stage.getSide() == "head" ? c.headOnFfn : c.embeddingOnFfn) = true;
+  });
   c.sequencesPerStep = ids.getDimSize(0) * c.microbatches;
 
   cost::ModelShape shape;

@@ -48,10 +48,14 @@ void checkMessageSizes(const Plan& plan, const sched::Schedule& s) {
       if (in.op == "m2n") kind = ExchangeKind::M2n;
       else if (in.op == "n2m") kind = ExchangeKind::N2m;
       else if (in.op == "residual") kind = ExchangeKind::Residual;
+      else if (in.op == "embedding") kind = ExchangeKind::Embedding;
+      else if (in.op == "head") kind = ExchangeKind::Head;
       else continue; // baselines' pipeline point-to-point: no executor exchange
+      // The plan has one embedding and one head exchange; the schedule numbers them -1 and L.
+      const bool single = kind == ExchangeKind::Embedding || kind == ExchangeKind::Head;
       const ExchangeSpec* ex = nullptr;
       for (const ExchangeSpec& e : plan.exchanges)
-        if (e.kind == kind && e.layer == in.layer) ex = &e;
+        if (e.kind == kind && (single || e.layer == in.layer)) ex = &e;
       const std::string at = plan.path + ": schedule: " + sched::describe(s, static_cast<int>(p), static_cast<int>(i));
       if (!ex)
         throw PlanError(at + ": the plan has no " + in.op + " exchange for layer " + std::to_string(in.layer) +
@@ -64,6 +68,47 @@ void checkMessageSizes(const Plan& plan, const sched::Schedule& s) {
                         " bytes = " + std::to_string(static_cast<int64_t>(capacity)) + " bytes");
     }
   }
+}
+
+// The schedule must compute the always-on components where the plan runs them (dense_ffn side,
+// placement.embedding_side / head_side): a schedule costed for the other side would time a
+// different run and miss (or invent) its messages. The message checks above and the verifier's
+// send/receive matching cover the exchanges; this names the side that differs.
+void checkSides(const Plan& plan, const sched::Schedule& s) {
+  const int64_t L = plan.model.numLayers;
+  std::vector<int> ffnDense(static_cast<size_t>(L), 0), attnDense(static_cast<size_t>(L), 0);
+  int ffnHead = 0, attnHead = 0, embeddingMessages = 0;
+  for (const sched::Program& prog : s.programs)
+    for (const sched::Instr& in : prog.instrs) {
+      if (in.group < 0 || in.group >= static_cast<int>(s.groups.size())) continue;
+      const bool onFfn = s.groups[static_cast<size_t>(in.group)].role == "ffn";
+      if (in.kind == sched::Kind::Compute && in.op == "dense_ffn" && in.layer >= 0 && in.layer < L)
+        ++(onFfn ? ffnDense : attnDense)[static_cast<size_t>(in.layer)];
+      else if (in.kind == sched::Kind::Compute && in.op == "head")
+        ++(onFfn ? ffnHead : attnHead);
+      else if (in.kind == sched::Kind::Send && in.op == "embedding")
+        ++embeddingMessages;
+    }
+  auto refuse = [&](const std::string& what, bool planOnFfn) {
+    throw PlanError(plan.path + ": schedule: " + what + ": the plan runs it on the " +
+                    (planOnFfn ? "ffn" : "attention") + " side, but the schedule costs it on the " +
+                    (planOnFfn ? "attention" : "ffn") + " side (recompile with the same side options)");
+  };
+  for (int64_t l = 0; l < L && l < static_cast<int64_t>(plan.model.layers.size()); ++l) {
+    const LayerComponents& lc = plan.model.layers[static_cast<size_t>(l)];
+    const bool planOnFfn = lc.dense ? lc.denseOnFfn : (lc.sharedFfn >= 0 && lc.sharedOnFfn);
+    const std::string what = std::string(lc.dense ? "the dense FFN" : "the shared experts") + " of layer " +
+                             std::to_string(l);
+    if (planOnFfn && ffnDense[static_cast<size_t>(l)] == 0) refuse(what, true);
+    if (!planOnFfn && ffnDense[static_cast<size_t>(l)] > 0) refuse(what, false);
+    (void)attnDense;
+  }
+  if (s.kind != "afpipe") return; // baselines keep everything on their stages
+  if (plan.placement.headOnFfn ? ffnHead == 0 : ffnHead > 0)
+    refuse("the final norm and head", plan.placement.headOnFfn);
+  if (plan.placement.embeddingOnFfn != (embeddingMessages > 0))
+    refuse("the embedding", plan.placement.embeddingOnFfn);
+  (void)attnHead;
 }
 
 } // namespace
@@ -80,6 +125,7 @@ void parseScheduleSection(Plan& plan, const nlohmann::json& root) {
   if (!error.empty()) throw PlanError(plan.path + ": schedule: " + error);
   checkGroups(plan, s);
   checkMessageSizes(plan, s);
+  checkSides(plan, s);
   plan.schedule = std::move(s);
 }
 
