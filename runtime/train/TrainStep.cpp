@@ -28,7 +28,6 @@ std::string untrainableForm(const Plan& plan) {
     const Component& c = plan.model.components[i];
     std::string form, detail;
     switch (c.kind) {
-    case ComponentKind::MlaAttention: form = "multi-head latent attention (mla_attention)"; break;
     case ComponentKind::DenseFfn:
       if (!c.onFfnSide) break; // the attention side's dense FFN / shared experts have a backward
       form = "dense_ffn components";
@@ -96,6 +95,7 @@ struct AttentionLayer {
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
   std::vector<float> x, attnNorm, q, k, v, heads, h, ffnNorm, logits, gates;
   std::vector<float> qPre, kPre; // q/k projections before the per-head q/k RMSNorm (Qwen3), when present
+  std::vector<float> mlaQ, ckv, latentPre, latent; // MLA: q_proj output, kv_a output, latent before/after its norm
   std::vector<float> r;          // h + dense FFN / shared experts output (DeepSeek), the residual sent on
   bool hasR = false;
   std::vector<int64_t> topIds;
@@ -455,6 +455,7 @@ private:
     AttentionLayer& a = attn_[l];
     need(a.hasAttnNorm, "attn_norm output of layer " + std::to_string(l));
     const Component& c = component(model_.layers[l].attention);
+    if (c.kind == ComponentKind::MlaAttention) return mlaFwd(a, c);
     const int64_t H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
     freshAssign(a.q, n() * qW);
@@ -648,10 +649,125 @@ private:
     }
   }
 
+  // DeepSeek-V2's multi-head latent attention, as RankWorker::mlaAttention, keeping q_proj's and
+  // kv_a's outputs, the latent before and after its norm, and Q, K, V, the heads' output.
+  void mlaFwd(AttentionLayer& a, const Component& c) {
+    const int64_t H = model_.hiddenSize, heads = model_.numHeads, nope = model_.qkNopeHeadDim;
+    const int64_t rope = model_.qkRopeHeadDim, vd = model_.vHeadDim, rank = model_.kvLoraRank, qd = nope + rope;
+    freshAssign(a.mlaQ, n() * heads * qd);
+    freshAssign(a.ckv, n() * (rank + rope));
+    freshAssign(a.latentPre, n() * rank);
+    freshAssign(a.latent, n() * rank);
+    std::vector<float> kv = freshFloats(n() * heads * (nope + vd));
+    cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), heads * qd, a.mlaQ.data());
+    cpu::linear(a.attnNorm.data(), n(), H, w(c.wkvA), rank + rope, a.ckv.data());
+    for (int64_t t = 0; t < n(); ++t)
+      std::copy_n(a.ckv.data() + t * (rank + rope), rank, a.latentPre.data() + t * rank);
+    cpu::rmsNorm(a.latentPre.data(), n(), rank, w(c.kvNorm), c.kvNormEps, a.latent.data());
+    cpu::linear(a.latent.data(), n(), rank, w(c.wkvB), heads * (nope + vd), kv.data());
+    std::vector<float> qPe = freshFloats(n() * heads * rope), kPe = freshFloats(n() * rope);
+    for (int64_t t = 0; t < n(); ++t) {
+      for (int64_t h = 0; h < heads; ++h)
+        ropeGather(a.mlaQ.data() + (t * heads + h) * qd + nope, qPe.data() + (t * heads + h) * rope, rope,
+                   c.ropeInterleaved);
+      ropeGather(a.ckv.data() + t * (rank + rope) + rank, kPe.data() + t * rope, rope, c.ropeInterleaved);
+    }
+    const std::vector<int64_t> pos = positions();
+    cpu::rope(qPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+    cpu::rope(kPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+    freshAssign(a.q, n() * heads * qd);
+    freshAssign(a.k, n() * heads * qd);
+    freshAssign(a.v, n() * heads * vd);
+    freshAssign(a.heads, n() * heads * vd);
+    for (int64_t t = 0; t < n(); ++t)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t th = t * heads + h;
+        std::copy_n(a.mlaQ.data() + th * qd, nope, a.q.data() + th * qd);
+        std::copy_n(qPe.data() + th * rope, rope, a.q.data() + th * qd + nope);
+        std::copy_n(kv.data() + th * (nope + vd), nope, a.k.data() + th * qd);
+        std::copy_n(kPe.data() + t * rope, rope, a.k.data() + th * qd + nope);
+        std::copy_n(kv.data() + th * (nope + vd) + nope, vd, a.v.data() + th * vd);
+      }
+    for (int64_t s = 0; s < n(); s += seqLen_)
+      cpu::causalAttentionGeneral(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
+                                  a.v.data() + s * heads * vd, seqLen_, heads, heads, qd, vd, c.softmaxScale, nullptr,
+                                  0, a.heads.data() + s * heads * vd);
+    freshAssign(attnOut_, n() * H);
+    cpu::linear(a.heads.data(), n(), heads * vd, w(c.wo), H, attnOut_.data());
+    a.hasAttention = true;
+  }
+
+  // The decoupled RoPE part's layout: interleaved [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...].
+  static void ropeGather(const float* src, float* dst, int64_t rope, bool interleaved) {
+    if (!interleaved) return void(std::copy_n(src, rope, dst));
+    for (int64_t i = 0; i < rope / 2; ++i) {
+      dst[i] = src[2 * i];
+      dst[rope / 2 + i] = src[2 * i + 1];
+    }
+  }
+  // Its transpose (a permutation): scatters dst's gradient back to src's positions.
+  static void ropeScatter(const float* dDst, float* dSrc, int64_t rope, bool interleaved) {
+    if (!interleaved) return void(std::copy_n(dDst, rope, dSrc));
+    for (int64_t i = 0; i < rope / 2; ++i) {
+      dSrc[2 * i] = dDst[i];
+      dSrc[2 * i + 1] = dDst[rope / 2 + i];
+    }
+  }
+
+  void mlaBwd(AttentionLayer& a, const Component& c) {
+    const int64_t H = model_.hiddenSize, heads = model_.numHeads, nope = model_.qkNopeHeadDim;
+    const int64_t rope = model_.qkRopeHeadDim, vd = model_.vHeadDim, rank = model_.kvLoraRank, qd = nope + rope;
+    std::vector<float> dO = freshFloats(n() * heads * vd), dQ = freshFloats(n() * heads * qd),
+                       dK = freshFloats(n() * heads * qd), dV = freshFloats(n() * heads * vd);
+    cpu::linearBackward(a.heads.data(), a.dh.data(), n(), heads * vd, w(c.wo), H, dO.data(), grad(c.wo));
+    for (int64_t s = 0; s < n(); s += seqLen_)
+      cpu::causalAttentionGeneralBackward(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
+                                          a.v.data() + s * heads * vd, dO.data() + s * heads * vd, seqLen_, heads,
+                                          heads, qd, vd, c.softmaxScale, nullptr, 0, dQ.data() + s * heads * qd,
+                                          dK.data() + s * heads * qd, dV.data() + s * heads * vd, nullptr);
+    // Split Q, K, V's gradients back: q_nope / q_pe, k_nope + value (kv_b's output), k_pe summed
+    // over the heads that share it.
+    std::vector<float> dq = freshFloats(n() * heads * qd), dkv = freshFloats(n() * heads * (nope + vd));
+    std::vector<float> dqPe = freshFloats(n() * heads * rope), dkPe(static_cast<size_t>(n() * rope), 0.0f);
+    for (int64_t t = 0; t < n(); ++t)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t th = t * heads + h;
+        std::copy_n(dQ.data() + th * qd, nope, dq.data() + th * qd);
+        std::copy_n(dQ.data() + th * qd + nope, rope, dqPe.data() + th * rope);
+        std::copy_n(dK.data() + th * qd, nope, dkv.data() + th * (nope + vd));
+        std::copy_n(dV.data() + th * vd, vd, dkv.data() + th * (nope + vd) + nope);
+        for (int64_t j = 0; j < rope; ++j)
+          dkPe[t * rope + j] += dK[th * qd + nope + j];
+      }
+    const std::vector<int64_t> pos = positions();
+    cpu::ropeBackward(dqPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+    cpu::ropeBackward(dkPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+    std::vector<float> dckv = freshFloats(n() * (rank + rope)), dLatent = freshFloats(n() * rank);
+    for (int64_t t = 0; t < n(); ++t) {
+      for (int64_t h = 0; h < heads; ++h)
+        ropeScatter(dqPe.data() + (t * heads + h) * rope, dq.data() + (t * heads + h) * qd + nope, rope,
+                    c.ropeInterleaved);
+      ropeScatter(dkPe.data() + t * rope, dckv.data() + t * (rank + rope) + rank, rope, c.ropeInterleaved);
+    }
+    cpu::linearBackward(a.latent.data(), dkv.data(), n(), rank, w(c.wkvB), heads * (nope + vd), dLatent.data(),
+                        grad(c.wkvB));
+    cpu::rmsNormBackward(a.latentPre.data(), dLatent.data(), n(), rank, w(c.kvNorm), c.kvNormEps, dLatent.data(),
+                         grad(c.kvNorm));
+    for (int64_t t = 0; t < n(); ++t)
+      std::copy_n(dLatent.data() + t * rank, rank, dckv.data() + t * (rank + rope));
+    std::vector<float> part = freshFloats(n() * H);
+    freshAssign(a.dAttnNorm, n() * H);
+    cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), heads * qd, a.dAttnNorm.data(), grad(c.wq));
+    cpu::linearBackward(a.attnNorm.data(), dckv.data(), n(), H, w(c.wkvA), rank + rope, part.data(), grad(c.wkvA));
+    addInto(a.dAttnNorm, part);
+    a.hasDAttnNorm = true;
+  }
+
   void attentionBwd(int64_t l) {
     AttentionLayer& a = attn_[l];
     need(a.hasDh && a.hasAttention, "dL/dh and the attention forward of layer " + std::to_string(l));
     const Component& c = component(model_.layers[l].attention);
+    if (c.kind == ComponentKind::MlaAttention) return mlaBwd(a, c);
     const int64_t H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
     std::vector<float> dHeads = freshFloats(n() * qW), dq = freshFloats(n() * qW), dk = freshFloats(n() * kvW), dv = freshFloats(n() * kvW), part = freshFloats(n() * H);
@@ -1005,7 +1121,13 @@ std::vector<std::string> weightKeys(const ModelSpec& model) {
       set(c.w2, D + "w2");
       break;
     }
-    default: break; // mla_attention: refused by untrainableForm
+    case ComponentKind::MlaAttention:
+      set(c.wq, L + "q");
+      set(c.wkvA, L + "kv_a");
+      set(c.kvNorm, L + "kv_norm");
+      set(c.wkvB, L + "kv_b");
+      set(c.wo, L + "o");
+      break;
     case ComponentKind::Experts:
       for (const ExpertWeights& e : c.experts) {
         const std::string E = L + "expert" + std::to_string(e.expert) + "_";

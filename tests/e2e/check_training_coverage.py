@@ -31,7 +31,11 @@ MUST_TRAIN = {
     "qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
     "gpt_oss_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum", "ms_moe_tiny/silu_fc3_bias",
     "ms_moe_tiny/swiglu_interleaved", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/swiglu_concat_oai_bias",
+    "deepseek_v2_lite_tiny",
 }
+# Plans with a form that has no backward yet, compiled from a sample with extra options: they must
+# be refused cleanly, naming this form.
+MUST_REFUSE = [("deepseek_moe_tiny", ["--dense-side", "ffn"], "dense_ffn components")]
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "
                      r"runs this plan$")
@@ -81,6 +85,21 @@ def main(bin_dir, samples_dir, work):
             failures.append(f"{name}: must train, refused: {lines[0]}")
         else:
             refused.append(f"{name}: {m.group('form')} ({m.group('where')})")
+    for name, extra, form in MUST_REFUSE:
+        plan = os.path.join(work, name.replace("/", "__") + "_" + "_".join(o.strip("-") for o in extra))
+        run = subprocess.run([disagmoe, "compile", os.path.join(samples_dir, name, "model.onnx"), "-o", plan,
+                              "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2", *extra],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = subprocess.run([runner, plan, "--train", "--batch", "2", "--seq-len", "8", "--seed", "7"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = r.stdout.strip().splitlines()
+        m = REFUSAL.match(lines[0]) if len(lines) == 1 else None
+        what = f"{name} {' '.join(extra)}"
+        if run.returncode != 0 or r.returncode != 1 or not m or m.group("form") != form:
+            failures.append(f"{what}: expected a clean refusal naming '{form}' (compile exit {run.returncode}, "
+                            f"run exit {r.returncode}): {(run.stdout + r.stdout).strip()[-400:]}")
+        else:
+            refused.append(f"{what}: {m.group('form')} ({m.group('where')})")
     for line in trained:
         print("trains   " + line)
     for line in refused:

@@ -25,7 +25,8 @@ import sys
 
 import numpy as np
 
-FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny"]
+FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
+            "deepseek_v2_lite_tiny"]
 LOSS_TOL, GRAD_TOL, SGD_TOL = 1e-5, 1e-4, 1e-6
 
 

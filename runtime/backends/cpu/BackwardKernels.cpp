@@ -92,11 +92,20 @@ void causalAttentionVariantBackward(const float* q, const float* k, const float*
                                     int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim,
                                     const float* sinks, int64_t window, float* dq, float* dk, float* dv,
                                     float* dSinks) {
+  causalAttentionGeneralBackward(q, k, v, dOut, seqLen, heads, kvHeads, headDim, headDim,
+                                 1.0 / std::sqrt(static_cast<double>(headDim)), sinks, window, dq, dk, dv, dSinks);
+}
+
+void causalAttentionGeneralBackward(const float* q, const float* k, const float* v, const float* dOut,
+                                    int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim, int64_t vDim,
+                                    double scale, const float* sinks, int64_t window, float* dq, float* dk,
+                                    float* dv, float* dSinks) {
   const int64_t groupSize = heads / kvHeads;
   const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  const int64_t oStride = heads * vDim, vStride = kvHeads * vDim;
   // Accumulate kv gradients in double over every query head of the group, then round once.
-  std::vector<double> dkAcc(static_cast<size_t>(seqLen * kvStride), 0.0), dvAcc(dkAcc.size(), 0.0);
+  std::vector<double> dkAcc(static_cast<size_t>(seqLen * kvStride), 0.0);
+  std::vector<double> dvAcc(static_cast<size_t>(seqLen * vStride), 0.0);
   std::vector<double> p(static_cast<size_t>(seqLen)), dp(static_cast<size_t>(seqLen));
   std::vector<double> dqAcc(static_cast<size_t>(headDim));
   for (int64_t h = 0; h < heads; ++h) {
@@ -105,7 +114,7 @@ void causalAttentionVariantBackward(const float* q, const float* k, const float*
     for (int64_t t = 0; t < seqLen; ++t) {
       const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
       const float* qv = q + t * qStride + h * headDim;
-      const float* dov = dOut + t * qStride + h * headDim;
+      const float* dov = dOut + t * oStride + h * vDim;
       double maxScore = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
       for (int64_t s = first; s <= t; ++s) {
         const float* kv = k + s * kvStride + g * headDim;
@@ -124,14 +133,14 @@ void causalAttentionVariantBackward(const float* q, const float* k, const float*
       double pdp = 0;
       for (int64_t s = first; s <= t; ++s) {
         p[s] /= denom;
-        const float* vv = v + s * kvStride + g * headDim;
+        const float* vv = v + s * vStride + g * vDim;
         double dot = 0;
-        for (int64_t d = 0; d < headDim; ++d)
+        for (int64_t d = 0; d < vDim; ++d)
           dot += static_cast<double>(dov[d]) * vv[d];
         dp[s] = dot;
         pdp += p[s] * dot;
-        double* dvr = dvAcc.data() + s * kvStride + g * headDim;
-        for (int64_t d = 0; d < headDim; ++d)
+        double* dvr = dvAcc.data() + s * vStride + g * vDim;
+        for (int64_t d = 0; d < vDim; ++d)
           dvr[d] += p[s] * dov[d];
       }
       // The sink's probability carries no value (dp = 0): d sink = p_sink * (0 - <p, dp>).
@@ -152,10 +161,10 @@ void causalAttentionVariantBackward(const float* q, const float* k, const float*
     }
     if (dSinks) dSinks[h] += static_cast<float>(dSink);
   }
-  for (size_t i = 0; i < dkAcc.size(); ++i) {
+  for (size_t i = 0; i < dkAcc.size(); ++i)
     dk[i] = static_cast<float>(dkAcc[i]);
+  for (size_t i = 0; i < dvAcc.size(); ++i)
     dv[i] = static_cast<float>(dvAcc[i]);
-  }
 }
 
 void routerGatesBackward(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring,

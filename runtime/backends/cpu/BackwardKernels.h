@@ -111,6 +111,14 @@ void causalAttentionVariantBackward(const float* q, const float* k, const float*
                                     const float* sinks, int64_t window, float* dq, float* dk, float* dv,
                                     float* dSinks);
 
+/// The general form (FamilyKernels' causalAttentionGeneral; DeepSeek-V2's MLA): q and k heads of
+/// `headDim`, v heads of `vDim`, softmax `scale`. q, dq [seqLen, heads*headDim], k, dk
+/// [seqLen, kvHeads*headDim], v, dv [seqLen, kvHeads*vDim], dOut [seqLen, heads*vDim].
+void causalAttentionGeneralBackward(const float* q, const float* k, const float* v, const float* dOut,
+                                    int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim, int64_t vDim,
+                                    double scale, const float* sinks, int64_t window, float* dq, float* dk,
+                                    float* dv, float* dSinks);
+
 /// Bias (y[r] += b): db [cols] += sum_r dy[r] (double accumulation). dy [rows, cols].
 void biasBackward(const float* dy, int64_t rows, int64_t cols, float* db);
 

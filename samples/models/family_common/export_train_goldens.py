@@ -24,7 +24,8 @@ Keys (disagmoe-run --save-grads names): embed, final_norm, head, l{l}_attn_norm,
 l{l}_q|k|v|o, l{l}_q_norm, l{l}_k_norm (Qwen3), l{l}_router, l{l}_expert{e}_w1|w3|w2
 (gate_proj|up_proj|down_proj), l{l}_dense_w1|w3|w2 (a dense layer's FFN) and l{l}_shared_w1|w3|w2
 (shared experts; DeepSeek), l{l}_q|k|v|o_bias, l{l}_sinks, l{l}_router_bias, l{l}_expert{e}_b1|b2
-(GPT-OSS; its stacked expert parameters split per expert, w1 the interleaved gate/up [hidden, 2*inner]).
+(GPT-OSS; its stacked expert parameters split per expert, w1 the interleaved gate/up [hidden, 2*inner]),
+l{l}_kv_a, l{l}_kv_norm, l{l}_kv_b (DeepSeek-V2's MLA; l{l}_q is its q_proj).
 """
 
 import argparse
@@ -43,7 +44,8 @@ sys.dont_write_bytecode = True
 IDS_FILE = "ids_b2_s8.npy"
 SGD_LR = 0.1
 TOLERANCE = 1e-6
-LINEAR = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+LINEAR = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o",
+          "kv_a_proj_with_mqa": "kv_a", "kv_b_proj": "kv_b"}  # the last two: DeepSeek-V2's MLA
 EXPERT = {"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
 
 
@@ -66,6 +68,8 @@ def param_key(name):
             return l + LINEAR[p[3]], True
         if p[2] == "self_attn" and p[3] in ("q_norm", "k_norm"):
             return l + p[3], False
+        if p[2] == "self_attn" and p[3] == "kv_a_layernorm":
+            return l + "kv_norm", False
         if p[2] == "mlp" and p[3] in ("gate", "router"):
             return l + "router", True
         if p[2] == "mlp" and p[3] == "experts" and p[5] in EXPERT:
