@@ -51,7 +51,12 @@ struct RankState {
   int64_t step = 0;            ///< optimizer steps taken
 
   RankState() = default;
-  /// Copies the weights `bound` holds (RankWeights of `plan` for `bound.rank()`).
+  /// Copies the weights `bound` holds (RankWeights of `plan` for `bound.rank()`). Throws ExecError,
+  /// one line "<plan.json>: model.components[i]: training does not support <form> yet (layer l
+  /// <kind>: ...); only the forward pass ... runs this plan" (or "placement.embedding_side|head_side:
+  /// ..."), for a form without a backward: a dense_ffn on the FFN side, the embedding or head on the
+  /// FFN side. Every other family form (q/k norm, biases, sinks, sliding window, router bias and
+  /// scaling, fused / clamped / biased experts, attention-side dense FFN and shared experts, MLA) trains.
   RankState(const Plan& plan, const RankWeights& bound);
   bool holds(int weight) const { return !weights[weight].empty(); }
 };
