@@ -155,9 +155,8 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   json::Object model;
   int64_t numLayers = 0, hidden = 0, vocab = 0;
   bool ok = true;
-  // FFN-side always-on FFNs: shared experts' instruction waiting for its layer's m2n_recv, and the
-  // m2n exchanges of FFN-side dense layers (their bytes_per_token needs top_k).
-  std::map<int64_t, json::Object> pendingFfnDense;
+  // The m2n exchanges of FFN-side dense layers (no ids in the IR; their bytes_per_token keeps
+  // room for top_k routes like every m2n, and top_k is known after the walk).
   std::vector<size_t> denseM2n;
   auto attnGroupRanks = [&](int64_t layer) { return p.attentionRanks(layer % p.groups); };
   // Embedding / head stages with on = "ffn" (assign-groups' embedding-side / head-side) run on the
@@ -378,35 +377,18 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
         model["num_shared_experts"] = d.getNumSharedExperts().value_or(1);
         model["shared_expert_hidden"] = d.getFfnHidden();
       }
-      if (!onFfn) {
-        attnProgram.push_back(instr("dense_ffn", layer, "forward"));
-      } else if (d.getRole() == "shared") {
-        // Runs on the F-ranks right after the layer's M2N arrives (before the routed experts).
-        pendingFfnDense[layer] = instr("dense_ffn", layer, "forward");
-      } else {
-        // A dense layer on the FFN side has no moe.m2n/n2m in the IR (no routing); its norm(h)
-        // still goes A -> F and its FFN output F -> A like an MoE layer's, so emit both exchanges.
-        const int64_t group = layer % p.groups, next = (layer + 1) % p.groups;
-        attnProgram.push_back(instr("m2n_send", layer, "comm"));
-        attnProgram.push_back(instr("n2m_recv", layer, "comm")); // moved after residual_recv below
-        ffnProgram.push_back(instr("m2n_recv", layer, "comm"));
-        ffnProgram.push_back(instr("dense_ffn", layer, "forward"));
-        ffnProgram.push_back(instr("n2m_send", layer, "comm"));
-        denseM2n.push_back(exchanges.size()); // bytes_per_token needs top_k, known after the walk
-        exchanges.push_back(json::Object{{"id", "m2n." + std::to_string(layer)},
-                                         {"kind", "m2n"},
-                                         {"layer", layer},
-                                         {"src_group", group},
-                                         {"dst_group", group},
-                                         {"capacity_tokens", batch * seq}});
-        exchanges.push_back(json::Object{{"id", "n2m." + std::to_string(layer)},
-                                         {"kind", "n2m"},
-                                         {"layer", layer},
-                                         {"src_group", group},
-                                         {"dst_group", next},
-                                         {"capacity_tokens", batch * seq},
-                                         {"bytes_per_token", 8 + hidden * 4}});
+      // An FFN-side one sits in the layer's FFN stage (fuse-exchange), after its moe.m2n: it runs
+      // on the F-ranks right after the M2N arrives, before the routed experts.
+      auto stage = d->getParentOfType<moe::StageOp>();
+      if (onFfn != (stage && stage.getSide() == "ffn")) {
+        error = "dense_ffn of layer " + std::to_string(layer) + " has side '" +
+                (onFfn ? "ffn" : "attention") + "' but sits in a " +
+                (stage ? stage.getSide().str() : std::string("function")) +
+                " stage (run fuse-exchange after assign-groups)";
+        ok = false;
+        return;
       }
+      (onFfn ? ffnProgram : attnProgram).push_back(instr("dense_ffn", layer, "forward"));
     } else if (auto h = dyn_cast<moe::HeadOp>(op)) {
       const bool onFfn = onFfnSide(h);
       components.push_back(json::Object{
@@ -418,12 +400,10 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       int64_t layer = m.getLayer();
       attnProgram.push_back(instr("m2n_send", layer, "comm"));
       ffnProgram.push_back(instr("m2n_recv", layer, "comm"));
-      if (auto it = pendingFfnDense.find(layer); it != pendingFfnDense.end()) {
-        ffnProgram.push_back(std::move(it->second)); // FFN-side shared experts
-        pendingFfnDense.erase(it);
-      }
       // Per token: id, activations, and up to top_k (expert id, gate) pairs plus their count.
-      int64_t k = llvm::cast<RankedTensorType>(m.getIds().getType()).getDimSize(1);
+      int64_t k = m.getIds() ? llvm::cast<RankedTensorType>(m.getIds().getType()).getDimSize(1) : 0;
+      if (!m.getIds())
+        denseM2n.push_back(exchanges.size()); // a dense layer's: bytes_per_token set after the walk
       exchanges.push_back(json::Object{{"id", "m2n." + std::to_string(layer)},
                                        {"kind", "m2n"},
                                        {"layer", layer},

@@ -293,9 +293,26 @@ LogicalResult verifyRoute(Operation *op, int64_t layer, int64_t src, int64_t dst
 LogicalResult M2NOp::verify() {
   if (failed(verifyRoute(*this, getLayer(), getSrcGroup(), getDstGroup())))
     return failure();
-  if (getX().getType() != getXOut().getType() || getIds().getType() != getIdsOut().getType() ||
-      getGates().getType() != getGatesOut().getType())
+  if (static_cast<bool>(getIds()) != static_cast<bool>(getGates()) ||
+      static_cast<bool>(getIds()) != static_cast<bool>(getIdsOut()) ||
+      static_cast<bool>(getGates()) != static_cast<bool>(getGatesOut()))
+    return emitOpError() << "takes and returns both ids and gates (routed layer) or neither (dense "
+                            "layer with an FFN-side dense FFN)";
+  if (getX().getType() != getXOut().getType() ||
+      (getIds() && (getIds().getType() != getIdsOut().getType() ||
+                    getGates().getType() != getGatesOut().getType())))
     return emitOpError() << "results must have the types of the sent values";
+  return success();
+}
+
+LogicalResult HomeTransferOp::verify() {
+  if (getKind() != "embedding" && getKind() != "head")
+    return emitOpError() << "attribute 'kind' must be embedding or head, got '" << getKind() << "'";
+  if (getSrcGroup() < 0 || getDstGroup() < 0)
+    return emitOpError() << "groups must be >= 0, got src_group " << getSrcGroup() << ", dst_group "
+                         << getDstGroup();
+  if (getX().getType() != getResult().getType())
+    return emitOpError() << "result must have the type of the sent value";
   return success();
 }
 

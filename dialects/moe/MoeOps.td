@@ -227,8 +227,9 @@ def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
     experts' output is added to (DESIGN.md, "Exchanges"). `side` (set by assign-groups, absent
     before it): `"attention"` runs it on the A-ranks of the layer's attention group, `"ffn"` on the
     F-ranks of its FFN group, which receive norm(h) through the layer's M2N and return y inside its
-    N2M (docs/plan-format.md, `dense_ffn`). The op stays in the attention stage either way: the
-    attribute, not the region, says where it runs.
+    N2M (docs/plan-format.md, `dense_ffn`). partition-components leaves it in the attention stage;
+    fuse-exchange moves an FFN-side one into the layer's FFN stage (a dense layer gets one of its
+    own, fed by an M2N without ids / gates), where its output starts the N2M vector.
 
     ```mlir
     %s = moe.dense_ffn %hn w1(%a) w3(%b) w2(%c) {ffn_hidden = 32 : i64, layer = 1 : i64,
@@ -286,19 +287,29 @@ def Moe_YieldOp : Moe_Op<"yield", [Pure, Terminator, HasParent<"StageOp">, Retur
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
-def Moe_M2NOp : Moe_Op<"m2n"> {
+def Moe_M2NOp : Moe_Op<"m2n", [AttrSizedOperandSegments, AttrSizedResultSegments]> {
   let summary = "M2N exchange: A-workers of a group send tokens to the F-workers of a layer";
   let description = [{
     Each A-rank sends every F-rank of `dst_group` the tokens with at least one expert there: count,
     ascending token ids, normalised activations, and per token only the receiver's expert ids and gate
     weights (DESIGN.md, "Exchanges"). Results are the same values as seen on the F side.
+    When the FFN stage it feeds holds an FFN-side moe.dense_ffn (assign-groups' dense-side /
+    shared-experts-side), every token also goes to its home F-rank (sequence s -> position
+    s mod D_F of `dst_group`), with no expert ids if none of its experts is there. A dense layer's
+    M2N has no `ids` / `gates` (no routing): each token goes to its home F-rank only.
+
+    ```mlir
+    %x1, %i1, %g1 = moe.m2n %x, %ids, %gates {dst_group = 0 : i64, layer = 1 : i64, src_group = 1 : i64}
+        : tensor<16x32xf32>, tensor<16x6xi64>, tensor<16x6xf32> -> tensor<16x32xf32>, tensor<16x6xi64>, tensor<16x6xf32>
+    %d = moe.m2n %xn {dst_group = 0 : i64, layer = 0 : i64, src_group = 0 : i64} : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    ```
   }];
-  let arguments = (ins F32Tensor:$x, I64Tensor:$ids, F32Tensor:$gates, Moe_I64Attr:$layer,
-                       Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
-  let results = (outs F32Tensor:$x_out, I64Tensor:$ids_out, F32Tensor:$gates_out);
+  let arguments = (ins F32Tensor:$x, Optional<I64Tensor>:$ids, Optional<F32Tensor>:$gates,
+                       Moe_I64Attr:$layer, Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
+  let results = (outs F32Tensor:$x_out, Optional<I64Tensor>:$ids_out, Optional<F32Tensor>:$gates_out);
   let assemblyFormat = [{
-    $x `,` $ids `,` $gates attr-dict `:` type($x) `,` type($ids) `,` type($gates) `->`
-    type($x_out) `,` type($ids_out) `,` type($gates_out)
+    $x (`,` $ids^ `,` $gates)? attr-dict `:` type($x) (`,` type($ids)^ `,` type($gates))? `->`
+    type($x_out) (`,` type($ids_out)^ `,` type($gates_out))?
   }];
   let hasVerifier = 1;
 }
@@ -312,6 +323,28 @@ def Moe_N2MOp : Moe_Op<"n2m"> {
   let arguments = (ins F32Tensor:$y, Moe_I64Attr:$layer, Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = "$y attr-dict `:` type($y) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Moe_HomeTransferOp : Moe_Op<"home_transfer"> {
+  let summary = "FFN-side embedding / head transfer: token rows between A-ranks and home F-ranks";
+  let description = [{
+    With assign-groups' embedding-side / head-side = ffn, the embedding or the final norm + head
+    runs on an FFN group, each sequence s on its home F-rank (position s mod D_F). `kind =
+    "embedding"`: x_0 from FFN group `src_group` to the A-rank of each sequence in attention group
+    `dst_group`; `kind = "head"`: x_L from attention group `src_group` to the home F-ranks of FFN
+    group `dst_group`. Every A-rank exchanges one message (count, token ids, rows) with every
+    F-rank of the group, zero-token ones included (docs/plan-format.md, "FFN-side embedding and
+    head"). The result is the same value as seen by the receiver.
+
+    ```mlir
+    %x0 = moe.home_transfer %e {dst_group = 0 : i64, kind = "embedding", src_group = 0 : i64}
+        : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$x, StrAttr:$kind, Moe_I64Attr:$src_group, Moe_I64Attr:$dst_group);
+  let results = (outs F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
 }
 

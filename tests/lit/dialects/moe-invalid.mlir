@@ -162,3 +162,35 @@ func.func @stage_side(%x: tensor<2x4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @m2n_ids_without_gates_result(%x: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{results must have the types of the sent values}}
+  %a = moe.m2n %x {dst_group = 0 : i64, layer = 0 : i64, src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @home_transfer_kind(%x: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{attribute 'kind' must be embedding or head, got 'residual'}}
+  %a = moe.home_transfer %x {dst_group = 0 : i64, kind = "residual", src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @home_transfer_group(%x: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{groups must be >= 0, got src_group -1, dst_group 0}}
+  %a = moe.home_transfer %x {dst_group = 0 : i64, kind = "head", src_group = -1 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @home_transfer_type(%x: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{result must have the type of the sent value}}
+  %a = moe.home_transfer %x {dst_group = 0 : i64, kind = "head", src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<2x4xf32>
+  return
+}

@@ -44,3 +44,16 @@ func.func @stage(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   }
   return %0 : tensor<2x4xf32>
 }
+
+// FFN-side placements (fuse-exchange after assign-groups' side options): a dense layer's M2N has
+// no ids / gates, and the FFN-side embedding / head transfers are moe.home_transfer.
+// CHECK-LABEL: func.func @ffn_side_exchanges
+func.func @ffn_side_exchanges(%x: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  // CHECK: %[[D:.*]] = moe.m2n %{{.*}} {dst_group = 0 : i64, layer = 0 : i64, src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  %d = moe.m2n %x {dst_group = 0 : i64, layer = 0 : i64, src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  // CHECK: moe.home_transfer %[[D]] {dst_group = 0 : i64, kind = "embedding", src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  %e = moe.home_transfer %d {dst_group = 0 : i64, kind = "embedding", src_group = 0 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  // CHECK: moe.home_transfer %{{.*}} {dst_group = 1 : i64, kind = "head", src_group = 1 : i64}
+  %h = moe.home_transfer %e {dst_group = 1 : i64, kind = "head", src_group = 1 : i64} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  return %h : tensor<1x2x4xf32>
+}
