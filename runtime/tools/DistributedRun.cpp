@@ -2,6 +2,7 @@
 
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/executor/Executor.h"
+#include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
@@ -45,10 +46,13 @@ struct Options {
   int64_t microBatches = 1, steps = 1;
   int64_t failRank = -1;
   double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
+  double auxLossCoef = 0;                // --aux-loss-coef
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
   std::string data, dataFormat, lossLog, checkpoint, resume;
   int64_t checkpointEvery = 0;
+  // --op-times-out / --trace: measured op medians and a Chrome trace (runtime/executor/OpProfile.h).
+  std::string opTimesOut, trace;
   bool loop() const { return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty(); }
 };
 
@@ -143,10 +147,16 @@ Options parseArgs(int argc, char** argv) {
       o.saveGrads = value;
     else if (name == "--save-weights")
       o.saveWeights = value;
+    else if (name == "--op-times-out")
+      o.opTimesOut = value;
+    else if (name == "--trace")
+      o.trace = value;
     else if (name == "--fail-rank")
       o.failRank = parseInteger(name, value, 0);
     else if (name == "--clip-grad")
       o.clipGrad = parseReal(name, value, 0);
+    else if (name == "--aux-loss-coef")
+      o.auxLossCoef = parseReal(name, value, 0);
     else if (name == "--warmup-steps")
       o.warmupSteps = parseInteger(name, value, 0);
     else if (name == "--total-steps")
@@ -173,6 +183,8 @@ Options parseArgs(int argc, char** argv) {
   if (o.comm == "nccl") throw UsageError("comm \"nccl\" is not built in this version (available: local, mpi)");
   if (o.comm != "local" && o.comm != "mpi")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
+  if ((!o.opTimesOut.empty() || !o.trace.empty()) && (o.comm != "local" || !o.train))
+    throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train with --comm local");
 #ifndef DISAGMOE_HAVE_MPI
   if (o.comm == "mpi") throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
 #endif
@@ -381,6 +393,7 @@ train::TrainOptions trainOptions(const Options& o) {
   t.optimizer.beta2 = o.beta2;
   t.optimizer.eps = o.eps;
   t.clipGradNorm = o.clipGrad;
+  t.auxLossCoef = o.auxLossCoef;
   t.schedule.warmupSteps = o.warmupSteps;
   t.schedule.totalSteps = o.totalSteps;
   t.schedule.lrMin = o.lrMin;
@@ -399,16 +412,22 @@ void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOpti
   if (o.warmupSteps || o.totalSteps)
     std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step " << o.totalSteps;
   if (o.clipGrad > 0) std::cout << ", clip grad norm " << o.clipGrad;
+  if (o.auxLossCoef > 0) std::cout << ", aux loss coef " << o.auxLossCoef;
   std::cout << "\n";
 }
 
 void printStep(const train::StepResult& r) {
   char line[300];
   std::snprintf(line, sizeof line,
-                "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s\n",
+                "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
                 static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens), r.wallSeconds, r.lr,
                 r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
-  std::cout << line << std::flush;
+  std::cout << line;
+  if (r.auxLoss != 0) {
+    std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
+    std::cout << line;
+  }
+  std::cout << "\n" << train::expertLoadLine(r) << std::flush;
 }
 
 void saveOutputs(const Options& o, const train::Trainer& trainer, bool print) {
@@ -432,10 +451,24 @@ int runLocalTrain(const Options& o) {
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
-  const train::TrainOptions t = trainOptions(o);
+  train::TrainOptions t = trainOptions(o);
+  OpProfile profile(plan.placement.worldSize);
+  if (!o.opTimesOut.empty() || !o.trace.empty()) t.profile = &profile;
   train::Trainer trainer(plan, t);
   printTrainHeader(o, plan, t, batch, seqLen);
   if (o.failRank >= 0) throw ExecError("--fail-rank needs --comm mpi");
+  // After the run: the op medians over every step, the trace of the last step.
+  const auto writeProfile = [&] {
+    if (!o.opTimesOut.empty()) {
+      writeOpTimes(plan, profile, o.opTimesOut);
+      std::cout << "measured op times (medians over " << profile.step << " steps) written to " << o.opTimesOut
+                << "\n";
+    }
+    if (!o.trace.empty()) {
+      writeExecutionTrace(plan, profile, profile.step - 1, o.trace);
+      std::cout << "Chrome trace of step " << profile.step << " written to " << o.trace << "\n";
+    }
+  };
   if (o.loop()) {
     std::unique_ptr<train::TokenBatcher> data;
     if (!o.data.empty()) {
@@ -458,11 +491,13 @@ int runLocalTrain(const Options& o) {
     lo.dataName = o.data;
     train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, std::cout);
     saveOutputs(o, trainer, true);
+    writeProfile();
     return 0;
   }
   for (int64_t s = 0; s < o.steps; ++s)
     printStep(trainer.step(ids, targets, batch, seqLen));
   saveOutputs(o, trainer, true);
+  writeProfile();
   return 0;
 }
 
@@ -544,6 +579,7 @@ const char* distributedUsage() {
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
+         "                    [--aux-loss-coef ALPHA] [--op-times-out FILE] [--trace FILE]\n"
          "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
@@ -558,6 +594,9 @@ const char* distributedUsage() {
          "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, l0_router,\n"
          "l0_expert3_w1, final_norm, head, ...) after the last step.\n"
          "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_).\n"
+         "--aux-loss-coef ALPHA adds the Switch load-balancing loss ALPHA * E * sum_i f_i P_i per MoE layer\n"
+         "(f_i: share of the top-k assignments, P_i: mean router probability); printed as 'aux loss', not\n"
+         "in 'loss'. Every step also prints the per-expert load (top-k assignments per layer).\n"
          "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
          "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"
@@ -570,7 +609,9 @@ const char* distributedUsage() {
          "continues from one bit-identically. A NaN or Inf loss stops the run naming the step.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
-         "the job naming itself (--fail-rank R injects such a failure, for tests).\n";
+         "the job naming itself (--fail-rank R injects such a failure, for tests).\n"
+         "--op-times-out FILE (--comm local) writes the measured per-op medians (seconds) in the format\n"
+         "--backend sim --op-times reads; --trace FILE a Chrome trace of the last step (one track per rank).\n";
 }
 
 int distributedMain(int argc, char** argv) {

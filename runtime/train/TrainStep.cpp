@@ -1,5 +1,7 @@
 #include "runtime/train/TrainStep.h"
 
+#include "runtime/executor/OpProfile.h"
+
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/Messages.h"
@@ -90,6 +92,12 @@ namespace {
 // Tags after the forward (3L) and backward (3L) exchanges: one per all-reduce set.
 int allReduceTag(int64_t numLayers, int firstWeight) { return static_cast<int>(6 * numLayers + firstWeight); }
 
+// Tag of layer l's aux-loss count exchange: after the loss gather (6 L + W, Trainer.cpp) and the
+// gradient norm (+1, GradientClipping.cpp).
+int auxCountTag(const ModelSpec& model, int64_t layer) {
+  return static_cast<int>(6 * model.numLayers + static_cast<int64_t>(model.weights.size()) + 2 + layer);
+}
+
 struct AttentionLayer {
   bool hasX = false, hasAttnNorm = false, hasAttention = false, hasH = false, hasFfnNorm = false, hasRouter = false;
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
@@ -99,6 +107,11 @@ struct AttentionLayer {
   std::vector<float> r;          // h + dense FFN / shared experts output (DeepSeek), the residual sent on
   bool hasR = false;
   std::vector<int64_t> topIds;
+  // Aux loss (StepConfig::auxLossCoef): the micro-batch's assignments per expert and token count
+  // over every A-rank of the layer's group.
+  std::vector<double> auxCounts;
+  int64_t auxTokens = 0;
+  bool hasAux = false;
   std::vector<std::vector<int64_t>> n2mTokens; // layer l-1's N2M token ids per F-rank (receiving side)
   std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
 };
@@ -121,9 +134,11 @@ struct FfnLayer {
 class TrainWorker {
 public:
   TrainWorker(const Plan& plan, RankState& state, Comm& comm, const int64_t* ids, const int64_t* targets,
-              int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout)
+              int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout, double auxCoef,
+              int64_t globalTokens)
       : plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
         targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
+        auxCoef_(auxCoef), globalTokens_(globalTokens),
         rank_(comm.rank()), group_(placement_.groupOf(rank_)), index_(placement_.indexInGroup(rank_)),
         L_(model_.numLayers) {
     if (group_.role == GroupRole::Attention) {
@@ -132,6 +147,7 @@ public:
         for (int64_t p = 0; p < seqLen_; ++p)
           tokens_.push_back(s * seqLen_ + p);
       attn_.resize(static_cast<size_t>(L_ + 1));
+      expertLoad_.assign(static_cast<size_t>(L_), std::vector<int64_t>(static_cast<size_t>(model_.numExperts), 0));
     } else {
       ffn_.resize(static_cast<size_t>(L_));
     }
@@ -149,6 +165,8 @@ public:
   }
 
   int64_t targetTokens() const { return targetTokens_; }
+  double auxLossSum() const { return auxSum_; }
+  const std::vector<std::vector<int64_t>>& expertLoad() const { return expertLoad_; }
   const NonFinite& firstNonFinite() const { return firstNonFinite_; }
 
 private:
@@ -193,11 +211,14 @@ private:
     const Instruction& ins = program[i];
     if (&runnerOf(ins) != &group_) return;
     const bool attention = group_.role == GroupRole::Attention;
+    RankRecorder* recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
+    const double started = recorder ? recorder->now() : 0;
     try {
       if (attention)
         backward ? attentionBackward(ins) : attentionForward(ins);
       else
         backward ? ffnBackward(ins) : ffnForward(ins);
+      if (recorder) recorder->record(ins, i, backward, started);
       if (!backward && firstNonFinite_.layer < 0) checkFinite(ins);
     } catch (const CommAborted&) {
       throw;
@@ -227,6 +248,82 @@ private:
     case OpCode::Experts:
     case OpCode::N2mSend: return placement_.ffnGroupOfLayer(ins.layer);
     default: return placement_.attentionGroupOfLayer(ins.layer);
+    }
+  }
+
+  // p_t = softmax(z_t) of local token t, in double (as routerGatesBackward).
+  void routerProbs(const float* z, std::vector<double>& p) const {
+    const int64_t E = model_.numExperts;
+    double m = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < E; ++e)
+      m = std::max(m, static_cast<double>(z[e]));
+    for (int64_t e = 0; e < E; ++e)
+      sum += p[e] = std::exp(z[e] - m);
+    for (int64_t e = 0; e < E; ++e)
+      p[e] /= sum;
+  }
+
+  // Aux loss forward of layer l (StepConfig::auxLossCoef): every A-rank of the layer's group sends
+  // its [counts c (E), probability sums (E), tokens] to every other and adds all of them in
+  // ascending rank order, so each holds the same bits of c, sum_t p_t and T_m. The lowest A-rank
+  // adds the layer's (T_m / T)-weighted aux value to the loss.
+  void auxForward(int64_t l) {
+    AttentionLayer& a = attn_[l];
+    const int64_t E = model_.numExperts, k = model_.topK;
+    std::vector<double> mine(static_cast<size_t>(2 * E + 1), 0.0), p(static_cast<size_t>(E));
+    for (int64_t t = 0; t < n(); ++t) {
+      for (int64_t j = 0; j < k; ++j)
+        mine[a.topIds[t * k + j]] += 1;
+      routerProbs(a.logits.data() + t * E, p);
+      for (int64_t e = 0; e < E; ++e)
+        mine[E + e] += p[e];
+    }
+    mine[2 * E] = static_cast<double>(n());
+    const std::vector<int>& ranks = placement_.attentionGroupOfLayer(l).ranks;
+    const int tag = auxCountTag(model_, l);
+    Bytes out(mine.size() * sizeof(double));
+    std::memcpy(out.data(), mine.data(), out.size());
+    for (int r : ranks)
+      if (r != rank_) send(r, tag, out);
+    std::vector<double> total(mine.size(), 0.0), part(mine.size());
+    for (int r : ranks) {
+      if (r == rank_) {
+        part = mine;
+      } else {
+        const Bytes in = recv(r, tag);
+        if (in.size() != out.size())
+          throw ExecError("aux-loss counts from rank " + std::to_string(r) + " have " + std::to_string(in.size()) +
+                          " bytes, expected " + std::to_string(out.size()));
+        std::memcpy(part.data(), in.data(), in.size());
+      }
+      for (size_t i = 0; i < total.size(); ++i)
+        total[i] += part[i];
+    }
+    a.auxCounts.assign(total.begin(), total.begin() + E);
+    a.auxTokens = static_cast<int64_t>(total[2 * E]);
+    a.hasAux = a.auxTokens > 0;
+    if (!a.hasAux || index_ != 0) return;
+    double dot = 0;
+    for (int64_t e = 0; e < E; ++e)
+      dot += total[e] * total[E + e];
+    auxSum_ += auxCoef_ * static_cast<double>(E) * dot /
+               (static_cast<double>(k) * static_cast<double>(a.auxTokens) * static_cast<double>(globalTokens_));
+  }
+
+  // d aux / d z_tj = alpha E / (k T_m T) * p_tj (c_j - <p_t, c>), added to dLogits [n, E].
+  void auxBackward(int64_t l, std::vector<float>& dLogits) {
+    const AttentionLayer& a = attn_[l];
+    const int64_t E = model_.numExperts, k = model_.topK;
+    const double coef = auxCoef_ * static_cast<double>(E) /
+                        (static_cast<double>(k) * static_cast<double>(a.auxTokens) * static_cast<double>(globalTokens_));
+    std::vector<double> p(static_cast<size_t>(E));
+    for (int64_t t = 0; t < n(); ++t) {
+      routerProbs(a.logits.data() + t * E, p);
+      double pc = 0;
+      for (int64_t e = 0; e < E; ++e)
+        pc += p[e] * a.auxCounts[e];
+      for (int64_t e = 0; e < E; ++e)
+        dLogits[t * E + e] += static_cast<float>(coef * p[e] * (a.auxCounts[e] - pc));
     }
   }
 
@@ -331,6 +428,9 @@ private:
       const float scale = component(model_.layers[l].router).routedScalingFactor;
       if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
         for (float& g : a.gates) g *= scale;
+      for (int64_t id : a.topIds)
+        ++expertLoad_[l][id];
+      if (auxCoef_ > 0) auxForward(l);
       a.hasRouter = true;
       break;
     }
@@ -623,6 +723,7 @@ private:
         for (float& g : a.dGates) g *= scale;
       cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring, a.topIds.data(),
                                a.dGates.data(), dLogits.data());
+      if (a.hasAux) auxBackward(l, dLogits);
       const Component& rc = component(model_.layers[l].router);
       const int weight = rc.weight;
       cpu::linearBackward(a.ffnNorm.data(), dLogits.data(), n(), H, w(weight), E, part.data(), grad(weight));
@@ -967,6 +1068,8 @@ private:
   const int64_t batch_, seqLen_;
   const float gradScale_;
   const std::chrono::milliseconds timeout_;
+  const double auxCoef_;
+  const int64_t globalTokens_;
   const int rank_;
   const Group& group_;
   const int64_t index_;
@@ -976,8 +1079,9 @@ private:
   std::vector<AttentionLayer> attn_; // [L + 1]: x of layer L is the final norm's input
   std::vector<float> attnOut_, pending_, finalNorm_, dFinalNorm_, dLogits_;
   bool hasPending_ = false, hasFinalNorm_ = false, hasLoss_ = false, hasDFinalNorm_ = false;
-  double lossSum_ = 0;
+  double lossSum_ = 0, auxSum_ = 0;
   int64_t targetTokens_ = 0;
+  std::vector<std::vector<int64_t>> expertLoad_; // [L][E], this rank's tokens (attention ranks)
   NonFinite firstNonFinite_;
   std::vector<FfnLayer> ffn_;
 };
@@ -1070,9 +1174,16 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
   RankStepResult result;
   for (const MicroBatch& mb : microBatches) {
     TrainWorker worker(plan, state, comm, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
-                       mb.end - mb.begin, seqLen, scale, recvTimeout);
+                       mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen);
     result.lossSum += worker.run();
     result.targetTokens += worker.targetTokens();
+    result.auxLossSum += worker.auxLossSum();
+    const auto& load = worker.expertLoad();
+    if (result.expertLoad.empty()) result.expertLoad = load;
+    else
+      for (size_t l = 0; l < load.size(); ++l)
+        for (size_t e = 0; e < load[l].size(); ++e)
+          result.expertLoad[l][e] += load[l][e];
     if (result.firstNonFinite.layer < 0) result.firstNonFinite = worker.firstNonFinite();
   }
   allReduce(plan, state, comm, recvTimeout);

@@ -86,6 +86,12 @@ struct RankStepResult {
   double gradNorm = 0;      ///< global L2 norm of all gradients before clipping (GradientClipping.h)
   double clipCoef = 1;      ///< factor the gradients were scaled by (1: not clipped)
   NonFinite firstNonFinite; ///< this rank's first non-finite forward output, if any
+  /// This rank's share of the load-balancing auxiliary loss (StepConfig::auxLossCoef; the lowest
+  /// A-rank of each layer's attention group adds that layer's value, so the sum over ranks is the loss).
+  double auxLossSum = 0;
+  /// [numLayers][numExperts]: token-expert assignments of this rank's tokens (the top-k choices,
+  /// before any drop), summed over the micro-batches.
+  std::vector<std::vector<int64_t>> expertLoad;
 };
 
 /// What one step does after the backward: clip to `clipNorm` (0: no clipping; GradientClipping.h),
@@ -93,6 +99,18 @@ struct RankStepResult {
 struct StepConfig {
   OptimizerConfig optimizer;
   double clipNorm = 0;
+  /// alpha >= 0 of the Switch-Transformer load-balancing loss (Fedus et al. 2021, eq. 4), per MoE
+  /// layer l and micro-batch m of T_m tokens (every A-rank of the layer's group together):
+  ///   aux_{l,m} = alpha * E * sum_i f_i P_i,  f_i = c_i / (k T_m),  P_i = (1/T_m) sum_t softmax(z_t)_i
+  /// with c_i the token-expert assignments to expert i among the top-k choices (before any drop;
+  /// sum_i f_i = 1, Megatron-core's switch_load_balancing_loss_func normalisation; HF Mixtral's
+  /// load_balancing_loss_func is k times this) and z_t the router logits (bias included) whatever
+  /// the scoring. The step's aux loss is sum_l sum_m (T_m / T) aux_{l,m} (T: the global batch's
+  /// tokens), so with one micro-batch it is the global batch's value and micro-batches weigh by
+  /// size (as the CE loss does). Its gradient, alpha E / (k T_m T) * p_tj (c_j - sum_i p_ti c_i)
+  /// per logit z_tj (f is piecewise constant), is added to the router's. 0: no aux loss and no
+  /// count exchange.
+  double auxLossCoef = 0;
 };
 
 /// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).

@@ -1,10 +1,13 @@
 #include "runtime/train/Trainer.h"
 
+#include "runtime/executor/OpProfile.h"
+
 #include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Weights.h"
 
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -30,6 +33,8 @@ Trainer::Trainer(const Plan& plan, TrainOptions options) : plan_(plan), options_
   } catch (const std::invalid_argument& e) {
     throw ExecError(std::string("learning-rate schedule: ") + e.what());
   }
+  if (!(options.auxLossCoef >= 0) || !std::isfinite(options.auxLossCoef))
+    throw ExecError("aux loss coefficient must be a finite number >= 0, got " + std::to_string(options.auxLossCoef));
   if (!(options.clipGradNorm >= 0))
     throw ExecError("clip norm must be >= 0 (0: no clipping), got " + std::to_string(options.clipGradNorm));
   states_.resize(static_cast<size_t>(world));
@@ -93,8 +98,13 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
     threads.emplace_back([&, r] {
       try {
         std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        std::unique_ptr<RankRecorder> recorder;
+        if (options_.profile) recorder = std::make_unique<RankRecorder>(*options_.profile, plan_, r);
+        const ScopedRecorder scope(recorder.get());
         results[r] = trainRank(plan_, states_[r], *endpoint, ids, targets, batch, seqLen, mbs, N, config,
                                options_.recvTimeout);
+        // After the last backward instruction: all-reduce, grad norm, clipping and optimizer step.
+        if (recorder) recorder->recordOther("all_reduce + optimizer", "optimizer", "update", recorder->lastEnd());
       } catch (const CommAborted&) {
       } catch (const std::exception& e) {
         {
@@ -107,6 +117,7 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
   }
   for (auto& t : threads)
     t.join();
+  if (options_.profile) ++options_.profile->step;
   if (firstFailure) std::rethrow_exception(firstFailure);
   return finish(results, N, start);
 }
@@ -116,6 +127,7 @@ StepConfig Trainer::stepConfig() const {
   c.optimizer = options_.optimizer;
   c.optimizer.lr = options_.schedule.lrAt(options_.optimizer.lr, steps_ + 1);
   c.clipNorm = options_.clipGradNorm;
+  c.auxLossCoef = options_.auxLossCoef;
   return c;
 }
 
@@ -127,6 +139,14 @@ StepResult Trainer::finish(const std::vector<RankStepResult>& results, int64_t N
   for (const RankStepResult& r : results)
     total += r.lossSum;
   out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
+  for (const RankStepResult& r : results) {
+    out.auxLoss += r.auxLossSum;
+    if (out.expertLoad.empty()) out.expertLoad = r.expertLoad;
+    else
+      for (size_t l = 0; l < r.expertLoad.size(); ++l)
+        for (size_t e = 0; e < r.expertLoad[l].size(); ++e)
+          out.expertLoad[l][e] += r.expertLoad[l][e];
+  }
   out.targetTokens = N;
   out.lr = options_.schedule.lrAt(options_.optimizer.lr, steps_ + 1);
   // Every rank computed the same norm and coefficient (GradientClipping.h).
@@ -161,31 +181,71 @@ StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const 
                                         stepConfig(), options_.recvTimeout);
   // Loss gather: the tag after the all-reduce tags (TrainStep.cpp: 6 L + weight index).
   const int tag = static_cast<int>(6 * plan_.model.numLayers + static_cast<int64_t>(plan_.model.weights.size()));
-  double total = 0;
-  const auto toBytes = [](double v) {
-    Bytes b(sizeof v);
-    std::memcpy(b.data(), &v, sizeof v);
+  // Message: [loss sum, aux loss sum, expert load (L * E)] as doubles, added in ascending rank order.
+  const int64_t L = plan_.model.numLayers, E = plan_.model.numExperts;
+  const auto flatten = [&](const RankStepResult& r) {
+    std::vector<double> v(static_cast<size_t>(2 + L * E), 0.0);
+    v[0] = r.lossSum, v[1] = r.auxLossSum;
+    for (size_t l = 0; l < r.expertLoad.size(); ++l)
+      for (size_t e = 0; e < r.expertLoad[l].size(); ++e)
+        v[2 + l * E + e] = static_cast<double>(r.expertLoad[l][e]);
+    return v;
+  };
+  std::vector<double> total = flatten(mine);
+  const auto toBytes = [](const std::vector<double>& v) {
+    Bytes b(v.size() * sizeof(double));
+    std::memcpy(b.data(), v.data(), b.size());
     return b;
   };
   const auto fromBytes = [&](const Bytes& b, int src) {
-    if (b.size() != sizeof(double)) throw ExecError("loss message from rank " + std::to_string(src) + " is malformed");
-    double v;
-    std::memcpy(&v, b.data(), sizeof v);
+    if (b.size() != total.size() * sizeof(double))
+      throw ExecError("loss message from rank " + std::to_string(src) + " is malformed");
+    std::vector<double> v(total.size());
+    std::memcpy(v.data(), b.data(), b.size());
     return v;
   };
   if (me == 0) {
-    total += mine.lossSum;
-    for (int r = 1; r < comm.worldSize(); ++r)
-      total += fromBytes(comm.recv(r, tag, options_.recvTimeout), r);
+    for (int r = 1; r < comm.worldSize(); ++r) {
+      const std::vector<double> part = fromBytes(comm.recv(r, tag, options_.recvTimeout), r);
+      for (size_t i = 0; i < total.size(); ++i)
+        total[i] += part[i];
+    }
     for (int r = 1; r < comm.worldSize(); ++r)
       comm.send(r, tag, toBytes(total));
   } else {
-    comm.send(0, tag, toBytes(mine.lossSum));
+    comm.send(0, tag, toBytes(total));
     total = fromBytes(comm.recv(0, tag, options_.recvTimeout), 0);
   }
   RankStepResult gathered = mine;
-  gathered.lossSum = total;
+  gathered.lossSum = total[0];
+  gathered.auxLossSum = total[1];
+  gathered.expertLoad.assign(static_cast<size_t>(L), std::vector<int64_t>(static_cast<size_t>(E), 0));
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t e = 0; e < E; ++e)
+      gathered.expertLoad[l][e] = static_cast<int64_t>(total[2 + l * E + e]);
   return finish({gathered}, N, start);
+}
+
+std::string expertLoadLine(const StepResult& r) {
+  std::string s = "step " + std::to_string(r.step) + " expert load:";
+  for (size_t l = 0; l < r.expertLoad.size(); ++l) {
+    s += " l" + std::to_string(l) + " [";
+    for (size_t e = 0; e < r.expertLoad[l].size(); ++e)
+      s += (e ? " " : "") + std::to_string(r.expertLoad[l][e]);
+    s += "]";
+  }
+  return s + "\n";
+}
+
+std::string expertLoadJson(const StepResult& r) {
+  std::string s = "[";
+  for (size_t l = 0; l < r.expertLoad.size(); ++l) {
+    s += l ? ", [" : "[";
+    for (size_t e = 0; e < r.expertLoad[l].size(); ++e)
+      s += (e ? ", " : "") + std::to_string(r.expertLoad[l][e]);
+    s += "]";
+  }
+  return s + "]";
 }
 
 const RankState* Trainer::holder(int index) const {

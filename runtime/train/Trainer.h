@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace disagmoe {
+class OpProfile;
+}
+
 namespace disagmoe::train {
 
 struct TrainOptions {
@@ -29,11 +33,16 @@ struct TrainOptions {
   LrSchedule schedule;       ///< warm-up and cosine decay (LrSchedule.h); default: constant lr
   /// > 0: clip the gradients to this global L2 norm (GradientClipping.h); 0: no clipping.
   double clipGradNorm = 0;
+  /// >= 0: coefficient alpha of the Switch load-balancing auxiliary loss (StepConfig::auxLossCoef).
+  double auxLossCoef = 0;
   /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
   int64_t microBatches = 1;
   std::chrono::milliseconds recvTimeout{60000};
   /// >= 0: this process runs only that rank (stepRank), so only its weights are bound.
   int onlyRank = -1;
+  /// Non-null: step() times every instruction of every rank into it (runtime/executor/OpProfile.h),
+  /// tagged with the step number; the all-reduce, clipping and optimizer as one "optimizer" event.
+  OpProfile* profile = nullptr;
 };
 
 struct StepResult {
@@ -44,6 +53,10 @@ struct StepResult {
   double lr = 0;            ///< learning rate this step used (the schedule's)
   double gradNorm = 0;      ///< global gradient L2 norm before clipping
   double clipCoef = 1;      ///< clipping factor applied (1: none)
+  double auxLoss = 0;       ///< load-balancing auxiliary loss (0 without auxLossCoef); not in `loss`
+  /// [numLayers][numExperts]: token-expert assignments of the global batch (top-k choices, before
+  /// any drop), summed over micro-batches and ranks.
+  std::vector<std::vector<int64_t>> expertLoad;
   /// The lowest layer whose forward output held a NaN or Inf, over the ranks in this process
   /// (ties: the lower rank); layer -1 when none (or not known: stepRank reports its own rank only).
   NonFinite firstNonFinite;
@@ -105,6 +118,11 @@ private:
   std::vector<RankState> states_; // [worldSize]; only onlyRank's filled when set
   int64_t steps_ = 0;
 };
+
+/// "step N expert load: l0 [c0 c1 ...] l1 [...]\n": StepResult::expertLoad, one list per layer.
+std::string expertLoadLine(const StepResult& r);
+/// The same as a JSON array of arrays ("[[c0, c1], [..]]"), for the loss log.
+std::string expertLoadJson(const StepResult& r);
 
 /// The number of non-negative entries of `targets`.
 int64_t countTargets(const std::vector<int64_t>& targets);

@@ -46,10 +46,15 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     const int64_t position = data ? data->position() : 0;
     char line[400];
     std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data position %lld\n",
+                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data position %lld",
                   static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss, tokensPerSecond, r.lr,
                   r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "", static_cast<long long>(position));
-    out << line << std::flush;
+    out << line;
+    if (r.auxLoss != 0) {
+      std::snprintf(line, sizeof line, " | aux loss %.9g", r.auxLoss);
+      out << line;
+    }
+    out << "\n" << expertLoadLine(r) << std::flush;
     if (log) {
       std::snprintf(line, sizeof line,
                     "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"clip_coef\": %.9g, "
@@ -57,7 +62,13 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
                     static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm, r.clipCoef,
                     static_cast<long long>(r.targetTokens), tokensPerSecond, r.wallSeconds,
                     static_cast<long long>(position));
-      log << line << std::flush;
+      std::string entry(line);
+      // Appended fields: the aux loss and the per-expert load (StepResult).
+      entry.pop_back(); // "}\n"
+      entry.pop_back();
+      char aux[64];
+      std::snprintf(aux, sizeof aux, ", \"aux_loss\": %.9g", r.auxLoss);
+      log << entry << aux << ", \"expert_load\": " << expertLoadJson(r) << "}\n" << std::flush;
     }
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 && r.step < o.steps)
       checkpoint();

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""Router-training goldens of the tiny Mixtral sample (issue 7, "Router training as practitioners
+run it"): the Switch-Transformer load-balancing auxiliary loss.
+
+Run with Debian's Python (torch 1.13):
+
+    /usr/bin/python3 samples/models/mixtral_tiny/export_router_goldens.py [--out DIR]
+    /usr/bin/python3 samples/models/mixtral_tiny/export_router_goldens.py --check [DIR]
+
+It imports export.py / export_grads.py (model, weights, keys) and never changes their outputs; it
+writes DIR/golden/router/ (DIR defaults to this script's folder). --check regenerates into a
+temporary folder and compares every file within 1e-6.
+
+Aux loss (Fedus et al. 2021, "Switch Transformers", eq. 4), per MoE layer l and micro-batch m of
+T_m tokens, with the Megatron-core switch_load_balancing_loss_func normalisation (sum_i f_i = 1;
+Hugging Face Mixtral's load_balancing_loss_func is top_k times this):
+
+    p_t = softmax(router logits z_t)                   (all E experts)
+    c_i = #{(t, j): topk(p_t, k)[j] = i}               (top-k choices, before any drop)
+    aux_{l,m} = alpha * E * sum_i (c_i / (k T_m)) * (1/T_m) sum_t p_ti
+    total = CE (mean over the batch's targets) + sum_l sum_m (T_m / T) aux_{l,m}
+
+The counts are constants (no gradient through top-k); the gradient reaches the router logits
+through p. With micro-batches = 1 there is one m (the global batch of T = B*S tokens); with
+micro-batches = 2 (batch 2) each sequence is one micro-batch.
+
+Files, per variant v in aux_m1, aux_m2 (ALPHA below, golden batch golden/ids_b2_s8.npy):
+  v_loss.npy [1]                 the cross-entropy alone (what `loss` prints)
+  v_aux.npy [1]                  sum_l sum_m (T_m/T) aux_{l,m}
+  v_grad_<key>.npy               d(total)/dW of every non-expert parameter (export_grads.py's keys,
+                                 [in, out]; the aux term reaches all of them below the last router;
+                                 expert weights are left out to keep the folder small)
+  load.npy [L, E] int64          c_i of the global batch per layer (the per-expert load)
+  router.json                    alpha, variants, key list
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # keep the sample folder clean
+sys.path.insert(0, HERE)
+import export  # noqa: E402
+import export_grads  # noqa: E402
+
+CFG = export.CONFIG
+ALPHA = 0.5  # large, so the aux term's share of the router gradient is well above the tolerance
+TOLERANCE = 1e-6
+
+
+def router_logits(model, ids):
+    """Forward of the whole model, keeping each layer's router logits [T, E] (with their graph)."""
+    captured = []
+    hooks = [layer.block_sparse_moe.gate.register_forward_hook(lambda m, i, o: captured.append(o))
+             for layer in model.layers]
+    logits = model(ids)
+    for h in hooks:
+        h.remove()
+    return logits, captured
+
+
+def aux_term(z, k, E):
+    """aux / alpha for one group of tokens: E * sum_i f_i P_i, plus the counts c."""
+    p = F.softmax(z, dim=-1, dtype=torch.float)
+    _, top = torch.topk(p, k, dim=-1)
+    c = F.one_hot(top, num_classes=E).sum(dim=(0, 1)).to(p.dtype)
+    T = z.shape[0]
+    return E * torch.sum(c / (k * T) * p.mean(dim=0)), c
+
+
+def variant(ids, micro):
+    model = export.build_model()
+    logits, zs = router_logits(model, ids)
+    ce = export_grads.lm_loss(logits, ids)
+    B, S = ids.shape
+    E, k = CFG["num_experts"], CFG["top_k"]
+    T = B * S
+    per = B // micro  # equal micro-batches of consecutive sequences (batch 2: one sequence each)
+    aux = torch.zeros(())
+    loads = []
+    for z in zs:
+        total_c = torch.zeros(E)
+        for m in range(micro):
+            zm = z[m * per * S:(m + 1) * per * S]
+            a, c = aux_term(zm, k, E)
+            aux = aux + ALPHA * (zm.shape[0] / T) * a
+            total_c += c
+        loads.append(total_c.numpy().astype(np.int64))
+    (ce + aux).backward()
+    files = {"loss.npy": np.array([ce.item()], dtype=np.float32), "aux.npy": np.array([aux.item()], dtype=np.float32)}
+    for name, p in model.named_parameters():
+        key, g = export_grads.as_golden(name, p.grad)
+        if "_expert" not in key:
+            files[f"grad_{key}.npy"] = g
+    return files, np.stack(loads)
+
+
+def generate(out_dir):
+    gdir = os.path.join(out_dir, "golden", "router")
+    os.makedirs(gdir, exist_ok=True)
+    ids = torch.from_numpy(np.load(os.path.join(HERE, "golden", export_grads.IDS_FILE)))
+    meta = {"alpha": ALPHA, "ids": export_grads.IDS_FILE, "variants": {}}
+    for micro in (1, 2):
+        files, load = variant(ids, micro)
+        name = f"aux_m{micro}"
+        meta["variants"][name] = {"micro_batches": micro, "loss": float(files["loss.npy"][0]),
+                                  "aux": float(files["aux.npy"][0])}
+        for f, a in files.items():
+            np.save(os.path.join(gdir, f"{name}_{f}"), a)
+        np.save(os.path.join(gdir, "load.npy"), load)
+    with open(os.path.join(gdir, "router.json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return gdir
+
+
+def check(ref_dir):
+    ref = os.path.join(ref_dir, "golden", "router")
+    tmp = tempfile.mkdtemp(prefix="router-goldens-")
+    try:
+        new = generate(tmp)
+        names = sorted(os.listdir(ref))
+        if names != sorted(os.listdir(new)):
+            raise SystemExit("file lists differ")
+        for n in names:
+            if n.endswith(".npy"):
+                a, b = np.load(os.path.join(ref, n)), np.load(os.path.join(new, n))
+                if a.shape != b.shape or np.max(np.abs(a.astype(np.float64) - b), initial=0) > TOLERANCE:
+                    raise SystemExit(f"{n} differs")
+        print(f"{len(names)} files match")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--check", nargs="?", const=HERE)
+    a = ap.parse_args()
+    if a.check:
+        check(a.check)
+    else:
+        print(generate(a.out))
+
+
+if __name__ == "__main__":
+    main()

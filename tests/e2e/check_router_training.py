@@ -1,0 +1,95 @@
+"""Router training options against PyTorch (issue 7, "Router training as practitioners run it").
+
+The Switch load-balancing auxiliary loss (`--aux-loss-coef`): compiles the sample with 2 attention
+and 2 FFN ranks and p = 2 groups, runs one step on the golden batch with micro-batches 1 and 2 and
+compares with golden/router/ (export_router_goldens.py, PyTorch 1.13 autograd):
+  loss (cross-entropy alone)              relative error <= 1e-5
+  aux loss                                relative error <= 1e-5
+  gradient of every non-expert weight     ||got - torch|| / ||torch|| <= 1e-4
+  per-expert load line                    equal to the golden top-k counts of every layer
+A run without the flag prints no aux loss and the same per-expert load, and its router gradient
+differs from the aux run's (the aux term is not silently dropped).
+  check_router_training.py BIN_DIR SAMPLE_DIR WORK_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+LOSS_TOL, GRAD_TOL = 1e-5, 1e-4
+
+
+def run(cmd):
+    result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        print(result.stdout)
+        raise SystemExit(f"FAILED ({result.returncode}): {' '.join(cmd)}")
+    return result.stdout
+
+
+def parse_load(text):
+    line = re.search(r"step 1 expert load:(.*)", text).group(1)
+    return [[int(c) for c in layer.split()] for layer in re.findall(r"l\d+ \[([^\]]*)\]", line)]
+
+
+def main(bin_dir, sample, work):
+    gold = os.path.join(sample, "golden", "router")
+    meta = json.load(open(os.path.join(gold, "router.json")))
+    ids = os.path.join(sample, "golden", meta["ids"])
+    load = np.load(os.path.join(gold, "load.npy")).tolist()
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        passed += ok
+        failed += not ok
+        print(("ok   " if ok else "FAIL ") + what)
+
+    plan = os.path.join(work, "plan_p2")
+    run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
+         "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2"])
+    base = [os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--input", ids, "--optimizer", "sgd"]
+
+    plain = run(base + ["--save-grads", os.path.join(work, "plain_grads")])
+    check("aux loss" not in plain, "without --aux-loss-coef no aux loss is printed")
+    check(parse_load(plain) == load, f"per-expert load {parse_load(plain)} equals PyTorch's top-k counts")
+
+    for name, v in sorted(meta["variants"].items()):
+        micro = v["micro_batches"]
+        grads = os.path.join(work, f"{name}_grads")
+        text = run(base + ["--micro-batches", str(micro), "--aux-loss-coef", str(meta["alpha"]),
+                           "--save-grads", grads])
+        tag = f"p=2 A=2 F=2 micro-batches={micro} alpha={meta['alpha']}"
+        loss = float(re.search(r"step 1: loss ([0-9.eE+-]+)", text).group(1))
+        aux = float(re.search(r"aux loss ([0-9.eE+-]+)", text).group(1))
+        for what, got, want in (("loss", loss, v["loss"]), ("aux loss", aux, v["aux"])):
+            err = abs(got - want) / abs(want)
+            check(err <= LOSS_TOL, f"{tag}: {what} {got:.7f} vs PyTorch {want:.7f}, relative error {err:.2e}")
+        check(parse_load(text) == load, f"{tag}: per-expert load equals PyTorch's")
+        worst, worst_key = 0.0, ""
+        keys = sorted(f[len(name) + 6:-4] for f in os.listdir(gold) if f.startswith(name + "_grad_"))
+        for key in keys:
+            want = np.load(os.path.join(gold, f"{name}_grad_{key}.npy")).astype(np.float64)
+            got = np.load(os.path.join(grads, key + ".npy")).astype(np.float64)
+            err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+            if err > worst:
+                worst, worst_key = err, key
+        check(worst <= GRAD_TOL, f"{tag}: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
+        if micro == 1:
+            a = np.load(os.path.join(grads, "l0_router.npy"))
+            b = np.load(os.path.join(work, "plain_grads", "l0_router.npy"))
+            rel = np.linalg.norm(a - b) / np.linalg.norm(b)
+            check(rel > 100 * GRAD_TOL, f"{tag}: the aux term changes the router gradient by {rel:.2e} (relative)")
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    os.makedirs(sys.argv[3], exist_ok=True)
+    sys.exit(main(*sys.argv[1:]))
