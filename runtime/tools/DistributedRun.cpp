@@ -2,6 +2,7 @@
 
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/executor/Executor.h"
+#include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
@@ -50,6 +51,8 @@ struct Options {
   // The training loop on token files (runtime/train/TrainingLoop.h).
   std::string data, dataFormat, lossLog, checkpoint, resume;
   int64_t checkpointEvery = 0;
+  // --op-times-out / --trace: measured op medians and a Chrome trace (runtime/executor/OpProfile.h).
+  std::string opTimesOut, trace;
   bool loop() const { return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty(); }
 };
 
@@ -144,6 +147,10 @@ Options parseArgs(int argc, char** argv) {
       o.saveGrads = value;
     else if (name == "--save-weights")
       o.saveWeights = value;
+    else if (name == "--op-times-out")
+      o.opTimesOut = value;
+    else if (name == "--trace")
+      o.trace = value;
     else if (name == "--fail-rank")
       o.failRank = parseInteger(name, value, 0);
     else if (name == "--clip-grad")
@@ -176,6 +183,8 @@ Options parseArgs(int argc, char** argv) {
   if (o.comm == "nccl") throw UsageError("comm \"nccl\" is not built in this version (available: local, mpi)");
   if (o.comm != "local" && o.comm != "mpi")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
+  if ((!o.opTimesOut.empty() || !o.trace.empty()) && (o.comm != "local" || !o.train))
+    throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train with --comm local");
 #ifndef DISAGMOE_HAVE_MPI
   if (o.comm == "mpi") throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
 #endif
@@ -442,10 +451,24 @@ int runLocalTrain(const Options& o) {
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
-  const train::TrainOptions t = trainOptions(o);
+  train::TrainOptions t = trainOptions(o);
+  OpProfile profile(plan.placement.worldSize);
+  if (!o.opTimesOut.empty() || !o.trace.empty()) t.profile = &profile;
   train::Trainer trainer(plan, t);
   printTrainHeader(o, plan, t, batch, seqLen);
   if (o.failRank >= 0) throw ExecError("--fail-rank needs --comm mpi");
+  // After the run: the op medians over every step, the trace of the last step.
+  const auto writeProfile = [&] {
+    if (!o.opTimesOut.empty()) {
+      writeOpTimes(plan, profile, o.opTimesOut);
+      std::cout << "measured op times (medians over " << profile.step << " steps) written to " << o.opTimesOut
+                << "\n";
+    }
+    if (!o.trace.empty()) {
+      writeExecutionTrace(plan, profile, profile.step - 1, o.trace);
+      std::cout << "Chrome trace of step " << profile.step << " written to " << o.trace << "\n";
+    }
+  };
   if (o.loop()) {
     std::unique_ptr<train::TokenBatcher> data;
     if (!o.data.empty()) {
@@ -468,11 +491,13 @@ int runLocalTrain(const Options& o) {
     lo.dataName = o.data;
     train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, std::cout);
     saveOutputs(o, trainer, true);
+    writeProfile();
     return 0;
   }
   for (int64_t s = 0; s < o.steps; ++s)
     printStep(trainer.step(ids, targets, batch, seqLen));
   saveOutputs(o, trainer, true);
+  writeProfile();
   return 0;
 }
 
@@ -554,7 +579,7 @@ const char* distributedUsage() {
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
-         "                    [--aux-loss-coef ALPHA]\n"
+         "                    [--aux-loss-coef ALPHA] [--op-times-out FILE] [--trace FILE]\n"
          "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
@@ -584,7 +609,9 @@ const char* distributedUsage() {
          "continues from one bit-identically. A NaN or Inf loss stops the run naming the step.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
-         "the job naming itself (--fail-rank R injects such a failure, for tests).\n";
+         "the job naming itself (--fail-rank R injects such a failure, for tests).\n"
+         "--op-times-out FILE (--comm local) writes the measured per-op medians (seconds) in the format\n"
+         "--backend sim --op-times reads; --trace FILE a Chrome trace of the last step (one track per rank).\n";
 }
 
 int distributedMain(int argc, char** argv) {

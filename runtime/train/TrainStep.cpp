@@ -1,5 +1,7 @@
 #include "runtime/train/TrainStep.h"
 
+#include "runtime/executor/OpProfile.h"
+
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/Messages.h"
@@ -209,11 +211,14 @@ private:
     const Instruction& ins = program[i];
     if (&runnerOf(ins) != &group_) return;
     const bool attention = group_.role == GroupRole::Attention;
+    RankRecorder* recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
+    const double started = recorder ? recorder->now() : 0;
     try {
       if (attention)
         backward ? attentionBackward(ins) : attentionForward(ins);
       else
         backward ? ffnBackward(ins) : ffnForward(ins);
+      if (recorder) recorder->record(ins, i, backward, started);
       if (!backward && firstNonFinite_.layer < 0) checkFinite(ins);
     } catch (const CommAborted&) {
       throw;

@@ -1,5 +1,7 @@
 #include "runtime/train/Trainer.h"
 
+#include "runtime/executor/OpProfile.h"
+
 #include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/io/Npy.h"
@@ -96,8 +98,13 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
     threads.emplace_back([&, r] {
       try {
         std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        std::unique_ptr<RankRecorder> recorder;
+        if (options_.profile) recorder = std::make_unique<RankRecorder>(*options_.profile, plan_, r);
+        const ScopedRecorder scope(recorder.get());
         results[r] = trainRank(plan_, states_[r], *endpoint, ids, targets, batch, seqLen, mbs, N, config,
                                options_.recvTimeout);
+        // After the last backward instruction: all-reduce, grad norm, clipping and optimizer step.
+        if (recorder) recorder->recordOther("all_reduce + optimizer", "optimizer", "update", recorder->lastEnd());
       } catch (const CommAborted&) {
       } catch (const std::exception& e) {
         {
@@ -110,6 +117,7 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
   }
   for (auto& t : threads)
     t.join();
+  if (options_.profile) ++options_.profile->step;
   if (firstFailure) std::rethrow_exception(firstFailure);
   return finish(results, N, start);
 }

@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace disagmoe {
+class OpProfile;
+}
+
 namespace disagmoe::train {
 
 struct TrainOptions {
@@ -36,6 +40,9 @@ struct TrainOptions {
   std::chrono::milliseconds recvTimeout{60000};
   /// >= 0: this process runs only that rank (stepRank), so only its weights are bound.
   int onlyRank = -1;
+  /// Non-null: step() times every instruction of every rank into it (runtime/executor/OpProfile.h),
+  /// tagged with the step number; the all-reduce, clipping and optimizer as one "optimizer" event.
+  OpProfile* profile = nullptr;
 };
 
 struct StepResult {

@@ -1,0 +1,110 @@
+// Per-op timing of executed steps, for calibration and tracing (issue 7, "Calibration" and
+// "Observability"): each rank thread appends one event per executed instruction (its own vector,
+// so no lock), and after the run the profile is written as
+//  - measured op times in the sim backend's "disagmoe-op-times" format (docs/plan-format.md,
+//    "Measured op times"; read by disagmoe-run --backend sim --op-times), or
+//  - a Chrome trace (Trace Event Format: "X" complete events, "ts"/"dur" in microseconds, one
+//    track per rank thread; chrome://tracing and Perfetto open it).
+//
+// Mapping to the schedule's compute ops (passes/schedule/AfPipe.cpp): on an A-rank the embedding,
+// norms, attention, residual add, router and an attention-side dense FFN of layer l are the
+// schedule's `attention` of layer l (embedding: layer 0), the final norm and head are `head`; on an
+// F-rank the routed experts are `experts` and an FFN-side dense FFN is `dense_ffn`; the gradient
+// clipping and optimizer step are `optimizer` (phase update). Sends, receives and the all-reduce are
+// not compute: the simulator keeps its network model for them.
+//
+// Aggregation (writeOpTimes): per (role, op, phase, group, layer, micro-batch, step) the seconds of
+// each rank are summed and the busiest rank of the group taken (the simulator runs every rank of a
+// group on its busiest rank's work, runtime/sim/Simulator.h); the entry is the median of those over
+// layers, micro-batches, groups and steps (layer -1: any layer). Units: seconds.
+// Errors: std::runtime_error naming the output file (not writable); files are written to a
+// temporary name and renamed, so nothing is half-written.
+#pragma once
+
+#include "runtime/plan/Plan.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace disagmoe {
+
+struct OpEvent {
+  std::string name;    ///< the instruction, e.g. "attention", "rms_norm attn_norm", "m2n_send"
+  std::string simOp;   ///< the schedule's compute op it belongs to ("" = not compute: exchanges)
+  std::string phase;   ///< "forward", "backward" or "update"
+  int group = -1;      ///< index of the rank's group within its role
+  int64_t layer = -1, microBatch = -1, step = -1;
+  double start = 0, end = 0; ///< seconds since the profile's origin
+};
+
+class OpProfile {
+public:
+  explicit OpProfile(int worldSize);
+  /// Seconds since construction (steady clock).
+  double now() const;
+  /// The events of `rank` (each rank thread touches only its own).
+  std::vector<OpEvent>& events(int rank) { return events_[static_cast<size_t>(rank)]; }
+  const std::vector<OpEvent>& events(int rank) const { return events_[static_cast<size_t>(rank)]; }
+  int worldSize() const { return static_cast<int>(events_.size()); }
+  /// The step being recorded (TrainStep tags its events with it).
+  int64_t step = 0;
+
+private:
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<std::vector<OpEvent>> events_;
+};
+
+/// Records one rank thread's instructions into an OpProfile. The trainer installs one per rank thread
+/// (ScopedRecorder) and TrainStep asks current() for it, so the step's signatures stay unchanged.
+/// A micro-batch starts at the first forward instruction after a backward one.
+class RankRecorder {
+public:
+  RankRecorder(OpProfile& profile, const Plan& plan, int rank);
+  /// This thread's recorder, or null when none is installed (the normal, untimed run).
+  static RankRecorder* current();
+  double now() const { return profile_.now(); }
+  /// Appends the instruction `index` of the rank's program, run from `start` until now.
+  void record(const Instruction& ins, size_t index, bool backward, double start);
+  /// Appends an event that is not a program instruction (e.g. the optimizer step).
+  void recordOther(const std::string& name, const std::string& simOp, const std::string& phase, double start);
+  double lastEnd() const { return lastEnd_; }
+
+private:
+  OpProfile& profile_;
+  int rank_, group_;
+  GroupRole role_;
+  int64_t microBatch_ = -1;
+  double lastEnd_ = 0;
+  bool lastBackward_ = false;
+};
+
+/// Installs `recorder` as this thread's RankRecorder::current() for the scope's lifetime.
+class ScopedRecorder {
+public:
+  explicit ScopedRecorder(RankRecorder* recorder);
+  ~ScopedRecorder();
+  ScopedRecorder(const ScopedRecorder&) = delete;
+  ScopedRecorder& operator=(const ScopedRecorder&) = delete;
+
+private:
+  RankRecorder* previous_;
+};
+
+/// The schedule op an executed instruction's time counts toward ("" for exchanges), see above.
+std::string simOpOf(const Instruction& ins, GroupRole role);
+
+/// Writes the "disagmoe-op-times" JSON (version 1) of `profile`: one entry per (role, op, phase)
+/// with layer -1, plus "samples" (how many values the median is of) for the reader. Throws
+/// std::runtime_error if `path` cannot be written or no compute event was recorded.
+void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string& path);
+
+/// Writes a Chrome trace of the events of step `step` (-1: every step): one process, one thread
+/// track per rank named "rank R (role group G)", an "X" event per instruction with its layer,
+/// micro-batch and phase in "args" (category "compute", "send" or "recv"; the backward of a send
+/// instruction receives its gradient, so it is a "recv"). Throws std::runtime_error
+/// if `path` cannot be written.
+void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t step, const std::string& path);
+
+} // namespace disagmoe

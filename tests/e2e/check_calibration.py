@@ -1,0 +1,149 @@
+"""Calibration and execution trace (issue 7): the executor's measured op times feed the sim backend.
+
+  check_calibration.py BIN_DIR SAMPLE_DIR
+
+Compiles the sample with a schedule (2+2 ranks, p = 2, 4 micro-batches), runs one training step of
+the same micro-batch shape with --op-times-out and --trace, then checks:
+1. The op-times file is the "disagmoe-op-times" version-1 format with an entry for every compute op
+   of the schedule (attention, experts, head forward and backward, optimizer per role), seconds > 0,
+   and each entry equals the median recomputed here from the trace's events (sum per rank over
+   (group, layer, micro-batch), busiest rank of the group, median; embedding counted as layer 0's
+   attention, final norm as the head): an independent aggregation of the same events.
+2. `disagmoe-run --backend sim --op-times` accepts the file, and each group's busy time equals the
+   closed form sum over the group's compute instructions in plan.json's schedule of the file's
+   seconds for (role, op, phase) (the simulator's processor sharing conserves work).
+3. The trace is Trace Event Format JSON: "traceEvents", "X" events with name/ph/ts/dur/pid/tid, a
+   thread_name per rank, compute, send and recv events on every rank that exchanges, and events
+   of one rank thread never overlap (each rank runs its instructions in order).
+4. Refusals: --op-times-out with --comm mpi or without --train, an unwritable path (exit 1, the
+   path named, no file left behind).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from statistics import median
+
+
+def run(cmd, ok=True):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if ok and r.returncode != 0:
+        print(r.stdout)
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
+    return r
+
+
+def sim_op_of(name, role):
+    """The schedule op an executed instruction counts toward (runtime/executor/OpProfile.h)."""
+    if name == "rms_norm final_norm" or name == "head":
+        return "head"
+    if name == "experts":
+        return "experts"
+    if name == "dense_ffn":
+        return "attention" if role == "attention" else "dense_ffn"
+    if name in ("embed", "attention", "residual_add", "router") or name.startswith("rms_norm"):
+        return "attention"
+    if name == "all_reduce + optimizer":
+        return "optimizer"
+    return ""
+
+
+def main():
+    bin_dir, sample = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="disagmoe-calib-") as work:
+        plan = os.path.join(work, "plan")
+        run([f"{bin_dir}/disagmoe", "compile", f"{sample}/model.onnx", "-o", plan, "--attn-ranks", "2",
+             "--ffn-ranks", "2", "--groups", "2"])
+        pj = json.load(open(os.path.join(plan, "plan.json")))
+        sched = pj["schedule"]
+        mbs = sched["micro_batches"]
+        B, S = pj["model"]["batch"], pj["model"]["seq_len"]
+        ot, tr = os.path.join(work, "ops.json"), os.path.join(work, "trace.json")
+        out = run([f"{bin_dir}/disagmoe-run", plan, "--train", "--batch", str(B * mbs), "--seq-len", str(S),
+                   "--micro-batches", str(mbs), "--steps", "1", "--op-times-out", ot, "--trace", tr]).stdout
+        assert "written to " + ot in out, out
+
+        # 3. The trace.
+        trace = json.load(open(tr))
+        events = trace["traceEvents"]
+        xs = [e for e in events if e["ph"] == "X"]
+        for e in xs:
+            for f in ("name", "ph", "ts", "dur", "pid", "tid", "cat"):
+                assert f in e, (f, e)
+            assert e["dur"] >= 0
+        world = pj["placement"]["world_size"]
+        names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        assert sorted(names) == list(range(world)), names
+        role_of = {}
+        for g in pj["placement"]["groups"]:
+            for r in g["ranks"]:
+                role_of[r] = (g["role"], g["index"])
+        for r in range(world):
+            mine = sorted((e for e in xs if e["tid"] == r), key=lambda e: e["ts"])
+            cats = {e["cat"] for e in mine}
+            assert {"compute", "send", "recv"} <= cats, (r, cats)
+            for a, b in zip(mine, mine[1:]):
+                assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, ("overlap on rank", r, a, b)
+        # 1. Medians recomputed from the trace.
+        sums = defaultdict(lambda: defaultdict(float))  # (role, op, phase) -> (group, layer, mb, rank) -> us
+        for e in xs:
+            role, group = role_of[e["tid"]]
+            name = e["name"].removesuffix(" (bwd)")
+            op = sim_op_of(name, role)
+            if not op:
+                continue
+            layer = e["args"]["layer"]
+            if op == "attention":
+                layer = max(layer, 0)
+            sums[(role, op, e["args"]["phase"])][(group, layer, e["args"]["micro_batch"], e["tid"])] += e["dur"]
+        expect = {}
+        for key, by in sums.items():
+            busiest = defaultdict(float)
+            for (group, layer, mb, rank), us in by.items():
+                busiest[(group, layer, mb)] = max(busiest[(group, layer, mb)], us)
+            expect[key] = median(busiest.values()) * 1e-6
+        doc = json.load(open(ot))
+        assert doc["format"] == "disagmoe-op-times" and doc["version"] == 1, doc
+        got = {(e["role"], e["op"], e["phase"]): e["seconds"] for e in doc["entries"]}
+        need = {(p_role, i["op"], i["phase"]) for p_role, prog in sched["programs"].items() for i in prog
+                if i["kind"] == "compute"}
+        assert need <= set(got), ("missing entries", need - set(got))
+        assert set(got) == set(expect), (set(got) ^ set(expect))
+        for k, v in got.items():
+            assert v > 0, (k, v)
+            # The trace rounds to the JSON's double of microseconds: 1e-9 s relative slack.
+            assert abs(v - expect[k]) <= 1e-9 + 1e-9 * v, (k, v, expect[k])
+        print(f"op-times: {len(got)} entries, each the median recomputed from the trace")
+
+        # 2. The sim accepts it; busy = closed-form sum.
+        sim = run([f"{bin_dir}/disagmoe-run", plan, "--backend", "sim", "--op-times", ot]).stdout
+        assert "times: measured, " + ot in sim, sim
+        busy = {}
+        for m in re.finditer(r"^(attention|ffn) (\d+)\s+\S+\s+([0-9.]+)\s+([0-9.]+)", sim, re.M):
+            busy[(m.group(1), int(m.group(2)))] = float(m.group(3)) * 1e-3
+        groups = sched["groups"]
+        assert len(busy) == len(groups), sim
+        for gi, g in enumerate(groups):
+            total = sum(got[(role, i["op"], i["phase"])] for role, prog in sched["programs"].items() for i in prog
+                        if i["kind"] == "compute" and i["group"] == gi)
+            b = busy[(g["role"], g["index"])]
+            assert abs(b - total) <= 2e-9 + 1e-9 * total, (g["role"], g["index"], b, total)
+            print(f"sim busy {g['role']} {g['index']}: {b * 1e3:.6f} ms = closed form {total * 1e3:.6f} ms")
+
+        # 4. Refusals.
+        r = run([f"{bin_dir}/disagmoe-run", plan, "--comm", "mpi", "--train", "--op-times-out", ot], ok=False)
+        assert r.returncode == 1 and "--op-times-out" in r.stdout, r.stdout
+        bad = os.path.join(work, "no-such-dir", "ops.json")
+        r = run([f"{bin_dir}/disagmoe-run", plan, "--train", "--op-times-out", bad], ok=False)
+        assert r.returncode == 1 and bad in r.stdout, r.stdout
+        assert not os.path.exists(os.path.dirname(bad))
+        leftovers = [f for f in os.listdir(work) if f.endswith(".tmp")]
+        assert not leftovers, leftovers
+    print("calibration: OK")
+
+
+if __name__ == "__main__":
+    main()
