@@ -1,5 +1,13 @@
 """Router training options against PyTorch (issue 7, "Router training as practitioners run it").
 
+Top-k ties: the plan's layer-0 and layer-1 router weights are pointed at crafted weights
+(golden/router/tie_router_l*.npy: layer 0 all zero, so all 8 logits of every token tie; layer 1 with
+experts 3 and 6 copies of expert 1). One SGD step must match the PyTorch golden that selects with
+ONNX TopK's rule (lower expert id first; torch.topk itself picks differently on 16 + 5 of the 16
+tokens): loss relative 1e-5, per-expert load exact (layer 0: all 16 tokens on experts 0 and 1),
+gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|| <= 1e-4, and
+experts 2-7 of layer 0 exactly zero.
+
 The Switch load-balancing auxiliary loss (`--aux-loss-coef`): compiles the sample with 2 attention
 and 2 FFN ranks and p = 2 groups, runs one step on the golden batch with micro-batches 1 and 2 and
 compares with golden/router/ (export_router_goldens.py, PyTorch 1.13 autograd):
@@ -56,6 +64,46 @@ def main(bin_dir, sample, work):
     plain = run(base + ["--save-grads", os.path.join(work, "plain_grads")])
     check("aux loss" not in plain, "without --aux-loss-coef no aux loss is printed")
     check(parse_load(plain) == load, f"per-expert load {parse_load(plain)} equals PyTorch's top-k counts")
+
+    # Top-k ties: the same plan with layers 0-1's router weights read from a crafted file.
+    tied = json.load(open(os.path.join(plan, "plan.json")))
+    weights = tied["model"]["weights"]
+    routers = {c["layer"]: c["weight"] for c in tied["model"]["components"] if c["kind"] == "router"}
+    raw = os.path.join(work, "tied_routers.bin")
+    with open(raw, "wb") as f:
+        for layer in (0, 1):
+            w = np.load(os.path.join(gold, f"tie_router_l{layer}.npy")).astype("<f4")
+            entry = next(x for x in weights if x["name"] == routers[layer])
+            assert entry["shape"] == list(w.shape) and not entry["transposed"], entry
+            entry.update(file=raw, offset=f.tell(), length=w.nbytes)
+            f.write(w.tobytes())
+    tied_plan = os.path.join(work, "plan_tied")
+    os.makedirs(tied_plan, exist_ok=True)
+    with open(os.path.join(tied_plan, "plan.json"), "w") as f:
+        json.dump(tied, f)
+    tie_grads = os.path.join(work, "tie_grads")
+    text = run([os.path.join(bin_dir, "disagmoe-run"), tied_plan, "--train", "--input", ids, "--optimizer", "sgd",
+                "--save-grads", tie_grads])
+    loss = float(re.search(r"step 1: loss ([0-9.eE+-]+)", text).group(1))
+    err = abs(loss - meta["tie_loss"]) / meta["tie_loss"]
+    check(err <= LOSS_TOL, f"tied routers: loss {loss:.7f} vs PyTorch (ONNX TopK ties) {meta['tie_loss']:.7f}, "
+                           f"relative error {err:.2e}")
+    tie_load = np.load(os.path.join(gold, "tie_load.npy")).tolist()
+    check(parse_load(text) == tie_load, f"tied routers: per-expert load {parse_load(text)[:2]} (layers 0-1) "
+                                        f"equals the lower-id tie rule's")
+    worst, worst_key, zero_ok = 0.0, "", True
+    keys = sorted(f[len("tie_grad_"):-4] for f in os.listdir(gold) if f.startswith("tie_grad_"))
+    for key in keys:
+        want = np.load(os.path.join(gold, f"tie_grad_{key}.npy")).astype(np.float64)
+        got = np.load(os.path.join(tie_grads, key + ".npy")).astype(np.float64)
+        if not np.any(want):
+            zero_ok = zero_ok and not np.any(got)
+            continue
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        if err > worst:
+            worst, worst_key = err, key
+    check(worst <= GRAD_TOL, f"tied routers: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
+    check(zero_ok, "tied routers: the experts PyTorch gives no token (layer 0 experts 2-7) have exactly zero gradients")
 
     for name, v in sorted(meta["variants"].items()):
         micro = v["micro_batches"]

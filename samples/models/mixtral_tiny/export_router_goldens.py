@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Router-training goldens of the tiny Mixtral sample (issue 7, "Router training as practitioners
-run it"): the Switch-Transformer load-balancing auxiliary loss.
+run it"): top-k ties and the Switch-Transformer load-balancing auxiliary loss.
 
 Run with Debian's Python (torch 1.13):
 
@@ -23,6 +23,17 @@ Hugging Face Mixtral's load_balancing_loss_func is top_k times this):
 The counts are constants (no gradient through top-k); the gradient reaches the router logits
 through p. With micro-batches = 1 there is one m (the global batch of T = B*S tokens); with
 micro-batches = 2 (batch 2) each sequence is one micro-batch.
+
+Top-k ties (variant "tie"): the model with crafted router weights whose logits tie, layer 0's router
+all zero (all E logits of every token equal) and layer 1's router with experts 3 and 6 copies of
+expert 1 (their logits equal bit for bit). Ties go to the LOWER expert id, as the ONNX TopK
+specification says ("If two elements are equal, the element with the lower index appears first"),
+which torch.topk does NOT promise (on CPU it returns [6, 5] for eight zeros); the golden therefore
+selects with a stable descending torch.sort. One plain step (CE only, no aux loss):
+  tie_loss.npy [1], tie_grad_<key>.npy     the loss and the gradients of every non-expert weight and
+                                           of layers 0-1's experts (experts 2-7 of layer 0 get none)
+  tie_load.npy [L, E] int64                the top-k counts of every layer
+  tie_router_l0.npy, tie_router_l1.npy     the crafted router weights [hidden, E] (float32, [in, out])
 
 Files, per variant v in aux_m1, aux_m2 (ALPHA below, golden batch golden/ids_b2_s8.npy):
   v_loss.npy [1]                 the cross-entropy alone (what `loss` prints)
@@ -76,6 +87,52 @@ def aux_term(z, k, E):
     return E * torch.sum(c / (k * T) * p.mean(dim=0)), c
 
 
+def onnx_route(moe):
+    """SparseMoeBlock.route with ONNX TopK's tie rule (stable descending sort: lower id first)."""
+    def route(x):
+        logits = moe.gate(x)
+        probs = F.softmax(logits, dim=-1, dtype=torch.float)
+        order = torch.sort(probs, dim=-1, descending=True, stable=True).indices[:, :moe.top_k]
+        w = torch.gather(probs, 1, order)
+        w = w / w.sum(dim=-1, keepdim=True)
+        return logits, probs, w.to(x.dtype), order
+    return route
+
+
+def tie_model():
+    """The sample with tied routers (module docstring) and the ONNX tie rule in every layer."""
+    model = export.build_model()
+    with torch.no_grad():
+        model.layers[0].block_sparse_moe.gate.weight.zero_()
+        g1 = model.layers[1].block_sparse_moe.gate.weight  # [E, hidden]
+        g1[3] = g1[1]
+        g1[6] = g1[1]
+    for layer in model.layers:
+        layer.block_sparse_moe.route = onnx_route(layer.block_sparse_moe)
+    return model
+
+
+def tie_variant(ids):
+    model = tie_model()
+    logits, zs = router_logits(model, ids)
+    loss = export_grads.lm_loss(logits, ids)
+    loss.backward()
+    E, k = CFG["num_experts"], CFG["top_k"]
+    files = {"tie_loss.npy": np.array([loss.item()], dtype=np.float32)}
+    loads = []
+    for z in zs:
+        top = torch.sort(F.softmax(z.detach(), dim=-1), dim=-1, descending=True, stable=True).indices[:, :k]
+        loads.append(np.bincount(top.reshape(-1).numpy(), minlength=E).astype(np.int64))
+    files["tie_load.npy"] = np.stack(loads)
+    for name, p in model.named_parameters():
+        key, g = export_grads.as_golden(name, p.grad)
+        if "_expert" not in key or key.startswith(("l0_", "l1_")):
+            files[f"tie_grad_{key}.npy"] = g
+    for l in (0, 1):
+        files[f"tie_router_l{l}.npy"] = export.f32(model.layers[l].block_sparse_moe.gate.weight.detach().t())
+    return files
+
+
 def variant(ids, micro):
     model = export.build_model()
     logits, zs = router_logits(model, ids)
@@ -108,6 +165,10 @@ def generate(out_dir):
     os.makedirs(gdir, exist_ok=True)
     ids = torch.from_numpy(np.load(os.path.join(HERE, "golden", export_grads.IDS_FILE)))
     meta = {"alpha": ALPHA, "ids": export_grads.IDS_FILE, "variants": {}}
+    tie = tie_variant(ids)
+    meta["tie_loss"] = float(tie["tie_loss.npy"][0])
+    for f, a in tie.items():
+        np.save(os.path.join(gdir, f), a)
     for micro in (1, 2):
         files, load = variant(ids, micro)
         name = f"aux_m{micro}"
