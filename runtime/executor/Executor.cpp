@@ -52,6 +52,9 @@ RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t 
     threads.emplace_back([&, r] {
       try {
         std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        std::unique_ptr<RankRecorder> recorder;
+        if (options_.profile) recorder = std::make_unique<RankRecorder>(*options_.profile, plan_, r);
+        const ScopedRecorder scope(recorder.get());
         results[r] = runRank(plan_, weights_[r], *endpoint, ids, batch, seqLen, options_.recvTimeout,
                              options_.recordRouting);
       } catch (const CommAborted&) {

@@ -8,6 +8,7 @@
 //   r.logits: [batch, seqLen, vocab] fp32
 #pragma once
 
+#include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
@@ -23,6 +24,8 @@ struct ExecutorOptions {
   std::chrono::milliseconds recvTimeout{60000};
   /// Routing hook for the observatory (docs/observatory.md): fill RunResult::routing.
   bool recordRouting = false;
+  /// Non-null: every executed instruction of every rank is timed into it (OpProfile.h; step 0).
+  OpProfile* profile = nullptr;
 };
 
 struct RunResult {

@@ -1,4 +1,5 @@
 #include "runtime/executor/RankWorker.h"
+#include "runtime/executor/OpProfile.h"
 #include "runtime/tensor/FreshBuffers.h"
 
 #include "runtime/backends/cpu/FamilyKernels.h"
@@ -35,8 +36,11 @@ public:
     for (size_t i = 0; i < program.size(); ++i) {
       const Instruction& ins = program[i];
       if (&runnerOf(ins) != &group_) continue;
+      RankRecorder* recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
+      const double started = recorder ? recorder->now() : 0;
       try {
         attention ? runAttention(ins) : runFfn(ins);
+        if (recorder) recorder->record(ins, i, false, started);
       } catch (const CommAborted&) {
         throw;
       } catch (const std::exception& e) {

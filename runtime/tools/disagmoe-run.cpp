@@ -2,6 +2,7 @@
 //
 //   disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]
 //                [--output logits.npy] [--batch B --seq-len S --seed N] [--timeout SECONDS]
+//                [--trace TRACE.json] [--op-times-out OPS.json]   (runtime/executor/OpProfile.h)
 //   disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]
 //
 // Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
@@ -35,6 +36,9 @@ public:
 const char* kUsage =
     "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
     "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n"
+    "                    [--trace TRACE.json] [--op-times-out OPS.json]\n"
+    "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: measured\n"
+    "                    per-op medians in the format --backend sim --op-times reads)\n"
     "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]\n"
     "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU)\n";
 
@@ -43,7 +47,9 @@ struct Options {
   int64_t batch = 0, seqLen = 0; // 0: the plan's compiled shape
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
-  std::string opTimes, trace; // --backend sim only
+  std::string opTimes;    // --backend sim: measured op times to replay with
+  std::string trace;      // sim: the simulated step's Chrome trace; cpu: the executed run's
+  std::string opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -80,7 +86,8 @@ Options parseArgs(int argc, char** argv) {
       value = arg.substr(eq + 1);
     }
     static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
-                                         "--seq-len", "--seed", "--timeout", "--op-times", "--trace"};
+                                         "--seq-len", "--seed", "--timeout", "--op-times", "--trace",
+                                         "--op-times-out"};
     if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
       throw UsageError("unknown option " + name + " (see --help)");
     if (eq == std::string::npos) {
@@ -109,6 +116,8 @@ Options parseArgs(int argc, char** argv) {
       o.opTimes = value;
     else if (arg_ == "--trace")
       o.trace = value;
+    else if (arg_ == "--op-times-out")
+      o.opTimesOut = value;
     else
       throw UsageError("unknown option " + arg_);
   }
@@ -117,8 +126,9 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu, sim)");
   if (o.backend != "cpu" && o.backend != "sim")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
-  if (o.backend != "sim" && (!o.opTimes.empty() || !o.trace.empty()))
-    throw UsageError("--op-times and --trace need --backend sim");
+  if (o.backend != "sim" && !o.opTimes.empty()) throw UsageError("--op-times needs --backend sim");
+  if (o.backend == "sim" && !o.opTimesOut.empty())
+    throw UsageError("--op-times-out times an executed run: it needs --backend cpu");
   if (o.backend == "sim" && (!o.input.empty() || !o.output.empty()))
     throw UsageError("--backend sim replays the plan's schedule: it takes no --input or --output");
   if (o.comm == "mpi" || o.comm == "nccl")
@@ -160,6 +170,8 @@ int run(const Options& o) {
 
   ExecutorOptions options;
   options.recvTimeout = std::chrono::seconds(o.timeoutSeconds);
+  OpProfile profile(plan.placement.worldSize);
+  if (!o.trace.empty() || !o.opTimesOut.empty()) options.profile = &profile;
   const Executor executor(plan, options);
   const RunResult result = executor.run(ids, batch, seqLen);
 
@@ -176,6 +188,14 @@ int run(const Options& o) {
     writeNpyFloat32(o.output, result.logits);
     std::cout << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize << "] written to " << o.output
               << "\n";
+  }
+  if (!o.opTimesOut.empty()) {
+    writeOpTimes(plan, profile, o.opTimesOut);
+    std::cout << "measured op times (forward) written to " << o.opTimesOut << "\n";
+  }
+  if (!o.trace.empty()) {
+    writeExecutionTrace(plan, profile, -1, o.trace);
+    std::cout << "Chrome trace of the run written to " << o.trace << "\n";
   }
   return 0;
 }

@@ -15,8 +15,9 @@ the same micro-batch shape with --op-times-out and --trace, then checks:
 3. The trace is Trace Event Format JSON: "traceEvents", "X" events with name/ph/ts/dur/pid/tid, a
    thread_name per rank, compute, send and recv events on every rank that exchanges, and events
    of one rank thread never overlap (each rank runs its instructions in order).
-4. Refusals: --op-times-out with --comm mpi or without --train, an unwritable path (exit 1, the
+4. Refusals: --op-times-out with --comm mpi or --backend sim, an unwritable path (exit 1, the
    path named, no file left behind).
+5. The forward run (no --train) writes forward entries and a trace, which the sim accepts.
 """
 import json
 import os
@@ -133,8 +134,20 @@ def main():
             assert abs(b - total) <= 2e-9 + 1e-9 * total, (g["role"], g["index"], b, total)
             print(f"sim busy {g['role']} {g['index']}: {b * 1e3:.6f} ms = closed form {total * 1e3:.6f} ms")
 
+        # 5. The forward run (--backend cpu without --train) writes forward entries and a trace too.
+        fot, ftr = os.path.join(work, "fwd_ops.json"), os.path.join(work, "fwd_trace.json")
+        run([f"{bin_dir}/disagmoe-run", plan, "--op-times-out", fot, "--trace", ftr])
+        fwd = json.load(open(fot))["entries"]
+        assert {(e["role"], e["op"], e["phase"]) for e in fwd} == {
+            ("attention", "attention", "forward"), ("attention", "head", "forward"), ("ffn", "experts", "forward")}, fwd
+        fx = [e for e in json.load(open(ftr))["traceEvents"] if e["ph"] == "X"]
+        assert {e["tid"] for e in fx} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
+        run([f"{bin_dir}/disagmoe-run", plan, "--backend", "sim", "--op-times", fot])
+
         # 4. Refusals.
         r = run([f"{bin_dir}/disagmoe-run", plan, "--comm", "mpi", "--train", "--op-times-out", ot], ok=False)
+        assert r.returncode == 1 and "--op-times-out" in r.stdout, r.stdout
+        r = run([f"{bin_dir}/disagmoe-run", plan, "--backend", "sim", "--op-times-out", ot], ok=False)
         assert r.returncode == 1 and "--op-times-out" in r.stdout, r.stdout
         bad = os.path.join(work, "no-such-dir", "ops.json")
         r = run([f"{bin_dir}/disagmoe-run", plan, "--train", "--op-times-out", bad], ok=False)
