@@ -87,7 +87,9 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
                                 "schedule section; compile the plan with this version of disagmoe compile)\n"},
       {plan + " --backend sim --input ids.npy",
        "disagmoe-run: --backend sim replays the plan's schedule: it takes no --input or --output\n"},
-      {plan + " --trace t.json", "disagmoe-run: --op-times and --trace need --backend sim\n"},
+      {plan + " --op-times t.json", "disagmoe-run: --op-times needs --backend sim\n"},
+      {plan + " --backend sim --op-times-out t.json",
+       "disagmoe-run: --op-times-out times an executed run: it needs --backend cpu\n"},
       {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
       {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
                              "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
