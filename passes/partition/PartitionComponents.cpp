@@ -5,7 +5,8 @@
 // stage (experts). The residual add that forms x_{l+1} = h_l + y_l belongs to the receiver, i.e. to
 // the next layer's attention stage (or the head stage), so the residual stream crosses the cut
 // explicitly. Always-on FFNs (moe.dense_ffn: a dense layer's FFN, or shared experts) stay on the
-// attention side with their residual add. Weight references (`onnx.weight`) are cloned into the stages that use them, which are
+// attention side with their residual add; fuse-exchange moves those that assign-groups puts on
+// the FFN side into the layer's FFN stage. Weight references (`onnx.weight`) are cloned into the stages that use them, which are
 // isolated from above.
 //
 //===----------------------------------------------------------------------===//
