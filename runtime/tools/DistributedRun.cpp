@@ -47,6 +47,7 @@ struct Options {
   int64_t failRank = -1;
   double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
   double auxLossCoef = 0;                // --aux-loss-coef
+  double capacityFactor = 0;             // --capacity-factor (0: dropless)
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
   std::string data, dataFormat, lossLog, checkpoint, resume;
@@ -157,6 +158,8 @@ Options parseArgs(int argc, char** argv) {
       o.clipGrad = parseReal(name, value, 0);
     else if (name == "--aux-loss-coef")
       o.auxLossCoef = parseReal(name, value, 0);
+    else if (name == "--capacity-factor")
+      o.capacityFactor = parseReal(name, value, 0);
     else if (name == "--warmup-steps")
       o.warmupSteps = parseInteger(name, value, 0);
     else if (name == "--total-steps")
@@ -394,6 +397,7 @@ train::TrainOptions trainOptions(const Options& o) {
   t.optimizer.eps = o.eps;
   t.clipGradNorm = o.clipGrad;
   t.auxLossCoef = o.auxLossCoef;
+  t.capacityFactor = o.capacityFactor;
   t.schedule.warmupSteps = o.warmupSteps;
   t.schedule.totalSteps = o.totalSteps;
   t.schedule.lrMin = o.lrMin;
@@ -413,6 +417,7 @@ void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOpti
     std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step " << o.totalSteps;
   if (o.clipGrad > 0) std::cout << ", clip grad norm " << o.clipGrad;
   if (o.auxLossCoef > 0) std::cout << ", aux loss coef " << o.auxLossCoef;
+  if (o.capacityFactor > 0) std::cout << ", capacity factor " << o.capacityFactor;
   std::cout << "\n";
 }
 
@@ -579,7 +584,7 @@ const char* distributedUsage() {
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
-         "                    [--aux-loss-coef ALPHA] [--op-times-out FILE] [--trace FILE]\n"
+         "                    [--aux-loss-coef ALPHA] [--capacity-factor C] [--op-times-out FILE] [--trace FILE]\n"
          "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
@@ -597,6 +602,9 @@ const char* distributedUsage() {
          "--aux-loss-coef ALPHA adds the Switch load-balancing loss ALPHA * E * sum_i f_i P_i per MoE layer\n"
          "(f_i: share of the top-k assignments, P_i: mean router probability); printed as 'aux loss', not\n"
          "in 'loss'. Every step also prints the per-expert load (top-k assignments per layer).\n"
+         "--capacity-factor C caps each expert at ceil(C * tokens * k / E) assignments per micro-batch and\n"
+         "layer (first choices in token order first, then second choices); the rest are dropped (zero expert\n"
+         "output) and counted per layer in the load line. Default: dropless.\n"
          "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
          "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"

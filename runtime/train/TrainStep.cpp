@@ -98,6 +98,11 @@ int auxCountTag(const ModelSpec& model, int64_t layer) {
   return static_cast<int>(6 * model.numLayers + static_cast<int64_t>(model.weights.size()) + 2 + layer);
 }
 
+// Tag of layer l's capacity exchange (every A-rank's token ids and top-k choices): after the aux ones.
+int capacityTag(const ModelSpec& model, int64_t layer) {
+  return static_cast<int>(7 * model.numLayers + static_cast<int64_t>(model.weights.size()) + 2 + layer);
+}
+
 struct AttentionLayer {
   bool hasX = false, hasAttnNorm = false, hasAttention = false, hasH = false, hasFfnNorm = false, hasRouter = false;
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
@@ -112,6 +117,8 @@ struct AttentionLayer {
   std::vector<double> auxCounts;
   int64_t auxTokens = 0;
   bool hasAux = false;
+  // Capacity factor: per top-k slot [n * k], 1 when the assignment is over its expert's capacity.
+  std::vector<uint8_t> dropped;
   std::vector<std::vector<int64_t>> n2mTokens; // layer l-1's N2M token ids per F-rank (receiving side)
   std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
 };
@@ -135,10 +142,10 @@ class TrainWorker {
 public:
   TrainWorker(const Plan& plan, RankState& state, Comm& comm, const int64_t* ids, const int64_t* targets,
               int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout, double auxCoef,
-              int64_t globalTokens)
+              int64_t globalTokens, double capacityFactor)
       : plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
         targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
-        auxCoef_(auxCoef), globalTokens_(globalTokens),
+        auxCoef_(auxCoef), globalTokens_(globalTokens), capacityFactor_(capacityFactor),
         rank_(comm.rank()), group_(placement_.groupOf(rank_)), index_(placement_.indexInGroup(rank_)),
         L_(model_.numLayers) {
     if (group_.role == GroupRole::Attention) {
@@ -148,6 +155,7 @@ public:
           tokens_.push_back(s * seqLen_ + p);
       attn_.resize(static_cast<size_t>(L_ + 1));
       expertLoad_.assign(static_cast<size_t>(L_), std::vector<int64_t>(static_cast<size_t>(model_.numExperts), 0));
+      dropped_.assign(static_cast<size_t>(L_), 0);
     } else {
       ffn_.resize(static_cast<size_t>(L_));
     }
@@ -167,6 +175,7 @@ public:
   int64_t targetTokens() const { return targetTokens_; }
   double auxLossSum() const { return auxSum_; }
   const std::vector<std::vector<int64_t>>& expertLoad() const { return expertLoad_; }
+  const std::vector<int64_t>& dropped() const { return dropped_; }
   const NonFinite& firstNonFinite() const { return firstNonFinite_; }
 
 private:
@@ -310,6 +319,68 @@ private:
                (static_cast<double>(k) * static_cast<double>(a.auxTokens) * static_cast<double>(globalTokens_));
   }
 
+  // Capacity factor (StepConfig::capacityFactor) of layer l: every A-rank of the group sends its
+  // token ids and top-k choices to every other, so each sees the micro-batch's T_m tokens and marks
+  // the same assignments dropped: capacity ceil(C T_m k / E) per expert, filled by every token's
+  // first choice in token-id order, then every second choice, ... (GShard's priority).
+  void capacityForward(int64_t l) {
+    AttentionLayer& a = attn_[l];
+    const int64_t E = model_.numExperts, k = model_.topK;
+    const std::vector<int>& ranks = placement_.attentionGroupOfLayer(l).ranks;
+    const int tag = capacityTag(model_, l);
+    std::vector<int64_t> mine;
+    mine.reserve(static_cast<size_t>(n() * (k + 1)));
+    for (int64_t t = 0; t < n(); ++t) {
+      mine.push_back(tokens_[t]);
+      mine.insert(mine.end(), a.topIds.begin() + t * k, a.topIds.begin() + (t + 1) * k);
+    }
+    Bytes out(mine.size() * sizeof(int64_t));
+    std::memcpy(out.data(), mine.data(), out.size());
+    for (int r : ranks)
+      if (r != rank_) send(r, tag, out);
+    struct Choice {
+      int64_t token, expert;
+      bool ownRow;
+      int64_t slot; // index into a.dropped when ownRow
+    };
+    std::vector<std::vector<Choice>> bySlot(static_cast<size_t>(k));
+    for (int r : ranks) {
+      std::vector<int64_t> rows;
+      if (r == rank_) {
+        rows = mine;
+      } else {
+        const Bytes in = recv(r, tag);
+        if (in.size() % ((k + 1) * sizeof(int64_t)) != 0)
+          throw ExecError("capacity choices from rank " + std::to_string(r) + " have " + std::to_string(in.size()) +
+                          " bytes, not a multiple of " + std::to_string((k + 1) * sizeof(int64_t)));
+        rows.resize(in.size() / sizeof(int64_t));
+        std::memcpy(rows.data(), in.data(), in.size());
+      }
+      for (size_t i = 0; i * (k + 1) < rows.size(); ++i)
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t e = rows[i * (k + 1) + 1 + j];
+          if (e < 0 || e >= E)
+            throw ExecError("capacity choices from rank " + std::to_string(r) + " name expert " + std::to_string(e));
+          bySlot[j].push_back({rows[i * (k + 1)], e, r == rank_, static_cast<int64_t>(i) * k + j});
+        }
+    }
+    const int64_t tokens = static_cast<int64_t>(bySlot[0].size());
+    const auto capacity = static_cast<int64_t>(
+        std::ceil(capacityFactor_ * static_cast<double>(tokens) * static_cast<double>(k) / static_cast<double>(E)));
+    std::vector<int64_t> used(static_cast<size_t>(E), 0);
+    for (auto& choices : bySlot) {
+      std::sort(choices.begin(), choices.end(), [](const Choice& x, const Choice& y) { return x.token < y.token; });
+      for (const Choice& c : choices) {
+        const bool over = used[c.expert] >= capacity;
+        if (!over) ++used[c.expert];
+        if (over && c.ownRow) {
+          a.dropped[c.slot] = 1;
+          ++dropped_[l];
+        }
+      }
+    }
+  }
+
   // d aux / d z_tj = alpha E / (k T_m T) * p_tj (c_j - <p_t, c>), added to dLogits [n, E].
   void auxBackward(int64_t l, std::vector<float>& dLogits) {
     const AttentionLayer& a = attn_[l];
@@ -431,6 +502,8 @@ private:
       for (int64_t id : a.topIds)
         ++expertLoad_[l][id];
       if (auxCoef_ > 0) auxForward(l);
+      a.dropped.assign(static_cast<size_t>(n() * k), 0);
+      if (capacityFactor_ > 0) capacityForward(l);
       a.hasRouter = true;
       break;
     }
@@ -444,7 +517,8 @@ private:
         for (int64_t t = 0; t < n(); ++t) {
           std::vector<ExpertGate> route;
           for (int64_t j = 0; j < k; ++j)
-            if (owner[a.topIds[t * k + j]] == f) route.push_back({a.topIds[t * k + j], a.gates[t * k + j]});
+            if (owner[a.topIds[t * k + j]] == f && !a.dropped[t * k + j])
+              route.push_back({a.topIds[t * k + j], a.gates[t * k + j]});
           if (route.empty()) continue;
           std::sort(route.begin(), route.end(),
                     [](const ExpertGate& x, const ExpertGate& y) { return x.expert < y.expert; });
@@ -671,7 +745,9 @@ private:
       need(a.hasRouter, "the router output of layer " + std::to_string(l));
       const int64_t k = model_.topK;
       a.dFfn.assign(n() * H, 0.0f); // accumulates over F-ranks
-      freshAssign(a.dGates, n() * k); // every slot is set by the F-rank holding its expert
+      freshAssign(a.dGates, n() * k); // every kept slot is set by the F-rank holding its expert
+      for (size_t i = 0; i < a.dropped.size(); ++i)
+        if (a.dropped[i]) a.dGates[i] = 0.0f; // a dropped expert's output is zero whatever its gate
       for (int f : placement_.ffnGroupOfLayer(l).ranks) {
         M2nMessage m = unpackM2n(recv(f, bwdTag(ExchangeKind::M2n, l)), H);
         for (size_t i = 0; i < m.tokenIds.size(); ++i) {
@@ -1070,6 +1146,7 @@ private:
   const std::chrono::milliseconds timeout_;
   const double auxCoef_;
   const int64_t globalTokens_;
+  const double capacityFactor_;
   const int rank_;
   const Group& group_;
   const int64_t index_;
@@ -1082,6 +1159,7 @@ private:
   double lossSum_ = 0, auxSum_ = 0;
   int64_t targetTokens_ = 0;
   std::vector<std::vector<int64_t>> expertLoad_; // [L][E], this rank's tokens (attention ranks)
+  std::vector<int64_t> dropped_;                 // [L], this rank's assignments over capacity
   NonFinite firstNonFinite_;
   std::vector<FfnLayer> ffn_;
 };
@@ -1174,10 +1252,16 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
   RankStepResult result;
   for (const MicroBatch& mb : microBatches) {
     TrainWorker worker(plan, state, comm, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
-                       mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen);
+                       mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen,
+                       config.capacityFactor);
     result.lossSum += worker.run();
     result.targetTokens += worker.targetTokens();
     result.auxLossSum += worker.auxLossSum();
+    const auto& drops = worker.dropped();
+    if (result.dropped.empty()) result.dropped = drops;
+    else
+      for (size_t l = 0; l < drops.size(); ++l)
+        result.dropped[l] += drops[l];
     const auto& load = worker.expertLoad();
     if (result.expertLoad.empty()) result.expertLoad = load;
     else

@@ -92,6 +92,8 @@ struct RankStepResult {
   /// [numLayers][numExperts]: token-expert assignments of this rank's tokens (the top-k choices,
   /// before any drop), summed over the micro-batches.
   std::vector<std::vector<int64_t>> expertLoad;
+  /// [numLayers]: this rank's token-expert assignments dropped by the capacity factor.
+  std::vector<int64_t> dropped;
 };
 
 /// What one step does after the backward: clip to `clipNorm` (0: no clipping; GradientClipping.h),
@@ -111,6 +113,13 @@ struct StepConfig {
   /// per logit z_tj (f is piecewise constant), is added to the router's. 0: no aux loss and no
   /// count exchange.
   double auxLossCoef = 0;
+  /// C > 0: capacity factor (Switch / GShard). Per MoE layer and micro-batch of T_m tokens each
+  /// expert takes at most ceil(C T_m k / E) token-expert assignments; they are granted first to every
+  /// token's first choice in token order (sequence-major position in the micro-batch), then to every
+  /// second choice, ... (GShard, Lepikhin et al. 2020, Algorithm 1's priority). A dropped assignment
+  /// is not sent to its expert: its output is zero and its gate gets no gradient (the other gates
+  /// keep their values, renormalised before the drop). 0: dropless (the default).
+  double capacityFactor = 0;
 };
 
 /// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).

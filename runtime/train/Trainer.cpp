@@ -33,6 +33,9 @@ Trainer::Trainer(const Plan& plan, TrainOptions options) : plan_(plan), options_
   } catch (const std::invalid_argument& e) {
     throw ExecError(std::string("learning-rate schedule: ") + e.what());
   }
+  if (!(options.capacityFactor >= 0) || !std::isfinite(options.capacityFactor))
+    throw ExecError("capacity factor must be a finite number >= 0 (0: dropless), got " +
+                    std::to_string(options.capacityFactor));
   if (!(options.auxLossCoef >= 0) || !std::isfinite(options.auxLossCoef))
     throw ExecError("aux loss coefficient must be a finite number >= 0, got " + std::to_string(options.auxLossCoef));
   if (!(options.clipGradNorm >= 0))
@@ -128,6 +131,7 @@ StepConfig Trainer::stepConfig() const {
   c.optimizer.lr = options_.schedule.lrAt(options_.optimizer.lr, steps_ + 1);
   c.clipNorm = options_.clipGradNorm;
   c.auxLossCoef = options_.auxLossCoef;
+  c.capacityFactor = options_.capacityFactor;
   return c;
 }
 
@@ -139,8 +143,13 @@ StepResult Trainer::finish(const std::vector<RankStepResult>& results, int64_t N
   for (const RankStepResult& r : results)
     total += r.lossSum;
   out.loss = N > 0 ? total / static_cast<double>(N) : 0.0;
+  out.capacityLimited = options_.capacityFactor > 0;
   for (const RankStepResult& r : results) {
     out.auxLoss += r.auxLossSum;
+    if (out.dropped.empty()) out.dropped = r.dropped;
+    else
+      for (size_t l = 0; l < r.dropped.size(); ++l)
+        out.dropped[l] += r.dropped[l];
     if (out.expertLoad.empty()) out.expertLoad = r.expertLoad;
     else
       for (size_t l = 0; l < r.expertLoad.size(); ++l)
@@ -181,14 +190,17 @@ StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const 
                                         stepConfig(), options_.recvTimeout);
   // Loss gather: the tag after the all-reduce tags (TrainStep.cpp: 6 L + weight index).
   const int tag = static_cast<int>(6 * plan_.model.numLayers + static_cast<int64_t>(plan_.model.weights.size()));
-  // Message: [loss sum, aux loss sum, expert load (L * E)] as doubles, added in ascending rank order.
+  // Message: [loss sum, aux loss sum, expert load (L * E), dropped (L)] as doubles, added in ascending
+  // rank order.
   const int64_t L = plan_.model.numLayers, E = plan_.model.numExperts;
   const auto flatten = [&](const RankStepResult& r) {
-    std::vector<double> v(static_cast<size_t>(2 + L * E), 0.0);
+    std::vector<double> v(static_cast<size_t>(2 + L * E + L), 0.0);
     v[0] = r.lossSum, v[1] = r.auxLossSum;
     for (size_t l = 0; l < r.expertLoad.size(); ++l)
       for (size_t e = 0; e < r.expertLoad[l].size(); ++e)
         v[2 + l * E + e] = static_cast<double>(r.expertLoad[l][e]);
+    for (size_t l = 0; l < r.dropped.size(); ++l)
+      v[2 + L * E + l] = static_cast<double>(r.dropped[l]);
     return v;
   };
   std::vector<double> total = flatten(mine);
@@ -223,6 +235,9 @@ StepResult Trainer::stepRank(Comm& comm, const std::vector<int64_t>& ids, const 
   for (int64_t l = 0; l < L; ++l)
     for (int64_t e = 0; e < E; ++e)
       gathered.expertLoad[l][e] = static_cast<int64_t>(total[2 + l * E + e]);
+  gathered.dropped.assign(static_cast<size_t>(L), 0);
+  for (int64_t l = 0; l < L; ++l)
+    gathered.dropped[l] = static_cast<int64_t>(total[2 + L * E + l]);
   return finish({gathered}, N, start);
 }
 
@@ -234,7 +249,20 @@ std::string expertLoadLine(const StepResult& r) {
       s += (e ? " " : "") + std::to_string(r.expertLoad[l][e]);
     s += "]";
   }
+  if (r.capacityLimited) {
+    s += " | dropped per layer [";
+    for (size_t l = 0; l < r.dropped.size(); ++l)
+      s += (l ? " " : "") + std::to_string(r.dropped[l]);
+    s += "]";
+  }
   return s + "\n";
+}
+
+std::string droppedJson(const StepResult& r) {
+  std::string s = "[";
+  for (size_t l = 0; l < r.dropped.size(); ++l)
+    s += (l ? ", " : "") + std::to_string(r.dropped[l]);
+  return s + "]";
 }
 
 std::string expertLoadJson(const StepResult& r) {

@@ -35,6 +35,8 @@ struct TrainOptions {
   double clipGradNorm = 0;
   /// >= 0: coefficient alpha of the Switch load-balancing auxiliary loss (StepConfig::auxLossCoef).
   double auxLossCoef = 0;
+  /// > 0: capacity factor C (StepConfig::capacityFactor); 0: dropless routing (default).
+  double capacityFactor = 0;
   /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
   int64_t microBatches = 1;
   std::chrono::milliseconds recvTimeout{60000};
@@ -57,6 +59,9 @@ struct StepResult {
   /// [numLayers][numExperts]: token-expert assignments of the global batch (top-k choices, before
   /// any drop), summed over micro-batches and ranks.
   std::vector<std::vector<int64_t>> expertLoad;
+  /// [numLayers]: assignments dropped by the capacity factor (all zero when dropless).
+  std::vector<int64_t> dropped;
+  bool capacityLimited = false; ///< whether a capacity factor was set (the step line reports drops)
   /// The lowest layer whose forward output held a NaN or Inf, over the ranks in this process
   /// (ties: the lower rank); layer -1 when none (or not known: stepRank reports its own rank only).
   NonFinite firstNonFinite;
@@ -119,10 +124,13 @@ private:
   int64_t steps_ = 0;
 };
 
-/// "step N expert load: l0 [c0 c1 ...] l1 [...]\n": StepResult::expertLoad, one list per layer.
+/// "step N expert load: l0 [c0 c1 ...] l1 [...]\n": StepResult::expertLoad, one list per layer;
+/// with a capacity factor followed by " | dropped per layer [d0 d1 ...]" (StepResult::dropped).
 std::string expertLoadLine(const StepResult& r);
 /// The same as a JSON array of arrays ("[[c0, c1], [..]]"), for the loss log.
 std::string expertLoadJson(const StepResult& r);
+/// StepResult::dropped as a JSON array.
+std::string droppedJson(const StepResult& r);
 
 /// The number of non-negative entries of `targets`.
 int64_t countTargets(const std::vector<int64_t>& targets);

@@ -68,7 +68,9 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
       entry.pop_back();
       char aux[64];
       std::snprintf(aux, sizeof aux, ", \"aux_loss\": %.9g", r.auxLoss);
-      log << entry << aux << ", \"expert_load\": " << expertLoadJson(r) << "}\n" << std::flush;
+      log << entry << aux << ", \"expert_load\": " << expertLoadJson(r) << ", \"dropped\": " << droppedJson(r)
+          << "}\n"
+          << std::flush;
     }
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 && r.step < o.steps)
       checkpoint();

@@ -8,6 +8,10 @@ tokens): loss relative 1e-5, per-expert load exact (layer 0: all 16 tokens on ex
 gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|| <= 1e-4, and
 experts 2-7 of layer 0 exactly zero.
 
+Capacity factor (`--capacity-factor 1`, golden/router/cap_m*: PyTorch with the same GShard-priority
+drop rule) with micro-batches 1 and 2: loss relative 1e-5, dropped assignments per layer exact,
+gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|| <= 1e-4.
+
 The Switch load-balancing auxiliary loss (`--aux-loss-coef`): compiles the sample with 2 attention
 and 2 FFN ranks and p = 2 groups, runs one step on the golden batch with micro-batches 1 and 2 and
 compares with golden/router/ (export_router_goldens.py, PyTorch 1.13 autograd):
@@ -17,7 +21,9 @@ compares with golden/router/ (export_router_goldens.py, PyTorch 1.13 autograd):
   per-expert load line                    equal to the golden top-k counts of every layer
 A run without the flag prints no aux loss and the same per-expert load, and its router gradient
 differs from the aux run's (the aux term is not silently dropped).
-  check_router_training.py BIN_DIR SAMPLE_DIR WORK_DIR
+With --mpirun MPIRUN: aux loss + capacity factor (2 micro-batches) under `mpirun -np WORLD disagmoe-run
+--comm mpi` gives byte-identical gradients and the same step and load lines as the local comm.
+  check_router_training.py BIN_DIR SAMPLE_DIR WORK_DIR [--mpirun MPIRUN]
 """
 import json
 import os
@@ -43,7 +49,28 @@ def parse_load(text):
     return [[int(c) for c in layer.split()] for layer in re.findall(r"l\d+ \[([^\]]*)\]", line)]
 
 
-def main(bin_dir, sample, work):
+def compare_mpi(bin_dir, plan, ids, work, mpirun, check):
+    """Aux loss + capacity factor: local comm against mpirun --comm mpi, byte for byte."""
+    opts = ["--train", "--input", ids, "--optimizer", "sgd", "--micro-batches", "2", "--aux-loss-coef", "0.5",
+            "--capacity-factor", "1"]
+    local = run([os.path.join(bin_dir, "disagmoe-run"), plan] + opts + ["--save-grads", os.path.join(work, "loc")])
+    world = json.load(open(os.path.join(plan, "plan.json")))["placement"]["world_size"]
+    mpi = [mpirun, "--oversubscribe", "-np", str(world)]
+    if os.geteuid() == 0:
+        mpi.insert(1, "--allow-run-as-root")
+    remote = run(mpi + [os.path.join(bin_dir, "disagmoe-run"), plan, "--comm", "mpi"] + opts +
+                 ["--save-grads", os.path.join(work, "mpi")])
+    lines = lambda t: [re.sub(r"\([0-9.]+ s\)", "", l) for l in t.splitlines() if l.startswith("step 1")]
+    check(lines(local) == lines(remote) and len(lines(local)) == 2,
+          f"mpi: step and load lines equal the local comm's: {lines(remote)}")
+    names = sorted(os.listdir(os.path.join(work, "loc")))
+    same = names == sorted(os.listdir(os.path.join(work, "mpi"))) and all(
+        open(os.path.join(work, "loc", n), "rb").read() == open(os.path.join(work, "mpi", n), "rb").read()
+        for n in names)
+    check(same, f"mpi: {len(names)} gradient files byte-identical to the local comm's")
+
+
+def main(bin_dir, sample, work, mpirun=None):
     gold = os.path.join(sample, "golden", "router")
     meta = json.load(open(os.path.join(gold, "router.json")))
     ids = os.path.join(sample, "golden", meta["ids"])
@@ -105,6 +132,30 @@ def main(bin_dir, sample, work):
     check(worst <= GRAD_TOL, f"tied routers: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
     check(zero_ok, "tied routers: the experts PyTorch gives no token (layer 0 experts 2-7) have exactly zero gradients")
 
+    for name, v in sorted(meta["capacity_variants"].items()):
+        micro = v["micro_batches"]
+        grads = os.path.join(work, f"{name}_grads")
+        text = run(base + ["--micro-batches", str(micro), "--capacity-factor", str(meta["capacity"]),
+                           "--save-grads", grads])
+        tag = f"capacity factor {meta['capacity']} micro-batches={micro}"
+        loss = float(re.search(r"step 1: loss ([0-9.eE+-]+)", text).group(1))
+        err = abs(loss - v["loss"]) / v["loss"]
+        check(err <= LOSS_TOL, f"{tag}: loss {loss:.7f} vs PyTorch {v['loss']:.7f}, relative error {err:.2e}")
+        got = [int(d) for d in re.search(r"dropped per layer \[([^\]]*)\]", text).group(1).split()]
+        check(got == v["dropped"], f"{tag}: dropped assignments per layer {got} vs PyTorch {v['dropped']}")
+        worst, worst_key = 0.0, ""
+        keys = sorted(f[len(name) + 6:-4] for f in os.listdir(gold) if f.startswith(name + "_grad_"))
+        for key in keys:
+            want = np.load(os.path.join(gold, f"{name}_grad_{key}.npy")).astype(np.float64)
+            got = np.load(os.path.join(grads, key + ".npy")).astype(np.float64)
+            if not np.any(want):
+                worst, worst_key = (worst, worst_key) if not np.any(got) else (np.inf, key)
+                continue
+            err = np.linalg.norm(got - want) / np.linalg.norm(want)
+            if err > worst:
+                worst, worst_key = err, key
+        check(worst <= GRAD_TOL, f"{tag}: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
+
     for name, v in sorted(meta["variants"].items()):
         micro = v["micro_batches"]
         grads = os.path.join(work, f"{name}_grads")
@@ -132,12 +183,14 @@ def main(bin_dir, sample, work):
             rel = np.linalg.norm(a - b) / np.linalg.norm(b)
             check(rel > 100 * GRAD_TOL, f"{tag}: the aux term changes the router gradient by {rel:.2e} (relative)")
 
+    if mpirun:
+        compare_mpi(bin_dir, plan, ids, work, mpirun, check)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 6) or (len(sys.argv) == 6 and sys.argv[4] != "--mpirun"):
         raise SystemExit(__doc__)
     os.makedirs(sys.argv[3], exist_ok=True)
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main(*sys.argv[1:4], *sys.argv[5:]))

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Router-training goldens of the tiny Mixtral sample (issue 7, "Router training as practitioners
-run it"): top-k ties and the Switch-Transformer load-balancing auxiliary loss.
+run it"): top-k ties, the Switch-Transformer load-balancing auxiliary loss and the capacity factor.
 
 Run with Debian's Python (torch 1.13):
 
@@ -35,6 +35,13 @@ selects with a stable descending torch.sort. One plain step (CE only, no aux los
   tie_load.npy [L, E] int64                the top-k counts of every layer
   tie_router_l0.npy, tie_router_l1.npy     the crafted router weights [hidden, E] (float32, [in, out])
 
+Capacity factor (variants cap_m1, cap_m2; CAPACITY below; CE only): per layer and micro-batch of T_m
+tokens each expert takes at most ceil(C T_m k / E) assignments, granted to every token's first choice
+in token order, then to every second choice (GShard's priority); a dropped assignment contributes
+nothing (its expert never sees the token; the kept gates keep their pre-drop values):
+  v_loss.npy [1], v_grad_<key>.npy         as above, for every non-expert weight and layers 0-1's experts
+  v_dropped.npy [L] int64                  dropped assignments per layer (the whole batch)
+
 Files, per variant v in aux_m1, aux_m2 (ALPHA below, golden batch golden/ids_b2_s8.npy):
   v_loss.npy [1]                 the cross-entropy alone (what `loss` prints)
   v_aux.npy [1]                  sum_l sum_m (T_m/T) aux_{l,m}
@@ -47,6 +54,7 @@ Files, per variant v in aux_m1, aux_m2 (ALPHA below, golden batch golden/ids_b2_
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -133,6 +141,69 @@ def tie_variant(ids):
     return files
 
 
+CAPACITY = 1.0  # 4 slots per expert for 16 tokens: the golden batch drops 4, 7, 9, 6 assignments in layers 0-3
+
+
+def keep_mask(top, E, k, C):
+    """[T, k] 1.0 where the assignment fits its expert's capacity ceil(C T k / E) (GShard priority)."""
+    T = top.shape[0]
+    cap = math.ceil(C * T * k / E)
+    used = [0] * E
+    keep = torch.ones(T, k)
+    for j in range(k):
+        for t in range(T):
+            e = int(top[t, j])
+            if used[e] >= cap:
+                keep[t, j] = 0.0
+            else:
+                used[e] += 1
+    return keep
+
+
+def capacity_forward(moe, dropped):
+    """SparseMoeBlock.forward with the capacity rule; adds each call's drops to dropped[0]."""
+    def forward(x):
+        bsz, seq, hidden = x.shape
+        x = x.view(-1, hidden)
+        _, _, w, ids = moe.route(x)
+        keep = keep_mask(ids, moe.num_experts, moe.top_k, CAPACITY)
+        dropped[0] += int((keep == 0).sum())
+        final = torch.zeros_like(x)
+        mask = (F.one_hot(ids, num_classes=moe.num_experts) * keep[..., None].long()).permute(2, 1, 0)
+        for e in range(moe.num_experts):
+            idx, top_x = torch.where(mask[e])
+            out = moe.experts[e](x[None, top_x].reshape(-1, hidden)) * w[top_x, idx, None]
+            final.index_add_(0, top_x, out)
+        return final.reshape(bsz, seq, hidden)
+    return forward
+
+
+def capacity_variant(ids, micro):
+    """CE over the batch with the capacity rule applied per micro-batch (consecutive sequences)."""
+    model = export.build_model()
+    drops = [[0] for _ in model.layers]
+    for layer, d in zip(model.layers, drops):
+        layer.block_sparse_moe.forward = capacity_forward(layer.block_sparse_moe, d)
+    B = ids.shape[0]
+    per = B // micro
+    n_targets = B * (ids.shape[1] - 1)
+    total = torch.zeros(())
+    for m in range(micro):
+        mb = ids[m * per:(m + 1) * per]
+        logits = model(mb)
+        V = logits.shape[-1]
+        total = total + F.cross_entropy(logits[:, :-1].reshape(-1, V), mb[:, 1:].reshape(-1), reduction="sum")
+    loss = total / n_targets
+    loss.backward()
+    files = {"loss.npy": np.array([loss.item()], dtype=np.float32),
+             "dropped.npy": np.array([d[0] for d in drops], dtype=np.int64)}
+    for name, p in model.named_parameters():
+        key, g = export_grads.as_golden(name, p.grad)
+        if "_expert" not in key or key.startswith(("l0_", "l1_")):
+            files[f"grad_{key}.npy"] = g
+    return files
+
+
 def variant(ids, micro):
     model = export.build_model()
     logits, zs = router_logits(model, ids)
@@ -177,6 +248,12 @@ def generate(out_dir):
         for f, a in files.items():
             np.save(os.path.join(gdir, f"{name}_{f}"), a)
         np.save(os.path.join(gdir, "load.npy"), load)
+        files = capacity_variant(ids, micro)
+        meta["capacity"] = CAPACITY
+        meta.setdefault("capacity_variants", {})[f"cap_m{micro}"] = {
+            "micro_batches": micro, "loss": float(files["loss.npy"][0]), "dropped": files["dropped.npy"].tolist()}
+        for f, a in files.items():
+            np.save(os.path.join(gdir, f"cap_m{micro}_{f}"), a)
     with open(os.path.join(gdir, "router.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
         f.write("\n")
