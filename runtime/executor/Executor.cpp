@@ -1,6 +1,7 @@
 #include "runtime/executor/Executor.h"
 
 #include "runtime/comm/local/LocalComm.h"
+#include "runtime/executor/Heartbeat.h"
 
 #include <algorithm>
 #include <exception>
@@ -45,13 +46,25 @@ RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t 
   std::vector<RankResult> results(world);
   std::mutex failureMutex;
   std::exception_ptr firstFailure;
+  // A rank that stops answering without waiting for anyone is named after the heartbeat deadline
+  // (Heartbeat.h); the receive deadline covers a rank waiting on a dead peer.
+  const FaultInjection fault = FaultInjection::fromEnvironment();
+  HeartbeatMonitor monitor(world, options_.heartbeatDeadline, [&](const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(failureMutex);
+      if (!firstFailure) firstFailure = std::make_exception_ptr(CommError(message));
+    }
+    comm.abort(message);
+  });
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
+      const FinishedGuard finished{monitor, r};
       try {
-        std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        // Beats on every message; DISAGMOE_FAULT_INJECT (tests) makes a rank die or go silent.
+        std::unique_ptr<Comm> endpoint = std::make_unique<MonitoredComm>(comm.endpoint(r), monitor, fault);
         std::unique_ptr<RankRecorder> recorder;
         if (options_.profile) recorder = std::make_unique<RankRecorder>(*options_.profile, plan_, r);
         const ScopedRecorder scope(recorder.get());

@@ -22,6 +22,10 @@ namespace disagmoe {
 struct ExecutorOptions {
   /// How long a receive waits for its message before the run fails naming the peer.
   std::chrono::milliseconds recvTimeout{60000};
+  /// A rank that neither sends, receives nor waits in a receive for this long is declared silent
+  /// and the run fails naming it (Heartbeat.h); 0: no watchdog. Shorter than recvTimeout, so the
+  /// silent rank is named before its peers' receives time out.
+  std::chrono::milliseconds heartbeatDeadline{30000};
   /// Routing hook for the observatory (docs/observatory.md): fill RunResult::routing.
   bool recordRouting = false;
   /// Non-null: every executed instruction of every rank is timed into it (OpProfile.h; step 0).

@@ -170,6 +170,8 @@ int run(const Options& o) {
 
   ExecutorOptions options;
   options.recvTimeout = std::chrono::seconds(o.timeoutSeconds);
+  // Half the receive deadline: a silent rank is named before its peers' receives time out.
+  options.heartbeatDeadline = std::chrono::seconds(o.timeoutSeconds) / 2;
   OpProfile profile(plan.placement.worldSize);
   if (!o.trace.empty() || !o.opTimesOut.empty()) options.profile = &profile;
   const Executor executor(plan, options);

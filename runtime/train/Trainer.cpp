@@ -1,5 +1,6 @@
 #include "runtime/train/Trainer.h"
 
+#include "runtime/executor/Heartbeat.h"
 #include "runtime/executor/OpProfile.h"
 
 #include "runtime/comm/local/LocalComm.h"
@@ -95,12 +96,24 @@ StepResult Trainer::step(const std::vector<int64_t>& ids, const std::vector<int6
   std::vector<RankStepResult> results(world);
   std::mutex failureMutex;
   std::exception_ptr firstFailure;
+  // A rank that stops answering without waiting for anyone is named after the heartbeat deadline
+  // (Heartbeat.h); the receive deadline covers a rank waiting on a dead peer.
+  const FaultInjection fault = FaultInjection::fromEnvironment();
+  HeartbeatMonitor monitor(world, options_.recvTimeout / 2, [&](const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(failureMutex);
+      if (!firstFailure) firstFailure = std::make_exception_ptr(CommError(message));
+    }
+    comm.abort(message);
+  });
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
+      const FinishedGuard finished{monitor, r};
       try {
-        std::unique_ptr<Comm> endpoint = comm.endpoint(r);
+        // Beats on every message; DISAGMOE_FAULT_INJECT (tests) makes a rank die or go silent.
+        std::unique_ptr<Comm> endpoint = std::make_unique<MonitoredComm>(comm.endpoint(r), monitor, fault);
         std::unique_ptr<RankRecorder> recorder;
         if (options_.profile) recorder = std::make_unique<RankRecorder>(*options_.profile, plan_, r);
         const ScopedRecorder scope(recorder.get());

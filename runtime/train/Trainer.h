@@ -39,6 +39,7 @@ struct TrainOptions {
   double capacityFactor = 0;
   /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
   int64_t microBatches = 1;
+  /// A receive's deadline; half of it is the heartbeat deadline of a silent rank (Heartbeat.h).
   std::chrono::milliseconds recvTimeout{60000};
   /// >= 0: this process runs only that rank (stepRank), so only its weights are bound.
   int onlyRank = -1;
