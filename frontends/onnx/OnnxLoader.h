@@ -172,7 +172,10 @@ inline constexpr int64_t kMaxKnownElements = 1024;
 enum class ShapeInference {
   /// Declared types only (graph inputs, outputs, value_info, initializers).
   None,
-  /// ONNX's shape inference (libonnx), with data propagation.
+  /// ONNX's shape inference (libonnx), with data propagation. For trusted files only (tests use
+  /// it as an oracle for Static): libonnx 1.12 dereferences a null type when a Shape node's input
+  /// was left untyped by a failed inference upstream (found by tests/fuzz on a mutated export),
+  /// so a malformed file can crash the process instead of failing.
   Onnx,
   /// The loader's own propagation of static shapes and element types (OnnxStaticShapes.cpp),
   /// which also computes the values of shape computations (Graph::knownValues). Linear in the
@@ -193,7 +196,7 @@ struct LoadOptions {
   /// Run shape inference to fill Graph::valueInfo (false: ShapeInference::None).
   bool inferShapes = true;
   /// Which shape inference runs when inferShapes is set.
-  ShapeInference shapeInference = ShapeInference::Onnx;
+  ShapeInference shapeInference = ShapeInference::Static;
   /// If set, called once the file has passed every check before shape inference (parse,
   /// initializers, graph structure, token ids, onnx checker) with the first runtime input as
   /// declared (after dimParams and inputShapeOverride; dims -1 where symbolic). It returns true

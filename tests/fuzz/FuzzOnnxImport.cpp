@@ -1,7 +1,7 @@
 //===- FuzzOnnxImport.cpp - libFuzzer target: loader, importer and raise -===//
 //
 // Feeds arbitrary bytes through the whole frontend as `disagmoe compile` would: the libonnx loader
-// (parse, checks, shape inference, offsets), the MLIR importer, the verifier and the raising pass.
+// (parse, checks, static shape inference, offsets), the MLIR importer, the verifier and the raising pass.
 // Any crash, hang, sanitizer report or uncaught exception is a bug; errors returned as values are
 // the expected outcome for almost every input.
 //
