@@ -131,14 +131,18 @@ void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string&
   if (sums.empty()) throw std::runtime_error(path + ": no compute instruction was timed (nothing to write)");
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& [key, byWhere] : sums) {
-    std::vector<double> busiest;
+    // Layer -1 (any layer) over everything, and each layer's own median (the simulator prefers the
+    // exact layer: layers differ, e.g. a dense first layer).
+    std::map<int64_t, std::vector<double>> busiest; // layer (-1: all) -> busiest-rank seconds
     for (const auto& [where, byRank] : byWhere) {
       double m = 0;
       for (const auto& [rank, seconds] : byRank) m = std::max(m, seconds);
-      busiest.push_back(m);
+      busiest[-1].push_back(m);
+      if (std::get<1>(where) >= 0) busiest[std::get<1>(where)].push_back(m);
     }
-    entries.push_back({{"role", std::get<0>(key)}, {"op", std::get<1>(key)}, {"phase", std::get<2>(key)},
-                       {"layer", -1}, {"seconds", median(busiest)}, {"samples", busiest.size()}});
+    for (const auto& [layer, values] : busiest)
+      entries.push_back({{"role", std::get<0>(key)}, {"op", std::get<1>(key)}, {"phase", std::get<2>(key)},
+                         {"layer", layer}, {"seconds", median(values)}, {"samples", values.size()}});
   }
   nlohmann::json root = {{"format", "disagmoe-op-times"},
                          {"version", 1},

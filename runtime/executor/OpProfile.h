@@ -15,8 +15,9 @@
 //
 // Aggregation (writeOpTimes): per (role, op, phase, group, layer, micro-batch, step) the seconds of
 // each rank are summed and the busiest rank of the group taken (the simulator runs every rank of a
-// group on its busiest rank's work, runtime/sim/Simulator.h); the entry is the median of those over
-// layers, micro-batches, groups and steps (layer -1: any layer). Units: seconds.
+// group on its busiest rank's work, runtime/sim/Simulator.h); one entry per layer is the median of
+// those over micro-batches, groups and steps, and one with layer -1 (any layer) the median over all
+// layers too. Units: seconds.
 // Errors: std::runtime_error naming the output file (not writable); files are written to a
 // temporary name and renamed, so nothing is half-written.
 #pragma once
@@ -95,8 +96,8 @@ private:
 /// The schedule op an executed instruction's time counts toward ("" for exchanges), see above.
 std::string simOpOf(const Instruction& ins, GroupRole role);
 
-/// Writes the "disagmoe-op-times" JSON (version 1) of `profile`: one entry per (role, op, phase)
-/// with layer -1, plus "samples" (how many values the median is of) for the reader. Throws
+/// Writes the "disagmoe-op-times" JSON (version 1) of `profile`: per (role, op, phase) one entry per
+/// layer and one with layer -1, each with "samples" (how many values the median is of). Throws
 /// std::runtime_error if `path` cannot be written or no compute event was recorded.
 void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string& path);
 

@@ -4,14 +4,16 @@
 
 Compiles the sample with a schedule (2+2 ranks, p = 2, 4 micro-batches), runs one training step of
 the same micro-batch shape with --op-times-out and --trace, then checks:
-1. The op-times file is the "disagmoe-op-times" version-1 format with an entry for every compute op
-   of the schedule (attention, experts, head forward and backward, optimizer per role), seconds > 0,
-   and each entry equals the median recomputed here from the trace's events (sum per rank over
-   (group, layer, micro-batch), busiest rank of the group, median; embedding counted as layer 0's
-   attention, final norm as the head): an independent aggregation of the same events.
+1. The op-times file is the "disagmoe-op-times" version-1 format with a layer -1 entry for every
+   compute op of the schedule (attention, experts, head forward and backward, optimizer per role)
+   and per-layer entries, seconds > 0, and each entry equals the median recomputed here from the
+   trace's events (sum per rank over (group, layer, micro-batch), busiest rank of the group, median
+   per layer and over all; embedding counted as layer 0's attention, final norm as the head): an
+   independent aggregation of the same events.
 2. `disagmoe-run --backend sim --op-times` accepts the file, and each group's busy time equals the
    closed form sum over the group's compute instructions in plan.json's schedule of the file's
-   seconds for (role, op, phase) (the simulator's processor sharing conserves work).
+   seconds for (role, op, phase, layer), the exact layer's entry before the any-layer one (the
+   simulator's processor sharing conserves work).
 3. The trace is Trace Event Format JSON: "traceEvents", "X" events with name/ph/ts/dur/pid/tid, a
    thread_name per rank, compute, send and recv events on every rank that exchanges, and events
    of one rank thread never overlap (each rank runs its instructions in order).
@@ -105,13 +107,23 @@ def main():
             busiest = defaultdict(float)
             for (group, layer, mb, rank), us in by.items():
                 busiest[(group, layer, mb)] = max(busiest[(group, layer, mb)], us)
-            expect[key] = median(busiest.values()) * 1e-6
+            expect[key + (-1,)] = median(busiest.values()) * 1e-6
+            for layer in {l for (_, l, _) in busiest if l >= 0}:
+                expect[key + (layer,)] = median(v for (g, l, m), v in busiest.items() if l == layer) * 1e-6
         doc = json.load(open(ot))
         assert doc["format"] == "disagmoe-op-times" and doc["version"] == 1, doc
-        got = {(e["role"], e["op"], e["phase"]): e["seconds"] for e in doc["entries"]}
-        need = {(p_role, i["op"], i["phase"]) for p_role, prog in sched["programs"].items() for i in prog
+        got = {(e["role"], e["op"], e["phase"], e["layer"]): e["seconds"] for e in doc["entries"]}
+
+        def seconds(role, op, phase, layer):
+            """The simulator's lookup (OpTimes::find): the exact layer, else any layer."""
+            return got.get((role, op, phase, layer), got.get((role, op, phase, -1)))
+
+        need = {(p_role, i["op"], i["phase"], -1) for p_role, prog in sched["programs"].items() for i in prog
                 if i["kind"] == "compute"}
         assert need <= set(got), ("missing entries", need - set(got))
+        L = pj["model"]["num_layers"]
+        assert all((r, "attention", ph, l) in got for r in ["attention"] for ph in ["forward", "backward"]
+                   for l in range(L)), "per-layer attention entries missing"
         assert set(got) == set(expect), (set(got) ^ set(expect))
         for k, v in got.items():
             assert v > 0, (k, v)
@@ -128,7 +140,8 @@ def main():
         groups = sched["groups"]
         assert len(busy) == len(groups), sim
         for gi, g in enumerate(groups):
-            total = sum(got[(role, i["op"], i["phase"])] for role, prog in sched["programs"].items() for i in prog
+            total = sum(seconds(role, i["op"], i["phase"], i.get("layer", -1))
+                        for role, prog in sched["programs"].items() for i in prog
                         if i["kind"] == "compute" and i["group"] == gi)
             b = busy[(g["role"], g["index"])]
             assert abs(b - total) <= 2e-9 + 1e-9 * total, (g["role"], g["index"], b, total)
@@ -138,7 +151,7 @@ def main():
         fot, ftr = os.path.join(work, "fwd_ops.json"), os.path.join(work, "fwd_trace.json")
         run([f"{bin_dir}/disagmoe-run", plan, "--op-times-out", fot, "--trace", ftr])
         fwd = json.load(open(fot))["entries"]
-        assert {(e["role"], e["op"], e["phase"]) for e in fwd} == {
+        assert {(e["role"], e["op"], e["phase"]) for e in fwd if e["layer"] == -1} == {
             ("attention", "attention", "forward"), ("attention", "head", "forward"), ("ffn", "experts", "forward")}, fwd
         fx = [e for e in json.load(open(ftr))["traceEvents"] if e["ph"] == "X"]
         assert {e["tid"] for e in fx} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
