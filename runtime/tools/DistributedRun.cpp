@@ -48,6 +48,7 @@ struct Options {
   double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
   double auxLossCoef = 0;                // --aux-loss-coef
   double capacityFactor = 0;             // --capacity-factor (0: dropless)
+  double routerBiasRate = 0;             // --router-bias-update-rate (0: none)
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
   std::string data, dataFormat, lossLog, checkpoint, resume;
@@ -160,6 +161,8 @@ Options parseArgs(int argc, char** argv) {
       o.auxLossCoef = parseReal(name, value, 0);
     else if (name == "--capacity-factor")
       o.capacityFactor = parseReal(name, value, 0);
+    else if (name == "--router-bias-update-rate")
+      o.routerBiasRate = parseReal(name, value, 0);
     else if (name == "--warmup-steps")
       o.warmupSteps = parseInteger(name, value, 0);
     else if (name == "--total-steps")
@@ -208,6 +211,10 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("--data gives the batches; it does not combine with --input or --targets");
   if (!o.dataFormat.empty() && o.data.empty()) throw UsageError("--data-format needs --data");
   if (o.checkpointEvery && o.checkpoint.empty()) throw UsageError("--checkpoint-every needs --save-checkpoint");
+  // The selection bias is training state that checkpoints do not hold yet: refuse rather than lose it.
+  if (o.routerBiasRate > 0 && (!o.checkpoint.empty() || !o.resume.empty()))
+    throw UsageError("--router-bias-update-rate cannot be combined with --save-checkpoint or --resume yet "
+                     "(checkpoints do not store the router selection bias)");
   return o;
 }
 
@@ -398,6 +405,7 @@ train::TrainOptions trainOptions(const Options& o) {
   t.clipGradNorm = o.clipGrad;
   t.auxLossCoef = o.auxLossCoef;
   t.capacityFactor = o.capacityFactor;
+  t.routerBiasUpdateRate = o.routerBiasRate;
   t.schedule.warmupSteps = o.warmupSteps;
   t.schedule.totalSteps = o.totalSteps;
   t.schedule.lrMin = o.lrMin;
@@ -418,6 +426,7 @@ void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOpti
   if (o.clipGrad > 0) std::cout << ", clip grad norm " << o.clipGrad;
   if (o.auxLossCoef > 0) std::cout << ", aux loss coef " << o.auxLossCoef;
   if (o.capacityFactor > 0) std::cout << ", capacity factor " << o.capacityFactor;
+  if (o.routerBiasRate > 0) std::cout << ", router bias update rate " << o.routerBiasRate;
   std::cout << "\n";
 }
 
@@ -585,6 +594,7 @@ const char* distributedUsage() {
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
          "                    [--aux-loss-coef ALPHA] [--capacity-factor C] [--op-times-out FILE] [--trace FILE]\n"
+         "                    [--router-bias-update-rate U]\n"
          "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
@@ -605,6 +615,9 @@ const char* distributedUsage() {
          "--capacity-factor C caps each expert at ceil(C * tokens * k / E) assignments per micro-batch and\n"
          "layer (first choices in token order first, then second choices); the rest are dropped (zero expert\n"
          "output) and counted per layer in the load line. Default: dropless.\n"
+         "--router-bias-update-rate U: DeepSeek-V3's auxiliary-loss-free balancing; each router ranks the\n"
+         "experts by score + b (gates from the unbiased score) and after each step b_i += U * sign(mean\n"
+         "load - load_i); --save-weights also writes l{l}_router_selection_bias.npy.\n"
          "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
          "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"

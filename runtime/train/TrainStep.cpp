@@ -57,6 +57,8 @@ RankState::RankState(const Plan& plan, const RankWeights& bound) : rank(bound.ra
                     ": training does not support the embedding or head on the ffn side yet; only the forward "
                     "pass (disagmoe-run without --train) runs this plan");
   const size_t n = plan.model.weights.size();
+  routerBias.assign(static_cast<size_t>(plan.model.numLayers),
+                    std::vector<float>(static_cast<size_t>(plan.model.numExperts), 0.0f));
   weights.resize(n);
   grads.resize(n);
   m.resize(n);
@@ -103,6 +105,11 @@ int capacityTag(const ModelSpec& model, int64_t layer) {
   return static_cast<int>(7 * model.numLayers + static_cast<int64_t>(model.weights.size()) + 2 + layer);
 }
 
+// Tag of layer l's load exchange for the router bias update: after the capacity ones.
+int biasLoadTag(const ModelSpec& model, int64_t layer) {
+  return static_cast<int>(8 * model.numLayers + static_cast<int64_t>(model.weights.size()) + 2 + layer);
+}
+
 struct AttentionLayer {
   bool hasX = false, hasAttnNorm = false, hasAttention = false, hasH = false, hasFfnNorm = false, hasRouter = false;
   bool hasDx = false, hasDh = false, hasDFfn = false, hasDAttnNorm = false;
@@ -142,10 +149,11 @@ class TrainWorker {
 public:
   TrainWorker(const Plan& plan, RankState& state, Comm& comm, const int64_t* ids, const int64_t* targets,
               int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout, double auxCoef,
-              int64_t globalTokens, double capacityFactor)
+              int64_t globalTokens, double capacityFactor, bool biasSelection)
       : plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
         targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
         auxCoef_(auxCoef), globalTokens_(globalTokens), capacityFactor_(capacityFactor),
+        biasSelection_(biasSelection),
         rank_(comm.rank()), group_(placement_.groupOf(rank_)), index_(placement_.indexInGroup(rank_)),
         L_(model_.numLayers) {
     if (group_.role == GroupRole::Attention) {
@@ -495,7 +503,8 @@ private:
       if (rc.bias >= 0) cpu::addBias(a.logits.data(), n(), E, w(rc.bias)); // GPT-OSS
       a.topIds.assign(n() * k, 0);
       freshAssign(a.gates, n() * k);
-      cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data());
+      cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(), a.gates.data(),
+                       biasSelection_ ? state_.routerBias[l].data() : nullptr);
       const float scale = component(model_.layers[l].router).routedScalingFactor;
       if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
         for (float& g : a.gates) g *= scale;
@@ -1147,6 +1156,7 @@ private:
   const double auxCoef_;
   const int64_t globalTokens_;
   const double capacityFactor_;
+  const bool biasSelection_; // rank the experts by score + state_.routerBias[l]
   const int rank_;
   const Group& group_;
   const int64_t index_;
@@ -1236,6 +1246,50 @@ void optimizerStep(RankState& state, const OptimizerConfig& config) {
   }
 }
 
+// DeepSeek-V3's bias update (StepConfig::routerBiasUpdateRate) of every layer whose router this
+// rank runs: the group's A-ranks exchange their step loads and add them in ascending rank order.
+void updateRouterBias(const Plan& plan, RankState& state, Comm& comm, std::chrono::milliseconds timeout,
+                      const std::vector<std::vector<int64_t>>& load, double rate) {
+  const int64_t E = plan.model.numExperts;
+  for (int64_t l = 0; l < plan.model.numLayers; ++l) {
+    const std::vector<int>& ranks = plan.placement.attentionGroupOfLayer(l).ranks;
+    if (std::find(ranks.begin(), ranks.end(), state.rank) == ranks.end()) continue;
+    std::vector<double> mine(static_cast<size_t>(E), 0.0);
+    if (static_cast<size_t>(l) < load.size())
+      for (int64_t e = 0; e < E; ++e)
+        mine[e] = static_cast<double>(load[l][e]);
+    const int tag = biasLoadTag(plan.model, l);
+    Bytes out(mine.size() * sizeof(double));
+    std::memcpy(out.data(), mine.data(), out.size());
+    for (int r : ranks)
+      if (r != state.rank) comm.send(r, tag, out);
+    std::vector<double> total(mine.size(), 0.0), part(mine.size());
+    for (int r : ranks) {
+      if (r == state.rank) {
+        part = mine;
+      } else {
+        const Bytes in = comm.recv(r, tag, timeout);
+        if (in.size() != out.size())
+          throw ExecError("rank " + std::to_string(state.rank) + ": router load of layer " + std::to_string(l) +
+                          " from rank " + std::to_string(r) + " has " + std::to_string(in.size()) + " bytes, expected " +
+                          std::to_string(out.size()));
+        std::memcpy(part.data(), in.data(), in.size());
+      }
+      for (int64_t e = 0; e < E; ++e)
+        total[e] += part[e];
+    }
+    double sum = 0;
+    for (double c : total)
+      sum += c;
+    const double mean = sum / static_cast<double>(E);
+    const float u = static_cast<float>(rate);
+    for (int64_t e = 0; e < E; ++e) {
+      const float sign = total[e] < mean ? 1.0f : total[e] > mean ? -1.0f : 0.0f;
+      state.routerBias[l][e] += u * sign;
+    }
+  }
+}
+
 } // namespace
 
 RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
@@ -1253,7 +1307,7 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
   for (const MicroBatch& mb : microBatches) {
     TrainWorker worker(plan, state, comm, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
                        mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen,
-                       config.capacityFactor);
+                       config.capacityFactor, config.routerBiasUpdateRate > 0);
     result.lossSum += worker.run();
     result.targetTokens += worker.targetTokens();
     result.auxLossSum += worker.auxLossSum();
@@ -1274,6 +1328,8 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
   result.gradNorm = globalGradNorm(plan, state, comm, recvTimeout);
   if (config.clipNorm > 0) result.clipCoef = clipGradients(state, result.gradNorm, config.clipNorm);
   optimizerStep(state, config.optimizer);
+  if (config.routerBiasUpdateRate > 0) updateRouterBias(plan, state, comm, recvTimeout, result.expertLoad,
+                                                        config.routerBiasUpdateRate);
   return result;
 }
 

@@ -48,6 +48,9 @@ struct RankState {
   std::vector<Tensor> weights; ///< fp32 master weights
   std::vector<Tensor> grads;   ///< of the last step, after the all-reduce
   std::vector<Tensor> m, v;    ///< AdamW moments (allocated by the first AdamW step)
+  /// [numLayers][numExperts] DeepSeek-V3 selection bias of the routers this rank runs (attention
+  /// ranks; zero at start; StepConfig::routerBiasUpdateRate). Not a parameter: no gradient.
+  std::vector<std::vector<float>> routerBias;
   int64_t step = 0;            ///< optimizer steps taken
 
   RankState() = default;
@@ -120,6 +123,14 @@ struct StepConfig {
   /// is not sent to its expert: its output is zero and its gate gets no gradient (the other gates
   /// keep their values, renormalised before the drop). 0: dropless (the default).
   double capacityFactor = 0;
+  /// u > 0: DeepSeek-V3's auxiliary-loss-free balancing (DeepSeek-V3 report §2.1.2). Each router
+  /// ranks the experts by score + b (Kernels.h routerGates `selectionBias`; the gates use the
+  /// unbiased scores), and after the optimizer step every layer's b is updated from the step's
+  /// load c_i (top-k assignments of the global batch, all micro-batches, before any drop):
+  ///   b_i += u * sign(mean_j c_j - c_i)   (fp32; sign(0) = 0)
+  /// The A-ranks of a layer's group add their counts in ascending rank order, so all hold the same b.
+  /// 0: no bias (the default).
+  double routerBiasUpdateRate = 0;
 };
 
 /// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).

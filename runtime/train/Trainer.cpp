@@ -34,6 +34,9 @@ Trainer::Trainer(const Plan& plan, TrainOptions options) : plan_(plan), options_
   } catch (const std::invalid_argument& e) {
     throw ExecError(std::string("learning-rate schedule: ") + e.what());
   }
+  if (!(options.routerBiasUpdateRate >= 0) || !std::isfinite(options.routerBiasUpdateRate))
+    throw ExecError("router bias update rate must be a finite number >= 0 (0: none), got " +
+                    std::to_string(options.routerBiasUpdateRate));
   if (!(options.capacityFactor >= 0) || !std::isfinite(options.capacityFactor))
     throw ExecError("capacity factor must be a finite number >= 0 (0: dropless), got " +
                     std::to_string(options.capacityFactor));
@@ -145,6 +148,7 @@ StepConfig Trainer::stepConfig() const {
   c.clipNorm = options_.clipGradNorm;
   c.auxLossCoef = options_.auxLossCoef;
   c.capacityFactor = options_.capacityFactor;
+  c.routerBiasUpdateRate = options_.routerBiasUpdateRate;
   return c;
 }
 
@@ -353,6 +357,15 @@ void Trainer::save(const std::string& dir, bool gradients) const {
     const int lowest = plan_.model.weights[i].ranks.front();
     if (states_[lowest].rank != lowest) continue;
     writeNpyFloat32(dir + "/" + keys[i] + ".npy", gradients ? states_[lowest].grads[i] : states_[lowest].weights[i]);
+  }
+  if (gradients || options_.routerBiasUpdateRate <= 0) return;
+  const int64_t E = plan_.model.numExperts;
+  for (int64_t l = 0; l < plan_.model.numLayers; ++l) {
+    const int lowest = plan_.placement.attentionGroupOfLayer(l).ranks.front();
+    if (states_[lowest].rank != lowest) continue;
+    Tensor bias({E});
+    std::copy(states_[lowest].routerBias[l].begin(), states_[lowest].routerBias[l].end(), bias.data.begin());
+    writeNpyFloat32(dir + "/l" + std::to_string(l) + "_router_selection_bias.npy", bias);
   }
 }
 

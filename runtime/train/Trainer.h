@@ -37,6 +37,8 @@ struct TrainOptions {
   double auxLossCoef = 0;
   /// > 0: capacity factor C (StepConfig::capacityFactor); 0: dropless routing (default).
   double capacityFactor = 0;
+  /// > 0: DeepSeek-V3 router bias update rate u (StepConfig::routerBiasUpdateRate); 0: none.
+  double routerBiasUpdateRate = 0;
   /// Micro-batches per step (consecutive sequences; splitMicroBatches); gradients accumulate.
   int64_t microBatches = 1;
   /// A receive's deadline; half of it is the heartbeat deadline of a silent rank (Heartbeat.h).
@@ -106,7 +108,9 @@ public:
   void restoreSteps(int64_t steps);
 
   /// Writes DIR/<key>.npy (weightKeys) for every weight whose LOWEST holder (spec.ranks[0]) runs in
-  /// this process, so one process per rank writes each weight exactly once. Creates DIR.
+  /// this process, so one process per rank writes each weight exactly once. Creates DIR. With a
+  /// router bias update rate, saveWeights also writes DIR/l{l}_router_selection_bias.npy (float32
+  /// [numExperts]) from the lowest rank of layer l's attention group, when it runs here.
   void saveWeights(const std::string& dir) const;
   void saveGradients(const std::string& dir) const;
 

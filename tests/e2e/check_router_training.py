@@ -21,7 +21,12 @@ compares with golden/router/ (export_router_goldens.py, PyTorch 1.13 autograd):
   per-expert load line                    equal to the golden top-k counts of every layer
 A run without the flag prints no aux loss and the same per-expert load, and its router gradient
 differs from the aux run's (the aux term is not silently dropped).
-With --mpirun MPIRUN: aux loss + capacity factor (2 micro-batches) under `mpirun -np WORLD disagmoe-run
+DeepSeek-V3 bias update (`--router-bias-update-rate 0.01`, golden/router/bias_*: PyTorch choosing by
+probability + b, b_i += u sign(mean load - load_i) after each step): 3 SGD steps (lr 0.1), each step's
+loss relative 1e-4 and per-expert load exact, b after the last update within 1e-7, every non-expert
+weight after step 3 within 1e-5 (max abs); the same run without the bias chooses differently.
+
+With --mpirun MPIRUN: aux loss + capacity factor + bias update (2 micro-batches, 2 steps) under `mpirun -np WORLD disagmoe-run
 --comm mpi` gives byte-identical gradients and the same step and load lines as the local comm.
   check_router_training.py BIN_DIR SAMPLE_DIR WORK_DIR [--mpirun MPIRUN]
 """
@@ -44,15 +49,15 @@ def run(cmd):
     return result.stdout
 
 
-def parse_load(text):
-    line = re.search(r"step 1 expert load:(.*)", text).group(1)
+def parse_load(text, step=1):
+    line = re.search(rf"step {step} expert load:(.*)", text).group(1)
     return [[int(c) for c in layer.split()] for layer in re.findall(r"l\d+ \[([^\]]*)\]", line)]
 
 
 def compare_mpi(bin_dir, plan, ids, work, mpirun, check):
     """Aux loss + capacity factor: local comm against mpirun --comm mpi, byte for byte."""
     opts = ["--train", "--input", ids, "--optimizer", "sgd", "--micro-batches", "2", "--aux-loss-coef", "0.5",
-            "--capacity-factor", "1"]
+            "--capacity-factor", "1", "--steps", "2", "--router-bias-update-rate", "0.01"]
     local = run([os.path.join(bin_dir, "disagmoe-run"), plan] + opts + ["--save-grads", os.path.join(work, "loc")])
     world = json.load(open(os.path.join(plan, "plan.json")))["placement"]["world_size"]
     mpi = [mpirun, "--oversubscribe", "-np", str(world)]
@@ -60,8 +65,8 @@ def compare_mpi(bin_dir, plan, ids, work, mpirun, check):
         mpi.insert(1, "--allow-run-as-root")
     remote = run(mpi + [os.path.join(bin_dir, "disagmoe-run"), plan, "--comm", "mpi"] + opts +
                  ["--save-grads", os.path.join(work, "mpi")])
-    lines = lambda t: [re.sub(r"\([0-9.]+ s\)", "", l) for l in t.splitlines() if l.startswith("step 1")]
-    check(lines(local) == lines(remote) and len(lines(local)) == 2,
+    lines = lambda t: [re.sub(r"\([0-9.]+ s\)", "", l) for l in t.splitlines() if l.startswith("step ")]
+    check(lines(local) == lines(remote) and len(lines(local)) == 4,
           f"mpi: step and load lines equal the local comm's: {lines(remote)}")
     names = sorted(os.listdir(os.path.join(work, "loc")))
     same = names == sorted(os.listdir(os.path.join(work, "mpi"))) and all(
@@ -131,6 +136,34 @@ def main(bin_dir, sample, work, mpirun=None):
             worst, worst_key = err, key
     check(worst <= GRAD_TOL, f"tied routers: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
     check(zero_ok, "tied routers: the experts PyTorch gives no token (layer 0 experts 2-7) have exactly zero gradients")
+
+    # DeepSeek-V3's auxiliary-loss-free bias update over 3 steps.
+    bias = meta["bias"]
+    bias_dir = os.path.join(work, "bias_weights")
+    steps = ["--steps", str(bias["steps"]), "--lr", str(bias["lr"])]
+    text = run(base + steps + ["--router-bias-update-rate", str(bias["rate"]), "--save-weights", bias_dir])
+    unbiased = run(base + steps)
+    want_load = np.load(os.path.join(gold, "bias_load.npy")).tolist()
+    for s in range(1, bias["steps"] + 1):
+        loss = float(re.search(rf"step {s}: loss ([0-9.eE+-]+)", text).group(1))
+        err = abs(loss - bias["loss"][s - 1]) / bias["loss"][s - 1]
+        check(err <= 1e-4, f"bias update u={bias['rate']}: step {s} loss {loss:.7f} vs PyTorch "
+                           f"{bias['loss'][s - 1]:.7f}, relative error {err:.2e}")
+        check(parse_load(text, s) == want_load[s - 1], f"bias update: step {s} per-expert load equals PyTorch's")
+    check(any(parse_load(text, s) != parse_load(unbiased, s) for s in range(2, bias["steps"] + 1)),
+          "bias update: the biased choice differs from the unbiased run's in a later step")
+    want_b = np.load(os.path.join(gold, "bias_b.npy"))
+    got_b = np.stack([np.load(os.path.join(bias_dir, f"l{l}_router_selection_bias.npy")) for l in range(len(want_b))])
+    berr = float(np.abs(got_b - want_b).max())
+    check(berr <= 1e-7, f"bias update: b after step {bias['steps']} within {berr:.1e} of PyTorch's")
+    werr, wkey = 0.0, ""
+    for f in sorted(os.listdir(gold)):
+        if f.startswith("bias_w_"):
+            key = f[len("bias_w_"):-4]
+            e = float(np.abs(np.load(os.path.join(bias_dir, key + ".npy")) - np.load(os.path.join(gold, f))).max())
+            if e > werr:
+                werr, wkey = e, key
+    check(werr <= 1e-5, f"bias update: weights after step {bias['steps']}, max abs error {werr:.2e} ({wkey})")
 
     for name, v in sorted(meta["capacity_variants"].items()):
         micro = v["micro_batches"]

@@ -134,19 +134,28 @@ void topK(const float* row, int64_t n, int64_t k, int64_t* ids, float* values) {
 }
 
 void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
-                 float* gates) {
-  std::vector<float> scores(static_cast<size_t>(experts));
+                 float* gates, const float* selectionBias) {
+  std::vector<float> scores(static_cast<size_t>(experts)), biased(selectionBias ? scores.size() : 0);
+  // Top-k of `s` (+ the selection bias, when given); rowGates gets the UNBIASED chosen scores.
+  const auto choose = [&](const float* s, int64_t* rowIds, float* rowGates) {
+    if (!selectionBias) return topK(s, experts, k, rowIds, rowGates);
+    for (int64_t e = 0; e < experts; ++e)
+      biased[e] = s[e] + selectionBias[e];
+    topK(biased.data(), experts, k, rowIds, rowGates);
+    for (int64_t i = 0; i < k; ++i)
+      rowGates[i] = s[rowIds[i]];
+  };
   for (int64_t t = 0; t < tokens; ++t) {
     const float* row = logits + t * experts;
     int64_t* rowIds = ids + t * k;
     float* rowGates = gates + t * k;
     if (scoring == RouterScoring::TopkSoftmax) {
-      topK(row, experts, k, rowIds, rowGates);
+      choose(row, rowIds, rowGates);
       softmax(rowGates, 1, k, rowGates);
       continue;
     }
     softmax(row, 1, experts, scores.data());
-    topK(scores.data(), experts, k, rowIds, rowGates);
+    choose(scores.data(), rowIds, rowGates);
     if (scoring == RouterScoring::SoftmaxTopkRenorm) {
       // fp32 sum and division, as `routing_weights /= routing_weights.sum(-1, keepdim=True)`.
       float sum = 0;

@@ -57,9 +57,12 @@ void topK(const float* row, int64_t n, int64_t k, int64_t* ids, float* values);
 
 /// Router gates from logits (fp32): per token the top-k expert ids (descending score, ties to the
 /// lower id) and their gate weights per `scoring`.
+/// `selectionBias` [experts] (optional; DeepSeek-V3's auxiliary-loss-free balancing, report §2.1.2):
+/// added in fp32 to the score the top-k ranks (the softmax probability, or the logit for
+/// topk_softmax) for the CHOICE only; the gates are computed from the unbiased scores.
 /// logits [T, experts], ids [T, k], gates [T, k].
 void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
-                 float* gates);
+                 float* gates, const float* selectionBias = nullptr);
 
 /// SwiGLU expert (MixtralBlockSparseTop2MLP): out = (silu(x @ w1) * (x @ w3)) @ w2, silu(z) = z * sigmoid(z).
 /// x [rows, hidden], w1, w3 [hidden, expertHidden], w2 [expertHidden, hidden], out [rows, hidden].

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Router-training goldens of the tiny Mixtral sample (issue 7, "Router training as practitioners
-run it"): top-k ties, the Switch-Transformer load-balancing auxiliary loss and the capacity factor.
+run it"): top-k ties, the Switch-Transformer load-balancing auxiliary loss, the capacity factor
+and DeepSeek-V3's auxiliary-loss-free bias update.
 
 Run with Debian's Python (torch 1.13):
 
@@ -41,6 +42,14 @@ in token order, then to every second choice (GShard's priority); a dropped assig
 nothing (its expert never sees the token; the kept gates keep their pre-drop values):
   v_loss.npy [1], v_grad_<key>.npy         as above, for every non-expert weight and layers 0-1's experts
   v_dropped.npy [L] int64                  dropped assignments per layer (the whole batch)
+
+DeepSeek-V3 auxiliary-loss-free balancing (report §2.1.2; BIAS below): every layer's router ranks the
+experts by softmax probability + b (float32), the gates are the unbiased probabilities of the chosen
+experts renormalised, and after each optimizer step b_i += u * sign(mean_j c_j - c_i) with c the
+step's top-k counts. BIAS["steps"] SGD steps (lr BIAS["lr"]) on the golden batch, b = 0 at the start:
+  bias_loss.npy [steps], bias_load.npy [steps, L, E] int64   each step's loss and top-k counts
+  bias_b.npy [L, E]                          b after the last update
+  bias_w_<key>.npy                           every non-expert weight after the last step
 
 Files, per variant v in aux_m1, aux_m2 (ALPHA below, golden batch golden/ids_b2_s8.npy):
   v_loss.npy [1]                 the cross-entropy alone (what `loss` prints)
@@ -204,6 +213,51 @@ def capacity_variant(ids, micro):
     return files
 
 
+BIAS = {"rate": 0.01, "steps": 3, "lr": 0.1}
+
+
+def biased_route(moe, b):
+    """SparseMoeBlock.route choosing by probs + b (ONNX tie rule), gates from the unbiased probs."""
+    def route(x):
+        logits = moe.gate(x)
+        probs = F.softmax(logits, dim=-1, dtype=torch.float)
+        order = torch.sort(probs + b, dim=-1, descending=True, stable=True).indices[:, :moe.top_k]
+        moe.last_ids = order
+        w = torch.gather(probs, 1, order)
+        w = w / w.sum(dim=-1, keepdim=True)
+        return logits, probs, w.to(x.dtype), order
+    return route
+
+
+def bias_variant(ids):
+    model = export.build_model()
+    E, k = CFG["num_experts"], CFG["top_k"]
+    biases = [torch.zeros(E, dtype=torch.float32) for _ in model.layers]
+    for layer, b in zip(model.layers, biases):
+        layer.block_sparse_moe.route = biased_route(layer.block_sparse_moe, b)
+    opt = torch.optim.SGD(model.parameters(), lr=BIAS["lr"])
+    losses, loads = [], []
+    for _ in range(BIAS["steps"]):
+        opt.zero_grad()
+        loss = export_grads.lm_loss(model(ids), ids)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        step_load = []
+        for layer, b in zip(model.layers, biases):
+            c = F.one_hot(layer.block_sparse_moe.last_ids, num_classes=E).sum(dim=(0, 1)).to(torch.float32)
+            b += BIAS["rate"] * torch.sign(c.mean() - c)  # in place: the route closure sees it
+            step_load.append(c.numpy().astype(np.int64))
+        loads.append(np.stack(step_load))
+    files = {"bias_loss.npy": np.array(losses, dtype=np.float32), "bias_load.npy": np.stack(loads),
+             "bias_b.npy": np.stack([b.numpy() for b in biases]).astype(np.float32)}
+    for name, p in model.named_parameters():
+        key, w = export_grads.as_golden(name, p)
+        if "_expert" not in key:
+            files[f"bias_w_{key}.npy"] = w
+    return files
+
+
 def variant(ids, micro):
     model = export.build_model()
     logits, zs = router_logits(model, ids)
@@ -236,6 +290,10 @@ def generate(out_dir):
     os.makedirs(gdir, exist_ok=True)
     ids = torch.from_numpy(np.load(os.path.join(HERE, "golden", export_grads.IDS_FILE)))
     meta = {"alpha": ALPHA, "ids": export_grads.IDS_FILE, "variants": {}}
+    bias = bias_variant(ids)
+    meta["bias"] = dict(BIAS, loss=[float(x) for x in bias["bias_loss.npy"]])
+    for f, a in bias.items():
+        np.save(os.path.join(gdir, f), a)
     tie = tie_variant(ids)
     meta["tie_loss"] = float(tie["tie_loss.npy"][0])
     for f, a in tie.items():

@@ -112,3 +112,27 @@ TEST(Kernels, LinearAndExpertAcceptZeroRows) {
   swigluExpert(nullptr, 0, 2, 2, w, w, w, y);
   EXPECT_EQ(y[0], 42);
 }
+
+// DeepSeek-V3 selection bias: it changes the CHOICE only; the gates are the unbiased scores.
+TEST(Kernels, SelectionBiasChangesTheChoiceNotTheGates) {
+  const float logits[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+  const float bias[4] = {1.0f, 0.0f, 0.0f, 0.0f}; // lifts expert 0 (p = 0.032) above expert 3 (p = 0.644)
+  double e[4], sum = 0;
+  for (int i = 0; i < 4; ++i)
+    sum += e[i] = std::exp(logits[i]);
+  int64_t ids[2];
+  float gates[2];
+  routerGates(logits, 1, 4, 2, RouterScoring::SoftmaxTopk, ids, gates, bias);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], 3);
+  EXPECT_NEAR(gates[0], e[0] / sum, 1e-7);
+  EXPECT_NEAR(gates[1], e[3] / sum, 1e-7);
+  routerGates(logits, 1, 4, 2, RouterScoring::SoftmaxTopkRenorm, ids, gates, bias);
+  EXPECT_NEAR(gates[0], e[0] / (e[0] + e[3]), 1e-6);
+  // topk_softmax ranks the logits + bias {2, 1, 2, 3}: experts 0 and 2 tie below 3; the lower id wins.
+  const float logitBias[4] = {2.0f, 0.0f, 0.0f, 0.0f};
+  routerGates(logits, 1, 4, 2, RouterScoring::TopkSoftmax, ids, gates, logitBias);
+  EXPECT_EQ(ids[0], 3);
+  EXPECT_EQ(ids[1], 0);
+  EXPECT_NEAR(gates[0], std::exp(3.0) / (std::exp(3.0) + std::exp(0.0)), 1e-6);
+}
