@@ -8,6 +8,10 @@ tokens): loss relative 1e-5, per-expert load exact (layer 0: all 16 tokens on ex
 gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|| <= 1e-4, and
 experts 2-7 of layer 0 exactly zero.
 
+The forward pass of the tied plan is also checked against onnxruntime-node (its own TopK) on the
+sample's ONNX file with the same crafted router initializers: logits max abs <= 1e-4 (skipped, with
+a message, where onnxruntime-node is not installed).
+
 Capacity factor (`--capacity-factor 1`, golden/router/cap_m*: PyTorch with the same GShard-priority
 drop rule) with micro-batches 1 and 2: loss relative 1e-5, dropped assignments per layer exact,
 gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|| <= 1e-4.
@@ -33,6 +37,7 @@ With --mpirun MPIRUN: aux loss + capacity factor + bias update (2 micro-batches,
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -73,6 +78,31 @@ def compare_mpi(bin_dir, plan, ids, work, mpirun, check):
         open(os.path.join(work, "loc", n), "rb").read() == open(os.path.join(work, "mpi", n), "rb").read()
         for n in names)
     check(same, f"mpi: {len(names)} gradient files byte-identical to the local comm's")
+
+
+def onnxruntime_tie_forward(bin_dir, sample, tied_plan, routers, gold, ids, work, check):
+    """Our forward on the tied plan against onnxruntime-node on model.onnx with the tied routers."""
+    oracle = os.path.join(sample, "..", "..", "..", "tests", "oracle")
+    if not os.path.isdir(os.path.join(oracle, "node_modules", "onnxruntime-node")) or not shutil.which("node"):
+        print("skip onnxruntime tie forward: onnxruntime-node is not installed (scripts/setup.sh)")
+        return
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(os.path.join(sample, "model.onnx"))
+    for layer, name in routers.items():
+        if layer > 1:
+            continue
+        init = next(i for i in model.graph.initializer if i.name == name)
+        w = np.load(os.path.join(gold, f"tie_router_l{layer}.npy"))
+        assert list(init.dims) == list(w.shape), (init.dims, w.shape)
+        init.CopyFrom(numpy_helper.from_array(w, name))
+    tied_onnx = os.path.join(work, "tied.onnx")
+    onnx.save(model, tied_onnx)
+    ort_out, our_out = os.path.join(work, "tied_ort.npy"), os.path.join(work, "tied_ours.npy")
+    run(["node", os.path.join(oracle, "run_onnxruntime.js"), tied_onnx, ids, ort_out])
+    run([os.path.join(bin_dir, "disagmoe-run"), tied_plan, "--input", ids, "--output", our_out])
+    err = float(np.abs(np.load(ort_out).reshape(-1) - np.load(our_out).reshape(-1)).max())
+    check(err <= 1e-4, f"tied routers: forward logits against onnxruntime's TopK, max abs error {err:.2e}")
 
 
 def main(bin_dir, sample, work, mpirun=None):
@@ -136,6 +166,7 @@ def main(bin_dir, sample, work, mpirun=None):
             worst, worst_key = err, key
     check(worst <= GRAD_TOL, f"tied routers: {len(keys)} gradients, worst ||err||/||grad|| {worst:.2e} ({worst_key})")
     check(zero_ok, "tied routers: the experts PyTorch gives no token (layer 0 experts 2-7) have exactly zero gradients")
+    onnxruntime_tie_forward(bin_dir, sample, tied_plan, routers, gold, ids, work, check)
 
     # DeepSeek-V3's auxiliary-loss-free bias update over 3 steps.
     bias = meta["bias"]
