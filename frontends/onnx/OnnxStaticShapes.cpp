@@ -394,6 +394,7 @@ private:
       const Dims *d = dimsOf(i);
       if (!d || static_cast<int64_t>(d->size()) != rank) {
         out[axis] = -1;
+        allKnown = false;  // its value cannot be known either (it may even be known-less: null)
         continue;
       }
       for (int64_t j = 0; j < rank; ++j)
