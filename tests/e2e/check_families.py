@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 TOLERANCE = 1e-4
 SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
@@ -192,14 +193,8 @@ def check_sides(disagmoe, runner, sdir, work, check, worst):
 
 def main(bin_dir, samples_dir, work, names):
     disagmoe, runner = os.path.join(bin_dir, "disagmoe"), os.path.join(bin_dir, "disagmoe-run")
-    passed = failed = 0
+    check = Checks()
     worst = {}
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += bool(ok)
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
 
     for name in names:
         sdir = os.path.join(samples_dir, name)
@@ -257,8 +252,7 @@ def main(bin_dir, samples_dir, work, names):
         check_sides(disagmoe, runner, os.path.join(samples_dir, "deepseek_moe_tiny"), work, check, worst)
     for name, err in worst.items():
         print(f"{name}: worst max abs error {err:.3e} (tolerance {TOLERANCE})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 PYTORCH_TOLERANCE = 1e-4
 REGROUPED_TOLERANCE = 1e-5
@@ -39,13 +40,7 @@ def logits(bin_dir, sample, work, groups, attn, ffn):
 
 def main(bin_dir, sample, work):
     ref = np.load(os.path.join(sample, "golden", f"logits_b{BATCH}_s{SEQ}.npy"))
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     base = logits(bin_dir, sample, work, 1, 1, 2)
     for groups in (1, 2, 4):
@@ -60,8 +55,7 @@ def main(bin_dir, sample, work):
         diff = float(np.abs(got - base).max())
         check(err <= PYTORCH_TOLERANCE, f"p=2 A=2 F={ffn}: max abs error vs PyTorch {err:.3e}")
         check(diff <= REGROUPED_TOLERANCE, f"p=2 A=2 F={ffn}: within {REGROUPED_TOLERANCE} of F=2 ({diff:.3e})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

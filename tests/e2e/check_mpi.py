@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+from checks import Checks
 
 WORLD = 8
 FAIL_DEADLINE_S = 30
@@ -52,13 +53,7 @@ def main(bin_dir, sample, work, mpirun):
     run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
          "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2"])
     mpi = mpirun_prefix(mpirun)
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     local_logits, mpi_logits = os.path.join(work, "local.npy"), os.path.join(work, "mpi.npy")
     run([run_bin, plan, "--input", ids, "--output", local_logits])
@@ -92,10 +87,9 @@ def main(bin_dir, sample, work, mpirun):
           f"{result.returncode}")
     check("rank 5: injected failure" in result.stdout and "rank 5 failed" in result.stdout,
           "failing rank 5: the output names the failed rank (itself, and in the other ranks' messages)")
-    if failed:
+    if check.failed:
         print(result.stdout)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 LOSS_TOL, GRAD_TOL = 1e-5, 1e-4
 
@@ -110,13 +111,7 @@ def main(bin_dir, sample, work, mpirun=None):
     meta = json.load(open(os.path.join(gold, "router.json")))
     ids = os.path.join(sample, "golden", meta["ids"])
     load = np.load(os.path.join(gold, "load.npy")).tolist()
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     plan = os.path.join(work, "plan_p2")
     run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
@@ -249,8 +244,7 @@ def main(bin_dir, sample, work, mpirun=None):
 
     if mpirun:
         compare_mpi(bin_dir, plan, ids, work, mpirun, check)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

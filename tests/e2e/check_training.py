@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 LOSS_TOL, GRAD_TOL, STEP_TOL, ADAMW_MIN_GRAD = 1e-5, 1e-4, 1e-6, 1e-5
 SCHED_TOL, SCHED_STEP_TOL, SCHED_UPDATE_TOL = 1e-4, 1e-5, 1e-2
@@ -55,13 +56,7 @@ def main(bin_dir, sample, work):
     meta = json.load(open(os.path.join(gold, "train.json")))
     ids = os.path.join(sample, "golden", meta["ids"])
     torch_loss = float(np.load(os.path.join(gold, "loss.npy"))[0])
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     for groups in (1, 2):
         plan = os.path.join(work, f"plan_p{groups}")
@@ -147,8 +142,7 @@ def main(bin_dir, sample, work):
         tol, what = (SCHED_STEP_TOL, "max abs error") if opt == "sgd" else (SCHED_UPDATE_TOL, "||err||/||update||")
         check(werr <= tol, f"sched {opt}: weights after {cfg['steps']} steps ({len(sched['step_keys'])} weights), "
                            f"largest {what} {werr:.2e} ({wkey})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

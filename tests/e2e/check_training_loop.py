@@ -26,6 +26,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 B, S = 4, 16
 
@@ -70,13 +71,7 @@ def write_megatron(prefix, tokens, seq_lens, docs):
 
 def main(bin_dir, sample, data_file, work):
     os.makedirs(work, exist_ok=True)
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     run_bin = os.path.join(bin_dir, "disagmoe-run")
     plan = os.path.join(work, "plan")
@@ -202,8 +197,7 @@ def main(bin_dir, sample, data_file, work):
         r"step \d: loss is (NaN|Inf) .*first non-finite value appeared in the output of \w.* of layer \d+ on rank \d",
         last) is not None,
           f"non-finite loss stops the run, no checkpoint: {last[:160]}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+from checks import Checks
 
 TOLERANCE = 1e-4
 KEYS = ["hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "expert_hidden",
@@ -28,13 +29,7 @@ def run(cmd, expect_ok=True):
 
 def main(bin_dir, variants_dir, work):
     disagmoe, runner = os.path.join(bin_dir, "disagmoe"), os.path.join(bin_dir, "disagmoe-run")
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        passed += bool(ok)
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + what)
+    check = Checks()
 
     for vdir in sorted(glob.glob(os.path.join(variants_dir, "*", ""))):
         name = os.path.basename(os.path.dirname(vdir))
@@ -65,8 +60,7 @@ def main(bin_dir, variants_dir, work):
             first = json.load(open(os.path.join(plan, "plan.json")))["model"]["weights"][0]["name"]
             check(r.returncode != 0 and "model.onnx.data" in msg and f'weight "{first}"' in msg,
                   f"{name}: running without the data file fails naming weight and file ({msg})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":
