@@ -179,9 +179,18 @@ LogicalResult ExpertsOp::verify() {
     return failure();
   const bool fused = getFusedGateUp();
   StringRef activation = getActivation().value_or("swiglu");
-  if (activation != "swiglu" && activation != "swiglu_oai")
-    return emitOpError() << "attribute 'activation' must be swiglu or swiglu_oai, got '"
+  const bool gated = activation == "swiglu" || activation == "swiglu_oai";
+  if (!gated && activation != "relu" && activation != "gelu_tanh" && activation != "silu" &&
+      activation != "identity")
+    return emitOpError() << "attribute 'activation' must be swiglu, swiglu_oai, relu, gelu_tanh, "
+                            "silu or identity, got '"
                          << activation << "'";
+  if (!gated && (fused || !getW3().empty() || !getB3().empty()))
+    return emitOpError() << "activation '" << activation
+                         << "' is not gated: w3, b3 and fused_gate_up must be absent";
+  if (!gated && (getSwigluLimit() || getSwigluAlpha()))
+    return emitOpError() << "activation '" << activation
+                         << "' takes no 'swiglu_limit' or 'swiglu_alpha'";
   if (activation == "swiglu_oai" && (!getSwigluLimit() || !getSwigluAlpha()))
     return emitOpError() << "activation swiglu_oai needs 'swiglu_limit' and 'swiglu_alpha'";
   if (auto limit = getSwigluLimit(); limit && !(limit->convertToDouble() > 0.0))
@@ -189,7 +198,7 @@ LogicalResult ExpertsOp::verify() {
   const int64_t gateWidth = fused ? 2 * inner : inner;
   for (auto [name, list, allowEmpty] :
        {std::tuple<StringRef, OperandRange, bool>{"w1", getW1(), false},
-        {"w3", getW3(), fused},
+        {"w3", getW3(), fused || !gated},
         {"w2", getW2(), false},
         {"b1", getB1(), true},
         {"b3", getB3(), true},
@@ -208,7 +217,7 @@ LogicalResult ExpertsOp::verify() {
   for (int64_t e = 0; e < experts; ++e) {
     std::string idx = "[" + std::to_string(e) + "]";
     if (failed(expectShape(*this, getW1()[e], "w1" + idx, {hidden, gateWidth})) ||
-        (!fused && failed(expectShape(*this, getW3()[e], "w3" + idx, {hidden, inner}))) ||
+        (!fused && gated && failed(expectShape(*this, getW3()[e], "w3" + idx, {hidden, inner}))) ||
         failed(expectShape(*this, getW2()[e], "w2" + idx, {inner, hidden})))
       return failure();
     if ((!getB1().empty() && failed(expectShape(*this, getB1()[e], "b1" + idx, {gateWidth}))) ||

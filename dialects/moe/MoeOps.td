@@ -189,7 +189,12 @@ def Moe_ExpertsOp : Moe_Op<"experts", [Pure, AttrSizedOperandSegments]> {
       `swiglu_alpha`;
     - `fused_gate_up`: `w1` holds [hidden, 2*expert_hidden] with the gate and up columns interleaved
       (gate = even columns, up = odd columns; `b1` likewise [2*expert_hidden]) and `w3`/`b3` are
-      empty (GPT-OSS's gate_up_proj).
+      empty (GPT-OSS's gate_up_proj);
+    - non-gated `activation` = "relu", "gelu_tanh", "silu" or "identity" (onnxruntime's
+      com.microsoft.MoE activation_type relu, gelu, silu without fc3, identity):
+      E(x) = act(x W1 + b1) W2 + b2 with `w3`/`b3` empty; gelu_tanh is the tanh approximation
+      0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) that onnxruntime's CPU provider computes
+      (contrib_ops/cpu/moe/moe_utils.cc, ApplyActivation).
   }];
   let arguments = (ins F32Tensor:$x, I64Tensor:$ids, F32Tensor:$gates, Variadic<F32Tensor>:$w1,
                        Variadic<F32Tensor>:$w3, Variadic<F32Tensor>:$w2, Variadic<F32Tensor>:$b1,

@@ -76,6 +76,8 @@ bool extractModelShape(ModuleOp module, cost::ModelShape &out, std::string &erro
           failure = "layer " + std::to_string(x.getLayer()) + " has two routed moe.experts ops";
         l.experts = x.getNumExperts();
         l.expertHidden = x.getExpertHidden();
+        const llvm::StringRef act = x.getActivation().value_or("swiglu");
+        l.expertMatrices = act == "swiglu" || act == "swiglu_oai" ? 3 : 2; // non-gated: no W3
       } else {
         failure = "moe.experts of layer " + std::to_string(x.getLayer()) + ": unknown moe.kind '" +
                   kind + "'";

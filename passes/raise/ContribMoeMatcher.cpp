@@ -58,6 +58,20 @@ WeightOp rowSlice(WeightOp w, int64_t e, int64_t row0, int64_t rows, StringRef p
       type.getRank() == 3 ? b.getUnitAttr() : UnitAttr());
 }
 
+/// A reference to the 2-D weight `w` as its transpose (marked `transposed`, as
+/// foldWeightTransposes does), for a router weight that a Gemm reads with transB = 1.
+WeightOp transposedRef(WeightOp w) {
+  auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
+  if (type.getRank() != 2)
+    return w; // the shape check below names it
+  OpBuilder b(w);
+  b.setInsertionPointAfter(w);
+  return b.create<WeightOp>(
+      w.getLoc(), RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
+      w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
+      /*value=*/ElementsAttr(), b.getUnitAttr());
+}
+
 /// A float attribute as written (1.702, 7, inf), for messages.
 std::string num(double v) {
   char buf[32];
@@ -236,11 +250,13 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
 
   // The expert form moe.experts expresses.
   if (!fused) {
-    if (activation != "silu" || !w[6])
-      return fail("attribute 'activation_type' = '" + activation + "'" +
-                  (w[6] ? std::string(" with fc3_experts_weights") : std::string(" without fc3_experts_weights")) +
-                  " is not supported: moe.experts holds gated SiLU experts (silu with "
-                  "fc3_experts_weights) and swiglu");
+    // fc3 gates only silu (SwiGLU); onnxruntime's CUDA provider multiplies any activation by fc3,
+    // but no model uses e.g. relu(fc1) * fc3, so that form is refused rather than half-supported.
+    if (w[6] && activation != "silu")
+      return fail("attribute 'activation_type' = '" + activation +
+                  "' with fc3_experts_weights is not supported: only silu is gated by fc3 (SwiGLU)");
+    if (!w[6])
+      m.activation = activation == "gelu" ? "gelu_tanh" : activation; // w1 -> act -> w2
   } else if (beta == 1.0) {
     if (!(alpha > 0))
       return fail("attribute 'activation_alpha' = " + num(alpha) + " must be positive");
@@ -257,9 +273,46 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
                 "no limit (SwiGLU)");
   }
 
-  // router_probs: MatMul(x', Wg) [+ b] with x' the node's input (or another view of x).
-  NodeOp logits = producer(node.getInputs()[1], {"MatMul", "Add"});
-  if (logits && logits.getOpType() == "Add") {
+  // router_probs: MatMul(x', Wg) [+ b] or Gemm(x', Wg [transB], b) with x' the node's input (or
+  // another view of x).
+  NodeOp logits = producer(node.getInputs()[1], {"MatMul", "Add", "Gemm"});
+  bool gemmTransB = false;
+  if (logits && logits.getOpType() == "Gemm") {
+    // Gemm(A, B, C) = alpha * A' B' + beta * C (ONNX Gemm): only alpha = beta = 1 and transA = 0
+    // are the plain logits x Wg + b; a scaled logit would change the softmax, so other values are
+    // refused rather than dropped.
+    DictionaryAttr g = logits.getOnnxAttrs();
+    auto gInt = [&](StringRef name) {
+      auto a = g ? g.getAs<IntegerAttr>(name) : IntegerAttr();
+      return a ? a.getInt() : 0;
+    };
+    auto gFloat = [&](StringRef name) {
+      auto a = g ? g.getAs<FloatAttr>(name) : FloatAttr();
+      return a ? shortestF32(a.getValueAsDouble()) : 1.0;
+    };
+    Value c = logits.getInputs().size() > 2 ? logits.getInputs()[2] : Value();
+    if (c && isa_and_nonnull<onnxir::NoneOp>(c.getDefiningOp()))
+      c = Value();
+    auto failGemm = [&](const std::string &message) -> std::optional<ContribMoeMatch> {
+      errorAt = logits.getOperation();
+      error = "com.microsoft.MoE: input 'router_probs' is a Gemm " + message;
+      return std::nullopt;
+    };
+    if (gInt("transA") != 0)
+      return failGemm("with transA = " + std::to_string(gInt("transA")) +
+                      " (expected 0: the tokens are the rows of input A)");
+    if (gFloat("alpha") != 1.0)
+      return failGemm("with alpha = " + num(gFloat("alpha")) +
+                      " (expected 1: a scaled logit changes the routing softmax)");
+    if (c && gFloat("beta") != 1.0)
+      return failGemm("with beta = " + num(gFloat("beta")) + " (expected 1 with a bias C)");
+    if (c) {
+      m.routerBias = weightOf(c);
+      if (!m.routerBias)
+        return failGemm("whose bias C is not an initializer");
+    }
+    gemmTransB = gInt("transB") != 0;
+  } else if (logits && logits.getOpType() == "Add") {
     for (Value in : logits.getInputs())
       if (NodeOp mm = producer(in, {"MatMul"})) {
         m.routerBias = weightOf(*otherOperand(logits, in));
@@ -273,12 +326,19 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     if (producer(skipDataMovement(node.getInputs()[1]), {"Softmax"}))
       return fail("input 'router_probs' is a Softmax output, but the op applies softmax to "
                   "router_probs itself (routing would use softmax(softmax(logits)))");
-    return fail("input 'router_probs' is not MatMul(input, router weight) [+ bias]");
+    return fail("input 'router_probs' is not MatMul(input, router weight) [+ bias] or "
+                "Gemm(input, router weight, bias)");
   }
   if (skipDataMovement(logits.getInputs()[0]) != skipDataMovement(x) ||
       skipDataMovement(node.getInputs()[0]) != skipDataMovement(x))
     return fail("input 'router_probs' is not computed from the node's own input");
   m.routerWeight = weightOf(logits.getInputs()[1]);
+  if (m.routerWeight && gemmTransB) { // B = Wg^T [experts, hidden]: reference its transpose
+    if (m.routerWeight.getTransposed())
+      return fail("input 'router_probs' is a Gemm with transB = 1 of a weight that is already "
+                  "transposed");
+    m.routerWeight = transposedRef(m.routerWeight);
+  }
   auto rw = m.routerWeight ? staticShape(m.routerWeight.getResult()) : SmallVector<int64_t>{};
   if (rw != SmallVector<int64_t>{H, E})
     return fail("input 'router_probs' comes from a router weight " + shapeString(rw) +

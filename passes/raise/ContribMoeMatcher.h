@@ -21,11 +21,17 @@
 //
 // Forms that moe.experts expresses: silu with fc3 (SwiGLU); swiglu with alpha = 1, beta = 0 and
 // no limit (SwiGLU); swiglu with beta = 1 and alpha > 0 (GPT-OSS's clamped SwiGLU, limit +inf
-// read as FLT_MAX). Everything else is refused with an error naming the node and attribute:
-// non-gated experts (relu/gelu/identity, silu without fc3), other alpha/beta/limit combinations,
+// read as FLT_MAX); non-gated experts without fc3, y = act(x fc1^T + b1) fc2^T + b2, for relu,
+// gelu, silu and identity (moe_cpu.cc applies moe_utils.cc ApplyActivation elementwise to fc1's
+// output; its gelu is the tanh approximation 0.5 a (1 + tanh(0.7978845608 (a + 0.044715 a^3))),
+// read as moe.experts activation "gelu_tanh"). Everything else is refused with an error naming
+// the node and attribute: relu/gelu/identity with fc3, other alpha/beta/limit combinations,
 // use_sparse_mixer, k outside 1..E, weight shapes that contradict swiglu_fusion / activation
-// (including the pre-1.22 [E, H, I] layout), router_probs that are not MatMul(x, Wg) [+ b] of the
-// node's input (a Softmax there would be applied twice).
+// (including the pre-1.22 [E, H, I] layout), router_probs that are not MatMul(x, Wg) [+ b] or
+// Gemm(x, Wg, b) of the node's input (a Softmax there would be applied twice). A Gemm router
+// (ONNX Gemm: alpha A' B' + beta C) is read with transB 0 (Wg [H, E]) or 1 (Wg^T [E, H], referenced
+// as its transpose) and a bias C [E]; transA = 1, alpha != 1 (a scaled logit changes the softmax)
+// and beta != 1 with a bias are refused naming the attribute.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_PASSES_RAISE_CONTRIBMOEMATCHER_H
@@ -53,6 +59,9 @@ struct ContribMoeMatch {
   bool fusedGateUp = false;
   bool oai = false; // clamped SwiGLU (u + 1) * g * sigmoid(alpha g)
   double limit = 0, alpha = 0;
+  /// Non-gated experts (no fc3, not swiglu): relu, gelu_tanh, silu or identity (moe.experts'
+  /// activation); empty for the gated forms.
+  std::string activation;
   mlir::Value output; // the node's output (the combined experts, before the residual add)
 };
 

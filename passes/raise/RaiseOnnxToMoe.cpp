@@ -133,6 +133,7 @@ struct ExpertForm {
   bool oai = false;
   double limit = 0, alpha = 0;
   std::optional<bool> fusedGateUp; // set by the com.microsoft.MoE reader; otherwise fused iff oai
+  std::string plain; // non-gated activation (relu, gelu_tanh, silu, identity; com.microsoft.MoE)
 };
 
 /// An always-on SwiGLU FFN on the FFN norm output: a dense layer's FFN or the shared experts.
@@ -1323,7 +1324,7 @@ public:
     r.topK = m->topK;
     r.scoring = m->scoring;
     layer.expertHidden = m->expertHidden;
-    layer.form = ExpertForm{m->oai, m->limit, m->alpha, m->fusedGateUp};
+    layer.form = ExpertForm{m->oai, m->limit, m->alpha, m->fusedGateUp, m->activation};
     auto at_ = [](const SmallVector<WeightOp> &list, int64_t e) {
       return list.empty() ? WeightOp() : list[e];
     };
@@ -1781,7 +1782,9 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
           loc, actType, hn, router.getIds(), router.getGates(), w1, w3, w2, b1, b3, b2,
           b.getI64IntegerAttr(li), b.getI64IntegerAttr(r.numExperts),
           b.getI64IntegerAttr(layer.expertHidden),
-          form.oai ? b.getStringAttr("swiglu_oai") : StringAttr(),
+          form.oai              ? b.getStringAttr("swiglu_oai")
+          : !form.plain.empty() ? b.getStringAttr(form.plain)
+                                : StringAttr(),
           form.oai ? b.getF64FloatAttr(form.limit) : FloatAttr(),
           form.oai ? b.getF64FloatAttr(form.alpha) : FloatAttr(),
           form.fusedGateUp.value_or(form.oai) ? b.getUnitAttr() : UnitAttr());

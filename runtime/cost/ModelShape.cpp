@@ -29,7 +29,7 @@ double ModelShape::attentionSideParams(int64_t l) const {
 }
 
 double ModelShape::expertParams(int64_t l) const {
-  return 3.0 * hidden * layers[l].expertHidden;
+  return static_cast<double>(layers[l].expertMatrices) * hidden * layers[l].expertHidden;
 }
 
 double ModelShape::embeddingAndHeadParams() const {

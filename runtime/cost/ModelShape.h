@@ -26,6 +26,9 @@ struct LayerShape {
   int64_t experts = 0;      ///< routed experts (0: a dense layer, nothing on the FFN side)
   int64_t topK = 0;         ///< experts per token
   int64_t expertHidden = 0; ///< SwiGLU intermediate size of one routed expert
+  /// [hidden, expert_hidden]-sized matrices of one routed expert: 3 for SwiGLU (W1, W3, W2), 2 for
+  /// the non-gated experts of onnxruntime's com.microsoft.MoE (W1 -> act -> W2).
+  int64_t expertMatrices = 3;
   int64_t sharedHidden = 0; ///< total SwiGLU intermediate of the shared experts (0: none)
   int64_t denseHidden = 0;  ///< SwiGLU intermediate of a dense FFN (dense layers only)
   bool isMoe() const { return experts > 0; }
@@ -45,7 +48,8 @@ struct ModelShape {
   /// Parameters of layer l placed on the attention side: q/k/v/o projections, both RMSNorm
   /// weights, the router, shared experts and a dense FFN (SwiGLU: 3 * hidden * intermediate).
   double attentionSideParams(int64_t l) const;
-  /// Parameters of one routed expert of layer l: 3 * hidden * expert_hidden (SwiGLU).
+  /// Parameters of one routed expert of layer l: expert_matrices * hidden * expert_hidden
+  /// (3 for SwiGLU, 2 for non-gated experts).
   double expertParams(int64_t l) const;
   /// Embedding + final norm + head (head shares the embedding when tied).
   double embeddingAndHeadParams() const;

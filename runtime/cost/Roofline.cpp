@@ -32,7 +32,9 @@ AttentionFlops attentionSideForwardFlops(const ModelShape &m, int64_t layer, dou
 
 double routedExpertForwardFlops(const ModelShape &m, int64_t layer, double tokens) {
   const LayerShape &l = m.layers[layer];
-  return 6 * tokens * static_cast<double>(l.topK) * m.hidden * static_cast<double>(l.expertHidden);
+  // 2 FLOP per multiply-add of each of the expert's matrices (3 SwiGLU, 2 non-gated).
+  return 2.0 * static_cast<double>(l.expertMatrices) * tokens * static_cast<double>(l.topK) * m.hidden *
+         static_cast<double>(l.expertHidden);
 }
 
 double headForwardFlops(const ModelShape &m, double tokens) {

@@ -41,7 +41,8 @@ struct AttentionFlops {
 AttentionFlops attentionSideForwardFlops(const ModelShape &m, int64_t layer, double sequences,
                                          int64_t seqLen);
 
-/// Forward FLOPs of layer l's routed experts for `tokens` tokens: 6 * T * top_k * h * I.
+/// Forward FLOPs of layer l's routed experts for `tokens` tokens: 2 * expert_matrices * T * top_k * h * I
+/// (6 T k h I for SwiGLU, 4 T k h I for non-gated experts).
 double routedExpertForwardFlops(const ModelShape &m, int64_t layer, double tokens);
 
 /// Forward FLOPs of the LM head: 2 * T * h * vocab (the embedding is a lookup: 0 FLOP).

@@ -14,6 +14,16 @@ namespace {
 
 constexpr int64_t kUnset = INT64_MIN;
 
+// The kernel's name for a plan's non-gated expert activation (isGated(a) is false).
+cpu::PlainActivation plainActivation(ExpertActivation a) {
+  switch (a) {
+  case ExpertActivation::Relu: return cpu::PlainActivation::Relu;
+  case ExpertActivation::GeluTanh: return cpu::PlainActivation::GeluTanh;
+  case ExpertActivation::Silu: return cpu::PlainActivation::Silu;
+  default: return cpu::PlainActivation::Identity;
+  }
+}
+
 // An activation buffer tagged with the layer it belongs to, so an instruction that runs before its
 // inputs exist fails with a clear message instead of reading stale data.
 struct Buffer {
@@ -613,7 +623,11 @@ private:
             }
       const int64_t rows = static_cast<int64_t>(uses.size());
       std::vector<float> y = freshFloats(rows * H);
-      if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0) {
+      if (!isGated(c.activation)) { // onnxruntime's non-gated experts: w1 -> act -> w2
+        cpu::plainFfnForward(x.data(), rows, H, model_.expertHidden, weight(ew.w1),
+                             ew.b1 >= 0 ? weight(ew.b1) : nullptr, weight(ew.w2),
+                             ew.b2 >= 0 ? weight(ew.b2) : nullptr, plainActivation(c.activation), y.data());
+      } else if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0) {
         cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2),
                           y.data());
       } else { // the families' expert forms (biases, GPT-OSS's clamped SwiGLU on fused gate/up)

@@ -208,7 +208,7 @@ const char* const kScorings[] = {"softmax_topk_renorm", "softmax_topk", "topk_so
 const char* const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router", "experts", "head", "dense_ffn",
                                        "mla_attention"};
 const char* const kDenseFfnRoles[] = {"dense", "shared"};
-const char* const kActivations[] = {"swiglu", "swiglu_oai"};
+const char* const kActivations[] = {"swiglu", "swiglu_oai", "relu", "gelu_tanh", "silu", "identity"};
 const char* const kNormRoles[] = {"none", "attn_norm", "ffn_norm", "final_norm"};
 const char* const kGroupRoles[] = {"attention", "ffn"};
 const char* const kStreams[] = {"forward", "backward", "comm"};
@@ -622,6 +622,9 @@ private:
           comp.swigluAlpha = static_cast<float>(c["swiglu_alpha"].positiveNumber());
         }
         if (c.has("fused_gate_up")) comp.fusedGateUp = c["fused_gate_up"].boolean();
+        const bool gated = isGated(comp.activation);
+        if (!gated && comp.fusedGateUp)
+          c["fused_gate_up"].fail("a non-gated activation has no gate/up pair to fuse");
         const int64_t gateWidth = comp.fusedGateUp ? 2 * m.expertHidden : m.expertHidden;
         std::vector<int> seenExpert(m.numExperts, -1);
         for (size_t i = 0; i < experts.size(); ++i) {
@@ -638,7 +641,10 @@ private:
                               comp.fusedGateUp ? "hidden_size, 2*expert_hidden (fused gate/up)"
                                                : "hidden_size, expert_hidden",
                               owner, use);
-          if (comp.fusedGateUp) {
+          if (!gated) {
+            if (x.has("w3")) x["w3"].fail("activation '" + c["activation"].string() + "' is not gated: it has no w3");
+            if (x.has("b3")) x["b3"].fail("activation '" + c["activation"].string() + "' is not gated: it has no b3");
+          } else if (comp.fusedGateUp) {
             if (x.has("w3")) x["w3"].fail("with fused_gate_up, w1 holds the up projection too");
           } else {
             ew.w3 = weightField(x, "w3", {H, m.expertHidden}, "hidden_size, expert_hidden", owner, use);

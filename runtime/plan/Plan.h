@@ -28,8 +28,12 @@ constexpr int64_t kPlanVersion = 1;
 enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head, DenseFfn, MlaAttention };
 /// What a `dense_ffn` component is: the whole FFN of a dense layer, or a layer's shared experts.
 enum class DenseFfnRole { Dense, Shared };
-/// The experts' activation: SwiGLU, or GPT-OSS's clamped SwiGLU (limit, alpha, up + 1).
-enum class ExpertActivation { Swiglu, SwigluOai };
+/// The experts' activation: SwiGLU, GPT-OSS's clamped SwiGLU (limit, alpha, up + 1), or one of the
+/// non-gated forms of onnxruntime's com.microsoft.MoE (w1 -> act -> w2, no w3): relu, gelu_tanh
+/// (tanh-approximated GELU), silu, identity (runtime/backends/cpu/FamilyKernels.h).
+enum class ExpertActivation { Swiglu, SwigluOai, Relu, GeluTanh, Silu, Identity };
+/// True for the gated forms (Swiglu, SwigluOai), which have a w3 (or a fused gate/up w1).
+inline bool isGated(ExpertActivation a) { return a == ExpertActivation::Swiglu || a == ExpertActivation::SwigluOai; }
 enum class NormRole { None, AttnNorm, FfnNorm, FinalNorm };
 enum class GroupRole { Attention, Ffn };
 enum class Stream { Forward, Backward, Comm };

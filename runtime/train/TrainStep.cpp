@@ -36,6 +36,16 @@ std::string untrainableForm(const Plan& plan) {
       detail = std::string(c.denseRole == DenseFfnRole::Shared ? "shared experts" : "the dense FFN") + " on the " +
                (c.onFfnSide ? "ffn" : "attention") + " side";
       break;
+    case ComponentKind::Experts:
+      if (isGated(c.activation)) break; // SwiGLU and the clamped SwiGLU have a backward
+      form = "non-gated experts";
+      detail = "activation " +
+               std::string(c.activation == ExpertActivation::Relu       ? "relu"
+                           : c.activation == ExpertActivation::GeluTanh ? "gelu_tanh"
+                           : c.activation == ExpertActivation::Silu     ? "silu"
+                                                                        : "identity") +
+               ", w1 -> act -> w2, has no backward kernel";
+      break;
     default: break;
     }
     if (form.empty()) continue;

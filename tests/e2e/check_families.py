@@ -22,7 +22,11 @@ SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tin
            "deepseek_v2_lite_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
            "qwen3_moe_tiny/dense_masked", "ms_moe_tiny/silu_fc3", "ms_moe_tiny/swiglu_interleaved",
            "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/silu_fc3_bias",
-           "ms_moe_tiny/swiglu_concat_oai_bias"]
+           "ms_moe_tiny/swiglu_concat_oai_bias", "ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias",
+           "ms_moe_tiny/silu_plain", "ms_moe_tiny/identity_bias"]
+# com.microsoft.MoE's non-gated activation_type (default relu) -> the plan's expert_activation
+# (onnxruntime's gelu is the tanh approximation).
+PLAIN_ACTIVATION = {"relu": "relu", "gelu": "gelu_tanh", "silu": "silu", "identity": "identity"}
 # Keys every family reports, equal to the exporter's.
 COMMON = ["family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
           "num_experts", "top_k", "expert_hidden", "num_shared_experts", "dense_layers", "router_scoring",
@@ -43,6 +47,13 @@ SPECIFIC = {
                 "sliding_window_layers": lambda c: [i for i, t in enumerate(c["layer_types"])
                                                     if t == "sliding_attention"]},
 }
+
+
+def has_fc3(model):
+    """True when a com.microsoft.MoE node of the file has fc3_experts_weights (input 6): gated experts."""
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    return any(n.op_type == "MoE" and len(n.input) > 6 and n.input[6] for n in m.graph.node)
 
 
 def run(cmd):
@@ -220,6 +231,13 @@ def main(bin_dir, samples_dir, work, names):
                                      f"{[(k, model.get(k)) for k in wrong] if wrong else ''}")
                     check(abs(model["rope_theta"] - cfg["rope_theta"]) <= 1e-6 * cfg["rope_theta"],
                           f"{name}: rope_theta {model['rope_theta']} (exporter {cfg['rope_theta']})")
+                    attrs = cfg.get("moe_attributes")
+                    if (attrs is not None and attrs.get("activation_type", "relu") in PLAIN_ACTIVATION
+                            and not has_fc3(os.path.join(sdir, "model.onnx"))):
+                        want = PLAIN_ACTIVATION[attrs.get("activation_type", "relu")]
+                        check(model.get("expert_activation") == want,
+                              f"{name}: non-gated experts, expert_activation {model.get('expert_activation')} "
+                              f"(activation_type {attrs.get('activation_type', 'relu (default)')} -> {want})")
                 out = plan + "_logits.npy"
                 run([runner, plan, "--input", ids_path, "--output", out])
                 err = float(np.abs(np.load(out) - np.load(os.path.join(sdir, "golden", f"logits_{shape}.npy"))).max())
@@ -248,6 +266,23 @@ def main(bin_dir, samples_dir, work, names):
         refused("deepseek_moe_tiny", undense, "placement.expert_to_rank[0]: has 0 entries")
     if "gpt_oss_tiny" in names:
         refused("gpt_oss_tiny", wrong_sinks, "expected [4] (num_heads)")
+    if "ms_moe_tiny/relu_default" in names:
+        # Non-gated experts have no backward: --train refuses up front; a w3 on them is refused.
+        plan = os.path.join(work, "ms_moe_tiny_relu_default_b1_s5_p1")
+        ids = os.path.join(samples_dir, "ms_moe_tiny", "relu_default", "golden", "ids_b1_s5.npy")
+        r = subprocess.run([runner, plan, "--train", "--input", ids, "--steps", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(r.returncode != 0 and "training does not support non-gated experts" in r.stdout,
+              f"ms_moe_tiny/relu_default: --train refuses non-gated experts ({r.stdout.strip()[-200:]})")
+        doc = json.load(open(os.path.join(plan, "plan.json")))
+        experts = next(c for c in doc["model"]["components"] if c["kind"] == "experts")
+        experts["experts"][0]["w3"] = experts["experts"][0]["w1"]
+        bad = plan + "_bad"
+        os.makedirs(bad, exist_ok=True)
+        json.dump(doc, open(os.path.join(bad, "plan.json"), "w"))
+        r = subprocess.run([runner, bad, "--input", ids], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(r.returncode != 0 and "activation 'relu' is not gated: it has no w3" in r.stdout,
+              f"ms_moe_tiny/relu_default: a w3 on non-gated experts is refused ({r.stdout.strip()[-200:]})")
     if "deepseek_moe_tiny" in names:
         check_sides(disagmoe, runner, os.path.join(samples_dir, "deepseek_moe_tiny"), work, check, worst)
     for name, err in worst.items():

@@ -36,6 +36,10 @@ MUST_TRAIN = {
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.
 MUST_REFUSE = [("deepseek_moe_tiny", ["--dense-side", "ffn"], "dense_ffn components")]
+# Samples whose own form has no backward yet: each must be refused cleanly naming this form.
+MUST_REFUSE_SAMPLE = {name: "non-gated experts" for name in
+                      ["ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias", "ms_moe_tiny/silu_plain",
+                       "ms_moe_tiny/identity_bias"]}
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "
                      r"runs this plan$")
@@ -83,6 +87,8 @@ def main(bin_dir, samples_dir, work):
                             f"{r.stdout.strip()[-400:]}")
         elif name in MUST_TRAIN:
             failures.append(f"{name}: must train, refused: {lines[0]}")
+        elif name in MUST_REFUSE_SAMPLE and m.group("form") != MUST_REFUSE_SAMPLE[name]:
+            failures.append(f"{name}: expected a refusal naming '{MUST_REFUSE_SAMPLE[name]}': {lines[0]}")
         else:
             refused.append(f"{name}: {m.group('form')} ({m.group('where')})")
     for name, extra, form in MUST_REFUSE:
@@ -106,7 +112,11 @@ def main(bin_dir, samples_dir, work):
         print("refused  " + line)
     for line in failures:
         print("FAIL     " + line)
-    missing = MUST_TRAIN - set(samples)
+    trained_names = {line.split(":")[0] for line in trained}
+    for name in sorted(set(MUST_REFUSE_SAMPLE) & trained_names):
+        print(f"FAIL     {name}: must be refused ('{MUST_REFUSE_SAMPLE[name]}'), trained")
+        failures.append(name)
+    missing = (MUST_TRAIN | set(MUST_REFUSE_SAMPLE)) - set(samples)
     for name in sorted(missing):
         print(f"FAIL     {name}: listed in MUST_TRAIN but not found under {samples_dir}")
     ok = not failures and not missing and trained

@@ -91,4 +91,28 @@ void ffnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, con
   if (w.b2) addBias(out, rows, hidden, w.b2);
 }
 
+float plainActivation(float a, PlainActivation act) {
+  switch (act) {
+  case PlainActivation::Relu: return std::max(0.0f, a);
+  case PlainActivation::GeluTanh: {
+    const double d = a, kSqrt2OverPi = 0.7978845608028654; // sqrt(2 / pi)
+    return static_cast<float>(0.5 * d * (1.0 + std::tanh(kSqrt2OverPi * (d + 0.044715 * d * d * d))));
+  }
+  case PlainActivation::Silu: return a / (1.0f + std::exp(-a));
+  case PlainActivation::Identity: return a;
+  }
+  return a;
+}
+
+void plainFfnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const float* w1, const float* b1,
+                     const float* w2, const float* b2, PlainActivation act, float* out) {
+  if (rows == 0) return;
+  std::vector<float> a(static_cast<size_t>(rows * inner));
+  linear(x, rows, hidden, w1, inner, a.data());
+  if (b1) addBias(a.data(), rows, inner, b1);
+  for (float& v : a) v = plainActivation(v, act);
+  linear(a.data(), rows, inner, w2, hidden, out);
+  if (b2) addBias(out, rows, hidden, b2);
+}
+
 } // namespace disagmoe::cpu

@@ -47,4 +47,19 @@ struct FfnWeights {
 void ffnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights& w, bool oai,
                 float limit, float alpha, float* out);
 
+/// The non-gated activations of onnxruntime's com.microsoft.MoE (activation_type relu, gelu, silu,
+/// identity), as its CPU provider computes them (onnxruntime/contrib_ops/cpu/moe/moe_utils.cc,
+/// ApplyActivation): relu = max(0, a); gelu is the tanh approximation
+/// 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), not erf; silu = a * sigmoid(a); identity = a.
+enum class PlainActivation { Relu, GeluTanh, Silu, Identity };
+
+/// act(a) of one value (see PlainActivation).
+float plainActivation(float a, PlainActivation act);
+
+/// One non-gated expert over `rows` tokens: out = act(x W1 + b1) W2 + b2 (fc1 -> act -> fc2).
+/// x [rows, hidden], w1 [hidden, inner], b1 [inner] (nullable), w2 [inner, hidden], b2 [hidden]
+/// (nullable), out [rows, hidden] (must not alias x).
+void plainFfnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const float* w1, const float* b1,
+                     const float* w2, const float* b2, PlainActivation act, float* out);
+
 } // namespace disagmoe::cpu

@@ -26,9 +26,12 @@ docs/ContribOperators.md and contrib_ops/cuda/moe/README.md (swiglu_fusion 2 = b
     normalize_routing_weights = 1;
   expert: a = x fc1^T + b1; swiglu: g, v = a's gate and value parts, g = min(g, limit),
     v = clamp(v, -limit, limit), act = g * sigmoid(alpha * g) * (v + beta); other activations:
-    act = f(a) (times x fc3^T + b3 when fc3 is given); y = act fc2^T + b2;
+    act = f(a) (times x fc3^T + b3 when fc3 is given); y = act fc2^T + b2; f is relu = max(0, a),
+    silu = a sigmoid(a), identity = a, or gelu, which onnxruntime computes with the tanh
+    approximation 0.5 a (1 + tanh(0.7978845608 (a + 0.044715 a^3))) (moe_utils.cc ApplyActivation),
+    not erf (the golden uses torch's F.gelu(approximate="tanh"));
   output: sum over the k experts of weight * y.
-onnxruntime's CPU provider (1.23) runs interleaved SwiGLU and single-projection activations but
+onnxruntime's CPU provider (1.23) runs interleaved SwiGLU and single-projection (non-gated) activations but
 not fc3 ("FC3 is not implemented for CPU MoE") nor concatenated SwiGLU; for those forms the
 PyTorch golden is the only oracle (golden/oracle.json says so).
 """
@@ -90,6 +93,20 @@ FORMS = {
                                               activation_alpha=1.702, activation_beta=1.0,
                                               swiglu_limit=7.0, normalize_routing_weights=1),
                                    fc3=False, bias=True, fusion=2, ort=False),
+    # Non-gated experts (fc1 -> act -> fc2, no fc3), which onnxruntime's CPU provider runs
+    # (moe_utils.cc ApplyActivation). onnxruntime's default activation: no activation_type
+    # attribute at all reads as relu.
+    "relu_default": dict(attrs=dict(k=2, normalize_routing_weights=1),
+                         fc3=False, bias=False, fusion=0, ort=True, plain=True),
+    # gelu is onnxruntime's tanh approximation; with fc1/fc2 biases.
+    "gelu_bias": dict(attrs=dict(k=2, activation_type="gelu", normalize_routing_weights=0),
+                      fc3=False, bias=True, fusion=0, ort=True, plain=True),
+    # silu without fc3: silu(fc1) then fc2.
+    "silu_plain": dict(attrs=dict(k=2, activation_type="silu", normalize_routing_weights=1),
+                       fc3=False, bias=False, fusion=0, ort=True, plain=True),
+    # identity: two linears, with fc1/fc2 biases.
+    "identity_bias": dict(attrs=dict(k=2, activation_type="identity", normalize_routing_weights=0),
+                          fc3=False, bias=True, fusion=0, ort=True, plain=True),
 }
 
 SWIGLU_DEFAULTS = dict(activation_alpha=1.0, activation_beta=0.0, swiglu_limit=math.inf)
@@ -109,6 +126,8 @@ def expert_tensors(model, form, layer_index):
         t["fc1"] = fc1
     elif form["fusion"] == 2:
         t["fc1"] = torch.cat([w1, w3], dim=1)
+    elif form.get("plain"):  # one projection: the gate weight alone (w3 unused)
+        t["fc1"] = w1
     else:
         t["fc1"], t["fc3"] = w1, w3
     t["fc2"] = w2
@@ -157,6 +176,12 @@ def ort_moe(x, logits, t, attrs):
                     if "fc3_bias" in t:
                         u = u + t["fc3_bias"][e].double()
                     h = h * u
+            elif act == "relu":
+                h = torch.relu(a)
+            elif act == "gelu":  # onnxruntime's CPU provider: the tanh approximation
+                h = F.gelu(a, approximate="tanh")
+            elif act == "identity":
+                h = a
             else:
                 raise ValueError(act)
             y = t["fc2"][e].double() @ h
@@ -373,11 +398,12 @@ def check():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="regenerate into a temp dir and compare")
+    ap.add_argument("forms", nargs="*", choices=[[]] + list(FORMS), help="forms to write (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.check:
         sys.exit(0 if check() else 1)
-    for name in FORMS:
+    for name in args.forms or FORMS:
         generate_form(name, os.path.join(HERE, name))
         print(f"{name}: written")
 

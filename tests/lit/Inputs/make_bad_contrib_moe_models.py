@@ -66,11 +66,10 @@ def main(out):
     set_attr(moe, "activation_type", "swish")
     save(m, "unknown_activation")
 
-    # A non-gated expert (relu, no fc3).
+    # relu gated by fc3: only silu is gated by fc3 (SwiGLU); relu(fc1) * fc3 is refused.
     m, moe = load("silu_fc3")
     set_attr(moe, "activation_type", "relu")
-    del moe.input[6:]
-    save(m, "relu_no_fc3")
+    save(m, "relu_with_fc3")
 
     # The pre-1.22 layout: fc1/fc3 [E, hidden, inter], fc2 [E, inter, hidden].
     m, moe = load("silu_fc3")

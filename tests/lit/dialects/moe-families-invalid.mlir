@@ -65,6 +65,30 @@ func.func @fused_width(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x
 
 // -----
 
+func.func @plain_with_w3(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{activation 'relu' is not gated: w3, b3 and fused_gate_up must be absent}}
+  %y = moe.experts %x, %i, %g w1(%w1) w3(%w1) w2(%w2) {activation = "relu", expert_hidden = 3 : i64, layer = 0 : i64, num_experts = 1 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>), (tensor<4x3xf32>), (tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @plain_with_limit(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{activation 'gelu_tanh' takes no 'swiglu_limit' or 'swiglu_alpha'}}
+  %y = moe.experts %x, %i, %g w1(%w1) w3() w2(%w2) {activation = "gelu_tanh", expert_hidden = 3 : i64, layer = 0 : i64, num_experts = 1 : i64, swiglu_limit = 7.0 : f64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>), (), (tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_activation(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>) {
+  // expected-error @+1 {{attribute 'activation' must be swiglu, swiglu_oai, relu, gelu_tanh, silu or identity, got 'gelu'}}
+  %y = moe.experts %x, %i, %g w1(%w1) w3() w2(%w2) {activation = "gelu", expert_hidden = 3 : i64, layer = 0 : i64, num_experts = 1 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>), (), (tensor<3x4xf32>) -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
 func.func @expert_bias_count(%x: tensor<1x2x4xf32>, %i: tensor<2x1xi64>, %g: tensor<2x1xf32>, %w1: tensor<4x3xf32>, %w2: tensor<3x4xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{has 1 b2 weights for 2 experts}}
   %y = moe.experts %x, %i, %g w1(%w1, %w1) w3(%w1, %w1) w2(%w2, %w2) b2(%b : tensor<4xf32>) {expert_hidden = 3 : i64, layer = 0 : i64, num_experts = 2 : i64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x3xf32>, tensor<4x3xf32>), (tensor<4x3xf32>, tensor<4x3xf32>), (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>

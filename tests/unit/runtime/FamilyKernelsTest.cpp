@@ -217,3 +217,32 @@ TEST(FamilyKernels, DeepSeekV2MultiHeadLatentAttention) {
   linear(o.data(), T, heads * vd, load(s, "w_l0_o.npy").data(), H, out.data());
   expectClose("deepseek-v2 MLA", out, load(s, "l0_attn_out.npy"));
 }
+
+// onnxruntime's non-gated com.microsoft.MoE activations. Oracle: the closed forms evaluated in
+// Python's math (double): gelu_tanh(a) = 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) — which
+// differs from the erf GELU (0.8413447 at 1, -0.0455003 at -2) by more than the tolerance —,
+// silu(a) = a / (1 + exp(-a)).
+TEST(FamilyKernels, OnnxruntimeNonGatedActivations) {
+  EXPECT_NEAR(plainActivation(1.0f, PlainActivation::GeluTanh), 0.8411919906082768, 1e-6);
+  EXPECT_NEAR(plainActivation(-2.0f, PlainActivation::GeluTanh), -0.04540230591222494, 1e-6);
+  EXPECT_NEAR(plainActivation(0.5f, PlainActivation::GeluTanh), 0.34571400982514394, 1e-6);
+  EXPECT_NEAR(plainActivation(-2.0f, PlainActivation::Silu), -0.2384058440442351, 1e-6);
+  EXPECT_EQ(plainActivation(-2.0f, PlainActivation::Relu), 0.0f);
+  EXPECT_EQ(plainActivation(3.5f, PlainActivation::Relu), 3.5f);
+  EXPECT_EQ(plainActivation(-2.0f, PlainActivation::Identity), -2.0f);
+}
+
+// One token through a non-gated relu expert with biases, by hand: x = [1, -1], W1 = [[1, 2], [3, -1]]
+// ([in, out]), b1 = [0.5, 0] -> a = [-1.5, 3] -> relu [0, 3]; W2 = [[1, 0], [2, 1]], b2 = [0.25, -0.25]
+// -> y = [6.25, 2.75]. Identity keeps the -1.5: y = [-1.5 + 6 + 0.25, 3 - 0.25] = [4.75, 2.75].
+TEST(FamilyKernels, NonGatedExpertByHand) {
+  const std::vector<float> x = {1, -1}, w1 = {1, 2, 3, -1}, b1 = {0.5f, 0}, w2 = {1, 0, 2, 1}, b2 = {0.25f, -0.25f};
+  std::vector<float> y(2);
+  plainFfnForward(x.data(), 1, 2, 2, w1.data(), b1.data(), w2.data(), b2.data(), PlainActivation::Relu, y.data());
+  EXPECT_FLOAT_EQ(y[0], 6.25f);
+  EXPECT_FLOAT_EQ(y[1], 2.75f);
+  plainFfnForward(x.data(), 1, 2, 2, w1.data(), b1.data(), w2.data(), b2.data(), PlainActivation::Identity,
+                  y.data());
+  EXPECT_FLOAT_EQ(y[0], 4.75f);
+  EXPECT_FLOAT_EQ(y[1], 2.75f);
+}
