@@ -298,3 +298,16 @@ TEST(RoutingProfile, RefusesBadFiles) {
   bad(R"({"format":"disagmoe-routing-profile","version":1,"layers":[{"layer":1,"expert_loads":[1]},{"layer":1,"expert_loads":[1]}]})",
       "not in ascending order");
 }
+
+// Non-gated routed experts (onnxruntime's com.microsoft.MoE relu/gelu/silu/identity without fc3)
+// have two [hidden, expert_hidden] matrices instead of SwiGLU's three. Closed form for tinyModel's
+// MoE layer (h = 16, I = 12, top-2): params 2 * 16 * 12 = 384 (SwiGLU 576); forward FLOPs of 10
+// tokens 2 FLOP * 2 matrices * 10 * 2 * 16 * 12 = 15,360 (SwiGLU 23,040).
+TEST(Roofline, NonGatedExpertsHaveTwoMatrices) {
+  ModelShape m = tinyModel();
+  EXPECT_DOUBLE_EQ(m.expertParams(1), 576.0);
+  EXPECT_DOUBLE_EQ(routedExpertForwardFlops(m, 1, 10), 23040.0);
+  m.layers[1].expertMatrices = 2;
+  EXPECT_DOUBLE_EQ(m.expertParams(1), 384.0);
+  EXPECT_DOUBLE_EQ(routedExpertForwardFlops(m, 1, 10), 15360.0);
+}
