@@ -201,7 +201,8 @@ int simulateMain(int argc, char **argv) {
       cfg.attnRanks = c.cand.attnRanks;
       cfg.ffnRanks = c.cand.ffnRanks;
       cfg.microbatches = c.cand.microbatches;
-      cfg.recompute = c.anyRecompute(); // AF-Pipe models full recomputation of both sides or none
+      cfg.attnRecompute = c.attnRecompute;
+      cfg.ffnRecompute = c.ffnRecompute;
       cfg.attnNics = c.attnNics;
       cfg.ffnNics = c.ffnNics;
       cfg.nicBandwidth = clu.nic.bandwidth;
@@ -209,10 +210,10 @@ int simulateMain(int argc, char **argv) {
       cfg.inflight = inflight;
       cfg.reserveBytes = o.reserveBytes;
       cfg.computeEfficiency = efficiency;
-      out.config = formatv("{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}",
+      out.config = formatv("{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}/{10}",
                            c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
                            c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
-                           c.anyRecompute() ? "on" : "off")
+                           cost::recomputationName(c.attnRecompute), cost::recomputationName(c.ffnRecompute))
                        .str();
       out.gpus = c.cand.gpus();
       if (!afpipe::buildAfPipe(afpipe::workloadFromModel(m, clu, cfg), hw, cfg, sched, error)) {
@@ -246,7 +247,9 @@ int simulateMain(int argc, char **argv) {
         if (p0 / 2 >= 1) ps.push_back(p0 / 2);
         if (p0 * 2 <= m.numLayers()) ps.push_back(p0 * 2);
       }
-      std::vector<placement::Recompute> rcs{placement::Recompute::Never, placement::Recompute::Always};
+      // Auto: each side's lightest level that fits (the planner's choice), beside none and full.
+      std::vector<placement::Recompute> rcs{placement::Recompute::Auto, placement::Recompute::Never,
+                                            placement::Recompute::Always};
       if (recompute != "auto")
         rcs = {o.recompute};
       for (int64_t pg : ps)

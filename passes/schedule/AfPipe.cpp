@@ -31,7 +31,13 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   const double seqsPerRank = seqsPerMb / dA;
   const double tokA = seqsPerRank * static_cast<double>(c.seqLen);    // tokens per A-rank
   const double tokG = seqsPerMb * static_cast<double>(c.seqLen);      // tokens per group
-  const double bwdMult = c.recompute ? 3.0 : 2.0;                     // backward (+ recomputed forward)
+  using cost::Recomputation;
+  // Backward = 2 forwards; Full (and Redispatch, which re-runs the expert forward) adds one more;
+  // Selective adds its elementwise recompute below (Roofline.h).
+  const Recomputation rA = c.attnRecompute, rF = c.ffnRecompute;
+  const bool fullA = rA == Recomputation::Full || rA == Recomputation::Redispatch;
+  const bool fullF = rF == Recomputation::Full || rF == Recomputation::Redispatch;
+  const double bwdMultA = fullA ? 3.0 : 2.0, bwdMultF = fullF ? 3.0 : 2.0;
   const double h = static_cast<double>(m.hidden), pair = 8 + cost::kBf16Bytes * h;
   const int64_t expertsBusiest = E > 0 ? (E + c.ffnRanks - 1) / c.ffnRanks : 0;
   const double share = E > 0 ? static_cast<double>(expertsBusiest) / static_cast<double>(E) : 0;
@@ -54,16 +60,21 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     const double alwaysOnParams = lw.alwaysOnFfn ? 3.0 * h * I : 0.0;
     double fa = af.total() - (lw.alwaysOnFfn ? af.sharedAndDense : 0.0);
     lw.attnFwdFlops = fa;
-    lw.attnBwdFlops = bwdMult * fa;
-    lw.attnActivationBytes = (cost::attentionActivationBytesPerToken(m, l, c.recompute) -
-                              (lw.alwaysOnFfn && !c.recompute ? 8.0 * I : 0.0)) * tokA;
+    lw.attnBwdFlops = bwdMultA * fa +
+                      (rA == Recomputation::Selective ? cost::selectiveRecomputeFlopsAttention(m, l, tokA) : 0.0);
+    // Memory.h's attention-side bytes include the shared/dense SwiGLU (8I at None, 4I at
+    // Selective): taken out when those run on the F-ranks.
+    const double alwaysOnKept = rA == Recomputation::None ? 8.0 * I : rA == Recomputation::Selective ? 4.0 * I : 0.0;
+    lw.attnActivationBytes =
+        (cost::attentionActivationBytesPerToken(m, l, rA, rF) - (lw.alwaysOnFfn ? alwaysOnKept : 0.0)) * tokA;
     lw.attnGradBytes = mo.gradientBytes * (m.attentionSideParams(l) - alwaysOnParams);
     lw.attnStaticBytes = staticOf(m.attentionSideParams(l) - alwaysOnParams, dpA);
     const double homeSeqs = std::ceil(seqsPerMb / eF), homeTok = homeSeqs * static_cast<double>(c.seqLen);
     if (lw.alwaysOnFfn) {
       lw.alwaysOnFwdFlops = cost::attentionSideForwardFlops(m, l, homeSeqs, c.seqLen).sharedAndDense;
-      lw.alwaysOnBwdFlops = bwdMult * lw.alwaysOnFwdFlops;
-      lw.alwaysOnActivationBytes = (c.recompute ? 2.0 * h : 8.0 * I) * homeTok;
+      lw.alwaysOnBwdFlops = bwdMultF * lw.alwaysOnFwdFlops;
+      lw.alwaysOnActivationBytes =
+          (fullF ? 2.0 * h : rF == Recomputation::Selective ? 2.0 * h + 4.0 * I : 8.0 * I) * homeTok;
       lw.alwaysOnGradBytes = mo.gradientBytes * alwaysOnParams;
       lw.ffnStaticBytes = staticOf(alwaysOnParams, dpF * eF); // replicated on every F-rank of the group
     }
@@ -76,11 +87,13 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     }
     if (lw.moe) {
       double ff = cost::routedExpertForwardFlops(m, l, tokG) * share;
+      const double pairs = tokG * static_cast<double>(ls.topK) * share; // (token, expert) pairs, busiest F-rank
       lw.ffnFwdFlops = ff;
-      lw.ffnBwdFlops = bwdMult * ff;
-      lw.ffnActivationBytes =
-          cost::expertActivationBytesPerPair(m, l, c.recompute) * tokG * static_cast<double>(ls.topK) * share;
+      lw.ffnBwdFlops = bwdMultF * ff +
+                       (rF == Recomputation::Selective ? cost::selectiveRecomputeFlopsExpert(m, l, pairs) : 0.0);
       double d = cost::expectedDistinctRanks(ls.experts, ls.topK, c.ffnRanks);
+      // Tokens the busiest F-rank receives: each reaches a given rank with probability d / D_F.
+      lw.ffnActivationBytes = cost::expertActivationBytes(m, l, rF, tokG * d / eF, pairs);
       // FFN-side shared experts: the home F-rank also gets the token when none of its experts
       // live there, with probability 1 - d / D_F under uniform routing.
       if (lw.alwaysOnFfn)
@@ -90,6 +103,10 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
       lw.n2mBytes = tokA * d * pair / eF;
       lw.n2mBwdBytes = tokA * d * pair / eF;
       lw.m2nBwdBytes = tokA * (d * pair + 4 * k) / eF;
+      // Redispatch: the F-rank kept nothing, so the A-rank sends the layer's M2N again before the
+      // expert backward, in the same A->F direction (Memory.h, Recomputation::Redispatch).
+      if (rF == Recomputation::Redispatch)
+        lw.m2nBwdBytes += lw.m2nBytes;
       double expertParams = static_cast<double>(expertsBusiest) * m.expertParams(l);
       lw.ffnGradBytes = mo.gradientBytes * expertParams;
       lw.ffnStaticBytes += staticOf(expertParams, dpF);

@@ -82,7 +82,11 @@ struct Config {
   int64_t replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 2;
   int64_t seqLen = 4096;
   int64_t sequencesPerStep = 0; ///< all replicas; per micro-batch per replica = this / (replicas * microbatches)
-  bool recompute = false;
+  /// Activation recomputation of each side (runtime/cost/Memory.h levels, as the placement chose
+  /// them): memory per level from Memory.h, the recomputed forward in the backward's FLOPs
+  /// (Roofline.h), and Redispatch's second M2N in the backward's A->F bytes.
+  cost::Recomputation attnRecompute = cost::Recomputation::None;
+  cost::Recomputation ffnRecompute = cost::Recomputation::None;
   int64_t attnNics = 0, ffnNics = 0; ///< NICs of each side (all replicas); 0: the cluster's per-GPU share
   double nicBandwidth = 0, pcieBandwidth = 0; ///< one NIC, one GPU's PCIe link (bytes/s), for the NIC shares
   int64_t inflight = 0;              ///< W; 0: the largest of 4p, 3p, 2p that fits memory

@@ -139,3 +139,41 @@ TEST(AfPipe, EveryInstructionIsExplicit) {
   EXPECT_EQ(sends, 6 * L * m); // m2n, n2m, residual; forward and backward
   EXPECT_EQ(recvs, sends);
 }
+
+// Per-side recomputation levels (runtime/cost/Memory.h) in the workload the schedule replays:
+// Redispatch keeps no expert activations and sends the layer's M2N again in the backward (A->F),
+// Full keeps the received M2N buffer ((2h + 16) per token + 12 per pair), and each side's backward
+// grows by one forward at Full/Redispatch only on that side.
+TEST(AfPipe, RecomputationLevelsPerSide) {
+  cost::ModelShape m;
+  m.name = "two-layer";
+  m.hidden = 16;
+  m.vocab = 32;
+  cost::LayerShape ls;
+  ls.heads = 4; ls.kvHeads = 2; ls.headDim = 4; ls.experts = 8; ls.topK = 2; ls.expertHidden = 12;
+  m.layers = {ls, ls};
+  cost::ClusterSpec cl;
+  cl.nodes = 1; cl.gpusPerNode = 8; cl.nicsPerNode = 8;
+  cl.gpu.peakFlops = 1e15; cl.gpu.hbmBytes = 80e9; cl.gpu.nvlinkBandwidth = 1e11; cl.gpu.pcieBandwidth = 5e10;
+  cl.nic.bandwidth = 5e10;
+  afpipe::Config c;
+  c.groups = 1; c.attnRanks = 2; c.ffnRanks = 2; c.microbatches = 2; c.seqLen = 8; c.sequencesPerStep = 8;
+  const afpipe::Workload none = afpipe::workloadFromModel(m, cl, c);
+  c.ffnRecompute = cost::Recomputation::Redispatch;
+  const afpipe::Workload redispatch = afpipe::workloadFromModel(m, cl, c);
+  c.ffnRecompute = cost::Recomputation::Full;
+  const afpipe::Workload full = afpipe::workloadFromModel(m, cl, c);
+  const afpipe::LayerWork &n = none.layers[0], &r = redispatch.layers[0], &f = full.layers[0];
+  EXPECT_DOUBLE_EQ(r.ffnActivationBytes, 0.0);
+  EXPECT_DOUBLE_EQ(r.m2nBwdBytes, n.m2nBwdBytes + n.m2nBytes);
+  EXPECT_DOUBLE_EQ(r.ffnBwdFlops, 1.5 * n.ffnBwdFlops);
+  EXPECT_DOUBLE_EQ(r.attnBwdFlops, n.attnBwdFlops); // the attention side's level is unchanged
+  // Full: per group 4 sequences x 8 tokens = 32 tokens; 8 experts on 2 F-ranks, top-2: the busiest
+  // rank holds 4 experts (share 1/2) -> 32 pairs; a token reaches a given rank with probability
+  // d / D_F, d = 2 [1 - C(4,2)/C(8,2)] = 2 (1 - 6/28) = 11/7.
+  const double d = 2.0 * (1.0 - 6.0 / 28.0), tokens = 32.0 * d / 2.0, pairs = 32.0;
+  EXPECT_NEAR(f.ffnActivationBytes, (2.0 * 16 + 16) * tokens + 12.0 * pairs, 1e-9);
+  EXPECT_DOUBLE_EQ(f.m2nBwdBytes, n.m2nBwdBytes);
+  // None: per pair 2h + 8I.
+  EXPECT_NEAR(n.ffnActivationBytes, (2.0 * 16 + 8.0 * 12) * pairs, 1e-9);
+}
