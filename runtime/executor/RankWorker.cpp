@@ -72,9 +72,6 @@ private:
 
   // The group that executes `ins` (see RankWorker.h).
   const Group& runnerOf(const Instruction& ins) const {
-    const auto attentionGroup = [&](int64_t index) -> const Group& {
-      return placement_.groups[placement_.attentionGroups[index]];
-    };
     switch (ins.op) {
     case OpCode::Embed:
     case OpCode::EmbedSend: return placement_.embeddingRunner();

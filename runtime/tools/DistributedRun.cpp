@@ -9,6 +9,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tools/OutputPath.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -185,7 +186,11 @@ Options parseArgs(int argc, char** argv) {
       throw UsageError("unknown option " + name + " (see --help)");
   }
   if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
-  if (o.backend != "cpu") throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu)");
+  if (o.backend == "sim")
+    throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run --train or --comm "
+                     "mpi (they run on --backend cpu)");
+  if (o.backend == "cuda") throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
+  if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.comm == "nccl") throw UsageError("comm \"nccl\" is not built in this version (available: local, mpi)");
   if (o.comm != "local" && o.comm != "mpi")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
@@ -216,6 +221,19 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("--router-bias-update-rate cannot be combined with --save-checkpoint or --resume yet "
                      "(checkpoints do not store the router selection bias)");
   return o;
+}
+
+// Every output path, before any work: a run that cannot write its results fails at once.
+void checkOutputs(const Options& o) {
+  const std::pair<const char*, const std::string*> files[] = {{"--output", &o.output},
+                                                              {"--trace", &o.trace},
+                                                              {"--op-times-out", &o.opTimesOut},
+                                                              {"--loss-log", &o.lossLog},
+                                                              {"--save-checkpoint", &o.checkpoint}};
+  for (const auto& [flag, path] : files)
+    if (!path->empty()) checkOutputFile(flag, *path);
+  if (!o.saveGrads.empty()) checkOutputDir("--save-grads", o.saveGrads);
+  if (!o.saveWeights.empty()) checkOutputDir("--save-weights", o.saveWeights);
 }
 
 // The token ids every rank uses: --input, or seeded random ids (identical on every process).
@@ -428,6 +446,9 @@ void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOpti
   if (o.capacityFactor > 0) std::cout << ", capacity factor " << o.capacityFactor;
   if (o.routerBiasRate > 0) std::cout << ", router bias update rate " << o.routerBiasRate;
   std::cout << "\n";
+  if (o.totalSteps > 0 && o.steps > o.totalSteps)
+    std::cerr << "disagmoe-run: warning: --steps " << o.steps << " runs past --total-steps " << o.totalSteps
+              << ": steps " << o.totalSteps + 1 << "-" << o.steps << " use --lr-min " << o.lrMin << "\n";
 }
 
 void printStep(const train::StepResult& r) {
@@ -508,8 +529,11 @@ int runLocalTrain(const Options& o) {
     writeProfile();
     return 0;
   }
-  for (int64_t s = 0; s < o.steps; ++s)
-    printStep(trainer.step(ids, targets, batch, seqLen));
+  for (int64_t s = 0; s < o.steps; ++s) {
+    const train::StepResult r = trainer.step(ids, targets, batch, seqLen);
+    printStep(r);
+    train::checkFinite(r);
+  }
   saveOutputs(o, trainer, true);
   writeProfile();
   return 0;
@@ -538,6 +562,7 @@ int runMpi(const Options& o) {
       for (int64_t s = 0; s < o.steps; ++s) {
         const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
         if (me == 0) printStep(r);
+        train::checkFinite(r); // the loss and the norm are global: every rank stops at the same step
       }
       saveOutputs(o, trainer, me == 0);
     } else {
@@ -595,7 +620,7 @@ const char* distributedUsage() {
          "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
          "                    [--aux-loss-coef ALPHA] [--capacity-factor C] [--op-times-out FILE] [--trace FILE]\n"
          "                    [--router-bias-update-rate U]\n"
-         "                    [--debug-nan-fill] [--data FILE [--data-format F]] [--loss-log FILE]\n"
+         "                    [--debug-nan-fill] [--data FILE --data-format F] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
@@ -608,13 +633,14 @@ const char* distributedUsage() {
          "unless given). --micro-batches splits the batch's sequences (gradients accumulate, scaled by the\n"
          "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, l0_router,\n"
          "l0_expert3_w1, final_norm, head, ...) after the last step.\n"
-         "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_).\n"
+         "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_);\n"
+         "0 (the default) means no clipping.\n"
          "--aux-loss-coef ALPHA adds the Switch load-balancing loss ALPHA * E * sum_i f_i P_i per MoE layer\n"
          "(f_i: share of the top-k assignments, P_i: mean router probability); printed as 'aux loss', not\n"
          "in 'loss'. Every step also prints the per-expert load (top-k assignments per layer).\n"
          "--capacity-factor C caps each expert at ceil(C * tokens * k / E) assignments per micro-batch and\n"
          "layer (first choices in token order first, then second choices); the rest are dropped (zero expert\n"
-         "output) and counted per layer in the load line. Default: dropless.\n"
+         "output) and counted per layer in the load line. Default (and 0): dropless, no cap.\n"
          "--router-bias-update-rate U: DeepSeek-V3's auxiliary-loss-free balancing; each router ranks the\n"
          "experts by score + b (gates from the unbiased score) and after each step b_i += U * sign(mean\n"
          "load - load_i); --save-weights also writes l{l}_router_selection_bias.npy.\n"
@@ -623,11 +649,14 @@ const char* distributedUsage() {
          "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"
          "fresh activation and gradient buffer with NaN, so a read of an unwritten element shows as NaN.\n"
          "--data trains on a token file (format bytes, uint16, uint32, or megatron for PREFIX.bin +\n"
-         "PREFIX.idx): each step takes batch windows of seq-len + 1 consecutive tokens, wrapping at the end.\n"
+         "PREFIX.idx; --data-format is needed except for a .bin with its .idx beside it): each step takes\n"
+         "batch windows of seq-len + 1 consecutive tokens, wrapping at the end (a 'data:' line says so).\n"
          "--steps N then counts to N in total (a resumed run continues to N). --loss-log writes one JSON\n"
          "line per step; --save-checkpoint writes a safetensors checkpoint (weights, AdamW moments, step,\n"
          "data position) atomically after the last step and every --checkpoint-every steps; --resume\n"
-         "continues from one bit-identically. A NaN or Inf loss stops the run naming the step.\n"
+         "continues from one bit-identically. --data, --loss-log, --save-checkpoint and --resume need\n"
+         "--comm local. In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
+         "naming the step, before anything is saved.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
          "the job naming itself (--fail-rank R injects such a failure, for tests).\n"
@@ -638,6 +667,7 @@ const char* distributedUsage() {
 int distributedMain(int argc, char** argv) {
   try {
     const Options o = parseArgs(argc, argv);
+    checkOutputs(o);
 #ifdef DISAGMOE_HAVE_MPI
     if (o.comm == "mpi") {
       if (rankFromEnvironment() < 0)

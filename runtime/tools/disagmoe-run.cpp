@@ -14,6 +14,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
+#include "runtime/tools/OutputPath.h"
 #include "runtime/tools/SimBackend.h"
 
 #include <cstdio>
@@ -47,6 +48,7 @@ struct Options {
   int64_t batch = 0, seqLen = 0; // 0: the plan's compiled shape
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
+  bool seedGiven = false, timeoutGiven = false; // --backend sim refuses what it would ignore
   std::string opTimes;    // --backend sim: measured op times to replay with
   std::string trace;      // sim: the simulated step's Chrome trace; cpu: the executed run's
   std::string opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
@@ -109,9 +111,9 @@ Options parseArgs(int argc, char** argv) {
     else if (arg_ == "--seq-len")
       o.seqLen = parseInteger(arg_, value, 1);
     else if (arg_ == "--seed")
-      o.seed = static_cast<uint64_t>(parseInteger(arg_, value, 0));
+      o.seed = static_cast<uint64_t>(parseInteger(arg_, value, 0)), o.seedGiven = true;
     else if (arg_ == "--timeout")
-      o.timeoutSeconds = parseInteger(arg_, value, 1);
+      o.timeoutSeconds = parseInteger(arg_, value, 1), o.timeoutGiven = true;
     else if (arg_ == "--op-times")
       o.opTimes = value;
     else if (arg_ == "--trace")
@@ -131,6 +133,9 @@ Options parseArgs(int argc, char** argv) {
     throw UsageError("--op-times-out times an executed run: it needs --backend cpu");
   if (o.backend == "sim" && (!o.input.empty() || !o.output.empty()))
     throw UsageError("--backend sim replays the plan's schedule: it takes no --input or --output");
+  if (o.backend == "sim" && (o.batch || o.seqLen || o.seedGiven || o.timeoutGiven))
+    throw UsageError("--backend sim replays the plan's compiled schedule: --batch, --seq-len, --seed and --timeout "
+                     "do not apply (compile the plan for another shape with disagmoe compile --batch/--seq-len)");
   if (o.comm == "mpi" || o.comm == "nccl")
     throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local, mpi)");
   if (o.comm != "local") throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
@@ -138,6 +143,10 @@ Options parseArgs(int argc, char** argv) {
 }
 
 int run(const Options& o) {
+  // Before any work: a run that cannot write its results fails at once.
+  if (!o.output.empty()) tools::checkOutputFile("--output", o.output);
+  if (!o.trace.empty()) tools::checkOutputFile("--trace", o.trace);
+  if (!o.opTimesOut.empty()) tools::checkOutputFile("--op-times-out", o.opTimesOut);
   const Plan plan = loadPlan(o.plan);
   if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;

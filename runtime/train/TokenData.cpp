@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace disagmoe::train {
@@ -10,9 +11,13 @@ namespace {
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw DataError(path + ": " + what); }
 
 std::vector<unsigned char> readAll(const std::string& path) {
+  std::error_code ec;
+  // An ifstream opens a directory and reports a huge size: refuse it by name first.
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a token file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   const std::streamoff size = in.tellg();
+  if (size < 0) fail(path, "cannot determine the file size");
   in.seekg(0);
   std::vector<unsigned char> bytes(static_cast<size_t>(size));
   in.read(reinterpret_cast<char*>(bytes.data()), size);
@@ -115,8 +120,12 @@ TokenBatcher::TokenBatcher(std::vector<int64_t> tokens, int64_t batch, int64_t s
                      "] needs at least " + std::to_string(batch * seqLen + 1));
 }
 
-void TokenBatcher::next(std::vector<int64_t>& ids, std::vector<int64_t>& targets) {
-  if (position_ + batch_ * seqLen_ + 1 > size()) position_ = 0; // a new epoch
+bool TokenBatcher::next(std::vector<int64_t>& ids, std::vector<int64_t>& targets) {
+  const bool wrap = position_ + batch_ * seqLen_ + 1 > size();
+  if (wrap) { // a new epoch
+    position_ = 0;
+    ++epoch_;
+  }
   ids.resize(static_cast<size_t>(batch_ * seqLen_));
   targets.resize(ids.size());
   for (int64_t b = 0; b < batch_; ++b)
@@ -126,6 +135,7 @@ void TokenBatcher::next(std::vector<int64_t>& ids, std::vector<int64_t>& targets
       targets[b * seqLen_ + s] = tokens_[at + 1];
     }
   position_ += batch_ * seqLen_;
+  return wrap;
 }
 
 void TokenBatcher::setPosition(int64_t position) {

@@ -45,17 +45,19 @@ public:
   TokenBatcher(std::vector<int64_t> tokens, int64_t batch, int64_t seqLen, const std::string& source);
 
   /// The batch at the current position (wrapping first if needed): ids and targets [batch*seqLen];
-  /// then advances the position.
-  void next(std::vector<int64_t>& ids, std::vector<int64_t>& targets);
+  /// then advances the position. Returns true when it wrapped to position 0 first.
+  bool next(std::vector<int64_t>& ids, std::vector<int64_t>& targets);
 
   int64_t position() const { return position_; }
+  /// 1 + the wraps since this batcher started (or since setPosition).
+  int64_t epoch() const { return epoch_; }
   /// Restores a position (from a checkpoint); throws DataError when outside the stream.
   void setPosition(int64_t position);
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
 
 private:
   std::vector<int64_t> tokens_;
-  int64_t batch_, seqLen_, position_ = 0;
+  int64_t batch_, seqLen_, position_ = 0, epoch_ = 1;
   std::string source_;
 };
 

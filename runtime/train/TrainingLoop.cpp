@@ -8,6 +8,22 @@
 
 namespace disagmoe::train {
 
+void checkFinite(const StepResult& r) {
+  if (std::isfinite(r.loss) && std::isfinite(r.gradNorm)) return;
+  const auto name = [](double v) { return std::isnan(v) ? "NaN" : "Inf"; };
+  char why[200];
+  if (!std::isfinite(r.loss))
+    std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g)", static_cast<long long>(r.step),
+                  name(r.loss), r.gradNorm, r.lr);
+  else
+    std::snprintf(why, sizeof why, "step %lld: gradient norm is %s (loss %g, lr %g)", static_cast<long long>(r.step),
+                  name(r.gradNorm), r.loss, r.lr);
+  const std::string where = r.firstNonFinite.layer >= 0
+                                ? "; the first non-finite value appeared in the output of " + r.firstNonFinite.where
+                                : std::string();
+  throw DivergedError(why + where + "; stopping without writing a checkpoint or weights");
+}
+
 void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
                      std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
                      std::ostream& out) {
@@ -16,6 +32,10 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     if (data) data->setPosition(info.dataPosition);
     out << "resumed from " << o.resume << " at step " << info.step << ", data position " << info.dataPosition
         << "\n";
+    if (info.step >= o.steps)
+      throw std::invalid_argument("--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
+                                  std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
+                                  std::to_string(info.step) + ")");
   }
   std::ofstream log;
   if (!o.lossLog.empty()) {
@@ -31,17 +51,11 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     out << "checkpoint at step " << info.step << " written to " << o.checkpoint << "\n";
   };
   while (trainer.steps() < o.steps) {
-    if (data) data->next(ids, targets);
+    if (data && data->next(ids, targets))
+      out << "data: end of " << o.dataName << " reached after " << data->size() << " tokens; wrapping to position 0 "
+          << "(epoch " << data->epoch() << ")\n";
     const StepResult r = trainer.step(ids, targets, batch, seqLen);
-    if (!std::isfinite(r.loss)) {
-      char why[200];
-      std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g)", static_cast<long long>(r.step),
-                    std::isnan(r.loss) ? "NaN" : "Inf", r.gradNorm, r.lr);
-      const std::string where = r.firstNonFinite.layer >= 0
-                                    ? "; the first non-finite value appeared in the output of " + r.firstNonFinite.where
-                                    : std::string();
-      throw DivergedError(why + where + "; stopping without writing a checkpoint");
-    }
+    checkFinite(r);
     const double tokensPerSecond = r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
     const int64_t position = data ? data->position() : 0;
     char line[400];

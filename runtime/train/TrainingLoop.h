@@ -30,13 +30,23 @@ struct LoopOptions {
   std::string dataName;        ///< the token file's path, recorded in checkpoints
 };
 
+/// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:
+///   "step S: loss is NaN (gradient norm G, lr X)[; the first non-finite value appeared in the output
+///   of <instruction> of layer L on rank R]; stopping without writing a checkpoint or weights"
+/// (or "step S: gradient norm is Inf (loss L, lr X)..."). Every `disagmoe-run --train` run calls it
+/// after each step, with or without --data.
+void checkFinite(const StepResult& r);
+
 /// Runs the loop. `data`: the batch source, or nullptr to train on `ids`/`targets` every step.
 /// Each step prints to `out`:
 ///   step S/N | loss L | T tokens/s | lr X | grad norm G[ (clipped)] | data position P
 /// and appends {"step", "loss", "lr", "grad_norm", "clip_coef", "target_tokens", "tokens_per_s",
 /// "seconds", "data_position"} to the loss log. Throws DivergedError("step S: loss is NaN ...",
 /// naming the first forward output that held a NaN/Inf: instruction, layer, rank) on a non-finite
-/// loss, CheckpointError / DataError / ExecError otherwise.
+/// loss or gradient norm (checkFinite), std::invalid_argument when a resumed checkpoint already
+/// holds options.steps steps or more (nothing left to run), CheckpointError / DataError / ExecError
+/// otherwise. When the data wraps to position 0 it prints one line
+///   data: end of FILE reached after T tokens; wrapping to position 0 (epoch E)
 void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
                      std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
                      std::ostream& out);

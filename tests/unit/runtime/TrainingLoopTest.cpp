@@ -64,14 +64,16 @@ TEST(TokenBatcher, WindowsOfSeqLenPlusOneAndWrap) {
     tokens[i] = i;
   TokenBatcher b(tokens, 2, 4, "mem");
   std::vector<int64_t> ids, targets;
-  b.next(ids, targets);
+  EXPECT_FALSE(b.next(ids, targets));
   EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(targets, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
-  b.next(ids, targets); // 8..16 needs token 16: fits
+  EXPECT_FALSE(b.next(ids, targets)); // 8..16 needs token 16: fits
   EXPECT_EQ(ids.front(), 8);
   EXPECT_EQ(targets.back(), 16);
   EXPECT_EQ(b.position(), 16);
-  b.next(ids, targets); // 16 + 8 + 1 > 20: wraps to 0
+  EXPECT_EQ(b.epoch(), 1);
+  EXPECT_TRUE(b.next(ids, targets)); // 16 + 8 + 1 > 20: wraps to 0 (the loop prints a notice)
+  EXPECT_EQ(b.epoch(), 2);
   EXPECT_EQ(ids.front(), 0);
   EXPECT_EQ(b.position(), 8);
   EXPECT_NE(errorOf([&] { TokenBatcher(std::vector<int64_t>(8), 2, 4, "short"); }).find("needs at least 9"),

@@ -1,0 +1,25 @@
+// Up-front checks of disagmoe-run's output paths (--output, --trace, --op-times-out, --loss-log,
+// --save-checkpoint, --save-weights, --save-grads), so a run that cannot write its results fails
+// before it spends any work, naming the flag (the writers themselves still write to a temporary
+// name and rename).
+//
+// Both checks create and remove a uniquely named probe file (mkstemp) in the directory that will
+// receive the output: the only test that agrees with the later write on every file system
+// (read-only mounts, /proc, permissions, root's bypass of mode bits).
+// Errors: std::runtime_error "FLAG PATH: <why>" (is a directory, no such directory, not a
+// directory, cannot write in DIR: <strerror>).
+#pragma once
+
+#include <string>
+
+namespace disagmoe::tools {
+
+/// PATH will be written as one file: it must not be a directory and its parent directory must
+/// exist and be writable.
+void checkOutputFile(const std::string& flag, const std::string& path);
+
+/// PATH will receive files (created with its missing parents): it must be a writable directory,
+/// or its nearest existing ancestor must be a writable directory.
+void checkOutputDir(const std::string& flag, const std::string& path);
+
+} // namespace disagmoe::tools
