@@ -249,23 +249,24 @@ READING = """
 ## Reading the results
 
 The simulation does not reproduce the paper's speed-ups: under the assumptions below, AF-Pipe is
-slower than every baseline in most cases. What the runs show (per-run JSON: bubble, exposed
-communication, peak memory and micro-batches in flight):
+slower than the baselines in most cases and ahead of Megatron 1F1B in a few. What the runs show
+(per-run JSON: bubble, exposed communication, peak memory and micro-batches in flight):
 - Every system is network-bound on this cluster at these sizes (MFU 0.2-0.5 at 100% of peak); the
   step is decided by how much of the exchange time is hidden.
 - AF-Pipe makes each exchange a pipeline stage, so a micro-batch's round trip through the ring is
   2L hops of compute + exchange forward and 2L backward. To keep every group busy a group needs about
   2p (1 + 2 T_M2N / (3 T)) micro-batches in flight, about 4p when exchanges take as long as compute
   (`tests/unit/sim`, uniform model: with W = 2p the step is 1.4-1.8x the compute bound, with 4p to 6p
-  1.0-1.2x). The Z3 placement assumes 2p in flight in its memory model and sits at the memory edge,
-  so the window falls back to 2p or 3p and 50-70% of AF-Pipe's GPU time is bubble. The placement's
-  own estimate (`disagmoe plan`: K max(U_a, U_f) + sync) is about half the simulated step.
+  1.0-1.2x). The Z3 placement budgets 2p in flight in its memory model and sits at the memory edge,
+  so the window falls back to 2p or 3p and about half of AF-Pipe's GPU time is bubble.
 - M2N and N2M cross NICs (attention GPUs fill the first nodes), while EP = 16 over two nodes keeps
   7/16 of each all-to-all on NVLink; on these models the merged exchange's saving (each token sent
   once per F-rank instead of once per expert) does not make up for that.
-- Qwen3-235B: the baselines do not fit 80 GB at 8K and beyond without finer pipelining or tensor
-  parallelism (not modelled); the placement finds only configurations with one A-rank per group,
-  which the simulator shows to be 10-60x the lower bound.
+- Recomputation is chosen per side (the placement's levels: none, selective, full, and redispatch,
+  where the F-ranks keep nothing and the M2N is sent again in the backward); it is what lets
+  Qwen3-235B run at 8K and 16K, where the baselines do not fit 80 GB without finer pipelining or
+  tensor parallelism (not modelled). Qwen3-235B at 32K needs context parallelism (`disagmoe plan`
+  picks cp 4), which the simulator does not model, so it runs here with cp 1 and does not fit.
 So the simulator's verdict is about the schedule and placement as implemented here, not about the
 paper's system: its measured kernels, exchange kernels and runtime are not modelled, and the planner
 does not yet account for the window AF-Pipe needs (a planner that does would trade attention DP for
@@ -277,8 +278,8 @@ ASSUMPTIONS = """
 
 Compute
 - An instruction takes `max(FLOPs / (peak x efficiency), HBM bytes / HBM bandwidth)`: the roofline of
-  `runtime/cost` (FLOPs per component in docs/cost-model.md; backward = 2 x forward, + 1 forward with
-  recomputation). `--op-times FILE` replaces it with measured per-op times (calibration).
+  `runtime/cost` (FLOPs per component in docs/cost-model.md; backward = 2 x forward; per side, + 1 forward
+  with full recomputation or redispatch, + the elementwise recompute with selective). `--op-times FILE` replaces it with measured per-op times (calibration).
 - A rank's forward and backward streams share its GPU equally while both run (processor sharing);
   exchanges run beside compute without slowing it (no SMs taken by communication kernels).
 - The optimizer step reads and writes every byte of weights, gradients and optimizer state once
