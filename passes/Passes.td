@@ -124,11 +124,12 @@ def AfPipeSchedule : Pass<"afpipe-schedule", "mlir::ModuleOp"> {
     cool-down, gradient all-reduce overlapped with the tail, optimizer step). Instructions are sized
     by the roofline of `cluster` (default H800 nodes). A model the cost model cannot size (e.g.
     multi-head latent attention) gets no schedule and an `afpipe.unscheduled` module attribute
-    saying why. Errors: no placement, micro-batches < 2p, an unreadable cluster, a failed check.
+    saying why. Errors: no placement, micro-batches < 2p or > 4096 (kMaxMicroBatches), more than
+    max(4, 2 x batch) A-ranks (sequence s runs on A-rank s mod dA), an unreadable cluster, a failed check.
   }];
   let options = [
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
-           "Micro-batches per step, each the compiled [batch, seq] (0: 2p; at least 2p)">,
+           "Micro-batches per step, each the compiled [batch, seq] (0: 2p; in [2p, 4096])">,
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster YAML whose roofline sizes the instructions (empty: H800 nodes of 8 GPUs)">
   ];

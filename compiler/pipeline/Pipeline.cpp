@@ -4,6 +4,7 @@
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
 #include "passes/Passes.h"
+#include "passes/schedule/ModuleSchedule.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -76,7 +77,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       known |= s == stage || s == passArgument(stage);
     if (!known) {
       error = "--print-ir-after: unknown stage '" + s +
-              "' (expected import, raise, partition, groups, exchange, placement or volume)";
+              "' (expected import, raise, partition, groups, exchange, placement, volume or schedule)";
       return nullptr;
     }
   }
@@ -99,6 +100,12 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       error = std::string(name) + " must be attention or ffn, got '" + value + "'";
       return nullptr;
     }
+  // Checked before loading the model: the schedule stage refuses it too, but only after the load.
+  if (options.microBatches < 0 || options.microBatches > afpipe::kMaxMicroBatches) {
+    error = "--micro-batches must be in [2p, " + std::to_string(afpipe::kMaxMicroBatches) +
+            "] (0: 2p, p = --groups), got " + std::to_string(options.microBatches);
+    return nullptr;
+  }
   if (options.groups * (options.attnRanks + options.ffnRanks) > kMaxWorld) {
     error = "--groups x (--attn-ranks + --ffn-ranks) = " +
             std::to_string(options.groups * (options.attnRanks + options.ffnRanks)) +

@@ -22,9 +22,19 @@
 using namespace llvm;
 
 namespace {
+/// The command list, for `disagmoe`, `disagmoe --help` and an unknown command.
+void printCommands(raw_ostream &os) {
+  os << "usage: disagmoe <command> [options]   (disagmoe <command> --help for its options)\n"
+        "commands:\n"
+        "  compile MODEL.onnx -o PLAN_DIR   ONNX MoE model -> plan.json (the runtime's input)\n"
+        "  inspect MODEL.onnx               what the frontend recognised, parameters and FLOPs\n"
+        "  plan                             roofline + Z3 placement of a model on a cluster\n"
+        "  simulate                         AF-Pipe against the pipeline baselines\n"
+        "  route-stats MODEL.onnx -o DIR    measured expert loads (routing profile)\n";
+}
+
 int usage() {
-  errs() << "usage: disagmoe compile MODEL.onnx -o PLAN_DIR [options]\n"
-            "       disagmoe compile --help\n";
+  printCommands(errs());
   return 2;
 }
 
@@ -39,7 +49,9 @@ int compileMain(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
                               cl::Required, cl::cat(category));
-  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks per attention group (default 2)"),
+  cl::opt<int64_t> attnRanks("attn-ranks",
+                             cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
+                                      "sequence s runs on A-rank s mod N)"),
                              cl::init(2), cl::cat(category));
   cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"),
                             cl::init(2), cl::cat(category));
@@ -71,7 +83,7 @@ int compileMain(int argc, char **argv) {
                           cl::init(0), cl::cat(category));
   cl::opt<int64_t> microBatches(
       "micro-batches",
-      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of [batch, seq] (default 2p, at least 2p)"),
+      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of [batch, seq] (default 2p, in [2p, 4096])"),
       cl::init(0), cl::cat(category));
   cl::opt<std::string> cluster(
       "cluster", cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
@@ -137,6 +149,11 @@ int simulateMain(int argc, char **argv); // SimulateCommand.cpp
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage();
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
+    printCommands(outs());
+    return 0;
+  }
   if (std::strcmp(argv[1], "plan") == 0) // roofline + Z3 placement (docs/placement.md)
     return argv[1] = argv[0], planMain(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "simulate") == 0) // AF-Pipe against the baselines (docs/results.md)

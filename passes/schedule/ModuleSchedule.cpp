@@ -1,6 +1,8 @@
 //===- ModuleSchedule.cpp - the AF-Pipe schedule of a placed `moe` module --===//
 #include "passes/schedule/ModuleSchedule.h"
 
+#include <algorithm>
+
 #include "frontends/config/CostExtraction.h"
 #include "passes/schedule/AfPipe.h"
 #include "runtime/cost/Hardware.h"
@@ -49,6 +51,11 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
   c.ffnRanks = dict.getAs<mlir::IntegerAttr>("ffn_ranks").getInt();
   const int64_t world = dict.getAs<mlir::IntegerAttr>("world_size").getInt();
   c.replicas = 1;
+  if (options.microBatches < 0 || options.microBatches > kMaxMicroBatches) {
+    error = "micro-batches must be in [2p, " + std::to_string(kMaxMicroBatches) + "] (0: 2p), got " +
+            std::to_string(options.microBatches);
+    return Status::Failed;
+  }
   c.microbatches = options.microBatches > 0 ? options.microBatches : 2 * c.groups;
   if (c.microbatches < 2 * c.groups) {
     error = "micro-batches " + std::to_string(c.microbatches) + " cannot fill the AF-Pipe ring of 2p = " +
@@ -67,6 +74,22 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
     return Status::Failed;
   }
   c.seqLen = ids.getDimSize(1);
+  // Sequence s of a micro-batch runs on A-rank s mod dA (RankWorker's assignTokens), so A-ranks
+  // past the batch hold no tokens. A few idle ones are legal (the runtime runs them with empty
+  // messages; a batch-1 model under the default 2 A-ranks has one) but most of a group idle is a
+  // mistake that costs a thread or process and its weights per rank (65536 A-ranks for a batch of
+  // 2 compiled, then the run was OOM-killed): refuse more than max(4, 2 x batch). The floor of 4
+  // keeps the small layouts the tests run on batch-1 plans (1 sequence over 3 A-ranks) legal.
+  const int64_t sequences = ids.getDimSize(0);
+  const int64_t maxAttnRanks = std::max<int64_t>(4, 2 * sequences);
+  if (c.attnRanks > maxAttnRanks) {
+    error = "attn-ranks " + std::to_string(c.attnRanks) + " exceeds max(4, 2 x batch) = " +
+            std::to_string(maxAttnRanks) + " for the " + std::to_string(sequences) +
+            " sequences of a micro-batch: sequence s runs on A-rank s mod attn-ranks, so " +
+            std::to_string(c.attnRanks - sequences) + " of each group's " + std::to_string(c.attnRanks) +
+            " A-ranks would have no work (use fewer A-ranks or a larger --batch)";
+    return Status::Failed;
+  }
   // Sides of the always-on components, as assign-groups set them (the plan emitter reads the same
   // attributes): the schedule computes them on that side and sends the messages the runtime sends.
   funcs.front().walk([&](moe::DenseFfnOp ffn) {

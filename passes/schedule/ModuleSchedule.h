@@ -20,8 +20,12 @@
 
 namespace disagmoe::afpipe {
 
+/// Most micro-batches per step a plan may hold: the schedule lists every instruction of every
+/// micro-batch, so its size (and plan.json's) grows linearly with them (5000 gave 100 MB).
+inline constexpr int64_t kMaxMicroBatches = 4096;
+
 struct ModuleScheduleOptions {
-  int64_t microBatches = 0; ///< 0: 2p
+  int64_t microBatches = 0; ///< 0: 2p; else in [2p, kMaxMicroBatches]
   std::string clusterPath;  ///< cluster YAML (samples/clusters); empty: H800 nodes
 };
 
@@ -29,7 +33,10 @@ enum class ModuleScheduleStatus { Built, Unsized, Failed };
 
 /// Builds and verifies (verifySchedule with the placement's world size) the schedule of `module`.
 /// Unsized: the cost model cannot size the model (e.g. multi-head latent attention is not in
-/// runtime/cost yet); `error` says why. Failed: bad options, no placement, or a failed check.
+/// runtime/cost yet); `error` says why. Failed: bad options (micro-batches negative, under 2p or
+/// over kMaxMicroBatches; more than max(4, 2 x batch) A-ranks per group, since
+/// sequence s of a micro-batch runs on A-rank s mod dA and the rest have no work), no placement, or a failed
+/// check.
 ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleScheduleOptions &options,
                                          sched::Schedule &out, std::string &error);
 
