@@ -11,6 +11,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -485,6 +486,23 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   model["components"] = std::move(components);
   std::map<int64_t, int64_t> weightBytes;
   model["weights"] = weights.toJson(weightBytes);
+  // Each file the weights point into, with its size and modification time, so that the runtime
+  // refuses a plan whose model was overwritten after compiling (offsets would read another
+  // model's bytes). Only the file's metadata is read, never its bytes. An external-data file that
+  // is absent at compile time (compiling needs only the .onnx) gets no entry.
+  std::set<std::string> weightFiles;
+  for (const json::Value &w : *model.getArray("weights"))
+    weightFiles.insert(w.getAsObject()->getString("file")->str());
+  json::Array files;
+  for (const std::string &file : weightFiles) {
+    llvm::sys::fs::file_status st;
+    if (llvm::sys::fs::status(file, st) || !llvm::sys::fs::exists(st))
+      continue;
+    const int64_t mtimeNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(st.getLastModificationTime().time_since_epoch())
+            .count();
+    files.push_back(json::Object{{"path", file}, {"size", static_cast<int64_t>(st.getSize())}, {"mtime_ns", mtimeNs}});
+  }
 
   json::Array groups;
   for (int64_t g = 0; g < p.groups; ++g) {
@@ -514,6 +532,7 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   plan["version"] = kPlanVersion;
   plan["source"] = sourcePath;
   plan["model"] = std::move(model);
+  plan["files"] = std::move(files);
   plan["placement"] = json::Object{{"world_size", p.worldSize},
                                    {"groups", std::move(groups)},
                                    {"expert_to_rank", std::move(expertMap)},

@@ -239,6 +239,31 @@ class Parser {
 public:
   Parser(Plan& plan, const json& root) : plan_(plan), root_(plan.path, root, "") {}
 
+  // `files` (optional; plans compiled before it have none): each weight file's size and
+  // modification time at compile time. A model overwritten since would feed another model's bytes
+  // to the recorded offsets, so a difference is an error naming the file.
+  void checkWeightFiles() {
+    if (!root_.has("files")) return;
+    Node files = root_["files"];
+    for (size_t i = 0; i < files.size(); ++i) {
+      Node f = files[i];
+      const std::string file = f["path"].string();
+      const std::string path =
+          std::filesystem::path(file).is_absolute() ? file : (std::filesystem::path(plan_.dir) / file).string();
+      const int64_t size = f["size"].integer(0, INT64_MAX);
+      const int64_t mtimeNs = f["mtime_ns"].integer(INT64_MIN, INT64_MAX);
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0)
+        f["path"].fail("weight file \"" + path + "\": cannot open: " + std::strerror(errno));
+      const int64_t nowNs = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (static_cast<int64_t>(st.st_size) != size || nowNs != mtimeNs)
+        f["path"].fail("weight file \"" + path + "\" changed since the plan was compiled (size " +
+                       std::to_string(st.st_size) + " bytes, was " + std::to_string(size) + "; modification time " +
+                       (nowNs == mtimeNs ? "unchanged" : "differs") +
+                       "): recompile the plan with disagmoe compile");
+    }
+  }
+
   void parse() {
     if (!root_.raw().is_object()) root_.fail("expected a JSON object, got " + root_.describe());
     std::string format = root_["format"].string();
@@ -249,6 +274,7 @@ public:
       root_["version"].fail(std::to_string(version) + " is not supported (this runtime reads version " +
                             std::to_string(kPlanVersion) + ")");
     plan_.source = root_["source"].string();
+    checkWeightFiles();
     parseHyperParameters(root_["model"]);
     parsePlacement(root_["placement"]);
     parseWeights(root_["model"]["weights"]);
