@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -73,6 +74,12 @@ int routeStatsMain(int argc, char **argv) {
     }
     o.data.push_back(spec);
   }
+  // Token ids of one condition are held in memory (8 bytes each); 99999999999 was std::bad_alloc.
+  constexpr int64_t kMaxConditionTokens = int64_t{1} << 28;
+  if (tokens < 1 || tokens > kMaxConditionTokens) {
+    errs() << "disagmoe: --tokens must be in [1, " << kMaxConditionTokens << "], got " << tokens << "\n";
+    return 1;
+  }
   if (!ep.empty())
     o.ep.assign(ep.begin(), ep.end());
   else
@@ -89,7 +96,10 @@ int routeStatsMain(int argc, char **argv) {
   o.profileData = profileData;
   o.modelPath = input;
   o.outDir = output;
-  o.planDir = output + "/plan";
+  // The plan is compiled into a temporary folder and moved to OUT_DIR/plan only when the whole run
+  // succeeded, so that a failed run leaves no plan behind.
+  const std::string finalPlanDir = output + "/plan";
+  o.planDir = output + "/.plan.tmp";
   if (seqLen < 1 || runBatch < 1) {
     errs() << "disagmoe: --seq-len and --run-batch must be >= 1\n";
     return 1;
@@ -108,8 +118,17 @@ int routeStatsMain(int argc, char **argv) {
     errs() << "disagmoe: " << error << "\n";
     return 1;
   }
+  std::error_code ec;
+  const bool outputExisted = std::filesystem::exists(output.getValue(), ec);
+  auto discard = [&] { // the temporary plan, and OUT_DIR when this run created it and left it empty
+    std::error_code ignored;
+    std::filesystem::remove_all(o.planDir, ignored);
+    if (!outputExisted)
+      std::filesystem::remove(output.getValue(), ignored); // only removes an empty folder
+  };
   json::Object plan;
   if (!disagmoe::emitPlan(*module, input, plan, error) || !disagmoe::writePlan(plan, o.planDir, error)) {
+    discard();
     errs() << "disagmoe: " << input << ": " << error << "\n";
     return 1;
   }
@@ -118,7 +137,15 @@ int routeStatsMain(int argc, char **argv) {
   const bool ok = obs::runRouteStats(o, s, std::cout, error);
   std::cout.flush(); // progress lines before the summary below
   if (!ok) {
+    discard();
     errs() << "disagmoe: " << error << "\n";
+    return 1;
+  }
+  std::filesystem::remove_all(finalPlanDir, ec);
+  std::filesystem::rename(o.planDir, finalPlanDir, ec);
+  if (ec) {
+    discard();
+    errs() << "disagmoe: " << finalPlanDir << ": cannot move the plan there: " << ec.message() << "\n";
     return 1;
   }
   outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-" << s.topK
