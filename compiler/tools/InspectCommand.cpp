@@ -48,7 +48,7 @@ int inspectMain(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<bool> asJson("json", cl::desc("Print JSON instead of a table"), cl::cat(category));
   cl::opt<int64_t> seqLen("seq-len",
-                          cl::desc("Sequence length for the attention FLOPs (default 4096)"),
+                          cl::desc("Sequence length for the attention FLOPs (default 4096, at most 2^24)"),
                           cl::init(4096), cl::cat(category));
   cl::opt<bool> timing("timing", cl::desc("Print the time of each phase to stderr"),
                        cl::cat(category));
@@ -56,8 +56,12 @@ int inspectMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe inspect: what the frontend recognised\n",
                                    &errs()))
     return 2;
-  if (seqLen < 1) {
-    errs() << "disagmoe: --seq-len must be at least 1\n";
+  // Bounded so that the int64 FLOP counts (which grow with seq-len, the attention part quadratically
+  // summed over a sequence) cannot overflow: 99999999999999999 printed negative FLOPs. 2^24 tokens
+  // is past any model's context window.
+  constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
+  if (seqLen < 1 || seqLen > kMaxSeqLen) {
+    errs() << "disagmoe: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen << "\n";
     return 1;
   }
 
