@@ -121,6 +121,15 @@ int planMain(int argc, char **argv) {
                          {"--cp", cp}})
     if (v < 0)
       return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner)");
+  // Checked before the header is printed, so that a bad value prints only its error.
+  if (seqLen < 1 || seqLen > globalTokens)
+    return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
+                (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +
+                std::to_string(seqLen));
+  // The measured stage times are read before any output, so a bad file fails without a plan printed.
+  placement::MeasuredStageTimes measured;
+  if (!stageTimes.empty() && !measured.load(stageTimes, error))
+    return fail(error);
 
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
@@ -239,9 +248,6 @@ int planMain(int argc, char **argv) {
   }
 
   if (!stageTimes.empty()) {
-    placement::MeasuredStageTimes measured;
-    if (!measured.load(stageTimes, error))
-      return fail(error);
     placement::LocalSearchResult ls = placement::localSearch(problem, c, measured);
     bool ok = false;
     double start = placement::stepTimeWith(problem, c, measured, ok);
