@@ -131,6 +131,25 @@ int simulateMain(int argc, char **argv) {
     return fail("--compute-efficiency must be in (0, 1]");
   if (inflight < 0 || ep < 1)
     return fail("--inflight must be >= 0 and --ep >= 1");
+  // Output paths are checked before the simulation (which can take minutes): a probe file created
+  // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
+  for (auto [flag, path] : {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
+    if (path.empty())
+      continue;
+    if (sys::fs::is_directory(path))
+      return fail(std::string(flag) + " " + path + ": is a directory");
+    SmallString<256> dir(path);
+    sys::path::remove_filename(dir);
+    if (dir.empty())
+      dir = ".";
+    SmallString<256> probe;
+    int fd = -1;
+    if (std::error_code ec = sys::fs::createUniqueFile(dir + "/.disagmoe-write-check-%%%%%%", fd, probe))
+      return fail(std::string(flag) + " " + path + ": cannot write there: " + ec.message());
+    sys::fs::closeFile(fd);
+    sys::fs::remove(probe);
+  }
+
 
   placement::Problem problem;
   std::string error;
