@@ -150,7 +150,6 @@ int simulateMain(int argc, char **argv) {
     sys::fs::remove(probe);
   }
 
-
   placement::Problem problem;
   std::string error;
   std::string configFile;
