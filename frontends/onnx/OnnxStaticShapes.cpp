@@ -138,6 +138,11 @@ int64_t broadcastIndex(const Dims &in, const Dims &out, int64_t pos) {
 
 int64_t normAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
+/// Largest rank taken from a shape tensor's length when its values are unknown: ONNX sets no
+/// limit, the decoders we raise use at most 6, and the length is an untrusted declared dim (a
+/// fuzzed file declared 1.7e18) that must not size an allocation.
+constexpr int64_t kMaxRank = 64;
+
 class Propagator {
 public:
   explicit Propagator(Graph &g) : g_(g) {}
@@ -495,7 +500,7 @@ private:
     const std::vector<int64_t> *target = valuesOf(1);
     if (!target) {
       const Dims *sd = dimsOf(1);
-      if (sd && sd->size() == 1 && (*sd)[0] >= 0)
+      if (sd && sd->size() == 1 && (*sd)[0] >= 0 && (*sd)[0] <= kMaxRank)
         return setOut(0, typeOf(0), Dims(static_cast<size_t>((*sd)[0]), -1));
       return setOut(0, typeOf(0), nullptr);
     }
@@ -630,7 +635,7 @@ private:
       return setOut(0, typeOf(0), nullptr);
     if (!shape) {
       const Dims *sd = dimsOf(1);
-      if (sd && sd->size() == 1 && (*sd)[0] >= 0)
+      if (sd && sd->size() == 1 && (*sd)[0] >= 0 && (*sd)[0] <= kMaxRank)
         return setOut(0, typeOf(0), Dims(std::max<size_t>(d->size(), (*sd)[0]), -1));
       return setOut(0, typeOf(0), nullptr);
     }
@@ -910,7 +915,7 @@ private:
     const std::vector<int64_t> *shape = valuesOf(0);
     if (!shape) {
       const Dims *sd = dimsOf(0);
-      if (sd && sd->size() == 1 && (*sd)[0] >= 0)
+      if (sd && sd->size() == 1 && (*sd)[0] >= 0 && (*sd)[0] <= kMaxRank)
         return setOut(0, type, Dims(static_cast<size_t>((*sd)[0]), -1));
       return setOut(0, type, nullptr);
     }

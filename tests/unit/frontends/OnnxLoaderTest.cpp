@@ -714,7 +714,8 @@ TEST(OnnxLoaderSample, StaticShapesAgreeWithOnnx) {
 // `disagmoe compile` does (default options, a static input shape) must return, ok or with an error.
 TEST(OnnxLoaderFuzzRegressions, LoadWithoutCrashing) {
   const std::string dir = std::string(DISAGMOE_SOURCE_DIR) + "/tests/fuzz/regressions/";
-  for (const char *name : {"shape-of-untyped-reshape.onnx", "concat-of-untyped-unsqueeze.onnx"}) {
+  for (const char *name : {"shape-of-untyped-reshape.onnx", "concat-of-untyped-unsqueeze.onnx",
+                           "expand-rank-from-huge-dim.onnx"}) {
     SCOPED_TRACE(name);
     LoadOptions opts;
     opts.inputShapeOverride = {2, 8};
