@@ -100,11 +100,8 @@ int planMain(int argc, char **argv) {
   placement::PlannerOptions &o = problem.options;
   o.seqLen = seqLen;
   o.globalTokens = globalTokens;
-  if (recompute == "on") o.recompute = placement::Recompute::Always;
-  else if (recompute == "off") o.recompute = placement::Recompute::Never;
-  else if (recompute == "selective") o.recompute = placement::Recompute::Selective;
-  else if (recompute != "auto")
-    return fail("--recompute: expected auto, on, selective or off, got '" + recompute + "'");
+  if (!tools::parseRecompute(recompute, /*allowSelective=*/true, o.recompute, error))
+    return fail(error);
   o.fixedGroups = groups;
   o.fixedAttnGpus = attnGpus;
   o.fixedFfnGpus = ffnGpus;

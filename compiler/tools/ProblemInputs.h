@@ -20,6 +20,11 @@ bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
                        const std::string &config, placement::Problem &problem,
                        std::string &configFile, std::string &error);
 
+/// Reads `--recompute` (auto, on, off, and selective where `allowSelective`) into `out`; on any
+/// other value returns false with `error` listing the accepted ones.
+bool parseRecompute(const std::string &value, bool allowSelective, placement::Recompute &out,
+                    std::string &error);
+
 } // namespace disagmoe::tools
 
 #endif
