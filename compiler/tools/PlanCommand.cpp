@@ -31,6 +31,7 @@ using namespace disagmoe;
 
 namespace {
 int fail(const std::string &message) {
+  outs().flush(); // what was printed comes before the error under 2>&1
   errs() << "disagmoe plan: " << message << "\n";
   return 1;
 }

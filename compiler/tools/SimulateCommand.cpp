@@ -38,6 +38,7 @@ using namespace disagmoe;
 
 namespace {
 int fail(const std::string &message) {
+  outs().flush(); // what was printed comes before the error under 2>&1
   errs() << "disagmoe simulate: " << message << "\n";
   return 1;
 }

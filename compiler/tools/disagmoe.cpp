@@ -39,6 +39,7 @@ int usage() {
 }
 
 int fail(const std::string &message) {
+  outs().flush(); // the printed IR first: with 2>&1 the two streams share one pipe
   errs() << "disagmoe: " << message << "\n";
   return 1;
 }
@@ -123,6 +124,9 @@ int compileMain(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   std::string error;
   auto module = disagmoe::compileOnnx(context, input, options, outs(), error);
+  // Flush the printed IR before any stderr line: errs()' tie to outs() did not hold here
+  // (a "wrote" line landed mid-IR under `2>&1 | FileCheck` in CI).
+  outs().flush();
   if (!module)
     return fail(error);
   json::Object plan;
