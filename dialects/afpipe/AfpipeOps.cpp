@@ -59,6 +59,16 @@ LogicalResult verifyPeers(Operation *op, StringRef peers) {
   return success();
 }
 
+// send and recv carry the same fields: a peer group, its ranks and a byte count.
+template <typename OpT> LogicalResult verifyPointToPoint(OpT op) {
+  if (failed(verifyInstr(op)) || failed(verifyPeers(op, op.getPeers())) ||
+      failed(verifyBytes(op, op.getBytes().convertToDouble())))
+    return failure();
+  if (op.getPeer() < 0)
+    return op.emitOpError("peer group must be >= 0");
+  return success();
+}
+
 } // namespace
 
 LogicalResult ScheduleOp::verify() {
@@ -170,23 +180,9 @@ LogicalResult ComputeOp::verify() {
   return success();
 }
 
-LogicalResult SendOp::verify() {
-  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())) ||
-      failed(verifyBytes(*this, getBytes().convertToDouble())))
-    return failure();
-  if (getPeer() < 0)
-    return emitOpError("peer group must be >= 0");
-  return success();
-}
+LogicalResult SendOp::verify() { return verifyPointToPoint(*this); }
 
-LogicalResult RecvOp::verify() {
-  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())) ||
-      failed(verifyBytes(*this, getBytes().convertToDouble())))
-    return failure();
-  if (getPeer() < 0)
-    return emitOpError("peer group must be >= 0");
-  return success();
-}
+LogicalResult RecvOp::verify() { return verifyPointToPoint(*this); }
 
 LogicalResult AllToAllOp::verify() {
   if (failed(verifyInstr(*this)))

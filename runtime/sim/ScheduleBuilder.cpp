@@ -29,38 +29,37 @@ int ScheduleBuilder::add(Instr in, double priority) {
   return static_cast<int>(instrs_.size()) - 1;
 }
 
-int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::string &op, int mb, int layer,
-                             double flops, double memBytes, double activationBytes, double priority,
-                             std::vector<int> after) {
+// The fields every instruction kind sets; the callers add their own.
+Instr ScheduleBuilder::instr(Kind kind, int group, Stream stream, Phase phase, const std::string &op, int mb,
+                             int layer, std::vector<int> after) {
   Instr in;
-  in.kind = Kind::Compute;
+  in.kind = kind;
   in.stream = stream;
   in.phase = phase;
   in.op = op;
   in.group = group;
   in.mb = mb;
   in.layer = layer;
+  in.after = std::move(after);
+  return in;
+}
+
+int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::string &op, int mb, int layer,
+                             double flops, double memBytes, double activationBytes, double priority,
+                             std::vector<int> after) {
+  Instr in = instr(Kind::Compute, group, stream, phase, op, mb, layer, std::move(after));
   in.flops = flops;
   in.memBytes = memBytes;
   in.activationBytes = activationBytes;
-  in.after = std::move(after);
   return add(std::move(in), priority);
 }
 
 int ScheduleBuilder::send(int group, int peer, Peers peers, const std::string &op, Phase phase, int mb, int layer,
                           double bytes, Stream stream, double priority, std::vector<int> after) {
-  Instr in;
-  in.kind = Kind::Send;
-  in.stream = stream;
-  in.phase = phase;
-  in.op = op;
-  in.group = group;
+  Instr in = instr(Kind::Send, group, stream, phase, op, mb, layer, std::move(after));
   in.peer = peer;
   in.peers = peers;
-  in.mb = mb;
-  in.layer = layer;
   in.bytes = bytes;
-  in.after = std::move(after);
   return add(std::move(in), priority);
 }
 
@@ -73,31 +72,16 @@ int ScheduleBuilder::recv(int group, int peer, Peers peers, const std::string &o
 
 int ScheduleBuilder::allToAll(int group, const std::string &op, Phase phase, int mb, int layer, double bytes,
                               Stream stream, double priority, std::vector<int> after) {
-  Instr in;
-  in.kind = Kind::AllToAll;
-  in.stream = stream;
-  in.phase = phase;
-  in.op = op;
-  in.group = group;
-  in.mb = mb;
-  in.layer = layer;
+  Instr in = instr(Kind::AllToAll, group, stream, phase, op, mb, layer, std::move(after));
   in.bytes = bytes;
-  in.after = std::move(after);
   return add(std::move(in), priority);
 }
 
 int ScheduleBuilder::allReduce(int group, Peers peers, const std::string &op, int layer, double bytes, Stream stream,
                                double priority, std::vector<int> after) {
-  Instr in;
-  in.kind = Kind::AllReduce;
-  in.stream = stream;
-  in.phase = Phase::Update;
-  in.op = op;
-  in.group = group;
+  Instr in = instr(Kind::AllReduce, group, stream, Phase::Update, op, /*mb=*/-1, layer, std::move(after));
   in.peers = peers;
-  in.layer = layer;
   in.bytes = bytes;
-  in.after = std::move(after);
   return add(std::move(in), priority);
 }
 

@@ -49,6 +49,8 @@ public:
 
 private:
   int add(sched::Instr in, double priority);
+  static sched::Instr instr(sched::Kind kind, int group, sched::Stream stream, sched::Phase phase,
+                            const std::string &op, int mb, int layer, std::vector<int> after);
   sched::Schedule s_;
   std::vector<sched::Instr> instrs_;
   std::vector<double> priority_;
