@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -14,6 +15,17 @@
 namespace disagmoe {
 
 using Bytes = std::vector<std::uint8_t>;
+
+/// One message an exchange step sends (Comm::exchange).
+struct OutgoingMessage {
+  int dst = 0, tag = 0;
+  Bytes bytes;
+};
+
+/// One message an exchange step receives (Comm::exchange).
+struct IncomingMessage {
+  int src = 0, tag = 0;
+};
 
 /// A communication failure; the message names the peer rank and the tag.
 class CommError : public std::runtime_error {
@@ -43,6 +55,28 @@ public:
   /// "rank R: recv from rank S (tag T) timed out after N ms" when the deadline passes, and
   /// CommAborted when the run is aborted while waiting.
   virtual Bytes recv(int src, int tag, std::chrono::milliseconds timeout) = 0;
+
+  /// One exchange step (an M2N or N2M of a layer): sends every message of `sends`, then returns one
+  /// message per entry of `recvs`, in the order of `recvs`, each recv waiting at most `timeout`.
+  /// Errors: those of send and recv. The default is that loop of send() then recv() calls, so
+  /// `local` and `mpi` behave exactly as a caller's own loop; `nccl` posts all of the step's
+  /// ncclSend/ncclRecv in one ncclGroupStart/ncclGroupEnd (runtime/comm/nccl/NcclComm.h).
+  virtual std::vector<Bytes> exchange(std::vector<OutgoingMessage> sends, const std::vector<IncomingMessage>& recvs,
+                                      std::chrono::milliseconds timeout);
+
+  /// In-place element-wise sum of fp32 `data[0, n)` over the ranks `ranks` (strictly ascending,
+  /// holding rank()); every rank of `ranks` calls it with the same `ranks`, `tag` and `n`.
+  /// The default is the fixed-order reduction (DESIGN.md, "Determinism"): ranks.front() receives
+  /// each other rank's vector in ascending rank order under `tag` and adds it to its own
+  /// (((d_0 + d_1) + d_2) + ...), then sends the sum back, so `local` and `mpi` agree bit for bit.
+  /// `nccl` uses ncclAllReduce (ncclSum), whose order depends on NCCL's ring/tree algorithm: its
+  /// sums differ from the default's in the last bits, by at most 2 (k - 1) 2^-24 sum_i |d_i| per
+  /// element for k = ranks.size() (two recursive summations of k terms, each within
+  /// (k - 1) u sum_i |d_i| of the exact sum, u = 2^-24; Higham, Accuracy and Stability of Numerical
+  /// Algorithms, 2nd ed., eq. 4.4). Throws CommError for bad `ranks`, or a message of the wrong size
+  /// (naming the peer and the tag).
+  virtual void allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+                            std::chrono::milliseconds timeout);
 };
 
 } // namespace disagmoe

@@ -1184,7 +1184,8 @@ private:
   std::vector<FfnLayer> ffn_;
 };
 
-// Sum of replicated weights' gradients over their holders, in ascending rank order (see header).
+// Sum of replicated weights' gradients over their holders: one Comm::allReduceSum per holder set,
+// in ascending rank order on local/mpi (its default; see header and Comm.h), ncclAllReduce on nccl.
 void allReduce(const Plan& plan, RankState& state, Comm& comm, std::chrono::milliseconds timeout) {
   std::map<std::vector<int>, std::vector<int>> sets; // holders -> weight indices (ascending)
   for (size_t i = 0; i < plan.model.weights.size(); ++i)
@@ -1195,44 +1196,20 @@ void allReduce(const Plan& plan, RankState& state, Comm& comm, std::chrono::mill
     size_t total = 0;
     for (int i : indices)
       total += state.grads[i].data.size();
-    const auto pack = [&] {
-      Bytes b(total * sizeof(float));
-      size_t at = 0;
-      for (int i : indices) {
-        const auto& g = state.grads[i].data;
-        std::memcpy(b.data() + at, g.data(), g.size() * sizeof(float));
-        at += g.size() * sizeof(float);
-      }
-      return b;
-    };
-    const auto unpack = [&](const Bytes& b, bool add) {
-      if (b.size() != total * sizeof(float))
-        throw ExecError("rank " + std::to_string(state.rank) + ": all-reduce message of " + std::to_string(b.size()) +
-                        " bytes, expected " + std::to_string(total * sizeof(float)));
-      size_t at = 0;
-      for (int i : indices) {
-        auto& g = state.grads[i].data;
-        if (add) {
-          std::vector<float> tmp(g.size());
-          std::memcpy(tmp.data(), b.data() + at, tmp.size() * sizeof(float));
-          for (size_t j = 0; j < g.size(); ++j)
-            g[j] += tmp[j];
-        } else {
-          std::memcpy(g.data(), b.data() + at, g.size() * sizeof(float));
-        }
-        at += g.size() * sizeof(float);
-      }
-    };
-    const int leader = holders.front();
-    if (state.rank == leader) {
-      for (size_t r = 1; r < holders.size(); ++r)
-        unpack(comm.recv(holders[r], tag, timeout), true);
-      const Bytes sum = pack();
-      for (size_t r = 1; r < holders.size(); ++r)
-        comm.send(holders[r], tag, sum);
-    } else {
-      comm.send(leader, tag, pack());
-      unpack(comm.recv(leader, tag, timeout), false);
+    std::vector<float> flat(total);
+    size_t at = 0;
+    for (int i : indices) {
+      const auto& g = state.grads[i].data;
+      std::copy(g.begin(), g.end(), flat.begin() + static_cast<std::ptrdiff_t>(at));
+      at += g.size();
+    }
+    comm.allReduceSum(holders, tag, flat.data(), total, timeout);
+    at = 0;
+    for (int i : indices) {
+      auto& g = state.grads[i].data;
+      std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + g.size()),
+                g.begin());
+      at += g.size();
     }
   }
 }
