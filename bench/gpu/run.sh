@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# GPU correctness and speed checks of the cuda backend, in one run (< 8 minutes on an H200):
+#   1. the GPU kernel tests (RuntimeCudaKernelsTest, RuntimeCudaRmsNormTest): every kernel and GEMM
+#      against the CPU kernels on random data;
+#   2. disagmoe-bench-cuda: bf16 GEMM TFLOP/s against the GPU's dense bf16 peak and attention time
+#      against its roofline bound, medians of several runs; the peak and HBM bandwidth are the
+#      GPU's row of runtime/cost/data/hardware.json (copied from ../shared/reference/hardware.json),
+#      matched by name (override: PEAK_TFLOPS=... HBM_TBPS=...).
+# Builds nothing: configure where nvcc is (cmake says "building the cuda backend for sm_90") and
+#   ninja -C BUILD_DIR RuntimeCudaKernelsTest RuntimeCudaRmsNormTest disagmoe-bench-cuda
+# Usage: bench/gpu/run.sh [BUILD_DIR]   (default: build). Without a GPU it says so and exits 0.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+tests=("$build/bin/RuntimeCudaKernelsTest" "$build/tests/unit/runtime/RuntimeCudaRmsNormTest")
+bench="$build/bin/disagmoe-bench-cuda"
+for exe in "${tests[@]}" "$bench"; do
+  if [ ! -x "$exe" ]; then
+    echo "bench/gpu: $exe is not built (needs nvcc at configure time; build RuntimeCudaKernelsTest" \
+         "RuntimeCudaRmsNormTest disagmoe-bench-cuda)" >&2
+    exit 1
+  fi
+done
+
+set +e
+probe=$("$bench" --probe)
+rc=$?
+set -e
+echo "$probe"
+if [ "$rc" -eq 3 ]; then
+  echo "bench/gpu: no CUDA device here; skipping the GPU tests and the speed bench"
+  exit 0
+elif [ "$rc" -ne 0 ]; then
+  echo "bench/gpu: disagmoe-bench-cuda --probe failed (exit $rc)" >&2
+  exit "$rc"
+fi
+
+# The device's dense bf16 peak and HBM bandwidth from the repository's hardware table.
+device=$(printf '%s\n' "$probe" | sed -n 's/^device 0: \(.*\) (sm_.*/\1/p')
+read -r peak hbm < <(/usr/bin/python3 - "$root/runtime/cost/data/hardware.json" "$device" <<'PY'
+import json, sys
+table, device = json.load(open(sys.argv[1])), sys.argv[2]
+rows = [g for g in table["gpus"] if g["name"] in device.split()]
+print(f'{rows[0]["bf16_dense_tflops"]} {rows[0]["hbm_bw_tbps"]}' if rows else "0 0")
+PY
+)
+peak=${PEAK_TFLOPS:-$peak}
+hbm=${HBM_TBPS:-$hbm}
+if [ "$peak" = 0 ]; then
+  echo "bench/gpu: '$device' has no row in runtime/cost/data/hardware.json (set PEAK_TFLOPS and HBM_TBPS); ratios omitted"
+fi
+
+start=$SECONDS
+status=0
+for exe in "${tests[@]}"; do
+  echo "== $(basename "$exe")"
+  timeout 180 "$exe" --gtest_brief=1 || status=1
+done
+echo "== disagmoe-bench-cuda"
+timeout 240 "$bench" --peak-tflops "$peak" --hbm-tbps "$hbm" --runs 11 || status=1
+echo "bench/gpu: done in $((SECONDS - start)) s ($([ $status -eq 0 ] && echo "every step passed" || echo "a step FAILED"))"
+exit $status
