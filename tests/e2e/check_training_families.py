@@ -11,12 +11,23 @@ and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.n
   - every parameter's gradient:        ||ours - torch|| / ||torch|| <= 1e-4 (every key of grads.npz
                                        must be written, and no other)
   - the weights after one SGD step:    max abs error <= 1e-6 (the keys of sgd.npz)
-Also with two micro-batches (the gradients must not depend on the split). With --mpirun, the
-one-micro-batch step also runs as `mpirun -np WORLD disagmoe-run --comm mpi` (one process per rank)
-and its gradient and weight files must be byte-identical to the local comm's.
+  - the weights after one AdamW step   max abs error <= 1e-6 on every element whose torch gradient
+    (--optimizer adamw, its defaults   exceeds 1e-5 in magnitude (issue 7; a smaller gradient's update
+    lr 1e-3, betas 0.9/0.999, eps 1e-8, lr * g / (|g| + eps) flips sign under rounding) or is exactly
+    weight decay 0.01):                zero (the weight decay alone), the keys of adamw.npz
+  - idle experts (train.json "idle_experts": no token of the batch reaches them): our gradient is
+    exactly zero, and their AdamW step is the weight decay alone, compared on every element, also
+    against the closed form w0 * (1 - lr * wd) where sgd.npz holds w0 (zero gradient: SGD keeps w0)
+Also with two micro-batches (the gradients must not depend on the split), and two AdamW steps on the
+same batch with two micro-batches: each step's loss (relative 1e-5) and the weights after step 2
+within 1e-6 where adamw2.npz's mask says both steps' torch gradients exceed 1e-5 or are exactly zero
+(every element of an expert idle at both steps). With --mpirun, the one-micro-batch SGD and AdamW steps also run as
+`mpirun -np WORLD disagmoe-run --comm mpi` (one process per rank) and their gradient and weight
+files must be byte-identical to the local comm's.
 """
 
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -28,6 +39,10 @@ import numpy as np
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
             "deepseek_v2_lite_tiny"]
 LOSS_TOL, GRAD_TOL, SGD_TOL = 1e-5, 1e-4, 1e-6
+ADAMW_TOL, ADAMW_MIN_GRAD = 1e-6, 1e-5
+ADAMW_ARGS = ["--optimizer", "adamw", "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8",
+              "--weight-decay", "0.01"]
+STEP_RE = re.compile(r"^step (\d+): loss (\S+) over (\d+) target tokens", re.M)
 
 
 def run(cmd):
@@ -88,12 +103,108 @@ def check_sample(bin_dir, sdir, work, name, micro_batches):
             failures.append(f"{label}: weights {key} after one SGD step: max abs error {err:.2e} > {SGD_TOL}")
     print(f"{label}: loss rel {loss_err:.1e}; {len(grads.files)} gradients, worst {worst_grad[0]:.1e} "
           f"({worst_grad[1]}); {len(sgd.files)} weights after SGD, worst {worst_sgd[0]:.1e} ({worst_sgd[1]})")
+    if micro_batches == 1:
+        failures += check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd)
+    else:
+        failures += check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches)
+    return failures
+
+
+def idle_keys(tdir, keys):
+    """The golden's idle experts (train.json) and every key of theirs in `keys`."""
+    with open(os.path.join(tdir, "train.json")) as f:
+        idle = json.load(f)["idle_experts"]
+    return idle, {k for k in keys if any(k.startswith(e + "_") for e in idle)}
+
+
+def masked_error(ours, ref, mask):
+    """Max |ours - ref| over the elements where mask is set (0 where none is)."""
+    if ours.shape != ref.shape:
+        return float("inf")
+    err = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
+    return float(err[mask].max()) if mask.any() else 0.0
+
+
+def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
+    """One AdamW step (m = 1) from the initial weights vs torch.optim.AdamW (adamw.npz)."""
+    tdir = os.path.join(sdir, "golden", "train")
+    wdir = os.path.join(work, "adamw_m1")
+    run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
+         os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", wdir])
+    ref = np.load(os.path.join(tdir, "adamw.npz"))
+    idle, idle_set = idle_keys(tdir, grads.files)
+    failures, worst, masked_out = [], (0.0, ""), 0
+    for key in ref.files:
+        path = os.path.join(wdir, key + ".npy")
+        if not os.path.exists(path):
+            failures.append(f"{label}: --save-weights (adamw) wrote no {key}")
+            continue
+        ours = np.load(path)
+        # An idle expert's step is the weight decay alone: every element compared.
+        # Elements with an exactly zero torch gradient (embedding rows of absent tokens) are compared
+        # too: their step is the weight decay alone, with no sign to flip.
+        mask = np.ones(ref[key].shape, bool) if key in idle_set else \
+            (np.abs(grads[key]) > ADAMW_MIN_GRAD) | (grads[key] == 0)
+        masked_out += int(mask.size - mask.sum())
+        err = masked_error(ours, ref[key], mask)
+        worst = max(worst, (err, key))
+        if not err <= ADAMW_TOL:
+            failures.append(f"{label}: weights {key} after one AdamW step: max abs error {err:.2e} > {ADAMW_TOL} "
+                            f"where |torch grad| > {ADAMW_MIN_GRAD} or = 0")
+    for key in sorted(idle_set):
+        g = np.load(os.path.join(gdir, key + ".npy"))
+        if g.any():
+            failures.append(f"{label}: idle expert key {key}: gradient not zero (max |g| {np.abs(g).max():.2e})")
+        if key in sgd.files and key in ref.files:  # closed form: w0 * (1 - lr * wd), w0 = the SGD golden
+            decayed = (sgd[key].astype(np.float64) * (1 - 1e-3 * 0.01))
+            err = float(np.max(np.abs(np.load(os.path.join(wdir, key + ".npy")) - decayed)))
+            if not err <= ADAMW_TOL:
+                failures.append(f"{label}: idle {key} after AdamW: {err:.2e} from w0 * (1 - lr * wd)")
+    print(f"{label}: {len(ref.files)} weights after one AdamW step, worst {worst[0]:.1e} ({worst[1]}), "
+          f"{masked_out} elements with 0 < |torch grad| <= {ADAMW_MIN_GRAD} not compared; idle experts "
+          f"(zero gradient, weight decay only): {', '.join(idle) if idle else 'none in this batch'}")
+    return failures
+
+
+def check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches):
+    """Two AdamW steps on the same batch vs torch (adamw2.npz: weights, masks, the two losses)."""
+    tdir = os.path.join(sdir, "golden", "train")
+    wdir = os.path.join(work, f"adamw2_m{micro_batches}")
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
+               os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--steps", "2", "--micro-batches",
+               str(micro_batches)] + ADAMW_ARGS + ["--save-weights", wdir])
+    ref = np.load(os.path.join(tdir, "adamw2.npz"))
+    failures = []
+    steps = [(int(m.group(1)), float(m.group(2))) for m in STEP_RE.finditer(out)]
+    ref_loss = ref["loss"].astype(np.float64)
+    if [s for s, _ in steps] != [1, 2]:
+        failures.append(f"{label}: AdamW x2: step lines {steps}")
+        loss_err = float("inf")
+    else:
+        loss_err = max(abs(l - r) / abs(r) for (_, l), r in zip(steps, ref_loss))
+        if not loss_err <= LOSS_TOL:
+            failures.append(f"{label}: AdamW x2: losses {[l for _, l in steps]} vs torch {list(ref_loss)}")
+    keys = [k for k in ref.files if k != "loss" and not k.startswith("mask_")]
+    worst, compared = (0.0, ""), 0
+    for key in keys:
+        path = os.path.join(wdir, key + ".npy")
+        if not os.path.exists(path):
+            failures.append(f"{label}: --save-weights (adamw x2) wrote no {key}")
+            continue
+        want = ref[key]
+        mask = np.unpackbits(ref["mask_" + key], count=want.size).reshape(want.shape).astype(bool)
+        compared += int(mask.sum())
+        err = masked_error(np.load(path), want, mask)
+        worst = max(worst, (err, key))
+        if not err <= ADAMW_TOL:
+            failures.append(f"{label}: weights {key} after two AdamW steps: max abs error {err:.2e} > {ADAMW_TOL}")
+    print(f"{label}: two AdamW steps: loss rel {loss_err:.1e}; {len(keys)} weights, worst {worst[0]:.1e} "
+          f"({worst[1]}) over {compared} elements with |torch grad| > {ADAMW_MIN_GRAD} or 0 at both steps")
     return failures
 
 
 def check_mpi(bin_dir, sdir, work, name, mpirun):
-    """The m = 1 step under mpirun --comm mpi: files byte-identical to the local comm's."""
-    import json
+    """The m = 1 SGD and AdamW steps under mpirun --comm mpi: files byte-identical to the local comm's."""
     with open(os.path.join(work, "plan", "plan.json")) as f:
         world = json.load(f)["placement"]["world_size"]
     cmd = [mpirun, "--oversubscribe", "-np", str(world)]
@@ -103,8 +214,12 @@ def check_mpi(bin_dir, sdir, work, name, mpirun):
     run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
                "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--optimizer", "sgd", "--lr", "0.1",
                "--save-grads", gdir, "--save-weights", wdir])
+    adir = os.path.join(work, "adamw_mpi")
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+               "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", adir])
     failures = []
-    for local, mpi in ((os.path.join(work, "grads_m1"), gdir), (os.path.join(work, "weights_m1"), wdir)):
+    for local, mpi in ((os.path.join(work, "grads_m1"), gdir), (os.path.join(work, "weights_m1"), wdir),
+                       (os.path.join(work, "adamw_m1"), adir)):
         names = sorted(os.listdir(local))
         if names != sorted(os.listdir(mpi)):
             failures.append(f"{name}: mpi wrote other files than local in {os.path.basename(mpi)}")
@@ -112,7 +227,7 @@ def check_mpi(bin_dir, sdir, work, name, mpirun):
         _, mismatch, errors = filecmp.cmpfiles(local, mpi, names, shallow=False)
         if mismatch or errors:
             failures.append(f"{name}: mpi differs from local in {(mismatch + errors)[:5]}")
-    print(f"{name}: --comm mpi on {world} processes: "
+    print(f"{name}: --comm mpi on {world} processes (SGD gradients and weights, AdamW weights): "
           f"{'byte-identical to local' if not failures else 'DIFFERS'}")
     return failures
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Training goldens of a family sample: loss, every parameter's gradient and one SGD step, by
-PyTorch autograd on the family exporter's own module and weights (never changes its outputs).
+"""Training goldens of a family sample: loss, every parameter's gradient, one SGD step, one AdamW
+step and two AdamW steps, by PyTorch autograd and torch.optim on the family exporter's own module
+and weights (never changes its outputs).
 
     /usr/bin/python3 samples/models/family_common/export_train_goldens.py FAMILY_DIR [--variant NAME]
     /usr/bin/python3 samples/models/family_common/export_train_goldens.py FAMILY_DIR --check
@@ -17,7 +18,24 @@ Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like t
   grads.npz                   dL/dW of every parameter, under the runtime's keys (below)
   sgd.npz                     parameters after one torch.optim.SGD step (lr 0.1) from the initial
                               weights: every non-expert key and experts 0-3 of every layer
-  train.json                  lr, target count, key lists, torch version
+  adamw.npz                   parameters after one torch.optim.AdamW step (ADAMW: lr 1e-3, betas
+                              0.9/0.999, eps 1e-8, weight decay 0.01 = disagmoe-run --optimizer adamw's
+                              defaults) from the same gradients: every non-expert key, experts 0, 1,
+                              E-2 and E-1 of every layer (both ends of the contiguous expert split) and
+                              every idle expert (below)
+  adamw2.npz                  the same keys after two AdamW steps on the same batch (the second step's
+                              gradient taken at the weights after the first), "mask_<key>" the elements
+                              whose gradient exceeds ADAMW_MIN_GRAD in magnitude or is exactly zero at
+                              each of the two steps (bits of the flattened key, np.packbits), and
+                              "loss" [2] the loss of each step
+  train.json                  lr, AdamW hyper-parameters, target count, key lists, idle experts, torch
+                              version
+
+Idle experts: those that receive no token of the batch in the forward. PyTorch leaves their
+gradient exactly zero (the model loops over the routed experts, or multiplies a zero gate), so
+train.json "idle_experts" lists every "l{l}_expert{e}" whose every gradient is exactly 0. AdamW still
+decays them (w *= 1 - lr * wd): a parameter with no gradient (None) gets a zero gradient before the
+step, as an optimizer with gradient buffers (Megatron, the runtime) sees it.
 --check regenerates into a temporary folder and compares every array within 1e-6.
 
 Keys (disagmoe-run --save-grads names): embed, final_norm, head, l{l}_attn_norm, l{l}_ffn_norm,
@@ -29,6 +47,7 @@ l{l}_kv_a, l{l}_kv_norm, l{l}_kv_b (DeepSeek-V2's MLA; l{l}_q is its q_proj).
 """
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -43,6 +62,10 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True
 IDS_FILE = "ids_b2_s8.npy"
 SGD_LR = 0.1
+# torch.optim.AdamW's arguments = disagmoe-run --optimizer adamw's defaults (runtime/train/Optimizer.h,
+# runtime/tools/DistributedRun.cpp).
+ADAMW = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.01}
+ADAMW_MIN_GRAD = 1e-5  # issue 7: AdamW weights compared where |gradient| exceeds this
 TOLERANCE = 1e-6
 LINEAR = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o",
           "kv_a_proj_with_mqa": "kv_a", "kv_b_proj": "kv_b"}  # the last two: DeepSeek-V2's MLA
@@ -107,6 +130,64 @@ def step_key(key):
     return "_expert" not in key or key.split("_")[1] in ("expert0", "expert1", "expert2", "expert3")
 
 
+def expert_of(key):
+    """"l1_expert5_w1" -> ("l1_expert5", 5); None for a non-expert key."""
+    p = key.split("_")
+    if len(p) < 3 or not p[1].startswith("expert"):
+        return None
+    return f"{p[0]}_{p[1]}", int(p[1][len("expert"):])
+
+
+def idle_experts(grads):
+    """Experts ("l{l}_expert{e}") whose every gradient is exactly zero: they received no token."""
+    experts = {}
+    for key, g in grads.items():
+        e = expert_of(key)
+        if e:
+            experts[e[0]] = experts.get(e[0], True) and not g.any()
+    return sorted(e for e, zero in experts.items() if zero)
+
+
+def adamw_key(key, num_experts, idle):
+    e = expert_of(key)
+    return e is None or e[1] in (0, 1, num_experts - 2, num_experts - 1) or e[0] in idle
+
+
+def adamw(params):
+    return torch.optim.AdamW(params, lr=ADAMW["lr"], betas=tuple(ADAMW["betas"]), eps=ADAMW["eps"],
+                             weight_decay=ADAMW["weight_decay"])
+
+
+def adamw_steps(model, ids, grads, keys):
+    """Two AdamW steps on a copy of `model` (whose .grad holds the first step's gradients): the
+    weights after step 1, after step 2 with the mask of its compared elements, and step 2's loss."""
+    m = copy.deepcopy(model)
+    for p_new, p_old in zip(m.parameters(), model.parameters()):
+        p_new.grad = torch.zeros_like(p_old) if p_old.grad is None else p_old.grad.detach().clone()
+    opt = adamw(list(m.parameters()))
+    opt.step()
+    step1 = {k: a for name, p in m.named_parameters() for k, a in golden_arrays(name, p) if k in keys}
+    opt.zero_grad(set_to_none=False)  # zero, not None: an idle expert still decays at step 2
+    loss2 = lm_loss(m(ids), ids)
+    loss2.backward()
+    grads2 = {k: a for name, p in m.named_parameters() for k, a in golden_arrays(name, p.grad) if k in keys}
+    opt.step()
+    step2 = {k: a for name, p in m.named_parameters() for k, a in golden_arrays(name, p) if k in keys}
+    for k in keys:
+        # Exactly zero gradients count as compared: that step is the weight decay alone (plus the
+        # first step's momentum, set by a gradient above the threshold or zero), no sign to flip.
+        ok1 = (np.abs(grads[k]) > ADAMW_MIN_GRAD) | (grads[k] == 0)
+        ok2 = (np.abs(grads2[k]) > ADAMW_MIN_GRAD) | (grads2[k] == 0)
+        step2["mask_" + k] = np.packbits((ok1 & ok2).reshape(-1))  # np.unpackbits(.., count=size) reads it
+    return step1, step2, loss2.item()
+
+
+def lm_loss(logits, ids):
+    """Mean cross-entropy of each position's next token within its sequence."""
+    V = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+
+
 def f32(t):
     return np.ascontiguousarray(t.detach().cpu().numpy().astype(np.float32))
 
@@ -136,12 +217,16 @@ def generate(family_dir, variant, out_root):
     ref = np.load(os.path.join(vdir, "golden", f"logits_b{B}_s{S}.npy"))
     if not np.array_equal(f32(logits), ref):
         raise SystemExit(f"{variant['name']}: the rebuilt model no longer reproduces golden/logits_b{B}_s{S}.npy")
-    V = logits.shape[-1]
-    loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+    loss = lm_loss(logits, ids)
     loss.backward()
     grads, sgd = {}, {}
     for name, p in model.named_parameters():
         grads.update(golden_arrays(name, p.grad))
+    idle = idle_experts(grads)
+    num_experts = 1 + max((expert_of(k)[1] for k in grads if expert_of(k)), default=-1)
+    keys = {k for k in grads if adamw_key(k, num_experts, idle)}
+    step1, step2, loss2 = adamw_steps(model, ids, grads, keys)  # on a copy, before SGD moves the model
+    step2["loss"] = np.array([loss.item(), loss2], dtype=np.float32)
     opt = torch.optim.SGD(list(model.parameters()), lr=SGD_LR)
     opt.step()
     for name, p in model.named_parameters():
@@ -151,9 +236,12 @@ def generate(family_dir, variant, out_root):
     np.save(os.path.join(tdir, "loss.npy"), np.array([loss.item()], dtype=np.float32), allow_pickle=False)
     np.savez(os.path.join(tdir, "grads.npz"), **{k: grads[k] for k in sorted(grads)})
     np.savez(os.path.join(tdir, "sgd.npz"), **{k: sgd[k] for k in sorted(sgd)})
+    np.savez(os.path.join(tdir, "adamw.npz"), **{k: step1[k] for k in sorted(step1)})
+    np.savez(os.path.join(tdir, "adamw2.npz"), **{k: step2[k] for k in sorted(step2)})
     meta = {"variant": variant["name"], "ids": IDS_FILE, "target_tokens": int(B * (S - 1)),
             "loss": "mean cross-entropy over the next-token targets within each sequence",
-            "sgd": {"lr": SGD_LR}, "keys": sorted(grads), "step_keys": sorted(sgd), "torch": torch.__version__}
+            "sgd": {"lr": SGD_LR}, "keys": sorted(grads), "step_keys": sorted(sgd), "torch": torch.__version__,
+            "adamw": dict(ADAMW, min_grad=ADAMW_MIN_GRAD, keys=sorted(step1)), "idle_experts": idle}
     with open(os.path.join(tdir, "train.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -162,7 +250,7 @@ def generate(family_dir, variant, out_root):
 
 def compare(ref_dir, new_dir):
     ok = True
-    for f in ("loss.npy", "grads.npz", "sgd.npz", "train.json"):
+    for f in ("loss.npy", "grads.npz", "sgd.npz", "adamw.npz", "adamw2.npz", "train.json"):
         a, b = os.path.join(ref_dir, f), os.path.join(new_dir, f)
         if not os.path.exists(a):
             print(f"{a}: missing")
