@@ -15,6 +15,9 @@
 #ifdef DISAGMOE_HAVE_MPI
 #include "runtime/comm/mpi/MpiComm.h"
 #endif
+#ifdef DISAGMOE_HAVE_NCCL
+#include "runtime/comm/nccl/NcclComm.h"
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -191,8 +195,12 @@ Options parseArgs(int argc, char** argv) {
                      "mpi (they run on --backend cpu)");
   if (o.backend == "cuda") throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
   if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
-  if (o.comm == "nccl") throw UsageError("comm \"nccl\" is not built in this version (available: local, mpi)");
-  if (o.comm != "local" && o.comm != "mpi")
+#ifndef DISAGMOE_HAVE_NCCL
+  if (o.comm == "nccl")
+    throw UsageError("comm \"nccl\" is not built in this version (MPI, the CUDA runtime or NCCL was not found at "
+                     "build time; available: local, mpi)");
+#endif
+  if (o.comm != "local" && o.comm != "mpi" && o.comm != "nccl")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
   if ((!o.opTimesOut.empty() || !o.trace.empty()) && (o.comm != "local" || !o.train))
     throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train with --comm local");
@@ -600,6 +608,82 @@ int runMpi(const Options& o) {
 }
 #endif
 
+#ifdef DISAGMOE_HAVE_NCCL
+// The rank sets of the training step's DP all-reduce (TrainStep.cpp, allReduce): the holders of each
+// replicated weight, in one order on every rank (NcclComm::connect splits one communicator each).
+std::vector<std::vector<int>> reduceGroups(const Plan& plan) {
+  std::set<std::vector<int>> sets;
+  for (const WeightSpec& w : plan.model.weights)
+    if (w.ranks.size() > 1) sets.insert(w.ranks);
+  return {sets.begin(), sets.end()};
+}
+
+// --comm nccl: one process and one CUDA device per rank (NcclComm.h); the rank's work is the one
+// of --comm mpi, and a failing rank ends the job the same way.
+int runNccl(const Options& o) {
+  if (o.loop())
+    throw UsageError("--data, --loss-log, --save-checkpoint and --resume do not run on --comm nccl in this version");
+  std::unique_ptr<NcclComm> comm = NcclComm::start();
+  const int me = comm->rank();
+  try {
+    const Plan plan = loadPlan(o.plan);
+    if (comm->worldSize() != plan.placement.worldSize)
+      throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
+                       std::to_string(comm->worldSize()) + " (use mpirun -np " +
+                       std::to_string(plan.placement.worldSize) + ")");
+    const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
+    comm->connect(reduceGroups(plan), timeout);
+    if (me == 0)
+      std::cout << "nccl: " << comm->worldSize() << " ranks, one CUDA device each (rank 0 on device "
+                << comm->device() << ")\n";
+    int64_t batch = 0, seqLen = 0;
+    const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
+    if (o.train) {
+      const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      train::TrainOptions t = trainOptions(o);
+      t.onlyRank = me;
+      train::Trainer trainer(plan, t);
+      if (me == 0) printTrainHeader(o, plan, t, batch, seqLen);
+      maybeFail(o, me);
+      for (int64_t s = 0; s < o.steps; ++s) {
+        const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
+        if (me == 0) printStep(r);
+        train::checkFinite(r);
+      }
+      saveOutputs(o, trainer, me == 0);
+    } else {
+      checkForwardInput(plan, ids, batch, seqLen);
+      const RankWeights weights(plan, me);
+      maybeFail(o, me);
+      const auto start = std::chrono::steady_clock::now();
+      RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
+      const int tag = static_cast<int>(3 * plan.model.numLayers + 2); // as in runMpi
+      if (me != 0) {
+        comm->send(0, tag, packResult(mine));
+      } else {
+        std::vector<RankResult> all(static_cast<size_t>(comm->worldSize()));
+        all[0] = std::move(mine);
+        for (int r = 1; r < comm->worldSize(); ++r)
+          all[r] = unpackResult(comm->recv(r, tag, timeout));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
+      }
+    }
+    std::cout << std::flush;
+    comm->finish();
+    return 0;
+  } catch (const CommAborted& e) {
+    std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
+    comm->abortJob(e.what());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
+    std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
+    comm->abortJob("rank " + std::to_string(me) + " failed: " + what);
+  }
+}
+#endif
+
 } // namespace
 
 bool handlesArgs(int argc, char** argv) {
@@ -607,7 +691,8 @@ bool handlesArgs(int argc, char** argv) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return false; // disagmoe-run's help
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--train" || a == "--comm=mpi" || (a == "--comm" && i + 1 < argc && std::string(argv[i + 1]) == "mpi"))
+    if (a == "--train" || a == "--comm=mpi" || a == "--comm=nccl" ||
+        (a == "--comm" && i + 1 < argc && (std::string(argv[i + 1]) == "mpi" || std::string(argv[i + 1]) == "nccl")))
       return true;
   }
   return false;
@@ -624,6 +709,10 @@ const char* distributedUsage() {
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
+         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm nccl [--train ...] [--output logits.npy]\n"
+         "         (one CUDA device per rank: local rank mod device count; messages over NCCL, announced over\n"
+         "         MPI; the DP all-reduce is ncclAllReduce, so results match --comm local to rounding only;\n"
+         "         docs/deploy.md)\n"
          "\n"
          "--train runs training steps (docs/training.md): forward, causal LM loss (mean cross-entropy over\n"
          "the target tokens; targets default to the next token within each sequence; targets.npy is int64\n"
@@ -674,6 +763,14 @@ int distributedMain(int argc, char** argv) {
         throw UsageError("comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD disagmoe-run PLAN "
                          "--comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)");
       return runMpi(o);
+    }
+#endif
+#ifdef DISAGMOE_HAVE_NCCL
+    if (o.comm == "nccl") {
+      if (rankFromEnvironment() < 0)
+        throw UsageError("comm \"nccl\" runs one process per rank and CUDA device: launch it as mpirun -np WORLD "
+                         "disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)");
+      return runNccl(o);
     }
 #endif
     return runLocalTrain(o);
