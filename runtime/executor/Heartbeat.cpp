@@ -2,6 +2,7 @@
 
 #include "runtime/executor/RankWorker.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <limits>
 
@@ -14,7 +15,8 @@ FaultInjection FaultInjection::fromEnvironment() {
   const std::string text = v;
   const size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1);
   const auto bad = [&] {
-    return ExecError("DISAGMOE_FAULT_INJECT=\"" + text + "\": expected RANK:die|silent:OPERATION (a test hook)");
+    return ExecError("DISAGMOE_FAULT_INJECT=\"" + text +
+                     "\": expected RANK:die|silent|kill|freeze:OPERATION (a test hook)");
   };
   if (b == std::string::npos) throw bad();
   const std::string mode = text.substr(a + 1, b - a - 1);
@@ -27,8 +29,10 @@ FaultInjection FaultInjection::fromEnvironment() {
   } catch (const std::logic_error&) {
     throw bad();
   }
-  if (mode != "die" && mode != "silent") throw bad();
+  if (mode != "die" && mode != "silent" && mode != "kill" && mode != "freeze") throw bad();
   f.silent = mode == "silent";
+  f.kill = mode == "kill";
+  f.freeze = mode == "freeze";
   return f;
 }
 
@@ -89,6 +93,8 @@ MonitoredComm::MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& moni
 
 void MonitoredComm::maybeFail() {
   if (fault_.rank != inner_->rank() || operations_++ != fault_.at) return;
+  if (fault_.kill) std::raise(SIGKILL);
+  if (fault_.freeze) std::raise(SIGSTOP); // stays stopped until the launcher ends it
   if (!fault_.silent)
     throw ExecError("rank " + std::to_string(fault_.rank) + ": injected failure (DISAGMOE_FAULT_INJECT)");
   // Silent: no beat, not waiting; a receive from itself under an unused tag returns only when the
@@ -114,5 +120,30 @@ Bytes MonitoredComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
     throw;
   }
 }
+
+namespace {
+// Forwards to a comm owned elsewhere (RankWatch borrows the process's mpi comm).
+class BorrowedComm : public Comm {
+public:
+  explicit BorrowedComm(Comm& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int worldSize() const override { return inner_.worldSize(); }
+  void send(int dst, int tag, Bytes message) override { inner_.send(dst, tag, std::move(message)); }
+  Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override { return inner_.recv(src, tag, timeout); }
+
+private:
+  Comm& inner_;
+};
+} // namespace
+
+RankWatch::RankWatch(Comm& comm, std::chrono::milliseconds deadline, const FaultInjection& fault,
+                     std::function<void(const std::string&)> onSilent)
+    : monitor_(comm.worldSize(), deadline, std::move(onSilent)), rank_(comm.rank()) {
+  for (int r = 0; r < comm.worldSize(); ++r)
+    if (r != rank_) monitor_.finished(r); // watched by their own processes
+  monitored_ = std::make_unique<MonitoredComm>(std::make_unique<BorrowedComm>(comm), monitor_, fault);
+}
+
+RankWatch::~RankWatch() { monitor_.finished(rank_); }
 
 } // namespace disagmoe

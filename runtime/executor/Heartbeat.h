@@ -11,11 +11,17 @@
 //   was at T ms)", which aborts the world, so every rank exits naming R. The deadline must exceed
 //   the longest computation between two messages of one rank.
 //
+// With one process per rank (--comm mpi) each process watches its own rank the same way during a
+// step (RankWatch below: the rank is silent when it neither beats nor waits for `deadline`), and
+// the mpi comm itself watches that the other processes are alive (MpiComm.h, heartbeat notes).
+//
 // Fault injection for tests only (never set in production): DISAGMOE_FAULT_INJECT="R:MODE:K" makes
 // rank R, at its K-th message operation (send or receive, counted from 0), either die (MODE "die":
 // throws ExecError "rank R: injected failure (DISAGMOE_FAULT_INJECT)") or go silent (MODE "silent":
-// blocks without a heartbeat until the world is aborted). A malformed value throws ExecError naming
-// the variable.
+// blocks without a heartbeat until the world is aborted). Two modes end or stop the whole process,
+// for one process per rank only: "kill" (raise(SIGKILL): a rank that dies without a word) and
+// "freeze" (raise(SIGSTOP): a process that stops answering entirely, comm thread included).
+// A malformed value throws ExecError naming the variable.
 #pragma once
 
 #include "runtime/comm/Comm.h"
@@ -35,6 +41,7 @@ namespace disagmoe {
 struct FaultInjection {
   int rank = -1; ///< -1: none
   bool silent = false;
+  bool kill = false, freeze = false; ///< process-wide modes (one process per rank)
   int64_t at = 0; ///< the rank's message operation (from 0) at which it fails
   /// Parses DISAGMOE_FAULT_INJECT (unset or empty: none). Throws ExecError on a malformed value.
   static FaultInjection fromEnvironment();
@@ -94,6 +101,22 @@ private:
   HeartbeatMonitor& monitor_;
   FaultInjection fault_;
   int64_t operations_ = 0;
+};
+
+/// One rank of a multi-process comm (mpi), watched for the scope of one step: a heartbeat monitor
+/// of that rank alone (the others run in their own processes) and a MonitoredComm over `comm`
+/// (borrowed) applying `fault`. onSilent is called from the watchdog thread as in HeartbeatMonitor.
+class RankWatch {
+public:
+  RankWatch(Comm& comm, std::chrono::milliseconds deadline, const FaultInjection& fault,
+            std::function<void(const std::string&)> onSilent);
+  ~RankWatch();
+  Comm& comm() { return *monitored_; }
+
+private:
+  HeartbeatMonitor monitor_;
+  std::unique_ptr<MonitoredComm> monitored_;
+  int rank_;
 };
 
 } // namespace disagmoe

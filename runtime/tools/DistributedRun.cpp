@@ -10,6 +10,8 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/executor/Heartbeat.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -218,16 +220,10 @@ Options parseArgs(int argc, char** argv) {
   }
   if (o.optimizer == "sgd" && o.weightDecay > 0) throw UsageError("--weight-decay applies to adamw only");
   if (o.loop() && !o.train) throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
-  if (o.loop() && o.comm != "local")
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume run on --comm local only in this version");
   if (!o.data.empty() && (!o.input.empty() || !o.targets.empty()))
     throw UsageError("--data gives the batches; it does not combine with --input or --targets");
   if (!o.dataFormat.empty() && o.data.empty()) throw UsageError("--data-format needs --data");
   if (o.checkpointEvery && o.checkpoint.empty()) throw UsageError("--checkpoint-every needs --save-checkpoint");
-  // The selection bias is training state that checkpoints do not hold yet: refuse rather than lose it.
-  if (o.routerBiasRate > 0 && (!o.checkpoint.empty() || !o.resume.empty()))
-    throw UsageError("--router-bias-update-rate cannot be combined with --save-checkpoint or --resume yet "
-                     "(checkpoints do not store the router selection bias)");
   return o;
 }
 
@@ -489,6 +485,32 @@ void maybeFail(const Options& o, int rank) {
   if (o.failRank == rank) throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
 }
 
+// --data's batches (nullptr without --data); `print`: the "data:" line.
+std::unique_ptr<train::TokenBatcher> loadTokenData(const Options& o, const Plan& plan, int64_t batch, int64_t seqLen,
+                                                   bool print) {
+  if (o.data.empty()) return nullptr;
+  // The format: --data-format, else megatron for a .bin with an .idx beside it.
+  std::string format = o.dataFormat;
+  const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
+  if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx")) format = "megatron";
+  if (format.empty()) throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
+  auto data = std::make_unique<train::TokenBatcher>(
+      train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch, seqLen, o.data);
+  if (print) std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+  return data;
+}
+
+train::LoopOptions loopOptions(const Options& o) {
+  train::LoopOptions lo;
+  lo.steps = o.steps;
+  lo.lossLog = o.lossLog;
+  lo.checkpoint = o.checkpoint;
+  lo.checkpointEvery = o.checkpointEvery;
+  lo.resume = o.resume;
+  lo.dataName = o.data;
+  return lo;
+}
+
 int runLocalTrain(const Options& o) {
   const Plan plan = loadPlan(o.plan);
   int64_t batch = 0, seqLen = 0;
@@ -513,26 +535,8 @@ int runLocalTrain(const Options& o) {
     }
   };
   if (o.loop()) {
-    std::unique_ptr<train::TokenBatcher> data;
-    if (!o.data.empty()) {
-      // The format: --data-format, else megatron for a .bin with an .idx beside it.
-      std::string format = o.dataFormat;
-      const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
-      if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx")) format = "megatron";
-      if (format.empty())
-        throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
-      data = std::make_unique<train::TokenBatcher>(
-          train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch, seqLen, o.data);
-      std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
-    }
-    train::LoopOptions lo;
-    lo.steps = o.steps;
-    lo.lossLog = o.lossLog;
-    lo.checkpoint = o.checkpoint;
-    lo.checkpointEvery = o.checkpointEvery;
-    lo.resume = o.resume;
-    lo.dataName = o.data;
-    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, std::cout);
+    std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o), std::cout);
     saveOutputs(o, trainer, true);
     writeProfile();
     return 0;
@@ -548,9 +552,24 @@ int runLocalTrain(const Options& o) {
 }
 
 #ifdef DISAGMOE_HAVE_MPI
+// The heartbeat under mpi (Heartbeat.h, MpiComm.h): half the receive deadline, as on the local comm.
+std::chrono::milliseconds heartbeatDeadline(const Options& o) { return std::chrono::seconds(o.timeoutSeconds) / 2; }
+
 int runMpi(const Options& o) {
-  std::unique_ptr<MpiComm> comm = MpiComm::start();
+  // A peer process whose heartbeat notes stop: the comm thread reports it, then ends the job.
+  std::unique_ptr<MpiComm> comm = MpiComm::start(heartbeatDeadline(o), [](const std::string& why) {
+    std::cerr << "disagmoe-run: " + why + "\n" << std::flush; // one write: processes share the terminal
+  });
   const int me = comm->rank();
+  // This process's own rank stops beating during a step (a worker stuck outside any receive): it
+  // names itself and ends the job. DISAGMOE_FAULT_INJECT (tests) injects such faults.
+  const FaultInjection fault = FaultInjection::fromEnvironment();
+  const auto watched = [&] {
+    return std::make_unique<RankWatch>(*comm, heartbeatDeadline(o), fault, [&](const std::string& why) {
+      std::cerr << "disagmoe-run: " + why + "\n" << std::flush;
+      comm->abortJob(why);
+    });
+  };
   try {
     const Plan plan = loadPlan(o.plan);
     if (comm->worldSize() != plan.placement.worldSize)
@@ -567,10 +586,31 @@ int runMpi(const Options& o) {
       train::Trainer trainer(plan, t);
       if (me == 0) printTrainHeader(o, plan, t, batch, seqLen);
       maybeFail(o, me);
-      for (int64_t s = 0; s < o.steps; ++s) {
-        const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
-        if (me == 0) printStep(r);
-        train::checkFinite(r); // the loss and the norm are global: every rank stops at the same step
+      const auto step = [&](const std::vector<int64_t>& i, const std::vector<int64_t>& t) {
+        const auto watch = watched();
+        return trainer.stepRank(watch->comm(), i, t, batch, seqLen);
+      };
+      if (o.loop()) {
+        // Every process reads the token file and the checkpoint; rank 0 prints, logs and writes the
+        // checkpoint gathered from every rank (Checkpoint.h), on the tag after the step's last ones
+        // (TrainStep.cpp: the bias load tags end at 9 L + W + 1).
+        const int checkpointTag =
+            static_cast<int>(9 * plan.model.numLayers + static_cast<int64_t>(plan.model.weights.size()) + 2);
+        std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, me == 0);
+        train::LoopRuntime runtime;
+        runtime.step = step;
+        runtime.saveCheckpoint = [&](const std::string& path, const train::CheckpointInfo& info) {
+          train::saveCheckpointGathered(path, plan, trainer, info, *comm, checkpointTag, timeout);
+        };
+        runtime.report = me == 0;
+        train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o), runtime,
+                               std::cout);
+      } else {
+        for (int64_t s = 0; s < o.steps; ++s) {
+          const train::StepResult r = step(ids, targets);
+          if (me == 0) printStep(r);
+          train::checkFinite(r); // the loss and the norm are global: every rank stops at the same step
+        }
       }
       saveOutputs(o, trainer, me == 0);
     } else {
@@ -578,7 +618,11 @@ int runMpi(const Options& o) {
       const RankWeights weights(plan, me);
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
-      RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
+      RankResult mine;
+      {
+        const auto watch = watched();
+        mine = runRank(plan, weights, watch->comm(), ids, batch, seqLen, timeout);
+      }
       // Results to rank 0, on the tag after every exchange tag of the forward (3 L - 1 per layer,
       // 3 L and 3 L + 1 for an FFN-side embedding and head; exchangeTag).
       const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
@@ -597,12 +641,12 @@ int runMpi(const Options& o) {
     comm->finish();
     return 0;
   } catch (const CommAborted& e) {
-    std::cerr << "disagmoe-run: " << e.what() << "\n" << std::flush;
+    std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
     comm->abortJob(e.what());
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
-    std::cerr << "disagmoe-run: " << what << "\n" << std::flush;
+    std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
     comm->abortJob("rank " + std::to_string(me) + " failed: " + what);
   }
 }
@@ -743,12 +787,15 @@ const char* distributedUsage() {
          "--steps N then counts to N in total (a resumed run continues to N). --loss-log writes one JSON\n"
          "line per step; --save-checkpoint writes a safetensors checkpoint (weights, AdamW moments, step,\n"
          "data position) atomically after the last step and every --checkpoint-every steps; --resume\n"
-         "continues from one bit-identically. --data, --loss-log, --save-checkpoint and --resume need\n"
-         "--comm local. In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
+         "continues from one bit-identically (every tensor checked against its CRC-32 in the metadata;\n"
+         "under --comm mpi rank 0 writes the checkpoint gathered from every rank, and prints and logs).\n"
+         "In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
          "naming the step, before anything is saved.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
-         "the job naming itself (--fail-rank R injects such a failure, for tests).\n"
+         "the job naming itself (--fail-rank R injects such a failure, for tests); a rank silent for\n"
+         "--timeout / 2 (no message operation while not waiting, or no heartbeat note from its process)\n"
+         "is named and the job ends.\n"
          "--op-times-out FILE (--comm local) writes the measured per-op medians (seconds) in the format\n"
          "--backend sim --op-times reads; --trace FILE a Chrome trace of the last step (one track per rank).\n";
 }

@@ -350,6 +350,14 @@ void Trainer::restoreSteps(int64_t steps) {
     st.step = steps;
 }
 
+void Trainer::restoreRouterBias(int64_t layer, const std::vector<float>& bias) {
+  if (static_cast<int64_t>(bias.size()) != plan_.model.numExperts)
+    throw ExecError("router selection bias of layer " + std::to_string(layer) + " has " + std::to_string(bias.size()) +
+                    " entries, the model " + std::to_string(plan_.model.numExperts) + " experts");
+  for (int r : plan_.placement.attentionGroupOfLayer(layer).ranks)
+    if (states_[r].rank == r) states_[r].routerBias[layer] = bias;
+}
+
 void Trainer::save(const std::string& dir, bool gradients) const {
   std::filesystem::create_directories(dir);
   const std::vector<std::string> keys = weightKeys(plan_.model);

@@ -106,6 +106,9 @@ public:
   void restore(int index, const Tensor& weight, const Tensor* m, const Tensor* v);
   /// Sets the step count of the trainer and of every rank (AdamW's bias correction, the schedule).
   void restoreSteps(int64_t steps);
+  /// Sets layer `layer`'s router selection bias (RankState::routerBias, [numExperts]) on every rank
+  /// of its attention group held here, for resuming. Throws ExecError for another length.
+  void restoreRouterBias(int64_t layer, const std::vector<float>& bias);
 
   /// Writes DIR/<key>.npy (weightKeys) for every weight whose LOWEST holder (spec.ranks[0]) runs in
   /// this process, so one process per rank writes each weight exactly once. Creates DIR. With a

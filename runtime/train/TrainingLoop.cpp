@@ -27,6 +27,22 @@ void checkFinite(const StepResult& r) {
 void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
                      std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
                      std::ostream& out) {
+  LoopRuntime local;
+  local.step = [&](const std::vector<int64_t>& i, const std::vector<int64_t>& t) {
+    return trainer.step(i, t, batch, seqLen);
+  };
+  local.saveCheckpoint = [&](const std::string& path, const CheckpointInfo& info) {
+    saveCheckpoint(path, plan, trainer, info);
+  };
+  runTrainingLoop(plan, trainer, data, std::move(ids), std::move(targets), batch, seqLen, o, local, out);
+}
+
+void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
+                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
+                     const LoopRuntime& runtime, std::ostream& realOut) {
+  // Only the reporting process prints; the others run the same loop silently.
+  std::ostream nowhere(nullptr);
+  std::ostream& out = runtime.report ? realOut : nowhere;
   if (!o.resume.empty()) {
     const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
     if (data) data->setPosition(info.dataPosition);
@@ -38,7 +54,7 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
                                   std::to_string(info.step) + ")");
   }
   std::ofstream log;
-  if (!o.lossLog.empty()) {
+  if (!o.lossLog.empty() && runtime.report) {
     log.open(o.lossLog, o.resume.empty() ? std::ios::trunc : std::ios::app);
     if (!log) throw DataError(o.lossLog + ": cannot open the loss log for writing");
   }
@@ -47,14 +63,14 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     info.step = trainer.steps();
     info.dataPosition = data ? data->position() : 0;
     info.data = o.dataName;
-    saveCheckpoint(o.checkpoint, plan, trainer, info);
+    runtime.saveCheckpoint(o.checkpoint, info);
     out << "checkpoint at step " << info.step << " written to " << o.checkpoint << "\n";
   };
   while (trainer.steps() < o.steps) {
     if (data && data->next(ids, targets))
       out << "data: end of " << o.dataName << " reached after " << data->size() << " tokens; wrapping to position 0 "
           << "(epoch " << data->epoch() << ")\n";
-    const StepResult r = trainer.step(ids, targets, batch, seqLen);
+    const StepResult r = runtime.step(ids, targets);
     checkFinite(r);
     const double tokensPerSecond = r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
     const int64_t position = data ? data->position() : 0;
@@ -69,7 +85,7 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
       out << line;
     }
     out << "\n" << expertLoadLine(r) << std::flush;
-    if (log) {
+    if (log.is_open()) {
       std::snprintf(line, sizeof line,
                     "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"clip_coef\": %.9g, "
                     "\"target_tokens\": %lld, \"tokens_per_s\": %.1f, \"seconds\": %.6f, \"data_position\": %lld}\n",

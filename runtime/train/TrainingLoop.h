@@ -8,6 +8,7 @@
 #include "runtime/train/TokenData.h"
 #include "runtime/train/Trainer.h"
 
+#include <functional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,17 @@ struct LoopOptions {
 /// after each step, with or without --data.
 void checkFinite(const StepResult& r);
 
+struct CheckpointInfo;
+
+/// How the loop steps and saves: runTrainingLoop's default is the local comm (Trainer::step and
+/// saveCheckpoint, every rank in this process); with one process per rank (--comm mpi) the caller
+/// gives Trainer::stepRank and saveCheckpointGathered, and only rank 0 reports.
+struct LoopRuntime {
+  std::function<StepResult(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets)> step;
+  std::function<void(const std::string& path, const CheckpointInfo& info)> saveCheckpoint;
+  bool report = true; ///< print the progress lines and write the loss log
+};
+
 /// Runs the loop. `data`: the batch source, or nullptr to train on `ids`/`targets` every step.
 /// Each step prints to `out`:
 ///   step S/N | loss L | T tokens/s | lr X | grad norm G[ (clipped)] | data position P
@@ -50,5 +62,9 @@ void checkFinite(const StepResult& r);
 void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
                      std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
                      std::ostream& out);
+/// The same loop over `runtime` (every process of an mpi job calls it with the same arguments).
+void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
+                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
+                     const LoopRuntime& runtime, std::ostream& out);
 
 } // namespace disagmoe::train

@@ -11,8 +11,20 @@ a silent rank, caught by the heartbeat before any receive deadline, which names 
 and it must end within its deadline: a death at once (< 5 s), a silent rank within the heartbeat
 deadline (--timeout / 2) + 10% + 2 s of slack for this loaded machine, well before --timeout.
 A malformed hook value is refused naming the variable; without the hook the same runs succeed.
+
+  check_faults.py BIN_DIR SAMPLE_DIR --mpirun MPIRUN
+
+The same under `mpirun -np 8 disagmoe-run --comm mpi` (one process per rank; stderr only is read):
+a silent rank (its process's own watchdog names it), a frozen process ("freeze": SIGSTOP, caught by
+the heartbeat notes of the mpi comm: rank 0 watches every rank, the others rank 0), a killed
+process ("kill": SIGKILL, mpirun names the rank) and a rank that dies. The job must end with a
+non-zero exit code within the heartbeat deadline + 10% + 5 s of start-up slack (before the receive
+deadline --timeout of the waiting peers: no "timed out" message); one error line must be the
+detection naming the failed rank, and every error line must name it (order across processes is
+not checked).
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,8 +43,55 @@ def run(cmd, env_fault=None):
     return r, time.monotonic() - t0
 
 
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("disagmoe-run:") or "mpirun noticed" in line]
+
+
+def main_mpi(bin_dir, sample, mpirun):
+    timeout_s = 6  # heartbeat deadline 3 s; a loaded machine needs a start-up slack on top
+    failures = []
+    mpi = [mpirun, "--oversubscribe", "-np", "8", "-x", "DISAGMOE_FAULT_INJECT"]
+    if os.geteuid() == 0:
+        mpi.insert(1, "--allow-run-as-root")
+    with tempfile.TemporaryDirectory(prefix="disagmoe-faults-mpi-") as work:
+        plan = os.path.join(work, "plan")
+        r, _ = run([f"{bin_dir}/disagmoe", "compile", f"{sample}/model.onnx", "-o", plan, "--attn-ranks", "2",
+                    "--ffn-ranks", "2", "--groups", "2"])
+        assert r.returncode == 0, r.stderr
+        base = mpi + [f"{bin_dir}/disagmoe-run", plan, "--comm", "mpi", "--timeout", str(timeout_s), "--train"]
+        r, dt = run(base, "")
+        print(f"no fault: exit {r.returncode} in {dt:.2f} s")
+        if r.returncode != 0:
+            failures.append("no fault: " + r.stderr)
+        # Ranks 0-3: attention groups, 4-7: FFN groups.
+        cases = [(5, "silent", 3, r"rank 5 is silent: no heartbeat for \d+ ms"),
+                 (0, "freeze", 1, r"rank 0 is silent: no heartbeat note from its process for \d+ ms"),
+                 (5, "freeze", 3, r"rank 5 is silent: no heartbeat note from its process for \d+ ms .*noticed by rank 0"),
+                 (5, "kill", 3, r"process rank 5 .*signal 9"),
+                 (1, "die", 4, r"rank 1 .*injected failure")]
+        for rank, mode, at, want in cases:
+            r, dt = run(base, f"{rank}:{mode}:{at}")
+            # Processes print in any order: one line must be the detection, and every line must name
+            # the failed rank (the peers' aborted receives quote the reason); none a receive deadline.
+            lines = error_lines(r.stderr)
+            found = [line for line in lines if re.search(want, line)]
+            err = found[0] if found else (lines[0] if lines else "")
+            bound = timeout_s / 2 * 1.1 + 5.0
+            ok = (r.returncode != 0 and found and dt < bound and all(f"rank {rank}" in line for line in lines)
+                  and "timed out" not in r.stderr)
+            print(f"mpi {rank}:{mode}:{at}: exit {r.returncode} in {dt:.2f} s (bound {bound:.1f} s): {err}")
+            if not ok:
+                failures.append(f"mpi {rank}:{mode}:{at}")
+                print(r.stderr)
+    if failures:
+        raise SystemExit("FAILED: " + ", ".join(failures))
+    print("faults under mpi: OK")
+
+
 def main():
     bin_dir, sample = sys.argv[1], sys.argv[2]
+    if len(sys.argv) == 5 and sys.argv[3] == "--mpirun":
+        return main_mpi(bin_dir, sample, sys.argv[4])
     failures = []
     with tempfile.TemporaryDirectory(prefix="disagmoe-faults-") as work:
         plan = os.path.join(work, "plan")

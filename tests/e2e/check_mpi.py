@@ -5,9 +5,14 @@ For the sample compiled with 2 attention and 2 FFN ranks per group and p = 2 gro
   - a training step's gradients and weights (SGD, one micro-batch; AdamW, two steps of two
     micro-batches) are bit-identical too, file by file;
   - a rank that fails (--fail-rank 5, a test hook) ends the whole job within a deadline, with a
-    non-zero exit code and a message naming rank 5, instead of hanging the other ranks.
-  check_mpi.py BIN_DIR SAMPLE_DIR WORK_DIR MPIRUN
+    non-zero exit code and a message naming rank 5, instead of hanging the other ranks;
+  - the training loop under mpi (--data, --loss-log, --save-checkpoint, --resume; AdamW with the
+    router bias update on, plan compiled for [4, 16]): 4 steps in one mpi run, 2 steps + --resume + 2
+    under mpi, and 4 steps on --comm local write byte-identical checkpoints, --save-weights files
+    and loss logs (times removed).
+  check_mpi.py BIN_DIR SAMPLE_DIR WORK_DIR MPIRUN [DATA_FILE]
 """
+import json
 import os
 import subprocess
 import sys
@@ -46,7 +51,49 @@ def same_files(a, b):
     return True, f"{len(names)} files"
 
 
-def main(bin_dir, sample, work, mpirun):
+def loop_checks(check, bin_dir, sample, work, mpi, data_file):
+    run_bin = os.path.join(bin_dir, "disagmoe-run")
+    plan = os.path.join(work, "plan_b4")
+    run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
+         "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2", "--batch", "4", "--seq-len", "16"])
+    common = [run_bin, plan, "--train", "--batch", "4", "--seq-len", "16", "--data", data_file, "--data-format",
+              "bytes", "--optimizer", "adamw", "--lr", "3e-3", "--router-bias-update-rate", "0.01",
+              "--clip-grad", "1"]
+    path = lambda name: os.path.join(work, name)  # noqa: E731
+
+    def full(comm, tag):
+        return (mpi if comm == "mpi" else []) + common + [
+            "--comm", comm, "--steps", "4", "--save-checkpoint", path(f"{tag}.safetensors"), "--save-weights",
+            path(f"{tag}_w"), "--loss-log", path(f"{tag}.jsonl")]
+    run(full("mpi", "loop_mpi"))
+    run(full("local", "loop_local"))
+    run(mpi + common + ["--comm", "mpi", "--steps", "2", "--save-checkpoint", path("loop_half.safetensors"),
+                        "--loss-log", path("loop_res.jsonl")])
+    text = run(mpi + common + ["--comm", "mpi", "--steps", "4", "--resume", path("loop_half.safetensors"),
+                               "--save-checkpoint", path("loop_res.safetensors"), "--save-weights",
+                               path("loop_res_w"), "--loss-log", path("loop_res.jsonl")]).stdout
+    check("resumed from" in text and "step 3/4" in text and "step 2/4" not in text,
+          "mpi: the resumed run starts at step 3")
+    ck = {t: open(path(f"{t}.safetensors"), "rb").read() for t in ("loop_mpi", "loop_local", "loop_res")}
+    check(ck["loop_mpi"] == ck["loop_local"], f"mpi checkpoint after 4 steps byte-identical to the local one "
+                                              f"({len(ck['loop_mpi'])} bytes)")
+    check(ck["loop_res"] == ck["loop_mpi"], "mpi 2 steps + --resume + 2: checkpoint byte-identical to 4 steps")
+    for other in ("loop_local_w", "loop_res_w"):
+        ok, what = same_files(path("loop_mpi_w"), path(other))
+        check(ok, f"mpi --save-weights after 4 steps byte-identical to {other} ({what})")
+
+    def log(name):
+        rows = [json.loads(line) for line in open(path(name))]
+        for r in rows:
+            r.pop("tokens_per_s")
+            r.pop("seconds")
+        return rows
+    logs = [log(f"{t}.jsonl") for t in ("loop_mpi", "loop_local", "loop_res")]
+    check(len(logs[0]) == 4 and logs[0] == logs[1] == logs[2],
+          "loss logs of mpi, local and mpi-resumed runs identical, steps 1-4")
+
+
+def main(bin_dir, sample, work, mpirun, data_file=None):
     run_bin = os.path.join(bin_dir, "disagmoe-run")
     ids = os.path.join(sample, "golden", "ids_b2_s8.npy")
     plan = os.path.join(work, "plan")
@@ -78,6 +125,9 @@ def main(bin_dir, sample, work, mpirun):
             ok, what = same_files(outs["local"][0] + "_" + kind, outs["mpi"][0] + "_" + kind)
             check(ok, f"{name}: {kind} after the step bit-identical between mpi and local ({what})")
 
+    if data_file:
+        loop_checks(check, bin_dir, sample, work, mpi, data_file)
+
     start = time.time()
     result = run(mpi + [run_bin, plan, "--comm", "mpi", "--train", "--input", ids, "--fail-rank", "5"],
                  expect_ok=False, timeout=FAIL_DEADLINE_S + 30)
@@ -94,4 +144,4 @@ def main(bin_dir, sample, work, mpirun):
 
 if __name__ == "__main__":
     os.makedirs(sys.argv[3], exist_ok=True)
-    sys.exit(main(*sys.argv[1:5]))
+    sys.exit(main(*sys.argv[1:6]))

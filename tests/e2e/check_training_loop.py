@@ -12,9 +12,14 @@
 3. The checkpoint read by an independent safetensors parser (8-byte little-endian header length,
    JSON header, raw data; written here from the spec): every weight equals the --save-weights .npy,
    AdamW moments present, metadata step/data_position right.
+   Every tensor's __metadata__ crc32.<name> equals Python's zlib.crc32 of its bytes.
 4. Refusals (exit 1, message naming the file and the field): truncated file, header length past
-   the end, invalid JSON, a missing tensor, a wrong dtype, a wrong shape, another optimizer; a
-   token file of odd size (uint16), a token outside the vocabulary, a corrupt Megatron index.
+   the end, invalid JSON, a missing tensor, a wrong dtype, a wrong shape, another optimizer, one
+   flipped data byte (the CRC-32 names the tensor); a token file of odd size (uint16), a token
+   outside the vocabulary, a corrupt Megatron index.
+6. The router selection bias (--router-bias-update-rate) in checkpoints: 4 steps against 2 + resume
+   + 2 byte-identical (weights, the l*_router_selection_bias.npy files, checkpoints); the bias in
+   the checkpoint is non-zero and equals the .npy; resuming it without the rate is refused.
 5. A NaN/Inf loss stops the run naming the step and the first forward output (instruction, layer,
    rank) that held a NaN/Inf, exit 1, no checkpoint written.
 """
@@ -24,6 +29,7 @@ import re
 import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 from checks import Checks
@@ -128,6 +134,15 @@ def main(bin_dir, sample, data_file, work):
     tensors, meta = read_safetensors(full_ck)
     mism = [n[:-4] for n in names if not np.array_equal(tensors[n[:-4]], np.load(os.path.join(work, "full_w", n)))]
     moments = sum(k.endswith(".exp_avg") for k in tensors) == len(names)
+    raw_full = open(full_ck, "rb").read()
+    n_full = struct.unpack("<Q", raw_full[:8])[0]
+    entries = {k: v for k, v in json.loads(raw_full[8:8 + n_full]).items() if k != "__metadata__"}
+    crc_bad = [k for k, e in entries.items()
+               if meta.get("crc32." + k) != "%08x" % zlib.crc32(raw_full[8 + n_full + e["data_offsets"][0]:
+                                                                     8 + n_full + e["data_offsets"][1]])]
+    check(len(entries) > 100 and not crc_bad,
+          f"__metadata__ crc32.<tensor> of all {len(entries)} tensors equal zlib.crc32 of their bytes"
+          + (f" (differ: {crc_bad[:3]})" if crc_bad else ""))
     check(not mism and moments and meta.get("step") == "6" and meta.get("data_position") == str(6 * B * S),
           f"checkpoint by an independent parser: {len(tensors)} tensors, weights equal the .npy files, AdamW "
           f"moments present, metadata {dict((k, meta.get(k)) for k in ('step', 'data_position', 'optimizer'))}")
@@ -168,6 +183,13 @@ def main(bin_dir, sample, data_file, work):
     h = json.loads(json.dumps(header))
     h["__metadata__"]["step"] = "three"
     bad["step"] = (rewrite(h), "__metadata__.step")
+    # One flipped byte inside l1_router's data (the header and every offset intact).
+    b0, e0 = header["l1_router"]["data_offsets"]
+    flipped = bytearray(raw)
+    flipped[8 + n + (b0 + e0) // 2] ^= 0x10
+    bad["flipped"] = (bytes(flipped), r'tensor "l1_router": CRC-32 of its bytes is [0-9a-f]{8}, '
+                                      r'__metadata__\.crc32\.l1_router says [0-9a-f]{8} \(the file is corrupt\)')
+    bad["truncated_tail"] = (raw[:-3], r"data_offsets|data buffer|outside")
     for what, (blob, pattern) in bad.items():
         path = os.path.join(work, f"bad_{what}.safetensors")
         open(path, "wb").write(blob)
@@ -197,6 +219,35 @@ def main(bin_dir, sample, data_file, work):
         r"step \d: loss is (NaN|Inf) .*first non-finite value appeared in the output of \w.* of layer \d+ on rank \d",
         last) is not None,
           f"non-finite loss stops the run, no checkpoint: {last[:160]}")
+
+    # 6. The router selection bias in checkpoints.
+    rb = train + ["--data", files["bytes"], "--data-format", "bytes", "--optimizer", "adamw", "--lr", "3e-3",
+                  "--router-bias-update-rate", "0.01"]
+    rb_full, rb_half, rb_res = (os.path.join(work, f) for f in ("rb_full.safetensors", "rb_half.safetensors",
+                                                               "rb_res.safetensors"))
+    run(rb + ["--steps", "4", "--save-checkpoint", rb_full, "--save-weights", os.path.join(work, "rb_full_w")])
+    run(rb + ["--steps", "2", "--save-checkpoint", rb_half])
+    run(rb + ["--steps", "4", "--resume", rb_half, "--save-checkpoint", rb_res, "--save-weights",
+              os.path.join(work, "rb_res_w")])
+    names = sorted(os.listdir(os.path.join(work, "rb_full_w")))
+    bias_files = [n for n in names if n.endswith("_router_selection_bias.npy")]
+    differ = [n for n in names if open(os.path.join(work, "rb_full_w", n), "rb").read()
+              != open(os.path.join(work, "rb_res_w", n), "rb").read()]
+    check(len(bias_files) == 4 and not differ and open(rb_full, "rb").read() == open(rb_res, "rb").read(),
+          f"router bias: 4 steps vs 2 + resume + 2: {len(names)} weight files ({len(bias_files)} selection biases) "
+          f"and the checkpoints byte-identical" + (f" (differ: {differ[:3]})" if differ else ""))
+    tensors, _ = read_safetensors(rb_half)
+    half_bias = [tensors[f"l{l}_router_selection_bias"] for l in range(4)]
+    full_tensors, _ = read_safetensors(rb_full)
+    check(all(np.any(b != 0) for b in half_bias) and all(
+        np.array_equal(full_tensors[f"l{l}_router_selection_bias"],
+                       np.load(os.path.join(work, "rb_full_w", f"l{l}_router_selection_bias.npy"))) for l in range(4)),
+          "the checkpoint's selection biases are non-zero after 2 steps and equal the --save-weights .npy after 4")
+    r = run(train + ["--data", files["bytes"], "--data-format", "bytes", "--optimizer", "adamw", "--steps", "4",
+                     "--resume", rb_half], ok=False)
+    last = r.stdout.strip().splitlines()[-1]
+    check(r.returncode == 1 and rb_half in last and "l0_router_selection_bias" in last
+          and "--router-bias-update-rate" in last, f"a bias checkpoint resumed without the rate is refused: {last[:160]}")
     return check.summary()
 
 

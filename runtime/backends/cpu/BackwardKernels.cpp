@@ -1,5 +1,6 @@
 #include "runtime/backends/cpu/BackwardKernels.h"
 
+#include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
 
 #include <cblas.h>
@@ -62,16 +63,11 @@ void linearBackward(const float* x, const float* dy, int64_t rows, int64_t in, c
 }
 
 void ropeBackward(float* dx, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
-  const int64_t half = headDim / 2;
-  std::vector<float> cosv(half), sinv(half);
+  const RopeTable table(positions, tokens, headDim, theta); // exactly the forward's fp32 cos/sin
+  const int64_t half = table.half;
   for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      // Exactly the forward's fp32 angle.
-      float invFreq = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
-      float angle = static_cast<float>(positions[t]) * invFreq;
-      cosv[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sinv[i] = static_cast<float>(std::sin(static_cast<double>(angle)));
-    }
+    const float* cosv = table.cos(t);
+    const float* sinv = table.sin(t);
     for (int64_t h = 0; h < heads; ++h) {
       float* v = dx + (t * heads + h) * headDim;
       for (int64_t i = 0; i < half; ++i) {
@@ -100,71 +96,52 @@ void causalAttentionGeneralBackward(const float* q, const float* k, const float*
                                     int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t headDim, int64_t vDim,
                                     double scale, const float* sinks, int64_t window, float* dq, float* dk,
                                     float* dv, float* dSinks) {
-  const int64_t groupSize = heads / kvHeads;
-  const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
-  const int64_t oStride = heads * vDim, vStride = kvHeads * vDim;
-  // Accumulate kv gradients in double over every query head of the group, then round once.
-  std::vector<double> dkAcc(static_cast<size_t>(seqLen * kvStride), 0.0);
-  std::vector<double> dvAcc(static_cast<size_t>(seqLen * vStride), 0.0);
-  std::vector<double> p(static_cast<size_t>(seqLen)), dp(static_cast<size_t>(seqLen));
-  std::vector<double> dqAcc(static_cast<size_t>(headDim));
+  const AttentionShape a{seqLen, heads, kvHeads, headDim, vDim, scale, sinks, window};
+  const int groupSize = static_cast<int>(heads / kvHeads);
+  const int qStride = static_cast<int>(heads * headDim), kvStride = static_cast<int>(kvHeads * headDim);
+  const int oStride = static_cast<int>(heads * vDim), vStride = static_cast<int>(kvHeads * vDim);
+  // dk and dv sum over the query heads of each kv group (sgemm with beta 1 onto zeros).
+  std::fill_n(dk, seqLen * kvStride, 0.0f);
+  std::fill_n(dv, seqLen * vStride, 0.0f);
+  const size_t block = static_cast<size_t>(kAttentionRowBlock * seqLen);
+  std::vector<float> p(block), ds(block), sinkProb(static_cast<size_t>(kAttentionRowBlock));
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t g = h / groupSize;
     double dSink = 0;
-    for (int64_t t = 0; t < seqLen; ++t) {
-      const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
-      const float* qv = q + t * qStride + h * headDim;
-      const float* dov = dOut + t * oStride + h * vDim;
-      double maxScore = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
-      for (int64_t s = first; s <= t; ++s) {
-        const float* kv = k + s * kvStride + g * headDim;
-        double dot = 0;
-        for (int64_t d = 0; d < headDim; ++d)
-          dot += static_cast<double>(qv[d]) * kv[d];
-        p[s] = dot * scale;
-        maxScore = std::max(maxScore, p[s]);
+    for (int64_t t0 = 0; t0 < seqLen; t0 += kAttentionRowBlock) {
+      const int64_t t1 = std::min(seqLen, t0 + kAttentionRowBlock);
+      const int rows = static_cast<int>(t1 - t0);
+      const int64_t k0 = attentionProbs(q, k, a, h, t0, t1, p.data(), sinkProb.data());
+      const int keys = static_cast<int>(t1 - k0);
+      const float* qh = q + t0 * qStride + h * headDim;
+      const float* kg = k + k0 * kvStride + g * headDim;
+      const float* vg = v + k0 * vStride + g * vDim;
+      const float* doh = dOut + t0 * oStride + h * vDim;
+      // dP = dO_h V_g^T, dV_g += P^T dO_h
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, static_cast<int>(vDim), 1.0f, doh, oStride, vg,
+                  vStride, 0.0f, ds.data(), keys);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, static_cast<int>(vDim), rows, 1.0f, p.data(), keys,
+                  doh, oStride, 1.0f, dv + k0 * vStride + g * vDim, vStride);
+      // dS = P (dP - <P, dP>) scale; the sink's probability carries no value (its dP is 0), so
+      // d sink = p_sink (0 - <P, dP>).
+      for (int r = 0; r < rows; ++r) {
+        const float* pr = p.data() + static_cast<size_t>(r) * keys;
+        float* dr = ds.data() + static_cast<size_t>(r) * keys;
+        double pdp = 0;
+        for (int s = 0; s < keys; ++s)
+          pdp += static_cast<double>(pr[s]) * dr[s];
+        for (int s = 0; s < keys; ++s)
+          dr[s] = static_cast<float>(pr[s] * (dr[s] - pdp) * scale);
+        if (sinks) dSink -= sinkProb[r] * pdp;
       }
-      const double sinkExp = sinks ? std::exp(static_cast<double>(sinks[h]) - maxScore) : 0.0;
-      double denom = sinkExp;
-      for (int64_t s = first; s <= t; ++s) {
-        p[s] = std::exp(p[s] - maxScore);
-        denom += p[s];
-      }
-      double pdp = 0;
-      for (int64_t s = first; s <= t; ++s) {
-        p[s] /= denom;
-        const float* vv = v + s * vStride + g * vDim;
-        double dot = 0;
-        for (int64_t d = 0; d < vDim; ++d)
-          dot += static_cast<double>(dov[d]) * vv[d];
-        dp[s] = dot;
-        pdp += p[s] * dot;
-        double* dvr = dvAcc.data() + s * vStride + g * vDim;
-        for (int64_t d = 0; d < vDim; ++d)
-          dvr[d] += p[s] * dov[d];
-      }
-      // The sink's probability carries no value (dp = 0): d sink = p_sink * (0 - <p, dp>).
-      if (sinks) dSink -= sinkExp / denom * pdp;
-      std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
-      for (int64_t s = first; s <= t; ++s) {
-        const double ds = p[s] * (dp[s] - pdp) * scale;
-        const float* kv = k + s * kvStride + g * headDim;
-        double* dkr = dkAcc.data() + s * kvStride + g * headDim;
-        for (int64_t d = 0; d < headDim; ++d) {
-          dqAcc[d] += ds * kv[d];
-          dkr[d] += ds * qv[d];
-        }
-      }
-      float* dqr = dq + t * qStride + h * headDim;
-      for (int64_t d = 0; d < headDim; ++d)
-        dqr[d] = static_cast<float>(dqAcc[d]);
+      // dQ_h = dS K_g, dK_g += dS^T Q_h
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(headDim), keys, 1.0f, ds.data(),
+                  keys, kg, kvStride, 0.0f, dq + t0 * qStride + h * headDim, qStride);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, static_cast<int>(headDim), rows, 1.0f, ds.data(),
+                  keys, qh, qStride, 1.0f, dk + k0 * kvStride + g * headDim, kvStride);
     }
     if (dSinks) dSinks[h] += static_cast<float>(dSink);
   }
-  for (size_t i = 0; i < dkAcc.size(); ++i)
-    dk[i] = static_cast<float>(dkAcc[i]);
-  for (size_t i = 0; i < dvAcc.size(); ++i)
-    dv[i] = static_cast<float>(dvAcc[i]);
 }
 
 void routerGatesBackward(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring,
@@ -223,12 +200,13 @@ void swigluExpertBackward(const float* x, const float* dy, int64_t rows, int64_t
                           float* dw2, float* y) {
   if (rows == 0) return;
   const size_t n = static_cast<size_t>(rows * expertHidden);
-  std::vector<float> a(n), b(n), hid(n), dh(n);
+  std::vector<float> a(n), b(n), hid(n), dh(n), expNeg(n);
   linear(x, rows, hidden, w1, expertHidden, a.data());
   linear(x, rows, hidden, w3, expertHidden, b.data());
   for (size_t i = 0; i < n; ++i) {
     const float z = a[i];
-    hid[i] = z / (1.0f + std::exp(-z)) * b[i]; // as the forward kernel
+    expNeg[i] = std::exp(-z);
+    hid[i] = z / (1.0f + expNeg[i]) * b[i]; // as the forward kernel
   }
   if (y) linear(hid.data(), rows, expertHidden, w2, hidden, y);
   // dh = dy W2^T, dW2 += hid^T dy
@@ -236,7 +214,7 @@ void swigluExpertBackward(const float* x, const float* dy, int64_t rows, int64_t
   // da, db into a and b (their forward values are no longer needed after this loop).
   for (size_t i = 0; i < n; ++i) {
     const double z = a[i];
-    const double sig = 1.0 / (1.0 + std::exp(-z));
+    const double sig = 1.0 / (1.0 + static_cast<double>(expNeg[i])); // the forward's fp32 exp(-z)
     const double silu = z * sig;
     const double dsilu = sig * (1.0 + z * (1.0 - sig));
     const double d = dh[i];
@@ -254,6 +232,7 @@ void swigluExpertBackward(const float* x, const float* dy, int64_t rows, int64_t
 double crossEntropyBackward(const float* logits, const int64_t* targets, int64_t rows, int64_t vocab, float gradScale,
                             float* dLogits) {
   double total = 0;
+  std::vector<double> e(static_cast<size_t>(vocab));
   for (int64_t t = 0; t < rows; ++t) {
     const float* z = logits + t * vocab;
     float* dz = dLogits + t * vocab;
@@ -266,11 +245,11 @@ double crossEntropyBackward(const float* logits, const int64_t* targets, int64_t
       m = std::max(m, static_cast<double>(z[j]));
     double sum = 0;
     for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(z[j] - m);
-    const double lse = m + std::log(sum);
+      sum += e[j] = std::exp(z[j] - m);
+    const double lse = m + std::log(sum), inv = 1.0 / sum;
     total += lse - z[targets[t]];
     for (int64_t j = 0; j < vocab; ++j) {
-      const double prob = std::exp(z[j] - lse);
+      const double prob = e[j] * inv; // = exp(z_j - lse), one exp per logit
       dz[j] = static_cast<float>((prob - (j == targets[t] ? 1.0 : 0.0)) * gradScale);
     }
   }

@@ -53,8 +53,10 @@ void ropeBackward(float* dx, int64_t tokens, int64_t heads, int64_t headDim, con
 ///   dv[s,g] = sum_{h in g} sum_t P[h,t,s] dO[t,h]
 ///   dP[h,t,s] = dO[t,h] . v[s,g],  dS = P * (dP - sum_s P dP)          (softmax backward)
 ///   dq[t,h] = sum_s dS[h,t,s] k[s,g] / sqrt(d),  dk[s,g] = sum_{h in g} sum_t dS[h,t,s] q[t,h] / sqrt(d)
-/// P is recomputed from q and k (in double, as the forward). KV-head gradients sum over the
-/// heads/kvHeads query heads sharing the kv head (HF repeat_kv's backward).
+/// P is recomputed from q and k by the forward's attentionProbs (FamilyKernels.h), so it is exactly
+/// the forward's fp32 P; the four products run on cblas_sgemm in fp32 (as PyTorch's autograd),
+/// <P, dP> per row in double. KV-head gradients sum over the heads/kvHeads query heads sharing the
+/// kv head (HF repeat_kv's backward), in fp32, in ascending head order.
 /// q, dOut, dq [seqLen, heads*headDim]; k, v, dk, dv [seqLen, kvHeads*headDim] (all written).
 void causalAttentionBackward(const float* q, const float* k, const float* v, const float* dOut, int64_t seqLen,
                              int64_t heads, int64_t kvHeads, int64_t headDim, float* dq, float* dk, float* dv);

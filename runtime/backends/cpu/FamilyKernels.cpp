@@ -2,6 +2,8 @@
 
 #include "runtime/backends/cpu/Kernels.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -20,42 +22,50 @@ void causalAttentionVariant(const float* q, const float* k, const float* v, int6
                          1.0 / std::sqrt(static_cast<double>(headDim)), sinks, window, out);
 }
 
+int64_t attentionProbs(const float* q, const float* k, const AttentionShape& a, int64_t h, int64_t t0, int64_t t1,
+                       float* probs, float* sinkProb) {
+  const int64_t g = h / (a.heads / a.kvHeads);
+  const int64_t k0 = a.window > 0 ? std::max<int64_t>(0, t0 - a.window + 1) : 0, keys = t1 - k0;
+  // scores = scale * Q_h K_g^T over rows [t0, t1) and keys [k0, t1); masked entries are overwritten.
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(t1 - t0), static_cast<int>(keys),
+              static_cast<int>(a.qkDim), static_cast<float>(a.scale), q + t0 * a.heads * a.qkDim + h * a.qkDim,
+              static_cast<int>(a.heads * a.qkDim), k + k0 * a.kvHeads * a.qkDim + g * a.qkDim,
+              static_cast<int>(a.kvHeads * a.qkDim), 0.0f, probs, static_cast<int>(keys));
+  for (int64_t t = t0; t < t1; ++t) {
+    float* row = probs + (t - t0) * keys;
+    const int64_t first = (a.window > 0 ? std::max<int64_t>(0, t - a.window + 1) : 0) - k0, last = t - k0;
+    float maxScore = a.sinks ? a.sinks[h] : -INFINITY;
+    for (int64_t s = first; s <= last; ++s)
+      maxScore = std::max(maxScore, row[s]);
+    const float sinkExp = a.sinks ? std::exp(a.sinks[h] - maxScore) : 0.0f;
+    double denom = sinkExp;
+    for (int64_t s = first; s <= last; ++s)
+      denom += row[s] = std::exp(row[s] - maxScore);
+    const double inv = 1.0 / denom;
+    std::fill(row, row + first, 0.0f);
+    for (int64_t s = first; s <= last; ++s)
+      row[s] = static_cast<float>(row[s] * inv);
+    std::fill(row + last + 1, row + keys, 0.0f);
+    if (sinkProb) sinkProb[t - t0] = static_cast<float>(sinkExp * inv);
+  }
+  return k0;
+}
+
 void causalAttentionGeneral(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
                             int64_t kvHeads, int64_t qkDim, int64_t vDim, double scale, const float* sinks,
                             int64_t window, float* out) {
-  const int64_t groupSize = heads / kvHeads;
-  const int64_t qStride = heads * qkDim, kStride = kvHeads * qkDim, vStride = kvHeads * vDim;
-  std::vector<double> scores(static_cast<size_t>(seqLen));
-  std::vector<double> acc(static_cast<size_t>(vDim));
+  const AttentionShape a{seqLen, heads, kvHeads, qkDim, vDim, scale, sinks, window};
+  std::vector<float> probs(static_cast<size_t>(kAttentionRowBlock * seqLen));
   for (int64_t h = 0; h < heads; ++h) {
-    const int64_t g = h / groupSize;
-    for (int64_t t = 0; t < seqLen; ++t) {
-      const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
-      const float* qv = q + t * qStride + h * qkDim;
-      double maxScore = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
-      for (int64_t s = first; s <= t; ++s) {
-        const float* kv = k + s * kStride + g * qkDim;
-        double dot = 0;
-        for (int64_t d = 0; d < qkDim; ++d)
-          dot += static_cast<double>(qv[d]) * kv[d];
-        scores[s] = dot * scale;
-        maxScore = std::max(maxScore, scores[s]);
-      }
-      double denom = sinks ? std::exp(static_cast<double>(sinks[h]) - maxScore) : 0.0;
-      for (int64_t s = first; s <= t; ++s) {
-        scores[s] = std::exp(scores[s] - maxScore);
-        denom += scores[s];
-      }
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t s = first; s <= t; ++s) {
-        const float* vv = v + s * vStride + g * vDim;
-        const double p = scores[s] / denom;
-        for (int64_t d = 0; d < vDim; ++d)
-          acc[d] += p * vv[d];
-      }
-      float* o = out + t * heads * vDim + h * vDim;
-      for (int64_t d = 0; d < vDim; ++d)
-        o[d] = static_cast<float>(acc[d]);
+    const int64_t g = h / (heads / kvHeads);
+    for (int64_t t0 = 0; t0 < seqLen; t0 += kAttentionRowBlock) {
+      const int64_t t1 = std::min(seqLen, t0 + kAttentionRowBlock);
+      const int64_t k0 = attentionProbs(q, k, a, h, t0, t1, probs.data(), nullptr);
+      // out[t0:t1, h] = P V_g[k0:t1]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(t1 - t0), static_cast<int>(vDim),
+                  static_cast<int>(t1 - k0), 1.0f, probs.data(), static_cast<int>(t1 - k0),
+                  v + k0 * kvHeads * vDim + g * vDim, static_cast<int>(kvHeads * vDim), 0.0f,
+                  out + t0 * heads * vDim + h * vDim, static_cast<int>(heads * vDim));
     }
   }
 }

@@ -3,8 +3,8 @@
 // sinks and sliding windows (GPT-OSS), router biases and scaling (GPT-OSS, DeepSeek), GPT-OSS's
 // clamped SwiGLU on a fused interleaved gate/up projection, biased experts, and always-on SwiGLU
 // FFNs (DeepSeek's dense layers and shared experts). Each follows the family's Hugging Face code
-// (see samples/models/*_tiny/export.py, whose goldens the tests compare against). Reductions
-// accumulate in double, as in Kernels.h.
+// (see samples/models/*_tiny/export.py, whose goldens the tests compare against). Short reductions
+// accumulate in double, as in Kernels.h; attention runs on fp32 cblas_sgemm (attentionProbs).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,28 @@ void causalAttentionVariant(const float* q, const float* k, const float* v, int6
 void causalAttentionGeneral(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
                             int64_t kvHeads, int64_t qkDim, int64_t vDim, double scale, const float* sinks,
                             int64_t window, float* out);
+
+/// Query rows per block of the attention kernels (forward and backward): the probabilities of one
+/// head are formed for this many rows at a time, so memory stays kAttentionRowBlock x seqLen floats.
+constexpr int64_t kAttentionRowBlock = 64;
+
+/// The shape and options of one causalAttentionGeneral call.
+struct AttentionShape {
+  int64_t seqLen, heads, kvHeads, qkDim, vDim;
+  double scale;
+  const float* sinks; ///< nullable, [heads]
+  int64_t window;     ///< 0 = none
+};
+
+/// Softmax probabilities of query head h for query rows [t0, t1) of one sequence, over keys
+/// [k0, t1) with k0 = max(0, t0 - window + 1) (0 without a window); returns k0.
+/// probs [t1 - t0, t1 - k0] row-major: scores = scale * q_t . k_s from cblas_sgemm (fp32), then
+/// per row exp(score - max) in fp32 with the denominator summed in double (plus exp(sink - max)),
+/// masked keys (s > t, or outside the window) exactly 0. sinkProb (nullable) [t1 - t0]: the sink's
+/// probability per row (0 without sinks). Same arithmetic as PyTorch's fp32 matmul + softmax up to
+/// summation order; the backward kernels call it to recompute exactly the forward's P.
+int64_t attentionProbs(const float* q, const float* k, const AttentionShape& a, int64_t h, int64_t t0, int64_t t1,
+                       float* probs, float* sinkProb);
 
 /// The weights of one expert or dense FFN. w1 [hidden, inner] (or [hidden, 2*inner] with
 /// fusedGateUp: gate at even columns, up at odd ones), w3 [hidden, inner] (null when fused),

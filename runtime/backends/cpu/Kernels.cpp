@@ -1,8 +1,11 @@
 #include "runtime/backends/cpu/Kernels.h"
 
+#include "runtime/backends/cpu/FamilyKernels.h"
+
 #include <cblas.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -45,17 +48,36 @@ void linear(const float* x, int64_t rows, int64_t in, const float* w, int64_t ou
               static_cast<int>(out));
 }
 
-void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
-  const int64_t half = headDim / 2;
-  std::vector<float> cosv(half), sinv(half);
+RopeTable::RopeTable(const int64_t* positions, int64_t tokens, int64_t headDim, double theta) : half(headDim / 2) {
+  // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle (in double, rounded).
+  std::vector<float> invFreq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i)
+    invFreq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
+  rowOf.resize(static_cast<size_t>(tokens));
+  std::vector<std::pair<int64_t, int64_t>> seen; // (position, row), positions repeat once per sequence
   for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle.
-      float invFreq = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
-      float angle = static_cast<float>(positions[t]) * invFreq;
-      cosv[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sinv[i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    auto it = std::lower_bound(seen.begin(), seen.end(), std::make_pair(positions[t], INT64_MIN));
+    if (it != seen.end() && it->first == positions[t]) {
+      rowOf[t] = it->second;
+      continue;
     }
+    const int64_t row = static_cast<int64_t>(cosv.size()) / std::max<int64_t>(half, 1);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(positions[t]) * invFreq[i];
+      cosv.push_back(static_cast<float>(std::cos(static_cast<double>(angle))));
+      sinv.push_back(static_cast<float>(std::sin(static_cast<double>(angle))));
+    }
+    seen.insert(it, {positions[t], row});
+    rowOf[t] = row;
+  }
+}
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
+  const RopeTable table(positions, tokens, headDim, theta);
+  const int64_t half = table.half;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* cosv = table.cos(t);
+    const float* sinv = table.sin(t);
     for (int64_t h = 0; h < heads; ++h) {
       float* v = x + (t * heads + h) * headDim;
       for (int64_t i = 0; i < half; ++i) {
@@ -69,41 +91,8 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_
 
 void causalAttention(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads, int64_t kvHeads,
                      int64_t headDim, float* out) {
-  const int64_t groupSize = heads / kvHeads;
-  const int64_t qStride = heads * headDim, kvStride = kvHeads * headDim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
-  std::vector<double> scores(static_cast<size_t>(seqLen));
-  std::vector<double> acc(static_cast<size_t>(headDim));
-  for (int64_t h = 0; h < heads; ++h) {
-    const int64_t g = h / groupSize;
-    for (int64_t t = 0; t < seqLen; ++t) {
-      const float* qv = q + t * qStride + h * headDim;
-      double maxScore = -INFINITY;
-      for (int64_t s = 0; s <= t; ++s) {
-        const float* kv = k + s * kvStride + g * headDim;
-        double dot = 0;
-        for (int64_t d = 0; d < headDim; ++d)
-          dot += static_cast<double>(qv[d]) * kv[d];
-        scores[s] = dot * scale;
-        maxScore = std::max(maxScore, scores[s]);
-      }
-      double denom = 0;
-      for (int64_t s = 0; s <= t; ++s) {
-        scores[s] = std::exp(scores[s] - maxScore);
-        denom += scores[s];
-      }
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t s = 0; s <= t; ++s) {
-        const float* vv = v + s * kvStride + g * headDim;
-        const double p = scores[s] / denom;
-        for (int64_t d = 0; d < headDim; ++d)
-          acc[d] += p * vv[d];
-      }
-      float* o = out + t * qStride + h * headDim;
-      for (int64_t d = 0; d < headDim; ++d)
-        o[d] = static_cast<float>(acc[d]);
-    }
-  }
+  causalAttentionGeneral(q, k, v, seqLen, heads, kvHeads, headDim, headDim,
+                         1.0 / std::sqrt(static_cast<double>(headDim)), nullptr, 0, out);
 }
 
 void softmax(const float* x, int64_t rows, int64_t cols, float* y) {

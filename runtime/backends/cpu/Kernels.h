@@ -3,14 +3,16 @@
 //
 // Each kernel follows the Hugging Face Mixtral reference (transformers/models/mixtral/
 // modeling_mixtral.py), which is what samples/models/mixtral_tiny/export.py traces and the golden
-// tests compare against. Reductions accumulate in double, so results are within a few fp32 ulps of
-// PyTorch's fp32 results.
+// tests compare against. Short reductions (norm statistics, softmax denominators) accumulate in
+// double and GEMMs (linear, attention) run on fp32 cblas_sgemm, so results are within a few fp32
+// ulps of PyTorch's fp32 results.
 #pragma once
 
 #include "runtime/plan/RouterScoring.h"
 
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 namespace disagmoe::cpu {
 
@@ -39,10 +41,23 @@ void linear(const float* x, int64_t rows, int64_t in, const float* w, int64_t ou
 /// x [T, heads, headDim] (a q or k projection), positions [T]. headDim must be even.
 void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta);
 
+/// rope's cos/sin of every distinct position among `positions` [tokens], computed once (a batch
+/// repeats positions 0..seqLen-1 per sequence); ropeBackward uses the same table, so both see the
+/// same fp32 values. cos(t), sin(t): the headDim/2 values of token t.
+struct RopeTable {
+  RopeTable(const int64_t* positions, int64_t tokens, int64_t headDim, double theta);
+  const float* cos(int64_t t) const { return cosv.data() + rowOf[t] * half; }
+  const float* sin(int64_t t) const { return sinv.data() + rowOf[t] * half; }
+  int64_t half;
+  std::vector<float> cosv, sinv; ///< [distinct positions, half]
+  std::vector<int64_t> rowOf;    ///< [tokens]
+};
+
 /// Causal grouped-query attention of ONE sequence (positions 0..seqLen-1), after RoPE:
 /// out[t, h] = sum_{s<=t} softmax_s(q[t,h] . k[s,g] / sqrt(headDim)) v[s,g], g = h / (heads/kvHeads)
 /// (HF `repeat_kv`: kv head g serves query heads g*n_rep .. g*n_rep+n_rep-1). The softmax subtracts
-/// the row maximum before exp.
+/// the row maximum before exp. fp32 like PyTorch: scores and P V on cblas_sgemm, the softmax's
+/// denominator summed in double (FamilyKernels.h attentionProbs, which this calls).
 /// q [seqLen, heads*headDim], k, v [seqLen, kvHeads*headDim], out [seqLen, heads*headDim].
 void causalAttention(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads, int64_t kvHeads,
                      int64_t headDim, float* out);

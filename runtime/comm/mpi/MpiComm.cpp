@@ -5,11 +5,13 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace disagmoe {
 
@@ -27,6 +29,9 @@ int rankFromEnvironment() {
 namespace {
 
 enum class Phase { Starting, Running, Finishing, Aborting, Done };
+
+// Control-communicator tags: 0 abort note, then the heartbeat's (MpiComm.h).
+constexpr int kNoteTag = 1, kDoneTag = 2;
 
 struct Outgoing {
   int dst, tag;
@@ -61,6 +66,13 @@ struct MpiComm::State {
   int abortExitCode = 1;
   std::chrono::steady_clock::time_point finishDeadline, abortDeadline;
   std::thread thread;
+  // Heartbeat (MpiComm.h): deadline 0 = off. lastNote/peerDone: comm thread only.
+  std::chrono::milliseconds heartbeatDeadline{0};
+  std::function<void(const std::string&)> onSilentPeer;
+  std::vector<std::chrono::steady_clock::time_point> lastNote;
+  std::vector<bool> peerDone;
+  std::chrono::steady_clock::time_point nextNote;
+  bool sentDone = false;
 
   // Comm thread only.
   MPI_Comm data = MPI_COMM_NULL, control = MPI_COMM_NULL;
@@ -68,6 +80,8 @@ struct MpiComm::State {
 
   void run();
   bool poll(); // one round of progress; true if anything happened
+  std::vector<int> heartbeatPeers() const; // whom this rank sends notes to and watches
+  void heartbeat(Phase p);                 // sends due notes, declares a silent peer
 };
 
 bool MpiComm::State::poll() {
@@ -96,7 +110,11 @@ bool MpiComm::State::poll() {
       MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, c, MPI_STATUS_IGNORE);
       busy = true;
       std::lock_guard<std::mutex> lock(mutex);
-      if (c == control) {
+      if (c == control && status.MPI_TAG == kNoteTag) {
+        lastNote[status.MPI_SOURCE] = std::chrono::steady_clock::now();
+      } else if (c == control && status.MPI_TAG == kDoneTag) {
+        peerDone[status.MPI_SOURCE] = true;
+      } else if (c == control) {
         if (abortReason.empty()) abortReason = std::string(bytes.begin(), bytes.end());
       } else {
         mailboxes[{status.MPI_SOURCE, status.MPI_TAG}].push_back(std::move(bytes));
@@ -117,6 +135,51 @@ bool MpiComm::State::poll() {
   return busy;
 }
 
+std::vector<int> MpiComm::State::heartbeatPeers() const {
+  std::vector<int> peers;
+  for (int r = 0; r < world; ++r)
+    if (r != rank && (rank == 0 || r == 0)) peers.push_back(r);
+  return peers;
+}
+
+void MpiComm::State::heartbeat(Phase p) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::vector<int> peers = heartbeatPeers();
+  // Notes: periodic while running; one "done" note when finishing (the barrier waits for it).
+  if (p == Phase::Finishing && !sentDone) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int r : peers)
+      queue.push_back({r, kDoneTag, true, Bytes()});
+    sentDone = true;
+  } else if (p == Phase::Running && now >= nextNote) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (int r : peers)
+      queue.push_back({r, kNoteTag, true, Bytes()});
+    nextNote = now + std::max(heartbeatDeadline / 10, std::chrono::milliseconds(1));
+  }
+  for (int r : peers) {
+    const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastNote[r]);
+    if (peerDone[r] || quiet <= heartbeatDeadline) continue;
+    const std::string reason = "rank " + std::to_string(r) + " is silent: no heartbeat note from its process for " +
+                               std::to_string(quiet.count()) + " ms (deadline " +
+                               std::to_string(heartbeatDeadline.count()) + " ms; noticed by rank " +
+                               std::to_string(rank) + ")";
+    if (onSilentPeer) onSilentPeer(reason);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (phase != Phase::Running && phase != Phase::Finishing) return;
+    const Bytes note(reason.begin(), reason.end());
+    for (int other = 0; other < world; ++other)
+      if (other != rank) queue.push_back({other, 0, true, note});
+    abortReason = reason; // this rank's own waiting receives end too
+    abortExitCode = 1;
+    abortDeadline = now + std::chrono::milliseconds(1000);
+    phase = Phase::Aborting;
+    arrived.notify_all();
+    commReady.notify_all();
+    return;
+  }
+}
+
 void MpiComm::State::run() {
   int provided = 0;
   int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
@@ -125,6 +188,9 @@ void MpiComm::State::run() {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_dup(MPI_COMM_WORLD, &data);
     MPI_Comm_dup(MPI_COMM_WORLD, &control);
+    lastNote.assign(static_cast<size_t>(world), std::chrono::steady_clock::now());
+    peerDone.assign(static_cast<size_t>(world), false);
+    nextNote = std::chrono::steady_clock::now();
   }
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -148,6 +214,11 @@ void MpiComm::State::run() {
       std::lock_guard<std::mutex> lock(mutex);
       p = phase;
     }
+    if (heartbeatDeadline.count() > 0 && (p == Phase::Running || p == Phase::Finishing)) {
+      heartbeat(p);
+      std::lock_guard<std::mutex> lock(mutex);
+      p = phase;
+    }
     if (p == Phase::Aborting) {
       // The notes are queued before the phase changes, so they are in flight now.
       std::unique_lock<std::mutex> lock(mutex);
@@ -166,7 +237,7 @@ void MpiComm::State::run() {
         std::lock_guard<std::mutex> lock(mutex);
         queued = !queue.empty();
       }
-      if (!barrierPosted && inFlight.empty() && !queued) {
+      if (!barrierPosted && inFlight.empty() && !queued && (heartbeatDeadline.count() == 0 || sentDone)) {
         MPI_Ibarrier(data, &barrier);
         barrierPosted = true;
       }
@@ -203,9 +274,12 @@ void MpiComm::State::run() {
 
 MpiComm::MpiComm() : state_(std::make_unique<State>()) {}
 
-std::unique_ptr<MpiComm> MpiComm::start() {
+std::unique_ptr<MpiComm> MpiComm::start(std::chrono::milliseconds heartbeatDeadline,
+                                        std::function<void(const std::string&)> onSilentPeer) {
   std::unique_ptr<MpiComm> comm(new MpiComm());
   State& s = *comm->state_;
+  s.heartbeatDeadline = heartbeatDeadline;
+  s.onSilentPeer = std::move(onSilentPeer);
   s.thread = std::thread([&s] { s.run(); });
   std::unique_lock<std::mutex> lock(s.mutex);
   s.commReady.wait(lock, [&] { return s.phase != Phase::Starting; });

@@ -14,12 +14,23 @@
 // MPI_COMM_WORLD), waits a short grace period for the notes to go out, then MPI_Abort. A rank that
 // receives the note fails every waiting and later recv with CommAborted carrying that reason; it
 // reports it and ends too. A rank that dies without a word (killed, crashed) is handled by mpirun,
-// which ends the job; a rank that hangs makes its peers' recvs time out.
+// which ends the job naming it ("mpirun noticed that process rank R ... exited on signal 9").
+//
+// Heartbeat (start's heartbeatDeadline > 0): a process that stops answering entirely (stopped,
+// swapped out, its comm thread stuck) is caught by its peers. From MPI_Init on, every comm thread
+// sends a heartbeat note (an empty message, control communicator, tag 1) every deadline / 10:
+// rank 0 to every rank, every other rank to rank 0; rank 0 watches every rank, the others watch
+// rank 0. A watched rank whose notes stop for longer than the deadline is declared silent: the
+// watcher calls onSilentPeer("rank R is silent: no heartbeat note from its process for T ms
+// (deadline D ms; noticed by rank W)") and aborts the job with that reason, as abortJob does. A
+// rank that finishes sends a last note (tag 2) and is watched no more. A rank whose process is
+// alive but whose worker stopped is caught by that process itself (Heartbeat.h, RankWatch).
 #pragma once
 
 #include "runtime/comm/Comm.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,7 +45,10 @@ class MpiComm : public Comm {
 public:
   /// Starts the comm thread and waits until MPI is initialised. Throws CommError if MPI fails to
   /// start or disagrees with rankFromEnvironment().
-  static std::unique_ptr<MpiComm> start();
+  /// heartbeatDeadline > 0 turns on the heartbeat (above); onSilentPeer is called from the comm
+  /// thread, once, before the abort (it must not call this comm).
+  static std::unique_ptr<MpiComm> start(std::chrono::milliseconds heartbeatDeadline = std::chrono::milliseconds(0),
+                                        std::function<void(const std::string&)> onSilentPeer = {});
   /// finish() if neither finish() nor abortJob() ran.
   ~MpiComm() override;
 

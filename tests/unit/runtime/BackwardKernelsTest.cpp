@@ -7,14 +7,17 @@
 #include "TestSupport.h"
 
 #include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 
 using namespace disagmoe;
 using namespace disagmoe::cpu;
@@ -435,6 +438,66 @@ TEST(BackwardFiniteDifferences, AttentionWithSinksAndSlidingWindow) {
   checkFiniteDifferences(
       "attention+sinks+window dsinks", sinks, outSize,
       [&](const std::vector<float>& x, std::vector<float>& o) { attend(q, k, v, x, o); }, dSinks, 25);
+}
+
+TEST(BackwardKernels, AttentionAcrossRowBlocksMatchesTheDefinitionInDouble) {
+  // The fp32 sgemm kernels form P for kAttentionRowBlock query rows at a time, over the keys the
+  // block needs (a window moves their start). Oracle: the definitions (Kernels.h causalAttention,
+  // BackwardKernels.h causalAttentionBackward, FamilyKernels.h sinks/window) evaluated in double,
+  // one query at a time. 2 blocks + 9 rows, GQA 4:2, sinks, and a window that starts mid-block.
+  const int64_t seq = 2 * kAttentionRowBlock + 9, heads = 4, kvHeads = 2, d = 8, window = kAttentionRowBlock + 6;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto q = randn(seq * heads * d, 41), k = randn(seq * kvHeads * d, 42), v = randn(seq * kvHeads * d, 43);
+  const auto sinks = randn(heads, 44), dOut = upstream(seq * heads * d, 45);
+  for (const int64_t w : {int64_t{0}, window}) {
+    std::vector<double> out(q.size(), 0.0), dq(q.size(), 0.0), dk(k.size(), 0.0), dv(v.size(), 0.0), dSinks(heads, 0.0);
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t g = h / (heads / kvHeads);
+      for (int64_t t = 0; t < seq; ++t) {
+        const int64_t first = w > 0 ? std::max<int64_t>(0, t - w + 1) : 0;
+        std::vector<double> p(seq, 0.0), dp(seq, 0.0);
+        double m = sinks[h], denom = 0, pdp = 0;
+        for (int64_t s = first; s <= t; ++s) {
+          double dot = 0;
+          for (int64_t j = 0; j < d; ++j)
+            dot += static_cast<double>(q[(t * heads + h) * d + j]) * k[(s * kvHeads + g) * d + j];
+          p[s] = dot * scale;
+          m = std::max(m, p[s]);
+        }
+        const double sinkExp = std::exp(sinks[h] - m);
+        denom = sinkExp;
+        for (int64_t s = first; s <= t; ++s)
+          denom += p[s] = std::exp(p[s] - m);
+        for (int64_t s = first; s <= t; ++s) {
+          p[s] /= denom;
+          for (int64_t j = 0; j < d; ++j) {
+            out[(t * heads + h) * d + j] += p[s] * v[(s * kvHeads + g) * d + j];
+            dp[s] += static_cast<double>(dOut[(t * heads + h) * d + j]) * v[(s * kvHeads + g) * d + j];
+            dv[(s * kvHeads + g) * d + j] += p[s] * dOut[(t * heads + h) * d + j];
+          }
+          pdp += p[s] * dp[s];
+        }
+        dSinks[h] -= sinkExp / denom * pdp;
+        for (int64_t s = first; s <= t; ++s)
+          for (int64_t j = 0; j < d; ++j) {
+            const double ds = p[s] * (dp[s] - pdp) * scale;
+            dq[(t * heads + h) * d + j] += ds * k[(s * kvHeads + g) * d + j];
+            dk[(s * kvHeads + g) * d + j] += ds * q[(t * heads + h) * d + j];
+          }
+      }
+    }
+    const auto toFloat = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+    std::vector<float> gotOut(q.size()), gotDq(q.size()), gotDk(k.size()), gotDv(v.size()), gotDs(heads, 0.0f);
+    causalAttentionVariant(q.data(), k.data(), v.data(), seq, heads, kvHeads, d, sinks.data(), w, gotOut.data());
+    causalAttentionVariantBackward(q.data(), k.data(), v.data(), dOut.data(), seq, heads, kvHeads, d, sinks.data(), w,
+                                   gotDq.data(), gotDk.data(), gotDv.data(), gotDs.data());
+    SCOPED_TRACE("window " + std::to_string(w));
+    EXPECT_LE(relErr(gotOut, toFloat(out)), 1e-6);
+    EXPECT_LE(relErr(gotDq, toFloat(dq)), 1e-5);
+    EXPECT_LE(relErr(gotDk, toFloat(dk)), 1e-5);
+    EXPECT_LE(relErr(gotDv, toFloat(dv)), 1e-6);
+    EXPECT_LE(relErr(gotDs, toFloat(dSinks)), 1e-5);
+  }
 }
 
 TEST(BackwardFiniteDifferences, FfnFormsBiasesFusedGateUpClampedSwiglu) {

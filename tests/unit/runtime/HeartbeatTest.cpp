@@ -102,3 +102,34 @@ TEST(Heartbeat, InjectedDeathThrowsAtTheKthOperationAndSilenceEndsOnAbort) {
   t.join();
   EXPECT_TRUE(aborted);
 }
+
+TEST(Heartbeat, ParsesTheProcessWideModes) {
+  ::setenv("DISAGMOE_FAULT_INJECT", "5:kill:3", 1);
+  FaultInjection k = FaultInjection::fromEnvironment();
+  EXPECT_TRUE(k.kill && !k.freeze && !k.silent && k.rank == 5 && k.at == 3);
+  ::setenv("DISAGMOE_FAULT_INJECT", "0:freeze:1", 1);
+  FaultInjection f = FaultInjection::fromEnvironment();
+  EXPECT_TRUE(f.freeze && !f.kill && !f.silent && f.rank == 0 && f.at == 1);
+  ::unsetenv("DISAGMOE_FAULT_INJECT");
+}
+
+// One process per rank: RankWatch watches only its own rank (the others are their processes').
+TEST(Heartbeat, RankWatchNamesItsOwnRankOnlyAndStaysQuietWhileItBeats) {
+  LocalWorld world(3);
+  std::unique_ptr<Comm> one = world.endpoint(1);
+  Reports quiet, silent;
+  {
+    RankWatch watch(*one, 60ms, FaultInjection{}, quiet.sink());
+    for (int i = 0; i < 30; ++i) { // 300 ms of beats every 10 ms: never silent; ranks 0 and 2 never beat
+      watch.comm().send(1, 7, Bytes{1});
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  EXPECT_EQ(quiet.count(), 0u);
+  {
+    RankWatch watch(*one, 60ms, FaultInjection{}, silent.sink());
+    std::this_thread::sleep_for(400ms);
+  }
+  ASSERT_EQ(silent.count(), 1u);
+  EXPECT_EQ(silent.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u) << silent.messages[0];
+}

@@ -5,6 +5,7 @@
 #include "TestSupport.h"
 
 #include "runtime/io/Safetensors.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/LrSchedule.h"
 #include "runtime/train/TokenData.h"
 
@@ -122,4 +123,13 @@ TEST(Safetensors, RoundTripAndRefusals) {
   EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8).find("needs 12"), std::string::npos);
   EXPECT_NE(file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8).find("dtype BF16"),
             std::string::npos);
+}
+
+// The CRC-32 of checkpoint tensors is zlib's (CRC-32/ISO-HDLC): the catalogue's check value of
+// "123456789" is cbf43926 (Williams, "A painless guide to CRC error detection", and the reveng
+// CRC catalogue); the empty input gives 0.
+TEST(Checkpoint, Crc32IsTheIsoHdlcCrc) {
+  const char text[] = "123456789";
+  EXPECT_EQ(train::crc32Hex(text, 9), "cbf43926");
+  EXPECT_EQ(train::crc32Hex(text, 0), "00000000");
 }
