@@ -15,9 +15,12 @@ and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.n
     (--optimizer adamw, its defaults   exceeds 1e-5 in magnitude (issue 7; a smaller gradient's update
     lr 1e-3, betas 0.9/0.999, eps 1e-8, lr * g / (|g| + eps) flips sign under rounding) or is exactly
     weight decay 0.01):                zero (the weight decay alone), the keys of adamw.npz
+  - routing: the tokens per expert of every MoE layer (the "step 1 expert load" line) equal torch's
+    top-k counts (train.json "expert_load")
   - idle experts (train.json "idle_experts": no token of the batch reaches them): our gradient is
     exactly zero, and their AdamW step is the weight decay alone, compared on every element, also
-    against the closed form w0 * (1 - lr * wd) where sgd.npz holds w0 (zero gradient: SGD keeps w0)
+    against the closed form w0 * (1 - lr * wd) where sgd.npz holds w0 (zero gradient: SGD keeps w0);
+    experts reached only by last tokens ("zero_grad_experts") are compared on every element too
 Also with two micro-batches (the gradients must not depend on the split), and two AdamW steps on the
 same batch with two micro-batches: each step's loss (relative 1e-5) and the weights after step 2
 within 1e-6 where adamw2.npz's mask says both steps' torch gradients exceed 1e-5 or are exactly zero
@@ -110,11 +113,22 @@ def check_sample(bin_dir, sdir, work, name, micro_batches):
     return failures
 
 
-def idle_keys(tdir, keys):
-    """The golden's idle experts (train.json) and every key of theirs in `keys`."""
-    with open(os.path.join(tdir, "train.json")) as f:
-        idle = json.load(f)["idle_experts"]
-    return idle, {k for k in keys if any(k.startswith(e + "_") for e in idle)}
+def expert_keys(experts, keys):
+    """Every key of `keys` that belongs to one of `experts` ("l{l}_expert{e}")."""
+    return {k for k in keys if any(k.startswith(e + "_") for e in experts)}
+
+
+LOAD_RE = re.compile(r"^step 1 expert load: (.*)$", re.M)
+
+
+def check_expert_load(out, meta, label):
+    """The runtime's per-expert token counts of step 1 against torch's top-k (train.json)."""
+    m = LOAD_RE.search(out)
+    if not m:
+        return [f"{label}: no 'step 1 expert load' line"]
+    ours = {l: [int(n) for n in counts.split()] for l, counts in re.findall(r"(l\d+) \[([\d ]*)\]", m.group(1))}
+    bad = [l for l, load in meta["expert_load"].items() if ours.get(l) != load]
+    return [f"{label}: expert load of {l}: ours {ours.get(l)}, torch {meta['expert_load'][l]}" for l in bad]
 
 
 def masked_error(ours, ref, mask):
@@ -129,22 +143,26 @@ def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
     """One AdamW step (m = 1) from the initial weights vs torch.optim.AdamW (adamw.npz)."""
     tdir = os.path.join(sdir, "golden", "train")
     wdir = os.path.join(work, "adamw_m1")
-    run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
-         os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", wdir])
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
+               os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", wdir])
     ref = np.load(os.path.join(tdir, "adamw.npz"))
-    idle, idle_set = idle_keys(tdir, grads.files)
-    failures, worst, masked_out = [], (0.0, ""), 0
+    with open(os.path.join(tdir, "train.json")) as f:
+        meta = json.load(f)
+    idle, zero_grad = meta["idle_experts"], meta["zero_grad_experts"]
+    idle_set, zero_set = expert_keys(idle, grads.files), expert_keys(zero_grad, grads.files)
+    failures, worst, masked_out = check_expert_load(out, meta, label), (0.0, ""), 0
     for key in ref.files:
         path = os.path.join(wdir, key + ".npy")
         if not os.path.exists(path):
             failures.append(f"{label}: --save-weights (adamw) wrote no {key}")
             continue
         ours = np.load(path)
-        # An idle expert's step is the weight decay alone: every element compared.
-        # Elements with an exactly zero torch gradient (embedding rows of absent tokens) are compared
-        # too: their step is the weight decay alone, with no sign to flip.
-        mask = np.ones(ref[key].shape, bool) if key in idle_set else \
-            (np.abs(grads[key]) > ADAMW_MIN_GRAD) | (grads[key] == 0)
+        # Elements with an exactly zero torch gradient (embedding rows of absent tokens, experts
+        # without a token or with only last tokens) are compared too: their step is the weight decay
+        # alone, with no sign to flip.
+        mask = (np.abs(grads[key]) > ADAMW_MIN_GRAD) | (grads[key] == 0)
+        if key in zero_set and not mask.all():
+            failures.append(f"{label}: {key}: train.json says zero gradient, grads.npz does not")
         masked_out += int(mask.size - mask.sum())
         err = masked_error(ours, ref[key], mask)
         worst = max(worst, (err, key))
@@ -154,15 +172,21 @@ def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
     for key in sorted(idle_set):
         g = np.load(os.path.join(gdir, key + ".npy"))
         if g.any():
-            failures.append(f"{label}: idle expert key {key}: gradient not zero (max |g| {np.abs(g).max():.2e})")
+            failures.append(f"{label}: {key} (no token): gradient not zero (max |g| {np.abs(g).max():.2e})")
         if key in sgd.files and key in ref.files:  # closed form: w0 * (1 - lr * wd), w0 = the SGD golden
             decayed = (sgd[key].astype(np.float64) * (1 - 1e-3 * 0.01))
             err = float(np.max(np.abs(np.load(os.path.join(wdir, key + ".npy")) - decayed)))
             if not err <= ADAMW_TOL:
                 failures.append(f"{label}: idle {key} after AdamW: {err:.2e} from w0 * (1 - lr * wd)")
+    for key in sorted(zero_set - idle_set):
+        if np.load(os.path.join(gdir, key + ".npy")).any():
+            failures.append(f"{label}: {key} (reached only by last tokens): gradient not zero")
+    last_only = [e for e in zero_grad if e not in idle]
     print(f"{label}: {len(ref.files)} weights after one AdamW step, worst {worst[0]:.1e} ({worst[1]}), "
-          f"{masked_out} elements with 0 < |torch grad| <= {ADAMW_MIN_GRAD} not compared; idle experts "
-          f"(zero gradient, weight decay only): {', '.join(idle) if idle else 'none in this batch'}")
+          f"{masked_out} elements with 0 < |torch grad| <= {ADAMW_MIN_GRAD} not compared; expert loads = "
+          f"torch's; experts without a token (zero gradient, weight decay only): "
+          f"{', '.join(idle) if idle else 'none in this batch'}; zero gradient, only last tokens: "
+          f"{', '.join(last_only) if last_only else 'none'}")
     return failures
 
 

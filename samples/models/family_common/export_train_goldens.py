@@ -22,18 +22,20 @@ Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like t
                               0.9/0.999, eps 1e-8, weight decay 0.01 = disagmoe-run --optimizer adamw's
                               defaults) from the same gradients: every non-expert key, experts 0, 1,
                               E-2 and E-1 of every layer (both ends of the contiguous expert split) and
-                              every idle expert (below)
+                              every expert with a zero gradient (below)
   adamw2.npz                  the same keys after two AdamW steps on the same batch (the second step's
                               gradient taken at the weights after the first), "mask_<key>" the elements
                               whose gradient exceeds ADAMW_MIN_GRAD in magnitude or is exactly zero at
                               each of the two steps (bits of the flattened key, np.packbits), and
                               "loss" [2] the loss of each step
-  train.json                  lr, AdamW hyper-parameters, target count, key lists, idle experts, torch
-                              version
+  train.json                  lr, AdamW hyper-parameters, target count, key lists, routing (below),
+                              torch version
 
-Idle experts: those that receive no token of the batch in the forward. PyTorch leaves their
-gradient exactly zero (the model loops over the routed experts, or multiplies a zero gate), so
-train.json "idle_experts" lists every "l{l}_expert{e}" whose every gradient is exactly 0. AdamW still
+Routing: train.json "expert_load" {"l{l}": [tokens per expert]} counts, per MoE layer, the tokens
+of the batch whose top-k (on the scores each router records through family_export's
+record_router_scores) holds the expert; "idle_experts" lists every "l{l}_expert{e}" with load 0 (no
+token reaches it), "zero_grad_experts" every expert whose every gradient is exactly 0: the idle ones
+and those reached only by a sequence's last token, whose output no loss term depends on. AdamW still
 decays them (w *= 1 - lr * wd): a parameter with no gradient (None) gets a zero gradient before the
 step, as an optimizer with gradient buffers (Megatron, the runtime) sees it.
 --check regenerates into a temporary folder and compares every array within 1e-6.
@@ -138,14 +140,35 @@ def expert_of(key):
     return f"{p[0]}_{p[1]}", int(p[1][len("expert"):])
 
 
-def idle_experts(grads):
-    """Experts ("l{l}_expert{e}") whose every gradient is exactly zero: they received no token."""
+def zero_grad_experts(grads):
+    """Experts ("l{l}_expert{e}") whose every gradient is exactly zero."""
     experts = {}
     for key, g in grads.items():
         e = expert_of(key)
         if e:
             experts[e[0]] = experts.get(e[0], True) and not g.any()
-    return sorted(e for e, zero in experts.items() if zero)
+    return sorted((e for e, zero in experts.items() if zero), key=expert_order)
+
+
+def expert_order(name):
+    """"l1_expert7" sorts before "l1_expert21"."""
+    l, e = name.split("_")
+    return int(l[1:]), int(e[len("expert"):])
+
+
+def expert_loads(model, ids, grads, num_experts):
+    """{"l{l}": tokens per expert} of every MoE layer: the top-k of the scores each router records
+    (family_export.record_router_scores, in layer order) over every token of the batch."""
+    import family_export  # on sys.path once export.py is loaded
+    moe_layers = sorted({int(k.split("_")[0][1:]) for k in grads if expert_of(k)})
+    scores = family_export._router_scores(model, ids)
+    if len(scores) != len(moe_layers):
+        raise SystemExit(f"export_train_goldens.py: {len(scores)} routers recorded, {len(moe_layers)} MoE layers")
+    loads = {}
+    for l, s in zip(moe_layers, scores):
+        top = torch.topk(s.reshape(-1, num_experts), model.cfg["top_k"], dim=-1).indices
+        loads[f"l{l}"] = torch.bincount(top.reshape(-1), minlength=num_experts).tolist()
+    return loads
 
 
 def adamw_key(key, num_experts, idle):
@@ -222,9 +245,15 @@ def generate(family_dir, variant, out_root):
     grads, sgd = {}, {}
     for name, p in model.named_parameters():
         grads.update(golden_arrays(name, p.grad))
-    idle = idle_experts(grads)
     num_experts = 1 + max((expert_of(k)[1] for k in grads if expert_of(k)), default=-1)
-    keys = {k for k in grads if adamw_key(k, num_experts, idle)}
+    loads = expert_loads(model, ids, grads, num_experts)
+    idle = sorted((f"{l}_expert{e}" for l, load in loads.items() for e, n in enumerate(load) if n == 0),
+                  key=expert_order)
+    zero_grad = zero_grad_experts(grads)
+    if not set(idle) <= set(zero_grad):
+        raise SystemExit(f"{variant['name']}: experts without tokens but with a gradient: "
+                         f"{sorted(set(idle) - set(zero_grad))}")
+    keys = {k for k in grads if adamw_key(k, num_experts, zero_grad)}
     step1, step2, loss2 = adamw_steps(model, ids, grads, keys)  # on a copy, before SGD moves the model
     step2["loss"] = np.array([loss.item(), loss2], dtype=np.float32)
     opt = torch.optim.SGD(list(model.parameters()), lr=SGD_LR)
@@ -241,7 +270,8 @@ def generate(family_dir, variant, out_root):
     meta = {"variant": variant["name"], "ids": IDS_FILE, "target_tokens": int(B * (S - 1)),
             "loss": "mean cross-entropy over the next-token targets within each sequence",
             "sgd": {"lr": SGD_LR}, "keys": sorted(grads), "step_keys": sorted(sgd), "torch": torch.__version__,
-            "adamw": dict(ADAMW, min_grad=ADAMW_MIN_GRAD, keys=sorted(step1)), "idle_experts": idle}
+            "adamw": dict(ADAMW, min_grad=ADAMW_MIN_GRAD, keys=sorted(step1)), "idle_experts": idle,
+            "zero_grad_experts": zero_grad, "expert_load": loads}
     with open(os.path.join(tdir, "train.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
