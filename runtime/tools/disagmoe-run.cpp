@@ -3,6 +3,7 @@
 //   disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]
 //                [--output logits.npy] [--batch B --seq-len S --seed N] [--timeout SECONDS]
 //                [--trace TRACE.json] [--op-times-out OPS.json]   (runtime/executor/OpProfile.h)
+//                [--warmup N]   (N untimed forward runs first; benchmarks time a warm run, bench/train)
 //   disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]
 //
 // Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
@@ -37,9 +38,10 @@ public:
 const char* kUsage =
     "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
     "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n"
-    "                    [--trace TRACE.json] [--op-times-out OPS.json]\n"
+    "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
     "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: measured\n"
-    "                    per-op medians in the format --backend sim --op-times reads)\n"
+    "                    per-op medians in the format --backend sim --op-times reads; --warmup: N untimed\n"
+    "                    runs of the same input before the reported one)\n"
     "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]\n"
     "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU)\n";
 
@@ -52,6 +54,7 @@ struct Options {
   std::string opTimes;    // --backend sim: measured op times to replay with
   std::string trace;      // sim: the simulated step's Chrome trace; cpu: the executed run's
   std::string opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
+  int64_t warmup = 0;     // untimed forward runs before the reported one (caches and allocator pools warm)
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -89,7 +92,7 @@ Options parseArgs(int argc, char** argv) {
     }
     static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
                                          "--seq-len", "--seed", "--timeout", "--op-times", "--trace",
-                                         "--op-times-out"};
+                                         "--op-times-out", "--warmup"};
     if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
       throw UsageError("unknown option " + name + " (see --help)");
     if (eq == std::string::npos) {
@@ -120,6 +123,8 @@ Options parseArgs(int argc, char** argv) {
       o.trace = value;
     else if (arg_ == "--op-times-out")
       o.opTimesOut = value;
+    else if (arg_ == "--warmup")
+      o.warmup = parseInteger(arg_, value, 0);
     else
       throw UsageError("unknown option " + arg_);
   }
@@ -129,6 +134,9 @@ Options parseArgs(int argc, char** argv) {
   if (o.backend != "cpu" && o.backend != "sim")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.backend != "sim" && !o.opTimes.empty()) throw UsageError("--op-times needs --backend sim");
+  if (o.warmup > 0 && (o.backend == "sim" || !o.trace.empty() || !o.opTimesOut.empty()))
+    throw UsageError("--warmup runs the cpu forward several times and reports the last run: it takes no --backend "
+                     "sim, --trace or --op-times-out (those record one run)");
   if (o.backend == "sim" && !o.opTimesOut.empty())
     throw UsageError("--op-times-out times an executed run: it needs --backend cpu");
   if (o.backend == "sim" && (!o.input.empty() || !o.output.empty()))
@@ -184,6 +192,8 @@ int run(const Options& o) {
   OpProfile profile(plan.placement.worldSize);
   if (!o.trace.empty() || !o.opTimesOut.empty()) options.profile = &profile;
   const Executor executor(plan, options);
+  for (int64_t i = 0; i < o.warmup; ++i)
+    executor.run(ids, batch, seqLen);
   const RunResult result = executor.run(ids, batch, seqLen);
 
   std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
