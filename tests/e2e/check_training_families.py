@@ -18,9 +18,13 @@ and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.n
   - routing: the tokens per expert of every MoE layer (the "step 1 expert load" line) equal torch's
     top-k counts (train.json "expert_load")
   - idle experts (train.json "idle_experts": no token of the batch reaches them): our gradient is
-    exactly zero, and their AdamW step is the weight decay alone, compared on every element, also
-    against the closed form w0 * (1 - lr * wd) where sgd.npz holds w0 (zero gradient: SGD keeps w0);
-    experts reached only by last tokens ("zero_grad_experts") are compared on every element too
+    exactly zero, and their AdamW step is the weight decay alone, compared on every element (also
+    within 1e-6 relative: the decay itself is 1e-5 relative), and against the closed form
+    w0 * (1 - lr * wd) where sgd.npz holds w0 (zero gradient: SGD keeps w0);
+    experts reached only by last tokens ("zero_grad_experts") are compared on every element too.
+    Where the golden batch reaches every expert (gpt_oss_tiny, deepseek_v2_lite_tiny), the same on
+    idle_batch.npz's [1, 4] batch, which leaves one without a token: loss, routing, zero gradients
+    and the decayed weights of its zero-gradient experts
 Also with two micro-batches (the gradients must not depend on the split), and two AdamW steps on the
 same batch with two micro-batches: each step's loss (relative 1e-5) and the weights after step 2
 within 1e-6 where adamw2.npz's mask says both steps' torch gradients exceed 1e-5 or are exactly zero
@@ -42,7 +46,7 @@ import numpy as np
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
             "deepseek_v2_lite_tiny"]
 LOSS_TOL, GRAD_TOL, SGD_TOL = 1e-5, 1e-4, 1e-6
-ADAMW_TOL, ADAMW_MIN_GRAD = 1e-6, 1e-5
+ADAMW_TOL, ADAMW_MIN_GRAD, DECAY_REL_TOL = 1e-6, 1e-5, 1e-6
 ADAMW_ARGS = ["--optimizer", "adamw", "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8",
               "--weight-decay", "0.01"]
 STEP_RE = re.compile(r"^step (\d+): loss (\S+) over (\d+) target tokens", re.M)
@@ -108,6 +112,7 @@ def check_sample(bin_dir, sdir, work, name, micro_batches):
           f"({worst_grad[1]}); {len(sgd.files)} weights after SGD, worst {worst_sgd[0]:.1e} ({worst_sgd[1]})")
     if micro_batches == 1:
         failures += check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd)
+        failures += check_idle_batch(bin_dir, sdir, work, label)
     else:
         failures += check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches)
     return failures
@@ -129,6 +134,12 @@ def check_expert_load(out, meta, label):
     ours = {l: [int(n) for n in counts.split()] for l, counts in re.findall(r"(l\d+) \[([\d ]*)\]", m.group(1))}
     bad = [l for l, load in meta["expert_load"].items() if ours.get(l) != load]
     return [f"{label}: expert load of {l}: ours {ours.get(l)}, torch {meta['expert_load'][l]}" for l in bad]
+
+
+def decay_only_ok(ours, ref):
+    """A zero-gradient step is w0 (1 - lr wd): a relative change of 1e-5, below the absolute tolerance
+    for |w| < 0.1, so it is also held to 1e-6 relative (a missing decay is 1e-5 relative)."""
+    return ours.shape == ref.shape and bool(np.all(np.abs(ours.astype(np.float64) - ref) <= DECAY_REL_TOL * np.abs(ref)))
 
 
 def masked_error(ours, ref, mask):
@@ -163,6 +174,8 @@ def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
         mask = (np.abs(grads[key]) > ADAMW_MIN_GRAD) | (grads[key] == 0)
         if key in zero_set and not mask.all():
             failures.append(f"{label}: {key}: train.json says zero gradient, grads.npz does not")
+        if key in zero_set and not decay_only_ok(ours, ref[key]):
+            failures.append(f"{label}: {key} (zero gradient) after AdamW: not torch's w0 (1 - lr wd) within 1e-6 relative")
         masked_out += int(mask.size - mask.sum())
         err = masked_error(ours, ref[key], mask)
         worst = max(worst, (err, key))
@@ -187,6 +200,43 @@ def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
           f"torch's; experts without a token (zero gradient, weight decay only): "
           f"{', '.join(idle) if idle else 'none in this batch'}; zero gradient, only last tokens: "
           f"{', '.join(last_only) if last_only else 'none'}")
+    return failures
+
+
+def check_idle_batch(bin_dir, sdir, work, label):
+    """Where the golden batch reaches every expert, golden/train/idle_batch.npz's short batch leaves
+    one without a token: one AdamW step on it, the loss, the routing, exact zero gradients of the
+    zero-gradient experts and their decayed weights (every element) against torch."""
+    tdir = os.path.join(sdir, "golden", "train")
+    with open(os.path.join(tdir, "train.json")) as f:
+        meta = json.load(f).get("idle_batch")
+    if meta is None:
+        return []
+    ref = np.load(os.path.join(tdir, "idle_batch.npz"))
+    ids, gdir, wdir = (os.path.join(work, n) for n in ("idle_ids.npy", "idle_grads", "idle_adamw"))
+    np.save(ids, ref["ids"])
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input", ids]
+              + ADAMW_ARGS + ["--save-grads", gdir, "--save-weights", wdir])
+    failures = check_expert_load(out, meta, label + " idle batch")
+    m = STEP_RE.search(out)
+    ref_loss = float(ref["loss"][0])
+    loss_err = abs(float(m.group(2)) - ref_loss) / abs(ref_loss) if m else float("inf")
+    if not loss_err <= LOSS_TOL:
+        failures.append(f"{label}: idle batch loss {m.group(2) if m else '?'} vs torch {ref_loss:.7f}")
+    keys = [k for k in ref.files if k not in ("ids", "loss")]
+    worst = (0.0, "")
+    for key in keys:
+        if np.load(os.path.join(gdir, key + ".npy")).any():
+            failures.append(f"{label}: idle batch: {key}: gradient not zero")
+        ours = np.load(os.path.join(wdir, key + ".npy"))
+        err = masked_error(ours, ref[key], np.ones(ref[key].shape, bool))
+        worst = max(worst, (err, key))
+        if not err <= ADAMW_TOL or not decay_only_ok(ours, ref[key]):
+            failures.append(f"{label}: idle batch: {key} after AdamW (weight decay only): max abs error {err:.2e}"
+                            f" (or above 1e-6 relative)")
+    print(f"{label}: idle batch {tuple(ref['ids'].shape)} (seed {meta['seed']}): loss rel {loss_err:.1e}, expert "
+          f"loads = torch's; without a token: {', '.join(meta['idle_experts'])}; {len(keys)} zero-gradient "
+          f"expert weights after AdamW, worst {worst[0]:.1e} ({worst[1]})")
     return failures
 
 

@@ -28,6 +28,11 @@ Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like t
                               whose gradient exceeds ADAMW_MIN_GRAD in magnitude or is exactly zero at
                               each of the two steps (bits of the flattened key, np.packbits), and
                               "loss" [2] the loss of each step
+  idle_batch.npz              only where the golden batch reaches every expert: a [1, 4] batch "ids"
+                              that leaves an expert without a token (the first of IDLE_SEEDS, drawn
+                              with router margins by family_export.draw_ids), its "loss" [1], and
+                              every zero-gradient expert's parameters after one AdamW step from the
+                              initial weights (train.json "idle_batch": seed, routing)
   train.json                  lr, AdamW hyper-parameters, target count, key lists, routing (below),
                               torch version
 
@@ -69,6 +74,7 @@ SGD_LR = 0.1
 ADAMW = {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.01}
 ADAMW_MIN_GRAD = 1e-5  # issue 7: AdamW weights compared where |gradient| exceeds this
 TOLERANCE = 1e-6
+IDLE_SEQ, IDLE_SEEDS = 4, range(7000, 7100)  # idle_batch.npz's search
 LINEAR = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o",
           "kv_a_proj_with_mqa": "kv_a", "kv_b_proj": "kv_b"}  # the last two: DeepSeek-V2's MLA
 EXPERT = {"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
@@ -171,6 +177,44 @@ def expert_loads(model, ids, grads, num_experts):
     return loads
 
 
+def routing(model, ids, grads, num_experts, name):
+    """(expert_load, idle_experts, zero_grad_experts) of the batch `ids` with gradients `grads`."""
+    loads = expert_loads(model, ids, grads, num_experts)
+    idle = sorted((f"{l}_expert{e}" for l, load in loads.items() for e, n in enumerate(load) if n == 0),
+                  key=expert_order)
+    zero_grad = zero_grad_experts(grads)
+    if not set(idle) <= set(zero_grad):
+        raise SystemExit(f"{name}: experts without tokens but with a gradient: {sorted(set(idle) - set(zero_grad))}")
+    return loads, idle, zero_grad
+
+
+def idle_batch(model, num_experts, name):
+    """Where the golden batch reaches every expert: the first seeded [1, IDLE_SEQ] batch
+    (family_export.draw_ids, router margins kept) that leaves an expert of some layer without a token;
+    its loss, routing and the weights of its zero-gradient experts after one AdamW step."""
+    import family_export
+    for seed in IDLE_SEEDS:
+        ids, _, _ = family_export.draw_ids(model, 1, IDLE_SEQ, seed)
+        m = copy.deepcopy(model)
+        m.zero_grad(set_to_none=True)
+        loss = lm_loss(m(ids), ids)
+        loss.backward()
+        for p in m.parameters():
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        grads = {k: a for n, p in m.named_parameters() for k, a in golden_arrays(n, p.grad)}
+        loads, idle, zero_grad = routing(m, ids, grads, num_experts, name)
+        if not idle:
+            continue
+        adamw(list(m.parameters())).step()
+        arrays = {k: a for n, p in m.named_parameters() for k, a in golden_arrays(n, p)
+                  if expert_of(k) and expert_of(k)[0] in zero_grad}
+        arrays.update(ids=ids.numpy().astype(np.int64), loss=np.array([loss.item()], dtype=np.float32))
+        return {"arrays": arrays, "meta": {"seed": seed, "shape": [1, IDLE_SEQ], "expert_load": loads,
+                                            "idle_experts": idle, "zero_grad_experts": zero_grad}}
+    raise SystemExit(f"{name}: no seed in {IDLE_SEEDS} leaves an expert without a token")
+
+
 def adamw_key(key, num_experts, idle):
     e = expert_of(key)
     return e is None or e[1] in (0, 1, num_experts - 2, num_experts - 1) or e[0] in idle
@@ -246,16 +290,11 @@ def generate(family_dir, variant, out_root):
     for name, p in model.named_parameters():
         grads.update(golden_arrays(name, p.grad))
     num_experts = 1 + max((expert_of(k)[1] for k in grads if expert_of(k)), default=-1)
-    loads = expert_loads(model, ids, grads, num_experts)
-    idle = sorted((f"{l}_expert{e}" for l, load in loads.items() for e, n in enumerate(load) if n == 0),
-                  key=expert_order)
-    zero_grad = zero_grad_experts(grads)
-    if not set(idle) <= set(zero_grad):
-        raise SystemExit(f"{variant['name']}: experts without tokens but with a gradient: "
-                         f"{sorted(set(idle) - set(zero_grad))}")
+    loads, idle, zero_grad = routing(model, ids, grads, num_experts, variant["name"])
     keys = {k for k in grads if adamw_key(k, num_experts, zero_grad)}
     step1, step2, loss2 = adamw_steps(model, ids, grads, keys)  # on a copy, before SGD moves the model
     step2["loss"] = np.array([loss.item(), loss2], dtype=np.float32)
+    extra = None if idle else idle_batch(model, num_experts, variant["name"])  # also before SGD
     opt = torch.optim.SGD(list(model.parameters()), lr=SGD_LR)
     opt.step()
     for name, p in model.named_parameters():
@@ -267,11 +306,15 @@ def generate(family_dir, variant, out_root):
     np.savez(os.path.join(tdir, "sgd.npz"), **{k: sgd[k] for k in sorted(sgd)})
     np.savez(os.path.join(tdir, "adamw.npz"), **{k: step1[k] for k in sorted(step1)})
     np.savez(os.path.join(tdir, "adamw2.npz"), **{k: step2[k] for k in sorted(step2)})
+    if extra:
+        np.savez(os.path.join(tdir, "idle_batch.npz"), **{k: extra["arrays"][k] for k in sorted(extra["arrays"])})
     meta = {"variant": variant["name"], "ids": IDS_FILE, "target_tokens": int(B * (S - 1)),
             "loss": "mean cross-entropy over the next-token targets within each sequence",
             "sgd": {"lr": SGD_LR}, "keys": sorted(grads), "step_keys": sorted(sgd), "torch": torch.__version__,
             "adamw": dict(ADAMW, min_grad=ADAMW_MIN_GRAD, keys=sorted(step1)), "idle_experts": idle,
             "zero_grad_experts": zero_grad, "expert_load": loads}
+    if extra:
+        meta["idle_batch"] = extra["meta"]
     with open(os.path.join(tdir, "train.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -280,10 +323,12 @@ def generate(family_dir, variant, out_root):
 
 def compare(ref_dir, new_dir):
     ok = True
-    for f in ("loss.npy", "grads.npz", "sgd.npz", "adamw.npz", "adamw2.npz", "train.json"):
+    for f in ("loss.npy", "grads.npz", "sgd.npz", "adamw.npz", "adamw2.npz", "idle_batch.npz", "train.json"):
         a, b = os.path.join(ref_dir, f), os.path.join(new_dir, f)
-        if not os.path.exists(a):
-            print(f"{a}: missing")
+        if f == "idle_batch.npz" and not os.path.exists(a) and not os.path.exists(b):
+            continue  # the golden batch leaves an expert idle already
+        if not os.path.exists(a) or not os.path.exists(b):
+            print(f"{a if not os.path.exists(a) else b}: missing")
             ok = False
         elif f == "train.json":
             with open(a) as fa, open(b) as fb:
