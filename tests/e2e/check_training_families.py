@@ -28,7 +28,8 @@ and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.n
 Also with two micro-batches (the gradients must not depend on the split), and two AdamW steps on the
 same batch with two micro-batches: each step's loss (relative 1e-5) and the weights after step 2
 within 1e-6 where adamw2.npz's mask says both steps' torch gradients exceed 1e-5 or are exactly zero
-(every element of an expert idle at both steps). With --mpirun, the one-micro-batch SGD and AdamW steps also run as
+(every element of an expert idle at both steps). With --mpirun, the one-micro-batch SGD and AdamW
+steps and the two AdamW steps with two micro-batches also run as
 `mpirun -np WORLD disagmoe-run --comm mpi` (one process per rank) and their gradient and weight
 files must be byte-identical to the local comm's.
 """
@@ -278,7 +279,8 @@ def check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches):
 
 
 def check_mpi(bin_dir, sdir, work, name, mpirun):
-    """The m = 1 SGD and AdamW steps under mpirun --comm mpi: files byte-identical to the local comm's."""
+    """The m = 1 SGD and AdamW steps and the two AdamW steps with m = 2 under mpirun --comm mpi: files
+    byte-identical to the local comm's."""
     with open(os.path.join(work, "plan", "plan.json")) as f:
         world = json.load(f)["placement"]["world_size"]
     cmd = [mpirun, "--oversubscribe", "-np", str(world)]
@@ -291,9 +293,13 @@ def check_mpi(bin_dir, sdir, work, name, mpirun):
     adir = os.path.join(work, "adamw_mpi")
     run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
                "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", adir])
+    a2dir = os.path.join(work, "adamw2_mpi")
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+               "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--steps", "2", "--micro-batches", "2"]
+        + ADAMW_ARGS + ["--save-weights", a2dir])
     failures = []
     for local, mpi in ((os.path.join(work, "grads_m1"), gdir), (os.path.join(work, "weights_m1"), wdir),
-                       (os.path.join(work, "adamw_m1"), adir)):
+                       (os.path.join(work, "adamw_m1"), adir), (os.path.join(work, "adamw2_m2"), a2dir)):
         names = sorted(os.listdir(local))
         if names != sorted(os.listdir(mpi)):
             failures.append(f"{name}: mpi wrote other files than local in {os.path.basename(mpi)}")
@@ -301,7 +307,7 @@ def check_mpi(bin_dir, sdir, work, name, mpirun):
         _, mismatch, errors = filecmp.cmpfiles(local, mpi, names, shallow=False)
         if mismatch or errors:
             failures.append(f"{name}: mpi differs from local in {(mismatch + errors)[:5]}")
-    print(f"{name}: --comm mpi on {world} processes (SGD gradients and weights, AdamW weights): "
+    print(f"{name}: --comm mpi on {world} processes (SGD gradients and weights, AdamW weights after 1 step and 2 steps m=2): "
           f"{'byte-identical to local' if not failures else 'DIFFERS'}")
     return failures
 
