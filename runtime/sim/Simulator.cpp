@@ -113,6 +113,7 @@ bool OpTimes::load(const std::string &path, std::string &error) {
 namespace {
 
 constexpr int kNicOut = 0, kNicIn = 1, kNvlOut = 2, kNvlIn = 3;
+const std::string kExchangePrefix = OpTimes::kExchangePrefix;
 
 struct MsgKey {
   int src, dst, op, phase, mb, layer;
@@ -148,6 +149,7 @@ private:
     int deps = 0;     // unfinished dependencies
     int state = 0;    // 0 waiting, 1 started/issued, 2 done
     int transfer = -1;
+    double fixed = -1; // a send's measured seconds (op-times "exchange:<op>"); -1: the network model
   };
   struct Transfer {
     bool delivered = false;
@@ -165,7 +167,7 @@ private:
   struct Ev {
     double t;
     int64_t seq;
-    int type; // 0 compute of a group, 1 flows
+    int type; // 0 compute of a group, 1 flows, 2 a send with a measured time (id: its instruction)
     int id;
     int64_t ver;
     bool operator>(const Ev &o) const { return t != o.t ? t > o.t : seq > o.seq; }
@@ -219,6 +221,17 @@ private:
   double psRate(const GroupState &G, int gid) const;
   void psUpdate(int g);
   void psSchedule(int g);
+  // With SimOptions::hostCores every group's rate depends on every other's: all of them.
+  void psUpdateAll(int g) {
+    if (o_.hostCores <= 0) return psUpdate(g);
+    for (size_t k = 0; k < gs_.size(); ++k)
+      psUpdate(static_cast<int>(k));
+  }
+  void psScheduleAll(int g) {
+    if (o_.hostCores <= 0) return psSchedule(g);
+    for (size_t k = 0; k < gs_.size(); ++k)
+      psSchedule(static_cast<int>(k));
+  }
   void advance(int g);
   void addFlow(Flow f);
   void updateFlows();
@@ -327,6 +340,12 @@ Loads Sim::loadsFor(const Instr &in) {
 /// Schedule::Sharing::Backward, the backward stream first (the forward gets what it leaves: nothing).
 /// With Exclusive, at most one runs (advance() starts no second one).
 double Sim::psRate(const GroupState &G, int gid) const {
+  if (o_.hostCores > 0) { // every running instruction of every rank is a thread; C cores shared
+    double threads = 0;
+    for (size_t g = 0; g < gs_.size(); ++g)
+      threads += static_cast<double>(gs_[g].ps.size()) * s_.groups[g].size();
+    return std::min(1.0, o_.hostCores / threads);
+  }
   if (s_.sharing != Schedule::Sharing::Backward)
     return 1.0 / static_cast<double>(G.ps.size());
   int bwd = 0;
@@ -493,6 +512,16 @@ void Sim::issueExchange(int gid) {
       t.recv = gid;
     return;
   }
+  if (x.fixed >= 0) { // measured: done (and delivered) `fixed` seconds after it starts
+    for (int g : {in.group, in.peer}) { // counts as communication of both groups, as a flow does
+      touch(g);
+      ++gs_[g].commFlows;
+      if (in.peer == in.group) break;
+    }
+    ++res_.flows;
+    push(2, gid, 0, now_ + x.fixed);
+    return;
+  }
   Loads L = loadsFor(in);
   Flow f;
   auto add = [&](int g, int k, double perByte) {
@@ -545,10 +574,10 @@ void Sim::start(int gid) {
       complete(gid);
       return;
     }
-    psUpdate(x.group);
+    psUpdateAll(x.group);
     touch(x.group);
     G.ps.push_back({gid, x.work});
-    psSchedule(x.group);
+    psScheduleAll(x.group);
     return;
   }
   issueExchange(gid);
@@ -559,7 +588,8 @@ void Sim::advance(int g) {
   bool progress = true;
   while (progress) {
     progress = false;
-    const bool exclusive = s_.sharing == Schedule::Sharing::Exclusive;
+    // On a CPU host (hostCores) a rank's streams are threads of their own: never exclusive.
+    const bool exclusive = s_.sharing == Schedule::Sharing::Exclusive && o_.hostCores <= 0;
     for (int st : {1, 0}) { // the backward stream first when the GPU is exclusive
       if (G.running[st] >= 0)
         continue;
@@ -658,6 +688,10 @@ SimResult Sim::run() {
                    : std::max(peak > 0 ? in.flops / peak : 0.0,
                               s_.hw.hbmBandwidth > 0 ? in.memBytes / s_.hw.hbmBandwidth : 0.0);
       }
+      if (in.kind == Kind::Send && o_.opTimes) { // a measured exchange replaces the network model
+        const OpTimes::Entry *e = o_.opTimes->find(P.role, kExchangePrefix + in.op, in.phase, in.layer);
+        x.fixed = e ? e->seconds : -1;
+      }
       if (in.kind == Kind::Send || in.kind == Kind::Recv) {
         MsgKey k{in.kind == Kind::Send ? in.group : in.peer, in.kind == Kind::Send ? in.peer : in.group, op,
                  static_cast<int>(in.phase), in.mb, in.layer};
@@ -694,9 +728,27 @@ SimResult Sim::run() {
     if (ev.type == 1 && ev.ver != flowEpoch_)
       continue;
     now_ = std::max(now_, ev.t);
+    if (ev.type == 2) { // a measured send (issueExchange): complete it and deliver its message
+      const Instr &in = s_.programs[gi_[ev.id].prog].instrs[gi_[ev.id].idx];
+      for (int g : {in.group, in.peer}) {
+        touch(g);
+        --gs_[g].commFlows;
+        if (in.peer == in.group) break;
+      }
+      const int transfer = gi_[ev.id].transfer;
+      complete(ev.id);
+      if (transfer >= 0) {
+        Transfer &t = transfers_[transfer];
+        t.delivered = true;
+        if (t.recv >= 0)
+          complete(t.recv);
+      }
+      drain();
+      continue;
+    }
     if (ev.type == 0) {
       int g = ev.id;
-      psUpdate(g);
+      psUpdateAll(g);
       touch(g);
       GroupState &Gs = gs_[g];
       std::vector<int> finished;
@@ -710,7 +762,7 @@ SimResult Sim::run() {
           ++k;
         }
       }
-      psSchedule(g);
+      psScheduleAll(g);
       for (int gid : finished)
         complete(gid);
     } else {

@@ -34,7 +34,12 @@ namespace disagmoe::sim {
 
 /// Measured per-op times that replace the roofline (format "disagmoe-op-times", version 1;
 /// docs/results.md, "Calibration"): entries {role, op, phase, layer (-1: any), seconds}.
+/// An entry whose op is "exchange:<op>" (e.g. "exchange:m2n", role = the SENDING group's role)
+/// replaces the network model for the sends of that exchange: each is done, and its message
+/// delivered, that many seconds after it starts (a measured in-process handoff: pack, enqueue,
+/// wake-up, unpack; bench/calibration/calibrate.py measures it from an execution trace).
 struct OpTimes {
+  static constexpr const char *kExchangePrefix = "exchange:";
   struct Entry {
     std::string role; ///< "" = any role
     std::string op;
@@ -56,6 +61,11 @@ struct SimOptions {
   bool dynamicCompute = false, dynamicComm = false;
   const std::vector<std::vector<double>> *priority = nullptr; ///< [program][instruction]
   const OpTimes *opTimes = nullptr;
+  /// > 0: the ranks are threads of one CPU host with this many cores (disagmoe-run's cpu backend,
+  /// bench/calibration) instead of one device each: every running compute instruction of every
+  /// rank is a thread (a group of D ranks runs D of them), and all progress at min(1, cores /
+  /// threads) of their measured rate (processor sharing over the host). 0: one device per rank.
+  double hostCores = 0;
   bool recordTimes = false; ///< fill SimResult::start / end
 };
 

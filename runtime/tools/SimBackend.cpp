@@ -35,6 +35,7 @@ int runSimBackend(const Plan& plan, const SimRunOptions& options, std::ostream& 
   sim::SimOptions so;
   so.opTimes = options.opTimes.empty() ? nullptr : &times;
   so.recordTimes = !options.trace.empty();
+  so.hostCores = static_cast<double>(options.hostCores);
   const sim::SimResult r = sim::simulate(s, so);
   if (!r.ok) throw std::runtime_error(plan.path + ": schedule: " + r.error);
 
@@ -42,7 +43,10 @@ int runSimBackend(const Plan& plan, const SimRunOptions& options, std::ostream& 
       << " micro-batches, " << s.pipelineStages << " pipeline stages x " << s.virtualStages
       << " virtual, on " << s.hw.name << ")\n";
   out << "times: " << (options.opTimes.empty() ? "roofline (runtime/cost)" : "measured, " + options.opTimes)
-      << "\n\n";
+      << "\n";
+  if (options.hostCores > 0)
+    out << "host: the ranks' threads share " << options.hostCores << " CPU cores (processor sharing)\n";
+  out << "\n";
   out << "step time: " << fixed(r.stepTime * 1e3, 6) << " ms\n";
   out << "bubble fraction: " << fixed(r.bubbleFraction, 4) << " (mean idle share of the step over all ranks)\n";
   out << "exposed communication: " << fixed(r.exposedComm * 1e3, 6) << " ms per rank (of "

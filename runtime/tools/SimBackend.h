@@ -12,6 +12,7 @@
 
 #include "runtime/plan/Plan.h"
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -20,6 +21,7 @@ namespace disagmoe::tools {
 struct SimRunOptions {
   std::string opTimes; ///< "disagmoe-op-times" JSON (docs/results.md, "Calibration"); empty: roofline
   std::string trace;   ///< Chrome trace output path; empty: none
+  int64_t hostCores = 0; ///< > 0: ranks are threads on that many CPU cores (sim::SimOptions::hostCores)
 };
 
 /// Replays `plan.schedule`; returns the process exit code (0).

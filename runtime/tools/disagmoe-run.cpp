@@ -5,6 +5,7 @@
 //                [--trace TRACE.json] [--op-times-out OPS.json]   (runtime/executor/OpProfile.h)
 //                [--warmup N]   (N untimed forward runs first; benchmarks time a warm run, bench/train)
 //   disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]
+//                [--host-cores C]   (ranks as threads sharing C CPU cores, runtime/sim/Simulator.h)
 //
 // Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
 // (shape: --batch/--seq-len, default the plan's compiled shape). Prints the placement, the
@@ -43,7 +44,9 @@ const char* kUsage =
     "                    per-op medians in the format --backend sim --op-times reads; --warmup: N untimed\n"
     "                    runs of the same input before the reported one)\n"
     "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]\n"
-    "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU)\n";
+    "                    [--host-cores C]\n"
+    "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU;\n"
+    "                    --host-cores: the ranks are threads sharing C CPU cores, as the cpu backend runs)\n";
 
 struct Options {
   std::string plan, backend = "cpu", comm = "local", input, output;
@@ -55,6 +58,7 @@ struct Options {
   std::string trace;      // sim: the simulated step's Chrome trace; cpu: the executed run's
   std::string opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
   int64_t warmup = 0;     // untimed forward runs before the reported one (caches and allocator pools warm)
+  int64_t hostCores = 0;  // --backend sim: ranks as threads on this many CPU cores (0: a device per rank)
 };
 
 int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
@@ -92,7 +96,7 @@ Options parseArgs(int argc, char** argv) {
     }
     static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
                                          "--seq-len", "--seed", "--timeout", "--op-times", "--trace",
-                                         "--op-times-out", "--warmup"};
+                                         "--op-times-out", "--warmup", "--host-cores"};
     if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
       throw UsageError("unknown option " + name + " (see --help)");
     if (eq == std::string::npos) {
@@ -125,6 +129,8 @@ Options parseArgs(int argc, char** argv) {
       o.opTimesOut = value;
     else if (arg_ == "--warmup")
       o.warmup = parseInteger(arg_, value, 0);
+    else if (arg_ == "--host-cores")
+      o.hostCores = parseInteger(arg_, value, 1);
     else
       throw UsageError("unknown option " + arg_);
   }
@@ -134,6 +140,7 @@ Options parseArgs(int argc, char** argv) {
   if (o.backend != "cpu" && o.backend != "sim")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.backend != "sim" && !o.opTimes.empty()) throw UsageError("--op-times needs --backend sim");
+  if (o.backend != "sim" && o.hostCores) throw UsageError("--host-cores needs --backend sim");
   if (o.warmup > 0 && (o.backend == "sim" || !o.trace.empty() || !o.opTimesOut.empty()))
     throw UsageError("--warmup runs the cpu forward several times and reports the last run: it takes no --backend "
                      "sim, --trace or --op-times-out (those record one run)");
@@ -156,7 +163,7 @@ int run(const Options& o) {
   if (!o.trace.empty()) tools::checkOutputFile("--trace", o.trace);
   if (!o.opTimesOut.empty()) tools::checkOutputFile("--op-times-out", o.opTimesOut);
   const Plan plan = loadPlan(o.plan);
-  if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace}, std::cout);
+  if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace, o.hostCores}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;
   int64_t seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
   std::vector<int64_t> ids;

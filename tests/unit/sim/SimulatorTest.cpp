@@ -159,6 +159,65 @@ TEST(Simulator, CalibrationFileReplacesTheRoofline) {
   std::remove(path.c_str());
 }
 
+TEST(Simulator, MeasuredExchangeTimeReplacesTheNetworkModel) {
+  // a: x (1 ms measured), then sends 1 MB to b (rank 1 on node 1, 1 GB/s NIC: 1 ms by the network
+  // model); b: receives, then y (2 ms measured). An "exchange:m" entry of the sending role makes the
+  // send take its 0.25 ms instead: step 1 + 0.25 + 2 ms, all 0.25 ms of it exposed communication.
+  // An entry of the other role does not apply (the network model's 1 + 1 + 2 ms).
+  for (const char *role : {"a", "b"}) {
+    std::string path = std::string(DISAGMOE_TEST_TMP) + "/op-times-exchange.json";
+    std::ofstream(path) << R"({"format": "disagmoe-op-times", "version": 1, "entries": [
+      {"op": "x", "seconds": 1e-3}, {"op": "y", "seconds": 2e-3},
+      {"role": ")" << role << R"(", "op": "exchange:m", "phase": "forward", "seconds": 2.5e-4}]})";
+    sim::OpTimes times;
+    std::string error;
+    ASSERT_TRUE(times.load(path, error)) << error;
+    std::remove(path.c_str());
+    sim::ScheduleBuilder b(header());
+    int a = b.addGroup("a", 0, {{0}}, 0), c = b.addGroup("b", 0, {{1}}, 0);
+    int w = b.compute(a, Stream::Forward, Phase::Forward, "x", 0, 0, 0, 0, 0, 0);
+    b.send(a, c, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0, {w});
+    int r0 = b.recv(c, a, Peers::All, "m", Phase::Forward, 0, 0, 1e6, Stream::Comm, 0);
+    b.compute(c, Stream::Forward, Phase::Forward, "y", 0, 0, 0, 0, 0, 0, {r0});
+    Schedule s = build(b);
+    sim::SimOptions o;
+    o.opTimes = &times;
+    sim::SimResult r = sim::simulate(s, o);
+    ASSERT_TRUE(r.ok) << r.error;
+    const bool measured = std::string(role) == "a";
+    EXPECT_NEAR(r.stepTime, measured ? 3.25e-3 : 4e-3, 1e-12) << role;
+    EXPECT_NEAR(r.groups[0].exposedComm, measured ? 2.5e-4 : 1e-3, 1e-12) << role;
+  }
+}
+
+TEST(Simulator, HostCoresAreSharedByEveryRanksThreads) {
+  // a (1 rank): x; b (2 ranks): y then z; x, y 1 s and z 0.5 s measured. On C host cores every
+  // running instruction of every rank is a thread: x and y are 1 + 2 = 3 threads, z alone 2.
+  //   C = 2: x, y at 2/3 -> both end at 1.5 s; z at min(1, 2/2) -> 2.0 s.
+  //   C = 1: x, y at 1/3 -> 3 s; z at 1/2 -> 4 s.   C = 0 (a device per rank): 1 + 0.5 s.
+  std::string path = std::string(DISAGMOE_TEST_TMP) + "/op-times-host.json";
+  std::ofstream(path) << R"({"format": "disagmoe-op-times", "version": 1, "entries": [
+    {"op": "x", "seconds": 1}, {"op": "y", "seconds": 1}, {"op": "z", "seconds": 0.5}]})";
+  sim::OpTimes times;
+  std::string error;
+  ASSERT_TRUE(times.load(path, error)) << error;
+  std::remove(path.c_str());
+  sim::ScheduleBuilder b(header());
+  int a = b.addGroup("a", 0, {{0}}, 0), c = b.addGroup("b", 0, {{1, 2}}, 0);
+  b.compute(a, Stream::Forward, Phase::Forward, "x", 0, 0, 0, 0, 0, 0);
+  int y = b.compute(c, Stream::Forward, Phase::Forward, "y", 0, 0, 0, 0, 0, 0);
+  b.compute(c, Stream::Forward, Phase::Forward, "z", 1, 0, 0, 0, 0, 1, {y});
+  Schedule s = build(b);
+  for (const auto &[cores, step] : {std::pair<double, double>{2, 2.0}, {1, 4.0}, {0, 1.5}}) {
+    sim::SimOptions o;
+    o.opTimes = &times;
+    o.hostCores = cores;
+    sim::SimResult r = sim::simulate(s, o);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_NEAR(r.stepTime, step, 1e-9) << cores << " cores";
+  }
+}
+
 TEST(Simulator, ChromeTraceIsJsonWithOneProcessPerGroup) {
   afpipe::Config c = simtest::uniformConfig(2, 4);
   Schedule s;
