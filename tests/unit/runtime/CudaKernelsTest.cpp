@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -357,7 +358,10 @@ TEST(CudaPermutation, DispatchAndCombineMatchTheCpuExecutorOrder) {
         if (ids[t * k + j] == e) {
           int64_t row = plan.offsets[e];
           while (plan.sourceRow[row] != t) ++row;
-          for (int64_t c = 0; c < hidden; ++c) expected[t * hidden + c] += gates[t * k + j] * y[row * hidden + c];
+          for (int64_t c = 0; c < hidden; ++c) {
+            volatile float product = gates[t * k + j] * y[row * hidden + c]; // rounded: no FMA on any host
+            expected[t * hidden + c] += product;
+          }
         }
   DeviceBuffer<float> dy(y), dout(tokens * hidden);
   combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(), dp.combineGate.data(), tokens,
@@ -373,4 +377,91 @@ TEST(CudaPermutation, DispatchAndCombineMatchTheCpuExecutorOrder) {
   for (int64_t p = 0; p < plan.rows(); ++p)
     for (int64_t j = 0; j < hidden; ++j)
       ASSERT_EQ(back[p * hidden + j], roundToBf16(x[plan.sourceRow[p] * hidden + j]));
+}
+
+// The pieces composed into one MoE FFN layer on the GPU: dispatch, per-expert bf16 GEMMs (gate,
+// up), SwiGLU, the activations rounded to bf16, the down GEMM, combine; against the CPU's
+// swigluExpert on the same bf16-rounded x and weights, combined in the executor's order.
+// The GPU rounds the activations to bf16 before W2 (relative 2^-9 each), so each output may differ
+// by 2^-9 sum_e g_e (|act_e| |W2_e|)[t, j]; the test allows 2^-7 times that sum (+1e-5), a factor 4
+// for the fp32 GEMMs' own rounding and the gate/up differences that SwiGLU carries forward.
+TEST(CudaMoeLayer, DispatchBf16ExpertsAndCombineMatchTheCpuWithinTheBf16Bound) {
+  SKIP_WITHOUT_GPU();
+  const int64_t tokens = 64, hidden = 128, inner = 192, experts = 4, k = 2;
+  std::vector<float> x = randomFloats(tokens * hidden, -1, 1, 21);
+  for (float& v : x) v = roundToBf16(v);
+  std::vector<std::vector<float>> w1(experts), w3(experts), w2(experts);
+  for (int64_t e = 0; e < experts; ++e) {
+    w1[e] = randomFloats(hidden * inner, -0.1f, 0.1f, 30 + e);
+    w3[e] = randomFloats(hidden * inner, -0.1f, 0.1f, 40 + e);
+    w2[e] = randomFloats(inner * hidden, -0.1f, 0.1f, 50 + e);
+    for (auto* w : {&w1[e], &w3[e], &w2[e]})
+      for (float& v : *w) v = roundToBf16(v);
+  }
+  const std::vector<float> logits = randomFloats(tokens * experts, -2, 2, 22);
+  std::vector<int64_t> ids(tokens * k);
+  std::vector<float> gates(tokens * k);
+  cpu::routerGates(logits.data(), tokens, experts, k, RouterScoring::SoftmaxTopkRenorm, ids.data(), gates.data());
+  const DispatchPlan plan = planDispatch(ids.data(), gates.data(), tokens, k, experts);
+
+  // CPU: each expert over its tokens (ascending), out += g * y in ascending expert id.
+  std::vector<float> expected(tokens * hidden, 0.0f), tolerance(tokens * hidden, 1e-5f);
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t rows = plan.counts[e];
+    std::vector<float> xe(rows * hidden), ye(rows * hidden), gate(rows * inner), up(rows * inner),
+        act(rows * inner), bound(rows * hidden), absW2(w2[e].size());
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(x.begin() + plan.sourceRow[plan.offsets[e] + r] * hidden, hidden, xe.begin() + r * hidden);
+    cpu::swigluExpert(xe.data(), rows, hidden, inner, w1[e].data(), w3[e].data(), w2[e].data(), ye.data());
+    cpu::linear(xe.data(), rows, hidden, w1[e].data(), inner, gate.data());
+    cpu::linear(xe.data(), rows, hidden, w3[e].data(), inner, up.data());
+    for (size_t i = 0; i < act.size(); ++i) act[i] = std::fabs(gate[i] / (1.0f + std::exp(-gate[i])) * up[i]);
+    for (size_t i = 0; i < absW2.size(); ++i) absW2[i] = std::fabs(w2[e][i]);
+    cpu::linear(act.data(), rows, inner, absW2.data(), hidden, bound.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t t = plan.sourceRow[plan.offsets[e] + r];
+      float g = 0;
+      for (int64_t j = 0; j < k; ++j)
+        if (ids[t * k + j] == e) g = gates[t * k + j];
+      for (int64_t c = 0; c < hidden; ++c) {
+        expected[t * hidden + c] += g * ye[r * hidden + c];
+        tolerance[t * hidden + c] += 2 * std::ldexp(1.0f, -8) * g * bound[r * hidden + c];
+      }
+    }
+  }
+
+  CublasHandle handle;
+  const DevicePermutation dp = DevicePermutation::upload(plan);
+  const int64_t rows = plan.rows();
+  DeviceBuffer<float> dx(x), dperm(rows * hidden), dgate(rows * inner), dup(rows * inner), dy(rows * hidden),
+      dout(tokens * hidden);
+  DeviceBuffer<__nv_bfloat16> dperm16(rows * hidden), dact16(rows * inner);
+  dispatchRows(dx.data(), hidden, dp.sourceRow.data(), rows, dperm.data());
+  toBf16(dperm.data(), dperm16.data(), rows * hidden);
+  std::vector<DeviceBuffer<__nv_bfloat16>> w16;
+  for (int64_t e = 0; e < experts; ++e)
+    for (const auto* w : {&w1[e], &w3[e], &w2[e]}) {
+      DeviceBuffer<float> wf(*w);
+      w16.emplace_back(w->size());
+      toBf16(wf.data(), w16.back().data(), static_cast<int64_t>(w->size()));
+      DISAGMOE_CUDA_CHECK(cudaDeviceSynchronize()); // wf is freed at the end of this iteration
+    }
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t m = plan.counts[e], first = plan.offsets[e];
+    const __nv_bfloat16* xe = dperm16.data() + first * hidden;
+    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e].data(), dgate.data() + first * inner);
+    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e + 1].data(), dup.data() + first * inner);
+  }
+  cuda::swiglu(dgate.data(), dup.data(), dgate.data(), rows * inner);
+  toBf16(dgate.data(), dact16.data(), rows * inner);
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t m = plan.counts[e], first = plan.offsets[e];
+    gemmBf16(handle, denseRowMajor(m, hidden, inner), dact16.data() + first * inner, w16[3 * e + 2].data(),
+             dy.data() + first * hidden);
+  }
+  combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(), dp.combineGate.data(), tokens,
+              dout.data());
+  const std::vector<float> got = dout.download();
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - expected[i]), tolerance[i]) << "out[" << i / hidden << ", " << i % hidden << "]";
 }
