@@ -4,7 +4,8 @@
     check_training_families.py BIN_DIR SAMPLES_DIR WORK_DIR [--mpirun MPIRUN] [SAMPLE ...]
 
 For each sample (default: FAMILIES) with golden/train/ written by
-samples/models/family_common/export_train_goldens.py: compile with 2 attention ranks, 2 FFN ranks
+samples/models/family_common/export_train_goldens.py (or, for another export form of the same module
+and weights, SAME_MODEL, that sample's): compile with 2 attention ranks, 2 FFN ranks
 and p = 2 groups, run `disagmoe-run --train` (SGD, lr 0.1) on golden/ids_b2_s8.npy with
 --save-grads and --save-weights, and compare
   - the loss:                          relative error <= 1e-5
@@ -45,7 +46,11 @@ import sys
 import numpy as np
 
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
-            "deepseek_v2_lite_tiny"]
+            "deepseek_v2_lite_tiny", "qwen3_moe_tiny/dense_masked", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum"]
+# Other export forms of the same module, weights and golden batch (export.py VARIANTS: "the same
+# weights as ./"): checked against that sample's training goldens (torch's math is the same).
+SAME_MODEL = {"qwen3_moe_tiny/dense_masked": "qwen3_moe_tiny", "gpt_oss_tiny/dense_masked": "gpt_oss_tiny",
+              "gpt_oss_tiny/einsum": "gpt_oss_tiny"}
 LOSS_TOL, GRAD_TOL, SGD_TOL = 1e-5, 1e-4, 1e-6
 ADAMW_TOL, ADAMW_MIN_GRAD, DECAY_REL_TOL = 1e-6, 1e-5, 1e-6
 ADAMW_ARGS = ["--optimizer", "adamw", "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8",
@@ -60,8 +65,7 @@ def run(cmd):
     return r.stdout
 
 
-def check_sample(bin_dir, sdir, work, name, micro_batches):
-    tdir = os.path.join(sdir, "golden", "train")
+def check_sample(bin_dir, sdir, tdir, work, name, micro_batches):
     plan = os.path.join(work, "plan")
     gdir, wdir = os.path.join(work, f"grads_m{micro_batches}"), os.path.join(work, f"weights_m{micro_batches}")
     if not os.path.exists(os.path.join(plan, "plan.json")):
@@ -112,10 +116,10 @@ def check_sample(bin_dir, sdir, work, name, micro_batches):
     print(f"{label}: loss rel {loss_err:.1e}; {len(grads.files)} gradients, worst {worst_grad[0]:.1e} "
           f"({worst_grad[1]}); {len(sgd.files)} weights after SGD, worst {worst_sgd[0]:.1e} ({worst_sgd[1]})")
     if micro_batches == 1:
-        failures += check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd)
-        failures += check_idle_batch(bin_dir, sdir, work, label)
+        failures += check_adamw_step(bin_dir, sdir, tdir, work, label, gdir, grads, sgd)
+        failures += check_idle_batch(bin_dir, tdir, work, label)
     else:
-        failures += check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches)
+        failures += check_adamw_two_steps(bin_dir, sdir, tdir, work, label, micro_batches)
     return failures
 
 
@@ -151,9 +155,8 @@ def masked_error(ours, ref, mask):
     return float(err[mask].max()) if mask.any() else 0.0
 
 
-def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
+def check_adamw_step(bin_dir, sdir, tdir, work, label, gdir, grads, sgd):
     """One AdamW step (m = 1) from the initial weights vs torch.optim.AdamW (adamw.npz)."""
-    tdir = os.path.join(sdir, "golden", "train")
     wdir = os.path.join(work, "adamw_m1")
     out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
                os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", wdir])
@@ -204,11 +207,10 @@ def check_adamw_step(bin_dir, sdir, work, label, gdir, grads, sgd):
     return failures
 
 
-def check_idle_batch(bin_dir, sdir, work, label):
+def check_idle_batch(bin_dir, tdir, work, label):
     """Where the golden batch reaches every expert, golden/train/idle_batch.npz's short batch leaves
     one without a token: one AdamW step on it, the loss, the routing, exact zero gradients of the
     zero-gradient experts and their decayed weights (every element) against torch."""
-    tdir = os.path.join(sdir, "golden", "train")
     with open(os.path.join(tdir, "train.json")) as f:
         meta = json.load(f).get("idle_batch")
     if meta is None:
@@ -241,9 +243,8 @@ def check_idle_batch(bin_dir, sdir, work, label):
     return failures
 
 
-def check_adamw_two_steps(bin_dir, sdir, work, label, micro_batches):
+def check_adamw_two_steps(bin_dir, sdir, tdir, work, label, micro_batches):
     """Two AdamW steps on the same batch vs torch (adamw2.npz: weights, masks, the two losses)."""
-    tdir = os.path.join(sdir, "golden", "train")
     wdir = os.path.join(work, f"adamw2_m{micro_batches}")
     out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
                os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--steps", "2", "--micro-batches",
@@ -319,8 +320,14 @@ def main(bin_dir, samples_dir, work, names, mpirun=None):
         sdir = os.path.join(samples_dir, name)
         swork = os.path.join(work, name.replace("/", "__"))
         os.makedirs(swork)
+        ref = SAME_MODEL.get(name, name)
+        tdir = os.path.join(samples_dir, ref, "golden", "train")
+        if ref != name and not filecmp.cmp(os.path.join(sdir, "golden", "ids_b2_s8.npy"),
+                                           os.path.join(samples_dir, ref, "golden", "ids_b2_s8.npy"), shallow=False):
+            failures.append(f"{name}: golden/ids_b2_s8.npy differs from {ref}'s, whose training goldens it uses")
+            continue
         for mb in (1, 2):
-            failures += check_sample(bin_dir, sdir, swork, name, mb)
+            failures += check_sample(bin_dir, sdir, tdir, swork, name, mb)
         if mpirun:
             failures += check_mpi(bin_dir, sdir, swork, name, mpirun)
     for f in failures:
