@@ -4,11 +4,13 @@
 //                    [--dense-side attention|ffn] [--shared-experts-side attention|ffn]
 //                    [--embedding-side attention|ffn] [--head-side attention|ffn]
 //                    [--batch B] [--seq-len S] [--micro-batches M] [--cluster CLUSTER.yaml]
+//                    [--capacity-tokens N]
 //                    [--print-ir-after=<stage>] [--print-ir-after-all]
 //
 // Errors are one line on stderr, "disagmoe: <file>: <what>", with exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/emit/ExchangeCapacity.h"
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/emit/ScheduleEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -89,6 +91,12 @@ int compileMain(int argc, char **argv) {
   cl::opt<std::string> cluster(
       "cluster", cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
       cl::value_desc("CLUSTER.yaml"), cl::init(""), cl::cat(category));
+  cl::opt<int64_t> capacityTokens(
+      "capacity-tokens",
+      cl::desc("Most tokens one M2N or N2M message may carry (the plan's exchange capacity_tokens; "
+               "default: batch x seq, which no batch of the compiled shape exceeds: dropless). A batch "
+               "routing more tokens from one A-rank to one F-rank stops naming the exchange, rank and count"),
+      cl::value_desc("N"), cl::init(0), cl::cat(category));
   cl::list<std::string> printAfter(
       "print-ir-after",
       cl::desc("Print the IR after a stage: import, raise, partition, groups, exchange, placement, "
@@ -101,6 +109,8 @@ int compileMain(int argc, char **argv) {
                                    &errs()))
     return 2;
 
+  if (capacityTokens.getNumOccurrences() && capacityTokens < 1)
+    return fail("--capacity-tokens " + std::to_string(capacityTokens) + ": expected an integer >= 1");
   disagmoe::CompileOptions options;
   if (batch.getNumOccurrences())
     options.batch = batch;
@@ -137,6 +147,9 @@ int compileMain(int argc, char **argv) {
     return fail(input + ": " + error);
   if (!note.empty())
     errs() << "disagmoe: note: " << input << ": " << note << "\n";
+  if (capacityTokens.getNumOccurrences() &&
+      !disagmoe::applyExchangeCapacity(plan, static_cast<int64_t>(capacityTokens), error))
+    return fail(input + ": " + error);
   if (!disagmoe::writePlan(plan, output, error))
     return fail(error);
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.

@@ -48,8 +48,8 @@ private:
   size_t at_ = 0;
 };
 
-std::vector<int64_t> readTokenIds(Reader& in) {
-  const int64_t count = in.get<int64_t>();
+// `count` ids (count from the count message), checked against the bytes left before allocating.
+std::vector<int64_t> readTokenIds(Reader& in, int64_t count) {
   if (count < 0 || static_cast<uint64_t>(count) > in.remaining() / sizeof(int64_t))
     in.fail("token count " + std::to_string(count) + " does not fit the message");
   std::vector<int64_t> ids(static_cast<size_t>(count));
@@ -65,14 +65,41 @@ void checkRows(size_t count, size_t values, int64_t hidden, const char* kind) {
                        std::to_string(count) + " tokens of hidden size " + std::to_string(hidden));
 }
 
+// The count + payload concatenation of packM2n / packRows, split back.
+int64_t splitCount(const Bytes& bytes, Bytes& payload, const char* kind) {
+  if (bytes.size() < sizeof(int64_t))
+    throw MessageError(std::string(kind) + " message: truncated at byte 0 of " + std::to_string(bytes.size()));
+  payload.assign(bytes.begin() + sizeof(int64_t), bytes.end());
+  return unpackCount(Bytes(bytes.begin(), bytes.begin() + sizeof(int64_t)));
+}
+
+Bytes concat(Bytes head, const Bytes& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
 } // namespace
 
-Bytes packM2n(const M2nMessage& message, int64_t hidden) {
+Bytes packCount(int64_t count) {
+  if (count < 0) throw MessageError("count message: negative count " + std::to_string(count));
+  Writer out(sizeof(int64_t));
+  out.put<int64_t>(count);
+  return out.take();
+}
+
+int64_t unpackCount(const Bytes& bytes) {
+  if (bytes.size() != sizeof(int64_t))
+    throw MessageError("count message: " + std::to_string(bytes.size()) + " bytes, expected 8");
+  int64_t count;
+  std::memcpy(&count, bytes.data(), sizeof(count));
+  return count;
+}
+
+Bytes packM2nPayload(const M2nMessage& message, int64_t hidden) {
   const size_t count = message.tokenIds.size();
   checkRows(count, message.x.size(), hidden, "M2N");
   if (message.routes.size() != count) throw MessageError("M2N message: routes do not match the token count");
-  Writer out(8 + count * (16 + 4 * hidden));
-  out.put<int64_t>(static_cast<int64_t>(count));
+  Writer out(count * (16 + 4 * hidden));
   out.putArray(message.tokenIds.data(), count);
   out.putArray(message.x.data(), message.x.size());
   for (const auto& route : message.routes) {
@@ -85,16 +112,15 @@ Bytes packM2n(const M2nMessage& message, int64_t hidden) {
   return out.take();
 }
 
-M2nMessage unpackM2n(const Bytes& bytes, int64_t hidden) {
+M2nMessage unpackM2nPayload(const Bytes& bytes, int64_t count, int64_t hidden) {
   Reader in(bytes, "M2N");
   M2nMessage message;
-  message.tokenIds = readTokenIds(in);
-  const size_t count = message.tokenIds.size();
-  if (count > in.remaining() / (4 * static_cast<size_t>(hidden)))
-    in.fail("too short for " + std::to_string(count) + " tokens");
-  message.x.resize(count * static_cast<size_t>(hidden));
+  message.tokenIds = readTokenIds(in, count);
+  const size_t n = message.tokenIds.size();
+  if (n > in.remaining() / (4 * static_cast<size_t>(hidden))) in.fail("too short for " + std::to_string(n) + " tokens");
+  message.x.resize(n * static_cast<size_t>(hidden));
   in.getArray(message.x.data(), message.x.size());
-  message.routes.resize(count);
+  message.routes.resize(n);
   for (auto& route : message.routes) {
     const int64_t nLocal = in.get<int64_t>();
     if (nLocal < 0 || static_cast<uint64_t>(nLocal) > in.remaining() / 12)
@@ -110,26 +136,47 @@ M2nMessage unpackM2n(const Bytes& bytes, int64_t hidden) {
   return message;
 }
 
-Bytes packRows(const RowsMessage& message, int64_t hidden) {
+Bytes packRowsPayload(const RowsMessage& message, int64_t hidden) {
   const size_t count = message.tokenIds.size();
   checkRows(count, message.rows.size(), hidden, "N2M");
-  Writer out(8 + count * (8 + 4 * hidden));
-  out.put<int64_t>(static_cast<int64_t>(count));
+  Writer out(count * (8 + 4 * hidden));
   out.putArray(message.tokenIds.data(), count);
   out.putArray(message.rows.data(), message.rows.size());
   return out.take();
 }
 
-RowsMessage unpackRows(const Bytes& bytes, int64_t hidden) {
+RowsMessage unpackRowsPayload(const Bytes& bytes, int64_t count, int64_t hidden) {
   Reader in(bytes, "N2M");
   RowsMessage message;
-  message.tokenIds = readTokenIds(in);
+  message.tokenIds = readTokenIds(in, count);
   if (message.tokenIds.size() > in.remaining() / (4 * static_cast<size_t>(hidden)))
     in.fail("too short for " + std::to_string(message.tokenIds.size()) + " tokens");
   message.rows.resize(message.tokenIds.size() * static_cast<size_t>(hidden));
   in.getArray(message.rows.data(), message.rows.size());
   in.expectEnd();
   return message;
+}
+
+Bytes packM2n(const M2nMessage& message, int64_t hidden) {
+  Bytes payload = packM2nPayload(message, hidden); // checks the message first
+  return concat(packCount(static_cast<int64_t>(message.tokenIds.size())), payload);
+}
+
+M2nMessage unpackM2n(const Bytes& bytes, int64_t hidden) {
+  Bytes payload;
+  const int64_t count = splitCount(bytes, payload, "M2N");
+  return unpackM2nPayload(payload, count, hidden);
+}
+
+Bytes packRows(const RowsMessage& message, int64_t hidden) {
+  Bytes payload = packRowsPayload(message, hidden);
+  return concat(packCount(static_cast<int64_t>(message.tokenIds.size())), payload);
+}
+
+RowsMessage unpackRows(const Bytes& bytes, int64_t hidden) {
+  Bytes payload;
+  const int64_t count = splitCount(bytes, payload, "N2M");
+  return unpackRowsPayload(payload, count, hidden);
 }
 
 int exchangeTag(ExchangeKind kind, int64_t layer) {

@@ -1,6 +1,7 @@
 #include "runtime/executor/Executor.h"
 
 #include "runtime/comm/local/LocalComm.h"
+#include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Heartbeat.h"
 
 #include <algorithm>
@@ -28,15 +29,15 @@ void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t ba
       throw ExecError("input id " + std::to_string(ids[i]) + " at [" + std::to_string(i / seqLen) + "," +
                       std::to_string(i % seqLen) + "] is outside the vocabulary [0, " +
                       std::to_string(plan.model.vocabSize) + ")");
-  // Every message carries at most one attention rank's tokens.
+  // A residual message carries all of an attention rank's tokens (embedding and head messages at
+  // most those); M2N/N2M counts depend on the routing and are checked per message (CountedExchange.h).
   const int64_t da = plan.placement.attentionSize();
   const int64_t perRank = (batch + da - 1) / da * seqLen;
-  for (const ExchangeSpec& e : plan.exchanges)
-    if (perRank > e.capacityTokens)
-      throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
-                      std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
-                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id +
-                      "\" (compile the plan for this shape with --batch/--seq-len)");
+  if (const ExchangeSpec* e = staticExchangeOverCapacity(plan, perRank))
+    throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
+                    std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
+                    std::to_string(e->capacityTokens) + " of exchange \"" + e->id +
+                    "\" (compile the plan for this shape with --batch/--seq-len)");
 }
 
 RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const {

@@ -46,7 +46,9 @@ struct RunResult {
 
 /// Checks token ids `ids` ([batch, seqLen] row-major) against the plan before any rank starts:
 /// a non-empty shape, ids in [0, vocab), and at most capacity_tokens tokens per attention rank
-/// (ceil(batch / D_A) * seqLen). Throws ExecError naming the offending id or exchange.
+/// (ceil(batch / D_A) * seqLen) for the residual, embedding and head exchanges, whose counts the
+/// shape fixes. M2N/N2M counts depend on the routing: runRank checks them per message.
+/// Throws ExecError naming the offending id or exchange.
 void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen);
 
 class Executor {
@@ -56,7 +58,9 @@ public:
 
   /// Runs one forward pass over `ids` ([batch, seqLen] row-major token ids). Throws ExecError if the
   /// shape is empty, an id is outside the vocabulary, or an attention rank would hold more tokens
-  /// than an exchange's capacity_tokens; otherwise the first rank failure (ExecError or CommError).
+  /// than a residual/embedding/head exchange's capacity_tokens; otherwise the first rank failure
+  /// (ExecError, e.g. an M2N message above its exchange's bound, or CommError). The other ranks
+  /// are aborted, never left waiting.
   RunResult run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const;
 
 private:

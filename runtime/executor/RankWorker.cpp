@@ -4,7 +4,7 @@
 
 #include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
-#include "runtime/exchange/Messages.h"
+#include "runtime/exchange/CountedExchange.h"
 
 #include <algorithm>
 #include <string>
@@ -136,12 +136,28 @@ private:
                       ", which has not been computed on this rank (instructions out of order)");
   }
 
-  void send(ExchangeKind kind, int64_t layer, int dst, int64_t tokens, Bytes message) {
-    result_.sent.push_back({kind, layer, rank_, dst, tokens, message.size()});
-    comm_.send(dst, exchangeTag(kind, layer), std::move(message));
+  // Every token exchange sends its count, then its payload, within the plan's capacity bound of the
+  // exchange (CountedExchange.h); the record counts both (8 bytes of count + the payload).
+  void send(ExchangeKind kind, int64_t layer, int dst, const M2nMessage& m) {
+    const uint64_t bytes = sendM2n(comm_, exchangeBound(plan_, kind, layer), dst, exchangeTag(kind, layer), m,
+                                   model_.hiddenSize);
+    result_.sent.push_back({kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
+  }
+  void send(ExchangeKind kind, int64_t layer, int dst, const RowsMessage& m) {
+    const uint64_t bytes = sendRows(comm_, exchangeBound(plan_, kind, layer), dst, exchangeTag(kind, layer), m,
+                                    model_.hiddenSize);
+    result_.sent.push_back({kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
   }
 
-  Bytes recv(ExchangeKind kind, int64_t layer, int src) { return comm_.recv(src, exchangeTag(kind, layer), timeout_); }
+  // The count checked against the exchange's bound first, then exactly that many tokens read.
+  RowsMessage recvRows(ExchangeKind kind, int64_t layer, int src) {
+    return disagmoe::recvRows(comm_, exchangeBound(plan_, kind, layer), src, exchangeTag(kind, layer), timeout_,
+                              model_.hiddenSize);
+  }
+  M2nMessage recvM2n(int64_t layer, int src) {
+    return disagmoe::recvM2n(comm_, exchangeBound(plan_, ExchangeKind::M2n, layer), src,
+                             exchangeTag(ExchangeKind::M2n, layer), timeout_, model_.hiddenSize);
+  }
 
   // ---- attention role ------------------------------------------------------------------------
 
@@ -209,12 +225,12 @@ private:
     case OpCode::ResidualSend: {
       need(h_, l, "h (after residual_add)");
       const int dst = placement_.nextAttentionGroup(l).ranks[index_];
-      send(ExchangeKind::Residual, l, dst, n, packRows({tokens_, h_.data}, H));
+      send(ExchangeKind::Residual, l, dst, RowsMessage{tokens_, h_.data});
       break;
     }
     case OpCode::ResidualRecv: {
       const int src = placement_.attentionGroupOfLayer(l).ranks[index_];
-      RowsMessage m = unpackRows(recv(ExchangeKind::Residual, l, src), H);
+      RowsMessage m = recvRows(ExchangeKind::Residual, l, src);
       if (m.tokenIds != tokens_)
         throw ExecError("residual from rank " + std::to_string(src) + " carries " + std::to_string(m.tokenIds.size()) +
                         " tokens that are not this rank's " + std::to_string(n));
@@ -386,8 +402,7 @@ private:
         m.x.insert(m.x.end(), ffnNorm_.data.begin() + t * H, ffnNorm_.data.begin() + (t + 1) * H);
         m.routes.push_back(std::move(route));
       }
-      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
-      send(ExchangeKind::M2n, l, f, count, packM2n(m, H));
+      send(ExchangeKind::M2n, l, f, m);
     }
   }
 
@@ -398,7 +413,7 @@ private:
     x_.data.assign(n * H, 0.0f);
     std::vector<char> seen(n, 0);
     for (int f : placement_.embeddingRunner().ranks) {
-      RowsMessage m = unpackRows(recv(ExchangeKind::Embedding, model_.numLayers, f), H);
+      RowsMessage m = recvRows(ExchangeKind::Embedding, model_.numLayers, f);
       for (size_t i = 0; i < m.tokenIds.size(); ++i) {
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0 || seen[row])
@@ -426,8 +441,7 @@ private:
           m.tokenIds.push_back(tokens_[t]);
           m.rows.insert(m.rows.end(), x_.data.begin() + t * H, x_.data.begin() + (t + 1) * H);
         }
-      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
-      send(ExchangeKind::Head, model_.numLayers, franks[j], count, packRows(m, H));
+      send(ExchangeKind::Head, model_.numLayers, franks[j], m);
     }
   }
 
@@ -436,7 +450,7 @@ private:
     need(pending_, l, "the residual (residual_recv)");
     const int64_t H = model_.hiddenSize;
     for (int f : placement_.ffnGroupOfLayer(l).ranks) {
-      RowsMessage m = unpackRows(recv(ExchangeKind::N2m, l, f), H);
+      RowsMessage m = recvRows(ExchangeKind::N2m, l, f);
       for (size_t i = 0; i < m.tokenIds.size(); ++i) {
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0)
@@ -518,8 +532,7 @@ private:
           m.tokenIds.push_back(edgeTokens_[t]);
           m.rows.insert(m.rows.end(), edgeX_.begin() + t * H, edgeX_.begin() + (t + 1) * H);
         }
-      const int64_t count = static_cast<int64_t>(m.tokenIds.size());
-      send(ExchangeKind::Embedding, model_.numLayers, aranks[i], count, packRows(m, H));
+      send(ExchangeKind::Embedding, model_.numLayers, aranks[i], m);
     }
   }
 
@@ -529,7 +542,7 @@ private:
     const int64_t H = model_.hiddenSize;
     std::vector<std::pair<int64_t, std::vector<float>>> rows;
     for (int a : placement_.nextAttentionGroup(model_.numLayers - 1).ranks) {
-      RowsMessage m = unpackRows(recv(ExchangeKind::Head, model_.numLayers, a), H);
+      RowsMessage m = recvRows(ExchangeKind::Head, model_.numLayers, a);
       for (size_t t = 0; t < m.tokenIds.size(); ++t) {
         if (m.tokenIds[t] < 0 || m.tokenIds[t] >= batch_ * seqLen_ || !homeOfSequence(m.tokenIds[t] / seqLen_))
           throw ExecError("head message from rank " + std::to_string(a) + " carries token " +
@@ -553,7 +566,7 @@ private:
   void m2nRecv(int64_t l) {
     received_.clear();
     for (int a : placement_.attentionGroupOfLayer(l).ranks) {
-      M2nMessage m = unpackM2n(recv(ExchangeKind::M2n, l, a), model_.hiddenSize);
+      M2nMessage m = recvM2n(l, a);
       for (const auto& route : m.routes)
         for (const ExpertGate& eg : route)
           if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
@@ -653,9 +666,7 @@ private:
     if (ffnSideDense(l)) need(denseLayer_, l, "the FFN-side dense FFN / shared experts (dense_ffn)");
     const Group& next = placement_.nextAttentionGroup(l);
     for (size_t s = 0; s < received_.size(); ++s) {
-      const int64_t count = static_cast<int64_t>(received_[s].tokenIds.size());
-      send(ExchangeKind::N2m, l, next.ranks[s], count,
-           packRows({received_[s].tokenIds, outputs_[s]}, model_.hiddenSize));
+      send(ExchangeKind::N2m, l, next.ranks[s], RowsMessage{received_[s].tokenIds, outputs_[s]});
     }
   }
 

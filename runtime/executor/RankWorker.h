@@ -35,7 +35,7 @@ struct ExchangeRecord {
   int64_t layer = 0;
   int src = 0, dst = 0; ///< global ranks
   int64_t tokens = 0;
-  uint64_t bytes = 0; ///< the whole message, count field included
+  uint64_t bytes = 0; ///< the whole message: its 8-byte count message plus the payload
 };
 
 /// One expert run: layer, expert id, the rank it ran on and how many tokens it processed.
@@ -64,8 +64,12 @@ struct RankResult {
 };
 
 /// Runs `comm.rank()`'s program over the token ids `ids` ([batch, seqLen] row-major, already
-/// checked against the vocabulary and the capacity bounds). Receives wait at most `recvTimeout`.
-/// Throws ExecError naming the rank and the instruction, CommError for a timed-out receive, and
+/// checked against the vocabulary and the residual capacity bounds: validateInput). Every exchange
+/// sends its count before its payload and both sides check it against the exchange's
+/// capacity_tokens (runtime/exchange/CountedExchange.h). Receives wait at most `recvTimeout`.
+/// Throws ExecError naming the rank and the instruction (an M2N/N2M message over its bound:
+/// "... exchange m2n.0 (m2n layer 0): rank R would send N tokens to rank D, above its capacity
+/// bound C ..."), CommError for a timed-out receive, and
 /// CommAborted when another rank failed first. With `recordRouting`, every `router` instruction also
 /// appends its top-k ids to RankResult::routing.
 RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,

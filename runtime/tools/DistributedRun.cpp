@@ -1,6 +1,7 @@
 #include "runtime/tools/DistributedRun.h"
 
 #include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Executor.h"
 #include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankWorker.h"
@@ -294,11 +295,10 @@ void checkForwardInput(const Plan& plan, const std::vector<int64_t>& ids, int64_
                       std::to_string(plan.model.vocabSize) + ")");
   const int64_t da = plan.placement.attentionSize();
   const int64_t perRank = (batch + da - 1) / da * seqLen;
-  for (const ExchangeSpec& e : plan.exchanges)
-    if (perRank > e.capacityTokens)
-      throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
-                      std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
-                      std::to_string(e.capacityTokens) + " of exchange \"" + e.id + "\"");
+  if (const ExchangeSpec* e = staticExchangeOverCapacity(plan, perRank)) // M2N/N2M: per message
+    throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
+                    std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
+                    std::to_string(e->capacityTokens) + " of exchange \"" + e->id + "\"");
 }
 
 class Writer {

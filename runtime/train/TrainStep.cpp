@@ -4,7 +4,7 @@
 
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/backends/cpu/Kernels.h"
-#include "runtime/exchange/Messages.h"
+#include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/train/GradientClipping.h"
@@ -449,6 +449,19 @@ private:
   Bytes recv(int src, int tag) { return comm_.recv(src, tag, timeout_); }
   int fwdTag(ExchangeKind kind, int64_t l) const { return exchangeTag(kind, l); }
   int bwdTag(ExchangeKind kind, int64_t l) const { return backwardTag(kind, l, L_); }
+  // Token exchanges: the count, then the payload, within the exchange's capacity bound
+  // (CountedExchange.h); the backward ones under the forward exchange's bound, on their own tags.
+  ExchangeBound bound(ExchangeKind kind, int64_t l, bool backward) const {
+    return exchangeBound(plan_, kind, l, backward);
+  }
+  RowsMessage recvRows(int src, ExchangeKind kind, int64_t l, bool backward) {
+    return disagmoe::recvRows(comm_, bound(kind, l, backward), src, backward ? bwdTag(kind, l) : fwdTag(kind, l),
+                              timeout_, model_.hiddenSize);
+  }
+  M2nMessage recvM2n(int src, ExchangeKind kind, int64_t l, bool backward) {
+    return disagmoe::recvM2n(comm_, bound(kind, l, backward), src, backward ? bwdTag(kind, l) : fwdTag(kind, l),
+                             timeout_, model_.hiddenSize);
+  }
 
   static void addInto(std::vector<float>& dst, const std::vector<float>& src) {
     for (size_t i = 0; i < dst.size(); ++i)
@@ -545,7 +558,7 @@ private:
           m.x.insert(m.x.end(), a.ffnNorm.begin() + t * H, a.ffnNorm.begin() + (t + 1) * H);
           m.routes.push_back(std::move(route));
         }
-        send(f, fwdTag(ExchangeKind::M2n, l), packM2n(m, H));
+        sendM2n(comm_, bound(ExchangeKind::M2n, l, false), f, fwdTag(ExchangeKind::M2n, l), m, H);
       }
       break;
     }
@@ -565,13 +578,13 @@ private:
     case OpCode::ResidualSend: {
       AttentionLayer& a = attn_[l];
       need(a.hasH, "h of layer " + std::to_string(l));
-      send(placement_.nextAttentionGroup(l).ranks[index_], fwdTag(ExchangeKind::Residual, l),
-           packRows({tokens_, a.hasR ? a.r : a.h}, H));
+      sendRows(comm_, bound(ExchangeKind::Residual, l, false), placement_.nextAttentionGroup(l).ranks[index_],
+               fwdTag(ExchangeKind::Residual, l), {tokens_, a.hasR ? a.r : a.h}, H);
       break;
     }
     case OpCode::ResidualRecv: {
       const int src = placement_.attentionGroupOfLayer(l).ranks[index_];
-      RowsMessage m = unpackRows(recv(src, fwdTag(ExchangeKind::Residual, l)), H);
+      RowsMessage m = recvRows(src, ExchangeKind::Residual, l, false);
       if (m.tokenIds != tokens_)
         throw ExecError("residual from rank " + std::to_string(src) + " does not carry this rank's tokens");
       pending_ = std::move(m.rows);
@@ -589,7 +602,7 @@ private:
       AttentionLayer& next = attn_[l + 1];
       next.n2mTokens.clear();
       for (int f : placement_.ffnGroupOfLayer(l).ranks) {
-        RowsMessage m = unpackRows(recv(f, fwdTag(ExchangeKind::N2m, l)), H);
+        RowsMessage m = recvRows(f, ExchangeKind::N2m, l, false);
         for (size_t i = 0; i < m.tokenIds.size(); ++i) {
           const int64_t row = localRow(m.tokenIds[i]);
           if (row < 0)
@@ -738,21 +751,21 @@ private:
           const int64_t row = localRow(id);
           m.rows.insert(m.rows.end(), next.dx.begin() + row * H, next.dx.begin() + (row + 1) * H);
         }
-        send(franks[fi], bwdTag(ExchangeKind::N2m, l), packRows(m, H));
+        sendRows(comm_, bound(ExchangeKind::N2m, l, true), franks[fi], bwdTag(ExchangeKind::N2m, l), m, H);
       }
       break;
     }
     case OpCode::ResidualRecv: {
       AttentionLayer& next = attn_[l + 1];
       need(next.hasDx, "dL/dx of layer " + std::to_string(l + 1));
-      send(placement_.attentionGroupOfLayer(l).ranks[index_], bwdTag(ExchangeKind::Residual, l),
-           packRows({tokens_, next.dx}, H));
+      sendRows(comm_, bound(ExchangeKind::Residual, l, true), placement_.attentionGroupOfLayer(l).ranks[index_],
+               bwdTag(ExchangeKind::Residual, l), {tokens_, next.dx}, H);
       break;
     }
     case OpCode::ResidualSend: {
       AttentionLayer& a = attn_[l];
       const int src = placement_.nextAttentionGroup(l).ranks[index_];
-      RowsMessage m = unpackRows(recv(src, bwdTag(ExchangeKind::Residual, l)), H);
+      RowsMessage m = recvRows(src, ExchangeKind::Residual, l, true);
       if (m.tokenIds != tokens_)
         throw ExecError("residual gradient from rank " + std::to_string(src) + " does not carry this rank's tokens");
       a.dh = std::move(m.rows);
@@ -768,7 +781,7 @@ private:
       for (size_t i = 0; i < a.dropped.size(); ++i)
         if (a.dropped[i]) a.dGates[i] = 0.0f; // a dropped expert's output is zero whatever its gate
       for (int f : placement_.ffnGroupOfLayer(l).ranks) {
-        M2nMessage m = unpackM2n(recv(f, bwdTag(ExchangeKind::M2n, l)), H);
+        M2nMessage m = recvM2n(f, ExchangeKind::M2n, l, true);
         for (size_t i = 0; i < m.tokenIds.size(); ++i) {
           const int64_t row = localRow(m.tokenIds[i]);
           if (row < 0)
@@ -1005,7 +1018,7 @@ private:
     case OpCode::M2nRecv: {
       f.messages.clear();
       for (int a : placement_.attentionGroupOfLayer(l).ranks) {
-        M2nMessage m = unpackM2n(recv(a, fwdTag(ExchangeKind::M2n, l)), H);
+        M2nMessage m = recvM2n(a, ExchangeKind::M2n, l, false);
         for (const auto& route : m.routes)
           for (const ExpertGate& eg : route)
             if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
@@ -1051,7 +1064,8 @@ private:
       need(f.computed, "the expert outputs of layer " + std::to_string(l));
       const Group& next = placement_.nextAttentionGroup(l);
       for (size_t s = 0; s < f.messages.size(); ++s)
-        send(next.ranks[s], fwdTag(ExchangeKind::N2m, l), packRows({f.messages[s].tokenIds, f.dy[s]}, H));
+        sendRows(comm_, bound(ExchangeKind::N2m, l, false), next.ranks[s], fwdTag(ExchangeKind::N2m, l),
+                 {f.messages[s].tokenIds, f.dy[s]}, H);
       f.dy.clear();
       break;
     }
@@ -1082,7 +1096,7 @@ private:
       const Group& next = placement_.nextAttentionGroup(l);
       f.dy.assign(f.messages.size(), {});
       for (size_t s = 0; s < f.messages.size(); ++s) {
-        RowsMessage m = unpackRows(recv(next.ranks[s], bwdTag(ExchangeKind::N2m, l)), H);
+        RowsMessage m = recvRows(next.ranks[s], ExchangeKind::N2m, l, true);
         if (m.tokenIds != f.messages[s].tokenIds)
           throw ExecError("dL/dy from rank " + std::to_string(next.ranks[s]) +
                           " does not carry the tokens this rank sent it");
@@ -1144,7 +1158,7 @@ private:
       const auto& aranks = placement_.attentionGroupOfLayer(l).ranks;
       for (size_t s = 0; s < f.messages.size(); ++s) {
         M2nMessage m{f.messages[s].tokenIds, std::move(f.dx[s]), std::move(f.dGates[s])};
-        send(aranks[s], bwdTag(ExchangeKind::M2n, l), packM2n(m, H));
+        sendM2n(comm_, bound(ExchangeKind::M2n, l, true), aranks[s], bwdTag(ExchangeKind::M2n, l), m, H);
       }
       f = FfnLayer{};
       break;

@@ -1,5 +1,6 @@
 #include "runtime/train/Trainer.h"
 
+#include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Heartbeat.h"
 #include "runtime/executor/OpProfile.h"
 
@@ -72,12 +73,11 @@ void Trainer::checkInput(const std::vector<int64_t>& ids, const std::vector<int6
   const int64_t da = plan_.placement.attentionSize();
   for (const MicroBatch& mb : microBatches) {
     const int64_t perRank = (mb.end - mb.begin + da - 1) / da * seqLen;
-    for (const ExchangeSpec& e : plan_.exchanges)
-      if (perRank > e.capacityTokens)
-        throw ExecError("micro-batch of " + std::to_string(mb.end - mb.begin) + " sequences of " +
-                        std::to_string(seqLen) + " puts " + std::to_string(perRank) +
-                        " tokens on an attention rank, above capacity_tokens " + std::to_string(e.capacityTokens) +
-                        " of exchange \"" + e.id + "\"");
+    if (const ExchangeSpec* e = staticExchangeOverCapacity(plan_, perRank)) // M2N/N2M: per message
+      throw ExecError("micro-batch of " + std::to_string(mb.end - mb.begin) + " sequences of " +
+                      std::to_string(seqLen) + " puts " + std::to_string(perRank) +
+                      " tokens on an attention rank, above capacity_tokens " + std::to_string(e->capacityTokens) +
+                      " of exchange \"" + e->id + "\"");
   }
 }
 

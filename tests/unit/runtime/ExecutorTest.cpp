@@ -176,7 +176,7 @@ TEST(Executor, RejectsInputsOutsideVocabularyOrCapacity) {
     FAIL();
   } catch (const ExecError& e) {
     EXPECT_STREQ(e.what(),
-                 "input [5,16] puts 80 tokens on an attention rank, above capacity_tokens 64 of exchange \"m2n.0\" "
+                 "input [5,16] puts 80 tokens on an attention rank, above capacity_tokens 64 of exchange \"residual.0\" "
             "(compile the plan for this shape with --batch/--seq-len)");
   }
 }
