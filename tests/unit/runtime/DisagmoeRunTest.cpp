@@ -93,7 +93,14 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
       {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
                              "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
-      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (available: local, mpi)\n"},
+#ifdef DISAGMOE_HAVE_NCCL
+      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" runs one process per rank and CUDA device: launch it as "
+                              "mpirun -np WORLD disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
+                              "SLURM_PROCID, RANK is set)\n"},
+#else
+      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (MPI, the CUDA runtime or "
+                              "NCCL was not found at build time; available: local, mpi)\n"},
+#endif
       {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
       {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},
       {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate (see --help)\n"},
