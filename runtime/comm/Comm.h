@@ -1,7 +1,8 @@
 // Point-to-point byte messages between global ranks: the only communication the executor uses.
 //
 // A Comm is one rank's endpoint. Backends: `local` (in-process ranks, one thread each; LocalComm.h);
-// an MPI backend maps send to a buffered MPI_Isend and recv to MPI_Probe/MPI_Recv with a deadline.
+// `mpi` maps send to a buffered MPI_Isend and recv to MPI_Probe/MPI_Recv with a deadline (MpiComm.h);
+// `nccl` announces each message over MPI and moves its bytes with ncclSend/ncclRecv (NcclComm.h).
 // Messages between one (src, dst, tag) triple arrive in the order they were sent (MPI's
 // non-overtaking rule), which is all the executor relies on.
 #pragma once

@@ -36,9 +36,11 @@
 // communicator (kernels waiting for a dead peer end), then MPI_Abort. ncclCommInitRank itself
 // has no deadline: a rank that fails before joining ends the job through abortJob.
 //
-// Limits: 2 (W - 1) direction communicators per rank (each with NCCL's buffers), so this backend
-// suits the worlds of tens of ranks that the plans here use; an all-reduce group that was not
-// registered in connect() is refused.
+// Limits: 2 (W - 1) direction communicators per rank (each with NCCL's buffers and one blocking
+// ncclCommInitRank at start), so this backend suits the worlds of tens of ranks that the plans
+// here use; their kernels run concurrently on one device, which NCCL supports while they fit on
+// it together. An all-reduce group that was not registered in connect() is refused. The backend
+// has been compiled and its host logic tested, but it has not yet run on a GPU machine.
 #pragma once
 
 #include "runtime/comm/Comm.h"
