@@ -48,7 +48,7 @@ def error_lines(stderr):
 
 
 def main_mpi(bin_dir, sample, mpirun):
-    timeout_s = 6  # heartbeat deadline 3 s; a loaded machine needs a start-up slack on top
+    timeout_s = 8  # heartbeat deadline 4 s; a loaded machine needs a start-up slack on top
     failures = []
     mpi = [mpirun, "--oversubscribe", "-np", "8", "-x", "DISAGMOE_FAULT_INJECT"]
     if os.geteuid() == 0:
