@@ -1,5 +1,6 @@
 #include "runtime/comm/nccl/NcclComm.h"
 
+#include "runtime/comm/nccl/ArrivalQueue.h"
 #include "runtime/comm/nccl/NcclBootstrap.h"
 
 #include <cuda_runtime.h>
@@ -90,6 +91,7 @@ struct SendOp {
 struct RecvOp {
   int src, tag;
   size_t size;
+  uint64_t slot; // in the ArrivalQueue
   void* pinned;
   size_t cap;
   cudaEvent_t done;
@@ -139,7 +141,8 @@ struct NcclComm::State {
   ncclComm_t worldComm = nullptr;
   std::map<std::vector<int>, Direction> groups;
   std::vector<Direction> out, in; // per peer
-  std::vector<std::deque<RecvOp>> recvOps; // per source, in posting order
+  std::unique_ptr<nccl::ArrivalQueue> arrivals; // delivery order of announced messages
+  std::list<RecvOp> recvOps;                   // payloads in flight
   std::list<SendOp> sendOps;
   std::list<ReduceOp> reduceOps;
   std::unique_ptr<PinnedPool> pool;
@@ -228,7 +231,7 @@ void NcclComm::State::connectDevices() {
   // Direction communicators with every peer, in the global pair order, each warmed up.
   out.assign(static_cast<size_t>(world), Direction{});
   in.assign(static_cast<size_t>(world), Direction{});
-  recvOps.assign(static_cast<size_t>(world), {});
+  arrivals = std::make_unique<nccl::ArrivalQueue>(world);
   const auto deadline = std::chrono::steady_clock::now() + connectTimeout;
   void* warm = nullptr;
   cudaCheck(cudaMalloc(&warm, 2), me + ": cudaMalloc");
@@ -286,7 +289,7 @@ bool NcclComm::State::poll() {
   }
   // Headers that arrived: their recvs are posted in this round's group, in arrival order.
   std::vector<std::pair<int, nccl::Header>> headers;
-  while (true) {
+  while (arrivals) { // connected
     int flag = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, kHeaderTag, data, &flag, &status);
@@ -323,16 +326,11 @@ bool NcclComm::State::poll() {
       if (!p.bytes.empty()) payloads.push_back(&p);
       busy = true;
     }
-  // Every header takes its place in its source's FIFO now, in arrival order; a zero-byte message
-  // is complete at once but is delivered behind the payloads before it.
-  std::vector<std::pair<int, nccl::Header>> payloadRecvs;
-  std::vector<RecvOp*> payloadOps;
+  // Every header takes its place in its source's FIFO now, in arrival order (ArrivalQueue.h).
+  std::vector<RecvOp> payloadRecvs;
   for (auto& [src, h] : headers) {
-    recvOps[src].push_back({src, h.tag, static_cast<size_t>(h.size), nullptr, 0, nullptr});
-    if (h.size > 0) {
-      payloadRecvs.push_back({src, h});
-      payloadOps.push_back(&recvOps[src].back()); // deque::push_back keeps references valid
-    }
+    const uint64_t slot = arrivals->announce(src, h.tag, h.size);
+    if (h.size > 0) payloadRecvs.push_back({src, h.tag, static_cast<size_t>(h.size), slot, nullptr, 0, nullptr});
   }
 
   const std::string me = who();
@@ -351,10 +349,10 @@ bool NcclComm::State::poll() {
                 me + ": cudaMemcpyAsync for a send to rank " + std::to_string(p.dst));
     }
     for (size_t i = 0; i < payloadRecvs.size(); ++i) {
-      const auto& [src, h] = payloadRecvs[i];
-      recvPinned[i] = pool->acquire(h.size);
-      cudaCheck(cudaMallocAsync(&recvDev[i], h.size, in[src].stream),
-                me + ": cudaMallocAsync for a recv from rank " + std::to_string(src));
+      const RecvOp& r = payloadRecvs[i];
+      recvPinned[i] = pool->acquire(r.size);
+      cudaCheck(cudaMallocAsync(&recvDev[i], r.size, in[r.src].stream),
+                me + ": cudaMallocAsync for a recv from rank " + std::to_string(r.src));
     }
     ncclCheck(ncclGroupStart(), me + ": ncclGroupStart");
     for (size_t i = 0; i < payloads.size(); ++i) {
@@ -363,9 +361,9 @@ bool NcclComm::State::poll() {
                 me + ": ncclSend to rank " + std::to_string(p.dst) + " (tag " + std::to_string(p.tag) + ")");
     }
     for (size_t i = 0; i < payloadRecvs.size(); ++i) {
-      const auto& [src, h] = payloadRecvs[i];
-      ncclCheck(ncclRecv(recvDev[i], h.size, ncclUint8, 0, in[src].comm, in[src].stream),
-                me + ": ncclRecv from rank " + std::to_string(src) + " (tag " + std::to_string(h.tag) + ")");
+      const RecvOp& r = payloadRecvs[i];
+      ncclCheck(ncclRecv(recvDev[i], r.size, ncclUint8, 0, in[r.src].comm, in[r.src].stream),
+                me + ": ncclRecv from rank " + std::to_string(r.src) + " (tag " + std::to_string(r.tag) + ")");
     }
     ncclCheck(ncclGroupEnd(), me + ": ncclGroupEnd");
     for (size_t i = 0; i < payloads.size(); ++i) {
@@ -378,15 +376,15 @@ bool NcclComm::State::poll() {
       sendOps.push_back(op);
     }
     for (size_t i = 0; i < payloadRecvs.size(); ++i) {
-      const auto& [src, h] = payloadRecvs[i];
-      cudaStream_t s = in[src].stream;
-      RecvOp& op = *payloadOps[i];
+      RecvOp op = payloadRecvs[i];
+      cudaStream_t s = in[op.src].stream;
       op.pinned = recvPinned[i].first;
       op.cap = recvPinned[i].second;
-      cudaCheck(cudaMemcpyAsync(op.pinned, recvDev[i], h.size, cudaMemcpyDeviceToHost, s), me + ": cudaMemcpyAsync");
+      cudaCheck(cudaMemcpyAsync(op.pinned, recvDev[i], op.size, cudaMemcpyDeviceToHost, s), me + ": cudaMemcpyAsync");
       cudaCheck(cudaFreeAsync(recvDev[i], s), me + ": cudaFreeAsync");
       cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming), me + ": cudaEventCreate");
       cudaCheck(cudaEventRecord(op.done, s), me + ": cudaEventRecord");
+      recvOps.push_back(op);
     }
   }
 
@@ -428,22 +426,24 @@ bool NcclComm::State::poll() {
       ++it;
     }
   }
-  for (size_t src = 0; src < recvOps.size(); ++src) {
-    auto& ops = recvOps[src];
-    while (!ops.empty()) {
-      RecvOp& op = ops.front();
-      if (op.size > 0 && !finished(op.done, me + ": recv from rank " + std::to_string(src))) break;
-      Bytes message;
-      if (op.pinned) {
-        message.assign(static_cast<uint8_t*>(op.pinned), static_cast<uint8_t*>(op.pinned) + op.size);
-        pool->release(op.pinned, op.cap);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        mailboxes[{static_cast<int>(src), op.tag}].push_back(std::move(message));
-        arrived.notify_all();
-      }
-      ops.pop_front();
+  for (auto it = recvOps.begin(); it != recvOps.end();) {
+    if (finished(it->done, me + ": recv from rank " + std::to_string(it->src))) {
+      const uint8_t* p = static_cast<const uint8_t*>(it->pinned);
+      arrivals->complete(it->slot, Bytes(p, p + it->size));
+      pool->release(it->pinned, it->cap);
+      it = recvOps.erase(it);
+      busy = true;
+    } else {
+      ++it;
+    }
+  }
+  if (arrivals) {
+    std::vector<nccl::ArrivalQueue::Delivered> ready = arrivals->takeDeliverable();
+    if (!ready.empty()) {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto& d : ready)
+        mailboxes[{d.src, d.tag}].push_back(std::move(d.bytes));
+      arrived.notify_all();
       busy = true;
     }
   }

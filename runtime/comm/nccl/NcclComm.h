@@ -15,8 +15,8 @@
 // first, then payload": a 16-byte header (tag, size) over MPI, then the payload over NCCL on the
 // sender -> receiver communicator, which carries nothing else. The sender posts its ncclSend
 // right after the header; the receiver posts ncclRecv when the header arrives; headers of one
-// pair arrive in send order (MPI's non-overtaking rule), so the k-th ncclSend of a direction
-// meets its k-th ncclRecv, and as every op waits only on its own partner no wait can close a
+// pair arrive in send order (MPI's non-overtaking rule) and are delivered in that order
+// (ArrivalQueue.h), so the k-th ncclSend of a direction meets its k-th ncclRecv, and as every op waits only on its own partner no wait can close a
 // cycle (one stream per direction). Payloads cross pinned host staging buffers: host ->
 // pinned -> device (cudaMemcpyAsync) -> ncclSend ... ncclRecv -> device -> pinned -> host. A
 // zero-byte message is the header alone; a message to this rank goes straight to its mailbox.
