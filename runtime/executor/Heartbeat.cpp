@@ -86,13 +86,17 @@ void HeartbeatMonitor::watch() {
   }
 }
 
-MonitoredComm::MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& monitor, FaultInjection fault)
-    : inner_(std::move(inner)), monitor_(monitor), fault_(fault) {
+MonitoredComm::MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& monitor, FaultInjection fault,
+                             bool processPerRank)
+    : inner_(std::move(inner)), monitor_(monitor), fault_(fault), processPerRank_(processPerRank) {
   monitor_.beat(inner_->rank());
 }
 
 void MonitoredComm::maybeFail() {
   if (fault_.rank != inner_->rank() || operations_++ != fault_.at) return;
+  if ((fault_.kill || fault_.freeze) && !processPerRank_)
+    throw ExecError("DISAGMOE_FAULT_INJECT mode " + std::string(fault_.kill ? "kill" : "freeze") +
+                    " stops the whole process: it needs one process per rank (--comm mpi)");
   if (fault_.kill) std::raise(SIGKILL);
   if (fault_.freeze) std::raise(SIGSTOP); // stays stopped until the launcher ends it
   if (!fault_.silent)
@@ -141,7 +145,7 @@ RankWatch::RankWatch(Comm& comm, std::chrono::milliseconds deadline, const Fault
     : monitor_(comm.worldSize(), deadline, std::move(onSilent)), rank_(comm.rank()) {
   for (int r = 0; r < comm.worldSize(); ++r)
     if (r != rank_) monitor_.finished(r); // watched by their own processes
-  monitored_ = std::make_unique<MonitoredComm>(std::make_unique<BorrowedComm>(comm), monitor_, fault);
+  monitored_ = std::make_unique<MonitoredComm>(std::make_unique<BorrowedComm>(comm), monitor_, fault, true);
 }
 
 RankWatch::~RankWatch() { monitor_.finished(rank_); }

@@ -20,7 +20,8 @@
 // throws ExecError "rank R: injected failure (DISAGMOE_FAULT_INJECT)") or go silent (MODE "silent":
 // blocks without a heartbeat until the world is aborted). Two modes end or stop the whole process,
 // for one process per rank only: "kill" (raise(SIGKILL): a rank that dies without a word) and
-// "freeze" (raise(SIGSTOP): a process that stops answering entirely, comm thread included).
+// "freeze" (raise(SIGSTOP): a process that stops answering entirely, comm thread included); where
+// ranks share the process (the local comm) they throw ExecError "... stops the whole process" instead.
 // A malformed value throws ExecError naming the variable.
 #pragma once
 
@@ -89,7 +90,10 @@ struct FinishedGuard {
 /// `fault` when it names this rank. Forwards everything else to `inner`.
 class MonitoredComm : public Comm {
 public:
-  MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& monitor, FaultInjection fault);
+  /// processPerRank: this process runs only this rank (mpi), so the process-wide fault modes kill
+  /// and freeze may apply; otherwise they throw ExecError instead of stopping every rank here.
+  MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& monitor, FaultInjection fault,
+                bool processPerRank = false);
   int rank() const override { return inner_->rank(); }
   int worldSize() const override { return inner_->worldSize(); }
   void send(int dst, int tag, Bytes message) override;
@@ -100,6 +104,7 @@ private:
   std::unique_ptr<Comm> inner_;
   HeartbeatMonitor& monitor_;
   FaultInjection fault_;
+  bool processPerRank_;
   int64_t operations_ = 0;
 };
 

@@ -133,3 +133,18 @@ TEST(Heartbeat, RankWatchNamesItsOwnRankOnlyAndStaysQuietWhileItBeats) {
   ASSERT_EQ(silent.count(), 1u);
   EXPECT_EQ(silent.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u) << silent.messages[0];
 }
+
+// On the local comm every rank shares the process: kill and freeze are refused, not applied.
+TEST(Heartbeat, ProcessWideModesAreRefusedWhenRanksShareTheProcess) {
+  LocalWorld world(1);
+  HeartbeatMonitor monitor(1, 0ms, [](const std::string&) {});
+  FaultInjection freeze;
+  freeze.rank = 0, freeze.freeze = true, freeze.at = 0;
+  MonitoredComm comm(world.endpoint(0), monitor, freeze);
+  try {
+    comm.send(0, 1, Bytes{1});
+    FAIL() << "freeze was applied";
+  } catch (const ExecError& e) {
+    EXPECT_NE(std::string(e.what()).find("mode freeze stops the whole process"), std::string::npos) << e.what();
+  }
+}
