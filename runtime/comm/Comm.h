@@ -34,6 +34,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// A recv whose deadline passed with no message ("... timed out after N ms"). Its own type so a
+/// caller that polls with short deadlines (CommStream.h) can tell "not yet" from a failure.
+class CommTimeout : public CommError {
+public:
+  using CommError::CommError;
+};
+
 /// A recv that was interrupted because the run was aborted (another rank failed first).
 class CommAborted : public CommError {
 public:
@@ -52,7 +59,7 @@ public:
   /// without waiting for the matching recv. Throws CommError for a rank outside the world.
   virtual void send(int dst, int tag, Bytes message) = 0;
 
-  /// Returns the oldest message from `src` under `tag`, waiting at most `timeout`. Throws CommError
+  /// Returns the oldest message from `src` under `tag`, waiting at most `timeout`. Throws CommTimeout
   /// "rank R: recv from rank S (tag T) timed out after N ms" when the deadline passes, and
   /// CommAborted when the run is aborted while waiting.
   virtual Bytes recv(int src, int tag, std::chrono::milliseconds timeout) = 0;

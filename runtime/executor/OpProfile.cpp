@@ -68,6 +68,10 @@ void RankRecorder::record(const Instruction& ins, size_t index, bool backward, d
   if (!backward && (microBatch_ < 0 || lastBackward_)) ++microBatch_;
   lastBackward_ = backward;
   (void)index;
+  record(ins, backward, start, microBatch_);
+}
+
+void RankRecorder::record(const Instruction& ins, bool backward, double start, int64_t microBatch) {
   OpEvent e;
   e.name = toString(ins.op);
   if (ins.op == OpCode::RmsNorm) e.name += std::string(" ") + toString(ins.role);
@@ -75,10 +79,25 @@ void RankRecorder::record(const Instruction& ins, size_t index, bool backward, d
   e.phase = backward ? "backward" : "forward";
   e.group = group_;
   e.layer = ins.layer;
-  e.microBatch = microBatch_;
+  e.microBatch = microBatch;
   e.step = profile_.step;
   e.start = start;
-  e.end = lastEnd_ = profile_.now();
+  e.stream = backward ? kBackwardStream : kForwardStream;
+  std::lock_guard<std::mutex> lock(mutex_);
+  e.end = lastEnd_ = std::max(lastEnd_, profile_.now());
+  profile_.events(rank_).push_back(std::move(e));
+}
+
+void RankRecorder::recordComm(const std::string& name, double start) {
+  OpEvent e;
+  e.name = name;
+  e.phase = "comm";
+  e.group = group_;
+  e.step = profile_.step;
+  e.start = start;
+  e.stream = kCommStream;
+  std::lock_guard<std::mutex> lock(mutex_);
+  e.end = lastCommEnd_ = profile_.now();
   profile_.events(rank_).push_back(std::move(e));
 }
 
@@ -91,6 +110,7 @@ void RankRecorder::recordOther(const std::string& name, const std::string& simOp
   e.group = group_;
   e.step = profile_.step;
   e.start = start;
+  std::lock_guard<std::mutex> lock(mutex_);
   e.end = lastEnd_ = profile_.now();
   profile_.events(rank_).push_back(std::move(e));
 }
@@ -159,11 +179,28 @@ void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t ste
     for (const Group& g : plan.placement.groups)
       if (std::find(g.ranks.begin(), g.ranks.end(), r) != g.ranks.end())
         group = std::string(toString(g.role)) + " group " + std::to_string(g.index);
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", r},
-                      {"args", {{"name", "rank " + std::to_string(r) + " (" + group + ")"}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", r}, {"args", {{"sort_index", r}}}});
+    // One track per stream of the rank (tid = stream * world + rank; the forward stream keeps tid = rank).
+    const int world = profile.worldSize();
+    bool used[kStreams] = {true, false, false};
+    for (const OpEvent& e : profile.events(r))
+      if (step < 0 || e.step == step) used[e.stream] = true;
+    static const char* const streamNames[kStreams] = {"", " backward", " comm"};
+    for (int s = 0; s < kStreams; ++s) {
+      if (!used[s]) continue;
+      const int tid = s * world + r;
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", tid},
+                        {"args", {{"name", "rank " + std::to_string(r) + " (" + group + ")" + streamNames[s]}}}});
+      events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", tid},
+                        {"args", {{"sort_index", r * kStreams + s}}}});
+    }
     for (const OpEvent& e : profile.events(r)) {
       if (step >= 0 && e.step != step) continue;
+      if (e.stream == kCommStream) { // the comm worker's own sends and receives
+        events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", "comm"}, {"pid", 0}, {"tid", kCommStream * world + r},
+                          {"ts", e.start * 1e6}, {"dur", (e.end - e.start) * 1e6},
+                          {"args", {{"phase", e.phase}, {"step", e.step}}}});
+        continue;
+      }
       // The backward of a send receives the gradient, the backward of a receive sends it.
       const bool bwd = e.phase == "backward";
       const bool sendName = e.name.find("send") != std::string::npos, recvName = e.name.find("recv") != std::string::npos;
@@ -173,7 +210,7 @@ void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t ste
                         {"name", e.name + (e.phase == "backward" ? " (bwd)" : "")},
                         {"cat", cat},
                         {"pid", 0},
-                        {"tid", r},
+                        {"tid", e.stream * world + r},
                         {"ts", e.start * 1e6},
                         {"dur", (e.end - e.start) * 1e6},
                         {"args", {{"layer", e.layer}, {"micro_batch", e.microBatch}, {"phase", e.phase},

@@ -1,10 +1,11 @@
 // Per-op timing of executed steps, for calibration and tracing (issue 7, "Calibration" and
-// "Observability"): each rank thread appends one event per executed instruction (its own vector,
-// so no lock), and after the run the profile is written as
+// "Observability"): each rank's streams append one event per executed instruction and per send or
+// receive of its comm stream (one vector per rank, behind the rank's RankRecorder lock), and after
+// the run the profile is written as
 //  - measured op times in the sim backend's "disagmoe-op-times" format (docs/plan-format.md,
 //    "Measured op times"; read by disagmoe-run --backend sim --op-times), or
 //  - a Chrome trace (Trace Event Format: "X" complete events, "ts"/"dur" in microseconds, one
-//    track per rank thread; chrome://tracing and Perfetto open it).
+//    track per stream of each rank; chrome://tracing and Perfetto open it).
 //
 // Mapping to the schedule's compute ops (passes/schedule/AfPipe.cpp): on an A-rank the embedding,
 // norms, attention, residual add, router and an attention-side dense FFN of layer l are the
@@ -26,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,11 @@ struct OpEvent {
   int group = -1;      ///< index of the rank's group within its role
   int64_t layer = -1, microBatch = -1, step = -1;
   double start = 0, end = 0; ///< seconds since the profile's origin
+  int stream = 0;            ///< the rank's stream that ran it: kForwardStream, kBackwardStream, kCommStream
 };
+
+/// A rank's streams (RankWorker.h, TrainStep.h): each is one thread and one trace track.
+constexpr int kForwardStream = 0, kBackwardStream = 1, kCommStream = 2, kStreams = 3;
 
 class OpProfile {
 public:
@@ -68,6 +74,13 @@ public:
   double now() const { return profile_.now(); }
   /// Appends the instruction `index` of the rank's program, run from `start` until now.
   void record(const Instruction& ins, size_t index, bool backward, double start);
+  /// The same for a caller that knows the micro-batch (the training step's concurrent streams);
+  /// thread-safe, like recordComm.
+  void record(const Instruction& ins, bool backward, double start, int64_t microBatch);
+  /// Appends a send or receive of the comm stream (CommStream.h), from `start` until now.
+  void recordComm(const std::string& name, double start);
+  /// End of the last recordComm event (0: none).
+  double lastCommEnd() const { return lastCommEnd_; }
   /// Appends an event that is not a program instruction (e.g. the optimizer step).
   void recordOther(const std::string& name, const std::string& simOp, const std::string& phase, double start);
   double lastEnd() const { return lastEnd_; }
@@ -77,8 +90,9 @@ private:
   int rank_, group_;
   GroupRole role_;
   int64_t microBatch_ = -1;
-  double lastEnd_ = 0;
+  double lastEnd_ = 0, lastCommEnd_ = 0;
   bool lastBackward_ = false;
+  std::mutex mutex_; // the rank's streams append to one event list
 };
 
 /// Installs `recorder` as this thread's RankRecorder::current() for the scope's lifetime.
@@ -102,9 +116,13 @@ std::string simOpOf(const Instruction& ins, GroupRole role);
 void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string& path);
 
 /// Writes a Chrome trace of the events of step `step` (-1: every step): one process, one thread
-/// track per rank named "rank R (role group G)", an "X" event per instruction with its layer,
-/// micro-batch and phase in "args" (category "compute", "send" or "recv"; the backward of a send
-/// instruction receives its gradient, so it is a "recv"). Throws std::runtime_error
+/// track per stream of a rank, tid = stream * worldSize + rank, named "rank R (role group G)" (the
+/// forward stream, always present), "... backward" and "... comm" (when they have events); an "X"
+/// event per instruction with its layer, micro-batch and phase in "args" (category "compute",
+/// "send" or "recv"; the backward of a send instruction receives its gradient, so it is a "recv"),
+/// and per send or receive the comm worker performed, category "comm" ("send to D tag T" from
+/// taking it off the queue until handed to the Comm, "recv from S tag T" from its post, or the comm
+/// track's previous event, until its message was taken). Throws std::runtime_error
 /// if `path` cannot be written.
 void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t step, const std::string& path);
 

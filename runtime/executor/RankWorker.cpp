@@ -1,4 +1,5 @@
 #include "runtime/executor/RankWorker.h"
+#include "runtime/executor/CommStream.h"
 #include "runtime/executor/OpProfile.h"
 #include "runtime/tensor/FreshBuffers.h"
 
@@ -33,7 +34,7 @@ struct Buffer {
 
 class Worker {
 public:
-  Worker(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids, int64_t batch,
+  Worker(const Plan& plan, const RankWeights& weights, CommStream& comm, const std::vector<int64_t>& ids, int64_t batch,
          int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting)
       : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm), ids_(ids),
         batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), recordRouting_(recordRouting), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
@@ -149,14 +150,36 @@ private:
     result_.sent.push_back({kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
   }
 
-  // The count checked against the exchange's bound first, then exactly that many tokens read.
   RowsMessage recvRows(ExchangeKind kind, int64_t layer, int src) {
     return disagmoe::recvRows(comm_, exchangeBound(plan_, kind, layer), src, exchangeTag(kind, layer), timeout_,
                               model_.hiddenSize);
   }
-  M2nMessage recvM2n(int64_t layer, int src) {
-    return disagmoe::recvM2n(comm_, exchangeBound(plan_, ExchangeKind::M2n, layer), src,
-                             exchangeTag(ExchangeKind::M2n, layer), timeout_, model_.hiddenSize);
+
+  // One exchange message posted ahead: its count and its payload, two receives of the same
+  // (src, tag) that the comm stream completes in that order (CountedExchange.h).
+  struct Posted {
+    std::shared_ptr<CommStream::Receive> count, payload;
+  };
+
+  // Posts the receives of one instruction from every rank of `srcs` at once (the comm stream takes
+  // them in whatever order they arrive); the caller takes them in ascending rank order.
+  std::vector<Posted> postAll(ExchangeKind kind, int64_t layer, const std::vector<int>& srcs) {
+    std::vector<Posted> posted;
+    for (int src : srcs) {
+      auto count = comm_.postRecv(src, exchangeTag(kind, layer), timeout_);
+      posted.push_back({count, comm_.postRecv(src, exchangeTag(kind, layer), timeout_)});
+    }
+    return posted;
+  }
+
+  // The count checked against the exchange's bound first, then exactly that many tokens read.
+  RowsMessage takeRows(ExchangeKind kind, int64_t layer, int src, const Posted& p) {
+    const int64_t count = takeCount(exchangeBound(plan_, kind, layer), src, rank_, p.count->take());
+    return unpackRowsPayload(p.payload->take(), count, model_.hiddenSize);
+  }
+  M2nMessage takeM2n(int64_t layer, int src, const Posted& p) {
+    const int64_t count = takeCount(exchangeBound(plan_, ExchangeKind::M2n, layer), src, rank_, p.count->take());
+    return unpackM2nPayload(p.payload->take(), count, model_.hiddenSize);
   }
 
   // ---- attention role ------------------------------------------------------------------------
@@ -412,8 +435,11 @@ private:
     const int64_t H = model_.hiddenSize, n = tokenCount();
     x_.data.assign(n * H, 0.0f);
     std::vector<char> seen(n, 0);
-    for (int f : placement_.embeddingRunner().ranks) {
-      RowsMessage m = recvRows(ExchangeKind::Embedding, model_.numLayers, f);
+    const std::vector<int>& senders = placement_.embeddingRunner().ranks;
+    auto posted = postAll(ExchangeKind::Embedding, model_.numLayers, senders);
+    for (size_t fi = 0; fi < senders.size(); ++fi) {
+      const int f = senders[fi];
+      RowsMessage m = takeRows(ExchangeKind::Embedding, model_.numLayers, f, posted[fi]);
       for (size_t i = 0; i < m.tokenIds.size(); ++i) {
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0 || seen[row])
@@ -449,8 +475,11 @@ private:
   void n2mRecv(int64_t l) {
     need(pending_, l, "the residual (residual_recv)");
     const int64_t H = model_.hiddenSize;
-    for (int f : placement_.ffnGroupOfLayer(l).ranks) {
-      RowsMessage m = recvRows(ExchangeKind::N2m, l, f);
+    const std::vector<int>& senders = placement_.ffnGroupOfLayer(l).ranks;
+    auto posted = postAll(ExchangeKind::N2m, l, senders);
+    for (size_t fi = 0; fi < senders.size(); ++fi) {
+      const int f = senders[fi];
+      RowsMessage m = takeRows(ExchangeKind::N2m, l, f, posted[fi]);
       for (size_t i = 0; i < m.tokenIds.size(); ++i) {
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0)
@@ -541,8 +570,11 @@ private:
   void headRecv() {
     const int64_t H = model_.hiddenSize;
     std::vector<std::pair<int64_t, std::vector<float>>> rows;
-    for (int a : placement_.nextAttentionGroup(model_.numLayers - 1).ranks) {
-      RowsMessage m = recvRows(ExchangeKind::Head, model_.numLayers, a);
+    const std::vector<int>& senders = placement_.nextAttentionGroup(model_.numLayers - 1).ranks;
+    auto posted = postAll(ExchangeKind::Head, model_.numLayers, senders);
+    for (size_t ai = 0; ai < senders.size(); ++ai) {
+      const int a = senders[ai];
+      RowsMessage m = takeRows(ExchangeKind::Head, model_.numLayers, a, posted[ai]);
       for (size_t t = 0; t < m.tokenIds.size(); ++t) {
         if (m.tokenIds[t] < 0 || m.tokenIds[t] >= batch_ * seqLen_ || !homeOfSequence(m.tokenIds[t] / seqLen_))
           throw ExecError("head message from rank " + std::to_string(a) + " carries token " +
@@ -565,8 +597,11 @@ private:
   // From every A-rank of layer l's attention group, ascending rank order.
   void m2nRecv(int64_t l) {
     received_.clear();
-    for (int a : placement_.attentionGroupOfLayer(l).ranks) {
-      M2nMessage m = recvM2n(l, a);
+    const std::vector<int>& senders = placement_.attentionGroupOfLayer(l).ranks;
+    auto posted = postAll(ExchangeKind::M2n, l, senders);
+    for (size_t ai = 0; ai < senders.size(); ++ai) {
+      const int a = senders[ai];
+      M2nMessage m = takeM2n(l, a, posted[ai]);
       for (const auto& route : m.routes)
         for (const ExpertGate& eg : route)
           if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
@@ -674,7 +709,7 @@ private:
   const ModelSpec& model_;
   const Placement& placement_;
   const RankWeights& weights_;
-  Comm& comm_;
+  CommStream& comm_; // the rank's comm stream: the only caller of its Comm
   const std::vector<int64_t>& ids_;
   const int64_t batch_, seqLen_;
   const std::chrono::milliseconds timeout_;
@@ -704,7 +739,11 @@ private:
 
 RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
                    int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting) {
-  return Worker(plan, weights, comm, ids, batch, seqLen, recvTimeout, recordRouting).run();
+  // The compute stream is this thread; the comm stream is its own worker (CommStream.h).
+  CommStream stream(comm);
+  RankResult result = Worker(plan, weights, stream, ids, batch, seqLen, recvTimeout, recordRouting).run();
+  stream.flush(); // every send handed on before the rank reports done
+  return result;
 }
 
 } // namespace disagmoe

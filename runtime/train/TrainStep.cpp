@@ -1,5 +1,7 @@
 #include "runtime/train/TrainStep.h"
 
+#include "runtime/executor/CommStream.h"
+#include "runtime/executor/Event.h"
 #include "runtime/executor/OpProfile.h"
 
 #include "runtime/backends/cpu/BackwardKernels.h"
@@ -13,8 +15,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace disagmoe::train {
 
@@ -159,8 +165,8 @@ class TrainWorker {
 public:
   TrainWorker(const Plan& plan, RankState& state, Comm& comm, const int64_t* ids, const int64_t* targets,
               int64_t batch, int64_t seqLen, float gradScale, std::chrono::milliseconds timeout, double auxCoef,
-              int64_t globalTokens, double capacityFactor, bool biasSelection)
-      : plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
+              int64_t globalTokens, double capacityFactor, bool biasSelection, int64_t microBatch)
+      : microBatch_(microBatch), plan_(plan), model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
         targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
         auxCoef_(auxCoef), globalTokens_(globalTokens), capacityFactor_(capacityFactor),
         biasSelection_(biasSelection),
@@ -179,16 +185,22 @@ public:
     }
   }
 
-  // Forward, then backward over the reversed program. Returns this rank's loss sum.
-  double run() {
-    const bool attention = group_.role == GroupRole::Attention;
-    const auto& program = attention ? plan_.programs.attention : plan_.programs.ffn;
+  // The micro-batch's forward (the forward stream); keeps every activation for runBackward.
+  void runForward() {
+    const auto& program = group_.role == GroupRole::Attention ? plan_.programs.attention : plan_.programs.ffn;
     for (size_t i = 0; i < program.size(); ++i)
       step(program, i, false);
+  }
+
+  // Its backward over the reversed program (the backward stream), after runForward; accumulates
+  // into the rank's weight gradients.
+  void runBackward() {
+    const auto& program = group_.role == GroupRole::Attention ? plan_.programs.attention : plan_.programs.ffn;
     for (size_t i = program.size(); i-- > 0;)
       step(program, i, true);
-    return lossSum_;
   }
+
+  double lossSum() const { return lossSum_; }
 
   int64_t targetTokens() const { return targetTokens_; }
   double auxLossSum() const { return auxSum_; }
@@ -245,7 +257,7 @@ private:
         backward ? attentionBackward(ins) : attentionForward(ins);
       else
         backward ? ffnBackward(ins) : ffnForward(ins);
-      if (recorder) recorder->record(ins, i, backward, started);
+      if (recorder) recorder->record(ins, backward, started, microBatch_);
       if (!backward && firstNonFinite_.layer < 0) checkFinite(ins);
     } catch (const CommAborted&) {
       throw;
@@ -258,6 +270,8 @@ private:
                       "] " + what + (backward ? " (backward)" : " (forward)") + ": " + e.what());
     }
   }
+
+  const int64_t microBatch_; // index in the step (trace)
 
   const Group& runnerOf(const Instruction& ins) const {
     const auto attentionGroup = [&](int64_t index) -> const Group& {
@@ -1291,6 +1305,83 @@ void updateRouterBias(const Plan& plan, RankState& state, Comm& comm, std::chron
   }
 }
 
+
+// How many micro-batches the forward stream may run ahead of the backward stream (forward of
+// micro-batch i waits for the backward of i - ahead): in the plan's AF-Pipe schedule, the forward
+// micro-batches this rank's group starts before its first backward compute (the 1F1B warm-up);
+// without a schedule 2, 1F1B's steady state of one forward beside one backward. In [1, count].
+size_t forwardsAhead(const Plan& plan, int rank, size_t count) {
+  size_t ahead = 2;
+  if (plan.schedule) {
+    const sched::Schedule& s = *plan.schedule;
+    for (size_t g = 0; g < s.groups.size(); ++g) {
+      if (s.groups[g].ranks.empty()) continue;
+      const std::vector<int>& ranks = s.groups[g].ranks[0];
+      if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) continue;
+      const sched::Program* program = s.program(s.groups[g].role);
+      if (!program) continue;
+      std::set<int> warmup;
+      for (const sched::Instr& in : program->instrs) {
+        if (in.group != static_cast<int>(g) || in.kind != sched::Kind::Compute) continue;
+        if (in.phase == sched::Phase::Backward) break;
+        if (in.phase == sched::Phase::Forward) warmup.insert(in.mb);
+      }
+      if (!warmup.empty()) ahead = warmup.size();
+    }
+  }
+  return std::max<size_t>(1, std::min(ahead, count));
+}
+
+// Runs the micro-batches' forwards on this thread (the forward stream) and their backwards, in
+// ascending micro-batch order, on a second thread (the backward stream): backward i waits for the
+// event "forward i done", forward i waits for "backward i - ahead done". Only the backward stream
+// writes weight gradients, one micro-batch after the other, so they accumulate in the order the
+// sequential step used and keep its bits. The first failure of either stream fails the other's
+// events and the comm stream's pending receives (so neither waits for a deadline) and is rethrown
+// once both threads have ended.
+void runComputeStreams(std::vector<std::unique_ptr<TrainWorker>>& workers, CommStream& stream, size_t ahead) {
+  const size_t count = workers.size();
+  std::vector<Event> forwardDone(count), backwardDone(count);
+  std::mutex failureMutex;
+  std::exception_ptr failure;
+  const auto fail = [&](std::vector<Event>& mine, size_t from) {
+    std::exception_ptr error = std::current_exception();
+    {
+      std::lock_guard<std::mutex> lock(failureMutex);
+      if (!failure) failure = error;
+      error = failure;
+    }
+    for (size_t j = from; j < count; ++j)
+      mine[j].fail(error);
+    stream.abort(error);
+  };
+  RankRecorder* recorder = RankRecorder::current();
+  std::thread backward([&] {
+    const ScopedRecorder scope(recorder);
+    for (size_t i = 0; i < count; ++i) {
+      try {
+        forwardDone[i].wait();
+        workers[i]->runBackward();
+        backwardDone[i].record();
+      } catch (...) {
+        fail(backwardDone, i);
+        return;
+      }
+    }
+  });
+  for (size_t i = 0; i < count; ++i) {
+    try {
+      if (i >= ahead) backwardDone[i - ahead].wait();
+      workers[i]->runForward();
+      forwardDone[i].record();
+    } catch (...) {
+      fail(forwardDone, i);
+      break;
+    }
+  }
+  backward.join();
+  if (failure) std::rethrow_exception(failure);
+}
 } // namespace
 
 RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const std::vector<int64_t>& ids,
@@ -1305,32 +1396,44 @@ RankStepResult trainRank(const Plan& plan, RankState& state, Comm& comm, const s
   // An empty batch of targets has no loss: scale 0 keeps every gradient zero.
   const float scale = targetTokens > 0 ? static_cast<float>(1.0 / static_cast<double>(targetTokens)) : 0.0f;
   RankStepResult result;
-  for (const MicroBatch& mb : microBatches) {
-    TrainWorker worker(plan, state, comm, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
-                       mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen,
-                       config.capacityFactor, config.routerBiasUpdateRate > 0);
-    result.lossSum += worker.run();
-    result.targetTokens += worker.targetTokens();
-    result.auxLossSum += worker.auxLossSum();
-    const auto& drops = worker.dropped();
+  // The comm stream: the only caller of `comm` from here on (CommStream.h).
+  CommStream stream(comm);
+  const size_t count = microBatches.size();
+  std::vector<std::unique_ptr<TrainWorker>> workers;
+  for (size_t i = 0; i < count; ++i) {
+    const MicroBatch& mb = microBatches[i];
+    workers.push_back(std::make_unique<TrainWorker>(
+        plan, state, stream, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen, mb.end - mb.begin,
+        seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen, config.capacityFactor,
+        config.routerBiasUpdateRate > 0, static_cast<int64_t>(i)));
+  }
+  runComputeStreams(workers, stream, forwardsAhead(plan, state.rank, count));
+  // Per-micro-batch results in micro-batch order, as the sequential step added them.
+  for (const auto& worker : workers) {
+    result.lossSum += worker->lossSum();
+    result.targetTokens += worker->targetTokens();
+    result.auxLossSum += worker->auxLossSum();
+    const auto& drops = worker->dropped();
     if (result.dropped.empty()) result.dropped = drops;
     else
       for (size_t l = 0; l < drops.size(); ++l)
         result.dropped[l] += drops[l];
-    const auto& load = worker.expertLoad();
+    const auto& load = worker->expertLoad();
     if (result.expertLoad.empty()) result.expertLoad = load;
     else
       for (size_t l = 0; l < load.size(); ++l)
         for (size_t e = 0; e < load[l].size(); ++e)
           result.expertLoad[l][e] += load[l][e];
-    if (result.firstNonFinite.layer < 0) result.firstNonFinite = worker.firstNonFinite();
+    if (result.firstNonFinite.layer < 0) result.firstNonFinite = worker->firstNonFinite();
   }
-  allReduce(plan, state, comm, recvTimeout);
-  result.gradNorm = globalGradNorm(plan, state, comm, recvTimeout);
+  workers.clear(); // the activations
+  allReduce(plan, state, stream, recvTimeout);
+  result.gradNorm = globalGradNorm(plan, state, stream, recvTimeout);
   if (config.clipNorm > 0) result.clipCoef = clipGradients(state, result.gradNorm, config.clipNorm);
   optimizerStep(state, config.optimizer);
-  if (config.routerBiasUpdateRate > 0) updateRouterBias(plan, state, comm, recvTimeout, result.expertLoad,
+  if (config.routerBiasUpdateRate > 0) updateRouterBias(plan, state, stream, recvTimeout, result.expertLoad,
                                                         config.routerBiasUpdateRate);
+  stream.flush(); // every send handed on before the rank reports done
   return result;
 }
 

@@ -24,6 +24,23 @@
 // so every replica, and every comm backend, gets the same bits. Then the optimizer steps every
 // weight the rank holds (an expert without tokens has a zero gradient and still steps).
 //
+// Streams (what runs concurrently on one rank; DESIGN.md "The plan and the executor", AF-Pipe):
+//   comm stream      a comm worker (runtime/executor/CommStream.h), the only caller of `comm`: sends
+//                    queued by the compute streams go out in posting order, posted receives complete
+//                    as their messages arrive, each recording an event a compute stream waits on;
+//   forward stream   the calling thread: the micro-batches' forwards, ascending;
+//   backward stream  a second thread: their backwards, ascending; backward i starts when forward i
+//                    is done (event), and forward i waits for backward i - W, W = the forward
+//                    micro-batches the rank's group starts before its first backward in the plan's
+//                    AF-Pipe schedule (its 1F1B warm-up), or 2 without a schedule.
+// So an F-rank's backward of micro-batch i (sending gradients) runs beside its forward of i+1.
+// Every micro-batch keeps its own activations. Only the backward stream writes weight gradients,
+// one micro-batch after the other in ascending order, so the sums, and the bits, are those of the
+// sequential order; the loss, aux loss, loads and drops are added in micro-batch order at the end.
+// The all-reduce, gradient norm and optimizer run after both compute streams have ended. A failure
+// on either compute stream fails the other's events and the comm stream's pending receives and is
+// rethrown once every thread of the rank has ended (no thread is left running or joinable).
+//
 // Gradients are accumulated over micro-batches; dL/dlogits is scaled by 1/N with N the number of
 // target tokens of the GLOBAL batch, so the result does not depend on how the batch is split.
 #pragma once

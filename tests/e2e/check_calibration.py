@@ -15,8 +15,9 @@ the same micro-batch shape with --op-times-out and --trace, then checks:
    seconds for (role, op, phase, layer), the exact layer's entry before the any-layer one (the
    simulator's processor sharing conserves work).
 3. The trace is Trace Event Format JSON: "traceEvents", "X" events with name/ph/ts/dur/pid/tid, a
-   thread_name per rank, compute, send and recv events on every rank that exchanges, and events
-   of one rank thread never overlap (each rank runs its instructions in order).
+   thread_name per stream of a rank (tid = stream * world + rank: forward, backward, comm), compute,
+   send and recv events on every rank that exchanges, and events of one stream's track never
+   overlap (each stream runs its work in order).
 4. Refusals: --op-times-out with --comm mpi or --backend sim, an unwritable path (exit 1, the
    path named, no file left behind).
 5. The forward run (no --train) writes forward entries and a trace, which the sim accepts.
@@ -79,21 +80,24 @@ def main():
             assert e["dur"] >= 0
         world = pj["placement"]["world_size"]
         names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-        assert sorted(names) == list(range(world)), names
+        # One track per stream of a rank: tid = stream * world + rank (forward 0, backward 1, comm 2).
+        assert set(range(world)) <= set(names) <= set(range(3 * world)), names
+        assert all(names[t].startswith(f"rank {t % world} ") for t in names), names
         role_of = {}
         for g in pj["placement"]["groups"]:
             for r in g["ranks"]:
                 role_of[r] = (g["role"], g["index"])
         for r in range(world):
-            mine = sorted((e for e in xs if e["tid"] == r), key=lambda e: e["ts"])
-            cats = {e["cat"] for e in mine}
+            cats = {e["cat"] for e in xs if e["tid"] % world == r}
             assert {"compute", "send", "recv"} <= cats, (r, cats)
+        for t in names:  # each stream runs one thing at a time
+            mine = sorted((e for e in xs if e["tid"] == t), key=lambda e: e["ts"])
             for a, b in zip(mine, mine[1:]):
-                assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, ("overlap on rank", r, a, b)
+                assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, ("overlap on track", t, a, b)
         # 1. Medians recomputed from the trace.
         sums = defaultdict(lambda: defaultdict(float))  # (role, op, phase) -> (group, layer, mb, rank) -> us
         for e in xs:
-            role, group = role_of[e["tid"]]
+            role, group = role_of[e["tid"] % world]
             name = e["name"].removesuffix(" (bwd)")
             op = sim_op_of(name, role)
             if not op:
@@ -101,7 +105,7 @@ def main():
             layer = e["args"]["layer"]
             if op == "attention":
                 layer = max(layer, 0)
-            sums[(role, op, e["args"]["phase"])][(group, layer, e["args"]["micro_batch"], e["tid"])] += e["dur"]
+            sums[(role, op, e["args"]["phase"])][(group, layer, e["args"]["micro_batch"], e["tid"] % world)] += e["dur"]
         expect = {}
         for key, by in sums.items():
             busiest = defaultdict(float)
@@ -154,7 +158,7 @@ def main():
         assert {(e["role"], e["op"], e["phase"]) for e in fwd if e["layer"] == -1} == {
             ("attention", "attention", "forward"), ("attention", "head", "forward"), ("ffn", "experts", "forward")}, fwd
         fx = [e for e in json.load(open(ftr))["traceEvents"] if e["ph"] == "X"]
-        assert {e["tid"] for e in fx} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
+        assert {e["tid"] for e in fx if e["cat"] != "comm"} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
         run([f"{bin_dir}/disagmoe-run", plan, "--backend", "sim", "--op-times", fot])
 
         # 4. Refusals.

@@ -66,7 +66,7 @@ Bytes LocalWorld::take(int src, int dst, int tag, std::chrono::milliseconds time
       // One last look: the message may have arrived together with the timeout.
       box = mailboxes_.find(Key{src, dst, tag});
       if (box != mailboxes_.end() && !box->second.empty()) continue;
-      throw CommError(what + " timed out after " + std::to_string(timeout.count()) + " ms");
+      throw CommTimeout(what + " timed out after " + std::to_string(timeout.count()) + " ms");
     }
   }
 }

@@ -771,7 +771,7 @@ Bytes NcclComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
       box = s.mailboxes.find({src, tag});
       if (box != s.mailboxes.end() && !box->second.empty()) continue;
       if (!s.abortReason.empty() || !s.fatalError.empty()) continue;
-      throw CommError(what + " timed out after " + std::to_string(timeout.count()) + " ms");
+      throw CommTimeout(what + " timed out after " + std::to_string(timeout.count()) + " ms");
     }
   }
 }
