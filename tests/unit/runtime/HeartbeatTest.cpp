@@ -119,8 +119,11 @@ TEST(Heartbeat, RankWatchNamesItsOwnRankOnlyAndStaysQuietWhileItBeats) {
   std::unique_ptr<Comm> one = world.endpoint(1);
   Reports quiet, silent;
   {
-    RankWatch watch(*one, 60ms, FaultInjection{}, quiet.sink());
-    for (int i = 0; i < 30; ++i) { // 300 ms of beats every 10 ms: never silent; ranks 0 and 2 never beat
+    // Beats every 10 ms for 1.5 s against a 1 s deadline (generous on a loaded machine): never
+    // silent, while ranks 0 and 2, which never beat and are past the deadline by the end, are not
+    // this watch's to report.
+    RankWatch watch(*one, 1000ms, FaultInjection{}, quiet.sink());
+    for (int i = 0; i < 150; ++i) {
       watch.comm().send(1, 7, Bytes{1});
       std::this_thread::sleep_for(10ms);
     }
@@ -128,7 +131,9 @@ TEST(Heartbeat, RankWatchNamesItsOwnRankOnlyAndStaysQuietWhileItBeats) {
   EXPECT_EQ(quiet.count(), 0u);
   {
     RankWatch watch(*one, 60ms, FaultInjection{}, silent.sink());
-    std::this_thread::sleep_for(400ms);
+    // No beat at all: reported once, whenever the watchdog thread gets to run (up to 10 s here).
+    for (int i = 0; i < 1000 && silent.count() == 0; ++i)
+      std::this_thread::sleep_for(10ms);
   }
   ASSERT_EQ(silent.count(), 1u);
   EXPECT_EQ(silent.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u) << silent.messages[0];
