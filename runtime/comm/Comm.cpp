@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace disagmoe {
 
@@ -57,6 +58,21 @@ void Comm::allReduceSum(const std::vector<int>& ranks, int tag, float* data, std
     const Bytes in = recv(leader, tag, timeout);
     check(in, leader);
     if (bytes) std::memcpy(data, in.data(), bytes);
+  }
+}
+
+int Comm::recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      try {
+        out = recv(sources[i].first, sources[i].second, std::chrono::milliseconds(0));
+        return static_cast<int>(i);
+      } catch (const CommTimeout&) {
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 

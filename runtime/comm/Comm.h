@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace disagmoe {
@@ -85,6 +86,19 @@ public:
   /// (naming the peer and the tag).
   virtual void allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
                             std::chrono::milliseconds timeout);
+
+  /// Waits at most `timeout` for a message under any of `sources` ((src, tag) pairs), takes the
+  /// oldest message of the first pair (in `sources` order) that has one into `out` and returns the
+  /// pair's index; returns -1, without an exception, when the deadline passes or wake() is called.
+  /// Throws CommAborted when the run is aborted, CommError for a rank outside the world. Used by
+  /// the comm stream (runtime/executor/CommStream.h) to wait for several posted receives at once.
+  /// The default polls recv with zero deadlines every 100 us; `local` and `mpi` wake on arrival.
+  virtual int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout);
+
+  /// Makes a recvAny running on this endpoint in another thread return -1 now (or the next one,
+  /// if none runs). Thread-safe; sends and receives nothing. The default does nothing (its polling
+  /// recvAny returns at its deadline).
+  virtual void wake() {}
 };
 
 } // namespace disagmoe

@@ -2,14 +2,15 @@
 
 #include "runtime/executor/OpProfile.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 namespace disagmoe {
 namespace {
-// How long the worker waits on the oldest pending receive before it looks at the send queue again:
-// the most a queued send can be delayed by a receive.
-constexpr std::chrono::milliseconds kSlice{1};
+// The longest single wait of the worker for its pending receives (it is woken at once by a newly
+// queued send or receive, and a receive's deadline ends it earlier).
+constexpr std::chrono::milliseconds kLongestWait{100};
 } // namespace
 
 Bytes CommStream::Receive::take() {
@@ -28,6 +29,7 @@ CommStream::~CommStream() {
     stopping_ = true;
   }
   wake_.notify_all();
+  inner_.wake();
   worker_.join();
 }
 
@@ -39,9 +41,10 @@ void CommStream::send(int dst, int tag, Bytes message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     throwIfFailedLocked();
-    sends_.push_back({dst, tag, std::move(message), recorder_ ? recorder_->now() : 0});
+    sends_.push_back({dst, tag, std::move(message), recorder_ ? recorder_->now() : 0, {}});
   }
   wake_.notify_all();
+  inner_.wake(); // out of a recvAny: the send must not wait for a receive
 }
 
 std::shared_ptr<CommStream::Receive> CommStream::postRecv(int src, int tag, std::chrono::milliseconds timeout) {
@@ -57,6 +60,7 @@ std::shared_ptr<CommStream::Receive> CommStream::postRecv(int src, int tag, std:
     receives_.push_back(r);
   }
   wake_.notify_all();
+  inner_.wake(); // the worker waits for this receive too from now on
   return r;
 }
 
@@ -83,6 +87,7 @@ void CommStream::allReduceSum(const std::vector<int>& ranks, int tag, float* dat
     sends_.push_back(std::move(o));
   }
   wake_.notify_all();
+  inner_.wake();
   {
     std::unique_lock<std::mutex> lock(mutex_);
     flushed_.wait(lock, [&] { return done->done() || error_; });
@@ -103,6 +108,7 @@ void CommStream::abort(std::exception_ptr error) {
     failLocked(error);
   }
   wake_.notify_all();
+  inner_.wake();
 }
 
 void CommStream::failLocked(std::exception_ptr error) {
@@ -157,32 +163,45 @@ void CommStream::run() {
     // The oldest pending receive of each (src, tag), in posting order (a later one of the same pair
     // must not take an earlier message).
     std::vector<std::shared_ptr<Receive>> heads;
+    std::vector<std::pair<int, int>> keys;
+    auto until = std::chrono::steady_clock::time_point::max();
     for (const auto& r : receives_) {
-      bool shadowed = false;
-      for (const auto& h : heads)
-        shadowed = shadowed || (h->src == r->src && h->tag == r->tag);
-      if (!shadowed) heads.push_back(r);
+      const std::pair<int, int> key{r->src, r->tag};
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      heads.push_back(r);
+      keys.push_back(key);
+      until = std::min(until, r->deadline);
     }
     lock.unlock();
+    // Wait for any of them until the nearest deadline (at most kLongestWait); a send or receive
+    // queued meanwhile ends the wait at once (Comm::wake).
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    const auto wait = std::max(std::chrono::milliseconds(0), std::min(left + std::chrono::milliseconds(1), kLongestWait));
     std::vector<std::shared_ptr<Receive>> finished;
     std::exception_ptr failed;
-    for (size_t i = 0; i < heads.size() && !failed; ++i) {
-      Receive& r = *heads[i];
-      const double started = recorder_ ? std::max(r.posted, recorder_->lastCommEnd()) : 0;
-      try {
-        r.bytes = inner_.recv(r.src, r.tag, i == 0 ? kSlice : std::chrono::milliseconds(0));
-        if (recorder_)
-          recorder_->recordComm("recv from " + std::to_string(r.src) + " tag " + std::to_string(r.tag), started);
-        r.arrived.record();
-        finished.push_back(heads[i]);
-      } catch (const CommTimeout&) {
-        if (std::chrono::steady_clock::now() < r.deadline) continue;
-        r.arrived.fail(std::make_exception_ptr(CommTimeout(me + ": recv from rank " + std::to_string(r.src) + " (tag " +
-                                                           std::to_string(r.tag) + ") timed out after " +
-                                                           std::to_string(r.timeout.count()) + " ms")));
-        finished.push_back(heads[i]);
-      } catch (...) {
-        failed = std::current_exception();
+    Bytes bytes;
+    int got = -1;
+    try {
+      got = inner_.recvAny(keys, bytes, wait);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    if (got >= 0) {
+      Receive& r = *heads[static_cast<size_t>(got)];
+      if (recorder_)
+        recorder_->recordComm("recv from " + std::to_string(r.src) + " tag " + std::to_string(r.tag),
+                              std::max(r.posted, recorder_->lastCommEnd()));
+      r.bytes = std::move(bytes);
+      r.arrived.record();
+      finished.push_back(heads[static_cast<size_t>(got)]);
+    } else if (!failed) {
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& h : heads) {
+        if (now < h->deadline) continue;
+        h->arrived.fail(std::make_exception_ptr(CommTimeout(me + ": recv from rank " + std::to_string(h->src) +
+                                                            " (tag " + std::to_string(h->tag) + ") timed out after " +
+                                                            std::to_string(h->timeout.count()) + " ms")));
+        finished.push_back(h);
       }
     }
     lock.lock();

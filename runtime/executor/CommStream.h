@@ -13,11 +13,12 @@
 //   recv(src, tag, t)        postRecv + wait.
 //   flush()                  returns once every queued send has been handed to the inner Comm.
 //
-// The worker never blocks a queued send behind a receive: it sends everything queued, then looks at
-// the oldest pending receive of each (src, tag), in posting order, waiting at most 1 ms on the first
-// (a message wakes it at once) and not at all on the others, and loops. So receives posted by two
-// compute streams (forward and backward of different micro-batches) complete in whatever order
-// their messages arrive, and no receive can hold up a send another rank is waiting for.
+// The worker never blocks a queued send behind a receive: it sends everything queued, then waits
+// with Comm::recvAny for the oldest pending receive of each (src, tag) at once (a message for any of
+// them wakes it; `local` and `mpi` signal arrival) until the nearest deadline, and loops; a send or
+// receive queued meanwhile ends the wait at once (Comm::wake). So receives posted by two compute
+// streams (forward and backward of different micro-batches) complete in whatever order their
+// messages arrive, and no receive can hold up a send another rank is waiting for.
 //
 // Failures: the first error of the worker (a send or receive throwing, e.g. CommAborted when
 // another rank failed, or an injected fault, Heartbeat.h) fails every pending receive and is

@@ -125,6 +125,20 @@ Bytes MonitoredComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
   }
 }
 
+int MonitoredComm::recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out,
+                           std::chrono::milliseconds timeout) {
+  maybeFail();
+  monitor_.setWaiting(inner_->rank(), true);
+  try {
+    const int got = inner_->recvAny(sources, out, timeout);
+    monitor_.setWaiting(inner_->rank(), false);
+    return got;
+  } catch (...) {
+    monitor_.setWaiting(inner_->rank(), false);
+    throw;
+  }
+}
+
 namespace {
 // Forwards to a comm owned elsewhere (RankWatch borrows the process's mpi comm).
 class BorrowedComm : public Comm {
@@ -134,6 +148,10 @@ public:
   int worldSize() const override { return inner_.worldSize(); }
   void send(int dst, int tag, Bytes message) override { inner_.send(dst, tag, std::move(message)); }
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override { return inner_.recv(src, tag, timeout); }
+  int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) override {
+    return inner_.recvAny(sources, out, timeout);
+  }
+  void wake() override { inner_.wake(); }
 
 private:
   Comm& inner_;

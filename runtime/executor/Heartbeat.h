@@ -98,6 +98,9 @@ public:
   int worldSize() const override { return inner_->worldSize(); }
   void send(int dst, int tag, Bytes message) override;
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override;
+  /// One message operation (beat, waiting while it waits, the fault hook), like recv.
+  int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) override;
+  void wake() override { inner_->wake(); }
 
 private:
   void maybeFail();

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace disagmoe {
 
@@ -35,10 +37,13 @@ private:
 
   void deliver(int src, int dst, int tag, Bytes message);
   Bytes take(int src, int dst, int tag, std::chrono::milliseconds timeout);
+  int takeAny(int dst, const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout);
+  void wake(int dst);
 
   const int worldSize_;
   std::mutex mutex_;
   std::deque<std::condition_variable> arrived_; // one per destination rank
+  std::vector<char> woken_;                     // per destination rank: wake() since its last takeAny
   std::map<Key, std::deque<Bytes>> mailboxes_;
   bool aborted_ = false;
   std::string abortReason_;

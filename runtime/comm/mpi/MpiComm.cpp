@@ -62,6 +62,7 @@ struct MpiComm::State {
   Phase phase = Phase::Starting;
   std::string startError, finishError, abortReason;
   bool finished = false;
+  bool woken = false; // wake() since the last recvAny returned
   int rank = -1, world = 0;
   int abortExitCode = 1;
   std::chrono::steady_clock::time_point finishDeadline, abortDeadline;
@@ -349,6 +350,48 @@ Bytes MpiComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
       throw CommTimeout(what + " timed out after " + std::to_string(timeout.count()) + " ms");
     }
   }
+}
+
+int MpiComm::recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) {
+  for (const auto& [src, tag] : sources)
+    if (src < 0 || src >= worldSize_)
+      throw CommError("rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(src) + " (tag " +
+                      std::to_string(tag) + "): no such rank in a world of " + std::to_string(worldSize_));
+  State& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  while (true) {
+    if (!s.abortReason.empty())
+      throw CommAborted("rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(sources.front().first) +
+                        " (tag " + std::to_string(sources.front().second) + ") aborted: " + s.abortReason);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      auto box = s.mailboxes.find(sources[i]);
+      if (box != s.mailboxes.end() && !box->second.empty()) {
+        out = std::move(box->second.front());
+        box->second.pop_front();
+        return static_cast<int>(i);
+      }
+    }
+    if (s.phase != Phase::Running) throw CommError("rank " + std::to_string(rank_) + ": recv: the comm ended");
+    if (s.woken) {
+      s.woken = false;
+      return -1;
+    }
+    if (s.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
+      bool any = !s.abortReason.empty();
+      for (const auto& key : sources) {
+        auto box = s.mailboxes.find(key);
+        any = any || (box != s.mailboxes.end() && !box->second.empty());
+      }
+      if (!any) return -1;
+    }
+  }
+}
+
+void MpiComm::wake() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->woken = true;
+  state_->arrived.notify_all();
 }
 
 void MpiComm::finish(std::chrono::milliseconds timeout) {

@@ -33,6 +33,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace disagmoe {
 
@@ -56,6 +58,8 @@ public:
   int worldSize() const override { return worldSize_; }
   void send(int dst, int tag, Bytes message) override;
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override;
+  int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) override;
+  void wake() override;
 
   /// Orderly end: every queued send completes, all ranks meet in a barrier (while still receiving),
   /// then MPI_Finalize. Throws CommError if the sends do not complete within `timeout`.

@@ -181,3 +181,30 @@ TEST(CommStream, AllReduceSumThroughTheStreamsOfThreeRanks) {
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ(data[r], (std::vector<float>{111, 222, 333})) << r;
 }
+
+// Comm::recvAny / wake on the local backend, the comm stream's wait: the first pair (in the given
+// order) holding a message wins; nothing -> -1 at the deadline; wake() from another thread -> -1.
+TEST(LocalComm, RecvAnyTakesTheFirstPairWithAMessageAndWakeEndsTheWait) {
+  LocalWorld world(3);
+  auto a = world.endpoint(0), b = world.endpoint(1), c = world.endpoint(2);
+  b->send(0, 7, {1});
+  c->send(0, 8, {2});
+  Bytes out;
+  EXPECT_EQ(a->recvAny({{2, 8}, {1, 7}}, out, 1000ms), 0);
+  EXPECT_EQ(out, Bytes{2});
+  EXPECT_EQ(a->recvAny({{2, 8}, {1, 7}}, out, 1000ms), 1);
+  EXPECT_EQ(out, Bytes{1});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(a->recvAny({{2, 8}, {1, 7}}, out, 30ms), -1);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
+  std::thread waker([&] {
+    std::this_thread::sleep_for(20ms);
+    a->wake();
+  });
+  const auto woken = std::chrono::steady_clock::now();
+  EXPECT_EQ(a->recvAny({{1, 7}}, out, 20000ms), -1);
+  EXPECT_LT(std::chrono::steady_clock::now() - woken, 10000ms);
+  waker.join();
+  world.abort("rank 2 failed");
+  EXPECT_THROW(a->recvAny({{1, 7}}, out, 1000ms), CommAborted);
+}
