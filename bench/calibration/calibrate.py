@@ -69,7 +69,10 @@ def exchange_times(trace_path, plan_json):
             if not senders:
                 continue
             start = max(s for _, s in senders)
-            if rstart <= start:  # the receiver waited: the whole handoff is on the critical path
+            # The receiver waited (the whole handoff is on the critical path), and its receive ended
+            # after the send began: with receives posted ahead by the comm stream, a receive that
+            # ended first took an earlier message of the same key, not this one.
+            if rstart <= start <= rend:
                 samples[(role_of[senders[0][0]], op, phase)].append(rend - start)
     return [{"role": role, "op": "exchange:" + op, "phase": phase, "layer": -1, "samples": len(v),
              "seconds": statistics.median(v)} for (role, op, phase), v in sorted(samples.items())]
