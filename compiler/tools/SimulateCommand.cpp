@@ -19,6 +19,7 @@
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Roofline.h"
 #include "runtime/sim/Baselines.h"
+#include "runtime/io/FileKind.h"
 #include "runtime/sim/Simulator.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -139,6 +140,9 @@ int simulateMain(int argc, char **argv) {
       continue;
     if (sys::fs::is_directory(path))
       return fail(std::string(flag) + " " + path + ": is a directory");
+    // lstat: a symlink, FIFO (opening it blocks), device or socket is refused, never written through.
+    if (const std::string why = outputRefusal(path); !why.empty())
+      return fail(std::string(flag) + " " + path + ": " + why);
     SmallString<256> dir(path);
     sys::path::remove_filename(dir);
     if (dir.empty())
@@ -399,6 +403,9 @@ int simulateMain(int argc, char **argv) {
                       {"lower_bound_s", lowerBound},
                       {"model_flops", modelFlops},
                       {"systems", std::move(systems)}};
+    // Checked again at the open: a path that became a FIFO meanwhile would block it.
+    if (const std::string why = outputRefusal(jsonOut); !why.empty())
+      return fail("--json " + jsonOut + ": " + why);
     std::error_code ec;
     raw_fd_ostream f(jsonOut, ec);
     if (ec)

@@ -1,4 +1,5 @@
 #include "runtime/executor/OpProfile.h"
+#include "runtime/io/FileKind.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,8 @@ namespace {
 
 // Temp file + rename: a reader never sees half a file.
 void writeAtomically(const std::string& path, const std::string& text) {
+  // The rename would replace a device, FIFO or symlink: refuse it (again just before the rename).
+  if (const std::string why = outputRefusal(path); !why.empty()) throw std::runtime_error(path + ": " + why);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -24,6 +27,10 @@ void writeAtomically(const std::string& path, const std::string& text) {
       std::remove(tmp.c_str());
       throw std::runtime_error(path + ": write failed");
     }
+  }
+  if (const std::string why = outputRefusal(path); !why.empty()) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": " + why);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -3,6 +3,7 @@
 // ASCII Python dict literal with 'descr', 'fortran_order' and 'shape', padded with spaces and '\n'.
 // Element bytes are copied as they are, so the host must be little-endian (x86-64, AArch64).
 #include "runtime/io/Npy.h"
+#include "runtime/io/FileKind.h"
 
 #include <sys/stat.h>
 
@@ -156,6 +157,8 @@ int64_t npyItemSize(NpyDtype dtype) {
 }
 
 NpyHeader readNpyHeader(const std::string& path) {
+  // A directory would read as a bad magic, a FIFO would block: name them first.
+  if (const std::string why = inputRefusal(path); !why.empty()) fail(path, why);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   char magic[kMagicLen];

@@ -1,5 +1,7 @@
 #include "runtime/io/Safetensors.h"
 
+#include "runtime/io/FileKind.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -36,6 +38,8 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' '); // the buffer starts 8-byte aligned
+  // Refused before any write and again just before the rename (a path that became special meanwhile).
+  if (const std::string why = outputRefusal(path); !why.empty()) fail(path, why);
   static std::atomic<unsigned> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
@@ -55,6 +59,10 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
       fail(path, "write failed");
     }
   }
+  if (const std::string why = outputRefusal(path); !why.empty()) {
+    std::remove(tmp.c_str());
+    fail(path, why);
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
@@ -63,6 +71,8 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
 }
 
 SafetensorsFile readSafetensors(const std::string& path) {
+  // An ifstream opens a directory and reports a huge size, and blocks on a FIFO: name them first.
+  if (const std::string why = inputRefusal(path); !why.empty()) fail(path, why);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(in.tellg());

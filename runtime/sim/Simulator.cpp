@@ -1,5 +1,6 @@
 //===- Simulator.cpp - discrete-event replay of a schedule ---------------------===//
 #include "runtime/sim/Simulator.h"
+#include "runtime/io/FileKind.h"
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,10 @@ const OpTimes::Entry *OpTimes::find(const std::string &role, const std::string &
 }
 
 bool OpTimes::load(const std::string &path, std::string &error) {
+  if (const std::string why = inputRefusal(path); !why.empty()) {
+    error = path + ": " + why;
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     error = path + ": cannot open";
@@ -927,6 +932,11 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
     error = "the simulation did not record instruction times";
     return false;
   }
+  // The rename would replace a device, FIFO or symlink: refuse it (again just before the rename).
+  if (const std::string why = outputRefusal(path); !why.empty()) {
+    error = path + ": " + why;
+    return false;
+  }
   std::string tmp = path + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "w");
   if (!f) {
@@ -1006,6 +1016,11 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
   }
   std::fprintf(f, "\n]}\n");
   bool ok = std::fclose(f) == 0;
+  if (const std::string why = outputRefusal(path); ok && !why.empty()) {
+    std::remove(tmp.c_str());
+    error = path + ": " + why;
+    return false;
+  }
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     error = path + ": write failed";

@@ -241,6 +241,14 @@ void checkOutputs(const Options& o) {
   if (!o.saveWeights.empty()) checkOutputDir("--save-weights", o.saveWeights);
 }
 
+// Every input path, before any work: a directory or FIFO is named, not misread (or waited on).
+void checkInputs(const Options& o) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--input", &o.input}, {"--targets", &o.targets}, {"--data", &o.data}, {"--resume", &o.resume}};
+  for (const auto& [flag, path] : files)
+    if (!path->empty()) checkInputFile(flag, *path);
+}
+
 // The token ids every rank uses: --input, or seeded random ids (identical on every process).
 std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch, int64_t& seqLen) {
   batch = o.batch ? o.batch : plan.model.batch;
@@ -804,6 +812,7 @@ int distributedMain(int argc, char** argv) {
   try {
     const Options o = parseArgs(argc, argv);
     checkOutputs(o);
+    checkInputs(o);
 #ifdef DISAGMOE_HAVE_MPI
     if (o.comm == "mpi") {
       if (rankFromEnvironment() < 0)

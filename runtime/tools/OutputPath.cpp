@@ -1,5 +1,7 @@
 #include "runtime/tools/OutputPath.h"
 
+#include "runtime/io/FileKind.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +31,10 @@ void probe(const std::string& flag, const std::string& path, const fs::path& dir
 
 void checkOutputFile(const std::string& flag, const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) fail(flag, path, "is a directory (expected a file name)");
+  // lstat: a symlink is refused itself (the rename would replace it, and its target is never written).
+  const std::string kind = nonRegularFileKind(path, /*followLinks=*/false);
+  if (kind == "a directory") fail(flag, path, "is a directory (expected a file name)");
+  if (!kind.empty()) fail(flag, path, outputRefusal(path));
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::exists(parent, ec)) fail(flag, path, "directory " + parent.string() + " does not exist");
@@ -47,6 +52,11 @@ void checkOutputDir(const std::string& flag, const std::string& path) {
   if (!fs::is_directory(at, ec))
     fail(flag, path, at.string() == path ? "exists and is not a directory" : at.string() + " is not a directory");
   probe(flag, path, at);
+}
+
+void checkInputFile(const std::string& flag, const std::string& path) {
+  const std::string why = inputRefusal(path);
+  if (!why.empty()) fail(flag, path, why);
 }
 
 } // namespace disagmoe::tools

@@ -162,6 +162,8 @@ int run(const Options& o) {
   if (!o.output.empty()) tools::checkOutputFile("--output", o.output);
   if (!o.trace.empty()) tools::checkOutputFile("--trace", o.trace);
   if (!o.opTimesOut.empty()) tools::checkOutputFile("--op-times-out", o.opTimesOut);
+  if (!o.input.empty()) tools::checkInputFile("--input", o.input);
+  if (!o.opTimes.empty()) tools::checkInputFile("--op-times", o.opTimes);
   const Plan plan = loadPlan(o.plan);
   if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace, o.hostCores}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;

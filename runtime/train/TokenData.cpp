@@ -1,4 +1,5 @@
 #include "runtime/train/TokenData.h"
+#include "runtime/io/FileKind.h"
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +15,8 @@ std::vector<unsigned char> readAll(const std::string& path) {
   std::error_code ec;
   // An ifstream opens a directory and reports a huge size: refuse it by name first.
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a token file");
+  // A FIFO would block the read, a device read forever: refuse anything but a regular file.
+  if (const std::string why = inputRefusal(path); !why.empty()) fail(path, why);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   const std::streamoff size = in.tellg();

@@ -1,4 +1,5 @@
 #include "runtime/train/TrainingLoop.h"
+#include "runtime/io/FileKind.h"
 
 #include "runtime/train/Checkpoint.h"
 
@@ -55,6 +56,9 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
   }
   std::ofstream log;
   if (!o.lossLog.empty() && runtime.report) {
+    // Opening a FIFO for writing blocks until a reader appears, and a symlink would be written
+    // through: refuse any existing non-regular file before the open.
+    if (const std::string why = outputRefusal(o.lossLog); !why.empty()) throw DataError(o.lossLog + ": " + why);
     log.open(o.lossLog, o.resume.empty() ? std::ios::trunc : std::ios::app);
     if (!log) throw DataError(o.lossLog + ": cannot open the loss log for writing");
   }

@@ -13,8 +13,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <sys/stat.h>
 
 using namespace disagmoe;
 using namespace disagmoe::train;
@@ -123,6 +126,30 @@ TEST(Safetensors, RoundTripAndRefusals) {
   EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8).find("needs 12"), std::string::npos);
   EXPECT_NE(file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8).find("dtype BF16"),
             std::string::npos);
+}
+
+// The writer refuses an existing non-regular file itself (disagmoe-run's up-front check aside): the
+// rename of its temp file would replace a FIFO or a symlink, whose target would then never be
+// written. The reader names a directory or FIFO instead of reporting a bogus header length (an
+// ifstream on a directory reports a size of 2^63 - 1) or blocking on the FIFO.
+TEST(Safetensors, RefusesFilesThatAreNotRegular) {
+  const std::string dir = test::makeTempDir("st");
+  Tensor a({2});
+  writeBytes(dir + "/target", "keep me");
+  std::filesystem::create_symlink("target", dir + "/link");
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(errorOf([&] { writeSafetensors(dir + "/link", {{"a", &a}}, {}); }),
+            dir + "/link: exists and is not a regular file (a symlink): refusing to replace it");
+  EXPECT_EQ(errorOf([&] { writeSafetensors(dir + "/fifo", {{"a", &a}}, {}); }),
+            dir + "/fifo: exists and is not a regular file (a FIFO): refusing to replace it");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link"));
+  EXPECT_TRUE(std::filesystem::is_fifo(dir + "/fifo"));
+  std::ifstream target(dir + "/target");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(target), {}), "keep me");
+  EXPECT_EQ(errorOf([&] { readSafetensors(dir); }), dir + ": is a directory, expected a file");
+  EXPECT_EQ(errorOf([&] { readSafetensors(dir + "/fifo"); }), dir + "/fifo: is not a regular file (a FIFO)");
+  // Nothing but the three entries made above (no temp file left behind).
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 3);
 }
 
 // The CRC-32 of checkpoint tensors is zlib's (CRC-32/ISO-HDLC): the catalogue's check value of
