@@ -249,6 +249,21 @@ void checkInputs(const Options& o) {
     if (!path->empty()) checkInputFile(flag, *path);
 }
 
+// The files --save-grads/--save-weights will write (names known once the plan is loaded): an
+// existing symlink, FIFO or device among them is refused before the training, not after it.
+void checkSaveDirFiles(const Options& o, const Plan& plan) {
+  const std::vector<std::string> keys = train::weightKeys(plan.model);
+  for (const auto& [flag, dir] : {std::pair<const char*, std::string>{"--save-grads", o.saveGrads},
+                                  {"--save-weights", o.saveWeights}}) {
+    if (dir.empty()) continue;
+    for (const std::string& key : keys)
+      checkNotSpecialFile(flag, dir + "/" + key + ".npy");
+    if (std::string(flag) == "--save-weights" && o.routerBiasRate > 0)
+      for (int64_t l = 0; l < plan.model.numLayers; ++l)
+        checkNotSpecialFile(flag, dir + "/l" + std::to_string(l) + "_router_selection_bias.npy");
+  }
+}
+
 // The token ids every rank uses: --input, or seeded random ids (identical on every process).
 std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch, int64_t& seqLen) {
   batch = o.batch ? o.batch : plan.model.batch;
@@ -521,6 +536,7 @@ train::LoopOptions loopOptions(const Options& o) {
 
 int runLocalTrain(const Options& o) {
   const Plan plan = loadPlan(o.plan);
+  checkSaveDirFiles(o, plan);
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
@@ -580,6 +596,7 @@ int runMpi(const Options& o) {
   };
   try {
     const Plan plan = loadPlan(o.plan);
+    checkSaveDirFiles(o, plan);
     if (comm->worldSize() != plan.placement.worldSize)
       throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
                        std::to_string(comm->worldSize()) + " (use mpirun -np " +

@@ -54,6 +54,11 @@ void checkOutputDir(const std::string& flag, const std::string& path) {
   probe(flag, path, at);
 }
 
+void checkNotSpecialFile(const std::string& flag, const std::string& path) {
+  const std::string why = outputRefusal(path);
+  if (!why.empty()) fail(flag, path, why);
+}
+
 void checkInputFile(const std::string& flag, const std::string& path) {
   const std::string why = inputRefusal(path);
   if (!why.empty()) fail(flag, path, why);
