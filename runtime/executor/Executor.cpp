@@ -18,9 +18,25 @@ Executor::Executor(const Plan& plan, ExecutorOptions options) : plan_(plan), opt
     weights_.emplace_back(plan, r);
 }
 
+void validateShape(const Plan& plan, int64_t batch, int64_t seqLen) {
+  const std::string shape = "[" + std::to_string(batch) + "," + std::to_string(seqLen) + "]";
+  if (batch < 1 || seqLen < 1) throw ExecError("input shape " + shape + " is empty");
+  // Overflow-safe: a wrapped product would pass the capacity check below and then fail to allocate.
+  const int64_t da = plan.placement.attentionSize();
+  int64_t total = 0, perRank = 0;
+  if (__builtin_mul_overflow(batch, seqLen, &total) ||
+      __builtin_mul_overflow(batch / da + (batch % da != 0), seqLen, &perRank))
+    throw ExecError("input " + shape + " has more than 2^63 - 1 tokens");
+  // A residual message carries all of an attention rank's tokens (embedding and head messages at
+  // most those); M2N/N2M counts depend on the routing and are checked per message (CountedExchange.h).
+  if (const ExchangeSpec* e = staticExchangeOverCapacity(plan, perRank))
+    throw ExecError("input " + shape + " puts " + std::to_string(perRank) +
+                    " tokens on an attention rank, above capacity_tokens " + std::to_string(e->capacityTokens) +
+                    " of exchange \"" + e->id + "\" (compile the plan for this shape with --batch/--seq-len)");
+}
+
 void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
-  if (batch < 1 || seqLen < 1)
-    throw ExecError("input shape [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] is empty");
+  validateShape(plan, batch, seqLen);
   if (static_cast<int64_t>(ids.size()) != batch * seqLen)
     throw ExecError("input has " + std::to_string(ids.size()) + " ids, shape [" + std::to_string(batch) + "," +
                     std::to_string(seqLen) + "] needs " + std::to_string(batch * seqLen));
@@ -29,15 +45,6 @@ void validateInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t ba
       throw ExecError("input id " + std::to_string(ids[i]) + " at [" + std::to_string(i / seqLen) + "," +
                       std::to_string(i % seqLen) + "] is outside the vocabulary [0, " +
                       std::to_string(plan.model.vocabSize) + ")");
-  // A residual message carries all of an attention rank's tokens (embedding and head messages at
-  // most those); M2N/N2M counts depend on the routing and are checked per message (CountedExchange.h).
-  const int64_t da = plan.placement.attentionSize();
-  const int64_t perRank = (batch + da - 1) / da * seqLen;
-  if (const ExchangeSpec* e = staticExchangeOverCapacity(plan, perRank))
-    throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
-                    std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
-                    std::to_string(e->capacityTokens) + " of exchange \"" + e->id +
-                    "\" (compile the plan for this shape with --batch/--seq-len)");
 }
 
 RunResult Executor::run(const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) const {

@@ -44,6 +44,13 @@ struct RunResult {
   double wallSeconds = 0;                ///< the ranks' run, from thread start to the last join
 };
 
+/// Checks the shape [batch, seqLen] alone against the plan, before any id or buffer is allocated:
+/// batch, seqLen >= 1, batch * seqLen and ceil(batch / D_A) * seqLen representable in int64
+/// (checked without overflowing), and ceil(batch / D_A) * seqLen <= capacity_tokens of the
+/// residual, embedding and head exchanges (the bound that makes every later allocation of the run
+/// proportional to the plan's compiled capacity). Throws ExecError naming the shape and the bound.
+void validateShape(const Plan& plan, int64_t batch, int64_t seqLen);
+
 /// Checks token ids `ids` ([batch, seqLen] row-major) against the plan before any rank starts:
 /// a non-empty shape, ids in [0, vocab), and at most capacity_tokens tokens per attention rank
 /// (ceil(batch / D_A) * seqLen) for the residual, embedding and head exchanges, whose counts the

@@ -759,7 +759,11 @@ SimResult Sim::run() {
       std::vector<int> finished;
       double eps = 1e-12;
       for (size_t k = 0; k < Gs.ps.size();) {
-        if (Gs.ps[k].second <= eps) {
+        // Also done when its remaining time no longer moves the clock: late in a long schedule
+        // (now_ ~ 1e5 s and beyond) a remainder above eps but below now_'s rounding step would
+        // otherwise be rescheduled at now_ forever, never shrinking (dt = 0).
+        const double rate = psRate(Gs, Gs.ps[k].first);
+        if (Gs.ps[k].second <= eps || (rate > 0 && now_ + Gs.ps[k].second / rate <= now_)) {
           finished.push_back(Gs.ps[k].first);
           Gs.ps[k] = Gs.ps.back();
           Gs.ps.pop_back();
@@ -775,7 +779,7 @@ SimResult Sim::run() {
       std::vector<int> finished;
       for (size_t k = 0; k < activeFlows_.size();) {
         Flow &F = flows_[activeFlows_[k]];
-        if (F.rem <= 1e-9 || (F.rate > 0 && F.rem / F.rate <= 1e-12)) {
+        if (F.rem <= 1e-9 || (F.rate > 0 && (F.rem / F.rate <= 1e-12 || now_ + F.rem / F.rate <= now_))) {
           finished.push_back(activeFlows_[k]);
           activeFlows_[k] = activeFlows_.back();
           activeFlows_.pop_back();

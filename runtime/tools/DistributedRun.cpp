@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -279,6 +280,11 @@ std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch,
     batch = shape[0];
     seqLen = shape[1];
   } else {
+    try { // before allocating batch * seqLen ids
+      validateShape(plan, batch, seqLen);
+    } catch (const ExecError& e) {
+      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) + ": " + e.what());
+    }
     std::mt19937_64 rng(o.seed);
     ids.resize(static_cast<size_t>(batch * seqLen));
     for (int64_t& id : ids)
@@ -847,6 +853,9 @@ int distributedMain(int argc, char** argv) {
     }
 #endif
     return runLocalTrain(o);
+  } catch (const std::bad_alloc&) { // the shape checks passed, yet a buffer of the step did not fit
+    std::cerr << "disagmoe-run: out of host memory running the plan (a buffer of the token ids, weights, gradients, "
+                 "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
   } catch (const std::exception& e) {
     std::cerr << "disagmoe-run: " << e.what() << "\n";
   }

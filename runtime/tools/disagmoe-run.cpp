@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <algorithm>
 #include <random>
 #include <stdexcept>
@@ -181,6 +182,11 @@ int run(const Options& o) {
     batch = shape[0];
     seqLen = shape[1];
   } else {
+    try { // before allocating batch * seqLen ids
+      validateShape(plan, batch, seqLen);
+    } catch (const ExecError& e) {
+      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) + ": " + e.what());
+    }
     std::mt19937_64 rng(o.seed);
     ids.resize(static_cast<size_t>(batch * seqLen));
     for (int64_t& id : ids)
@@ -237,6 +243,9 @@ int main(int argc, char** argv) {
   if (disagmoe::tools::handlesArgs(argc, argv)) return disagmoe::tools::distributedMain(argc, argv);
   try {
     return run(parseArgs(argc, argv));
+  } catch (const std::bad_alloc&) { // the shape checks passed, yet a buffer of the run did not fit
+    std::cerr << "disagmoe-run: out of host memory running the plan's forward (a buffer of the token ids, weights, "
+                 "exchanges or logits could not be allocated): try a smaller --batch/--seq-len\n";
   } catch (const std::exception& e) {
     std::cerr << "disagmoe-run: " << e.what() << "\n";
   } catch (...) {

@@ -108,7 +108,7 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {"/no/such/plan.json", "disagmoe-run: /no/such/plan.json: cannot open: No such file or directory\n"},
       {plan + " --input /no/such/ids.npy", "disagmoe-run: /no/such/ids.npy: cannot open: No such file or directory\n"},
       {plan + " --batch 17 --seq-len 8",
-       "disagmoe-run: generated ids: input [17,8] puts 72 tokens on an attention rank, above capacity_tokens 64 of "
+       "disagmoe-run: --batch 17 --seq-len 8: input [17,8] puts 72 tokens on an attention rank, above capacity_tokens 64 of "
        "exchange \"residual.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
       {plan + " --output=", "disagmoe-run: --output: empty value\n"},
       {plan + " --output /dev/null", "disagmoe-run: --output /dev/null: exists and is not a regular file (a device): "
