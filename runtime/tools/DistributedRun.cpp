@@ -280,10 +280,18 @@ std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch,
     batch = shape[0];
     seqLen = shape[1];
   } else {
-    try { // before allocating batch * seqLen ids
-      validateShape(plan, batch, seqLen);
+    try { // before allocating batch * seqLen ids; the capacity bounds a micro-batch (its largest, at least
+          // ceil(batch / M) sequences: the trainer checks its exact split later)
+      int64_t total = 0;
+      if (__builtin_mul_overflow(batch, seqLen, &total))
+        throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) +
+                        "] has more than 2^63 - 1 tokens");
+      validateShape(plan, batch / o.microBatches + (batch % o.microBatches != 0), seqLen);
     } catch (const ExecError& e) {
-      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) + ": " + e.what());
+      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) +
+                       (o.microBatches > 1 ? " --micro-batches " + std::to_string(o.microBatches) + " (a micro-batch)"
+                                           : std::string()) +
+                       ": " + e.what());
     }
     std::mt19937_64 rng(o.seed);
     ids.resize(static_cast<size_t>(batch * seqLen));
