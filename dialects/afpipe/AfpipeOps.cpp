@@ -126,6 +126,8 @@ LogicalResult GroupOp::verify() {
   }
   if (!(getStaticBytes().convertToDouble() >= 0) || !(getNicBandwidth().convertToDouble() >= 0))
     return emitOpError("static_bytes and nic_bandwidth must be >= 0");
+  if (auto logits = getHeadLogitsBytes(); logits && !(logits->convertToDouble() >= 0))
+    return emitOpError("head_logits_bytes must be >= 0");
   return success();
 }
 

@@ -63,10 +63,13 @@ def Afpipe_ScheduleOp : Afpipe_Op<"schedule", [NoTerminator, SingleBlock, NoRegi
 
 def Afpipe_GroupOp : Afpipe_Op<"group", [HasParent<"ScheduleOp">]> {
   let summary = "a group of ranks: ranks[replica][i] is the global rank at position i";
+  // head_logits_bytes (only on the group running the head): its logits of one micro-batch, apart
+  // from static_bytes (weights, gradients and optimizer state), runtime/plan/Schedule.h.
   let arguments = (ins StrAttr:$role, Afpipe_I64Attr:$index, ArrayAttr:$ranks, F64Attr:$static_bytes,
-                       F64Attr:$nic_bandwidth);
+                       F64Attr:$nic_bandwidth, OptionalAttr<F64Attr>:$head_logits_bytes);
   let assemblyFormat = [{
-    $role $index `ranks` $ranks `static_bytes` $static_bytes `nic_bandwidth` $nic_bandwidth attr-dict
+    $role $index `ranks` $ranks `static_bytes` $static_bytes `nic_bandwidth` $nic_bandwidth
+    (`head_logits_bytes` $head_logits_bytes^)? attr-dict
   }];
   let hasVerifier = 1;
 }

@@ -200,9 +200,11 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       sa += w.layers[l].attnStaticBytes;
     if (g == 0 && !w.embeddingOnFfn)
       sa += w.embedStaticBytes;
-    if (g == headGroup && !w.headOnFfn) // the logits live from the head's forward to its backward
-      sa += w.headStaticBytes + w.headActivationBytes;
+    if (g == headGroup && !w.headOnFfn)
+      sa += w.headStaticBytes;
     A[g] = b.addGroup("attention", g, ra, sa, bwA);
+    if (g == headGroup && !w.headOnFfn) // the logits live from the head's forward to its backward
+      b.schedule().groups[A[g]].headLogitsBytes = w.headActivationBytes;
   }
   for (int g = 0; g < p; ++g) {
     std::vector<std::vector<int>> rf(R);
@@ -215,8 +217,10 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     if (g == 0 && w.embeddingOnFfn)
       sf += w.embedStaticBytes;
     if (g == headGroup && w.headOnFfn)
-      sf += w.headStaticBytes + w.headActivationBytes;
+      sf += w.headStaticBytes;
     F[g] = b.addGroup("ffn", g, rf, sf, bwF);
+    if (g == headGroup && w.headOnFfn)
+      b.schedule().groups[F[g]].headLogitsBytes = w.headActivationBytes;
   }
   // Priorities: the tick at which an uncontended ring would run the instruction (micro-batch j
   // enters at tick j, each stage takes a tick forward; backward from the loss in reverse).

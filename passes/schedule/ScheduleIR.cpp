@@ -70,8 +70,10 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
     SmallVector<Attribute> replicas;
     for (const std::vector<int> &r : g.ranks)
       replicas.push_back(b.getDenseI64ArrayAttr(SmallVector<int64_t>(r.begin(), r.end())));
-    b.create<GroupOp>(loc, b.getStringAttr(g.role), i64(b, g.index), b.getArrayAttr(replicas), f64(b, g.staticBytes),
-                      f64(b, g.nicBandwidth));
+    auto group = b.create<GroupOp>(loc, b.getStringAttr(g.role), i64(b, g.index), b.getArrayAttr(replicas),
+                                   f64(b, g.staticBytes), f64(b, g.nicBandwidth), FloatAttr());
+    if (g.headLogitsBytes > 0)
+      group.setHeadLogitsBytesAttr(f64(b, g.headLogitsBytes));
   }
   for (const sched::Program &p : s.programs) {
     auto prog = b.create<ProgramOp>(loc, b.getStringAttr(p.role));
@@ -143,6 +145,8 @@ bool readScheduleOp(ScheduleOp op, sched::Schedule &s, std::string &error) {
       }
       group.staticBytes = g.getStaticBytes().convertToDouble();
       group.nicBandwidth = g.getNicBandwidth().convertToDouble();
+      if (auto logits = g.getHeadLogitsBytes())
+        group.headLogitsBytes = logits->convertToDouble();
       s.groups.push_back(std::move(group));
       continue;
     }

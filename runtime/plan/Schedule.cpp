@@ -213,6 +213,8 @@ std::string scheduleToJson(const Schedule &s, int indent) {
     json o{{"role", g.role}, {"index", g.index}, {"ranks", g.ranks}, {"static_bytes", g.staticBytes}};
     if (g.nicBandwidth > 0)
       o["nic_bandwidth"] = g.nicBandwidth;
+    if (g.headLogitsBytes > 0)
+      o["head_logits_bytes"] = g.headLogitsBytes;
     groups.push_back(std::move(o));
   }
   root["groups"] = std::move(groups);
@@ -279,6 +281,7 @@ bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {
         g.index = r.integer(go, p, "index", 0, true, 0, 1 << 20);
         g.staticBytes = r.number(go, p, "static_bytes", 0, true);
         g.nicBandwidth = r.number(go, p, "nic_bandwidth", 0, false);
+        g.headLogitsBytes = r.number(go, p, "head_logits_bytes", 0, false);
         const json *ranks = r.field(go, p, "ranks");
         if (ranks) {
           bool ok = ranks->is_array() && !ranks->empty();

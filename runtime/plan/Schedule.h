@@ -62,7 +62,11 @@ struct Group {
   int index = 0;     ///< within its role
   /// ranks[replica][i]: global rank of position i in this group of pipeline replica `replica`.
   std::vector<std::vector<int>> ranks;
-  double staticBytes = 0;  ///< weights, gradients and optimizer state per rank
+  double staticBytes = 0;  ///< weights, gradients and optimizer state per rank (trainable parameters only)
+  /// The head's bf16 logits of one micro-batch (2 * vocab bytes per token, Memory.h) on the group
+  /// running the head, held from its forward to its backward and counted once at the peak. They
+  /// grow with the sequence, so they are not part of staticBytes (nor of the optimizer's traffic).
+  double headLogitsBytes = 0;
   double nicBandwidth = 0; ///< per rank (bytes/s); 0 = Hardware::nicBandwidth
   int size() const { return ranks.empty() ? 0 : static_cast<int>(ranks[0].size()); }
 };
@@ -124,7 +128,7 @@ struct VerifyOptions {
 /// every rank has compute work, and that peak memory fits Schedule::capacityBytes.
 std::string verifySchedule(const Schedule &s, const VerifyOptions &options = {});
 
-/// Upper bound of the bytes a rank of `group` holds at once: staticBytes + the most micro-batches
+/// Upper bound of the bytes a rank of `group` holds at once: staticBytes + headLogitsBytes + the most micro-batches
 /// whose activations can be live together (from the stream orders and dependencies) times the
 /// largest per-micro-batch activation bytes; `inflight` receives that micro-batch count.
 double peakMemory(const Schedule &s, int group, int *inflight = nullptr);

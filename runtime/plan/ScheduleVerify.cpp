@@ -404,7 +404,7 @@ double peakMemory(const Schedule &s, int group, int *inflightOut) {
   if (inflightOut)
     *inflightOut = 0;
   if (!P)
-    return G.staticBytes;
+    return G.staticBytes + G.headLogitsBytes;
   const std::vector<Instr> &ins = P->instrs;
   const int M = s.microBatches;
   std::vector<int> firstFwd(M, -1), lastBwd(M, -1);
@@ -461,7 +461,7 @@ double peakMemory(const Schedule &s, int group, int *inflightOut) {
   }
   if (inflightOut)
     *inflightOut = peak;
-  return G.staticBytes + peak * maxAct;
+  return G.staticBytes + G.headLogitsBytes + peak * maxAct;
 }
 
 std::string verifySchedule(const Schedule &s, const VerifyOptions &o) {
@@ -483,10 +483,12 @@ std::string verifySchedule(const Schedule &s, const VerifyOptions &o) {
       int inflight = 0;
       double peak = peakMemory(s, static_cast<int>(g), &inflight);
       if (peak > s.capacityBytes) {
-        double act = inflight ? (peak - s.groups[g].staticBytes) / inflight : 0;
-        return "rank " + std::to_string(s.groups[g].ranks[0][0]) + " (" + groupName(s, static_cast<int>(g)) +
-               "): peak memory " + gb(peak) + " (" + gb(s.groups[g].staticBytes) + " weights, gradients and "
-               "optimizer state + " + std::to_string(inflight) + " micro-batches in flight x " + gb(act) +
+        const Group &G = s.groups[g];
+        double act = inflight ? (peak - G.staticBytes - G.headLogitsBytes) / inflight : 0;
+        const std::string logits = G.headLogitsBytes > 0 ? " + " + gb(G.headLogitsBytes) + " of head logits" : "";
+        return "rank " + std::to_string(G.ranks[0][0]) + " (" + groupName(s, static_cast<int>(g)) +
+               "): peak memory " + gb(peak) + " (" + gb(G.staticBytes) + " weights, gradients and "
+               "optimizer state" + logits + " + " + std::to_string(inflight) + " micro-batches in flight x " + gb(act) +
                " of activations) exceeds the usable " + gb(s.capacityBytes);
       }
     }

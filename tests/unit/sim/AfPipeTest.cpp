@@ -177,3 +177,43 @@ TEST(AfPipe, RecomputationLevelsPerSide) {
   // None: per pair 2h + 8I.
   EXPECT_NEAR(n.ffnActivationBytes, (2.0 * 16 + 8.0 * 12) * pairs, 1e-9);
 }
+
+// Weights, gradients and optimizer state count trainable parameters only, so they do not change
+// with the sequence length; the head's logits (which do) are a separate per-group term. Closed
+// form for a two-layer model on one group (p = 1, D_A = D_F = 2, one replica):
+//   A-rank: 2 layers x (Wq 16x16 + Wk 16x8 + Wv 16x8 + Wo 16x16 + 2 norms of 16 + router 16x8)
+//           + embedding 32x16 + head 32x16 + final norm 16 = 2 x 928 + 512 + 528 = 2896 params,
+//           at 2 (bf16) + 4 (fp32 grad) + 12 / 2 (Adam state, ZeRO-1 over D_A = 2) = 12 bytes each;
+//   F-rank: 2 layers x 4 experts (8 on 2 ranks) x 3 x 16 x 12 = 4608 params at 2 + 4 + 12 bytes
+//           (one replica: no ZeRO sharding);
+//   logits: 2 bytes x 32 vocab x (8 sequences / 2 micro-batches / 2 A-ranks) x seq_len tokens.
+TEST(AfPipe, StaticBytesCountParametersOnlyAndLogitsApart) {
+  cost::ModelShape m;
+  m.name = "two-layer";
+  m.hidden = 16;
+  m.vocab = 32;
+  cost::LayerShape ls;
+  ls.heads = 4; ls.kvHeads = 2; ls.headDim = 4; ls.experts = 8; ls.topK = 2; ls.expertHidden = 12;
+  m.layers = {ls, ls};
+  cost::ClusterSpec cl;
+  cl.nodes = 1; cl.gpusPerNode = 8; cl.nicsPerNode = 8;
+  cl.gpu.peakFlops = 1e15; cl.gpu.hbmBytes = 80e9; cl.gpu.nvlinkBandwidth = 1e11; cl.gpu.pcieBandwidth = 5e10;
+  cl.nic.bandwidth = 5e10;
+  sched::Hardware hw = simtest::uniformHardware();
+  hw.hbmBytes = 1e18; // the memory check is not what this test is about
+  for (int64_t seqLen : {8, 4096, 10000000}) {
+    afpipe::Config c;
+    c.groups = 1; c.attnRanks = 2; c.ffnRanks = 2; c.microbatches = 2; c.seqLen = seqLen; c.sequencesPerStep = 8;
+    Schedule s;
+    std::string error;
+    ASSERT_TRUE(afpipe::buildAfPipe(afpipe::workloadFromModel(m, cl, c), hw, c, s, error)) << error;
+    ASSERT_EQ(s.groups.size(), 2u);
+    EXPECT_EQ(s.groups[0].role, "attention");
+    EXPECT_DOUBLE_EQ(s.groups[0].staticBytes, 2896.0 * 12) << seqLen;
+    EXPECT_DOUBLE_EQ(s.groups[1].staticBytes, 4608.0 * 18) << seqLen;
+    EXPECT_DOUBLE_EQ(s.groups[0].headLogitsBytes, 2.0 * 32 * 2 * static_cast<double>(seqLen)) << seqLen;
+    EXPECT_DOUBLE_EQ(s.groups[1].headLogitsBytes, 0.0);
+    // The peak holds them once, on top of the static bytes.
+    EXPECT_GE(peakMemory(s, 0), s.groups[0].staticBytes + s.groups[0].headLogitsBytes);
+  }
+}
