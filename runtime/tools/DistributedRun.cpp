@@ -402,6 +402,28 @@ RankResult unpackResult(const Bytes& b) {
   return r;
 }
 
+#if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
+// One process per rank (--comm mpi, nccl): every rank's forward result goes to rank 0, which prints
+// the run. On the tag after every exchange tag of the forward (3 L - 1 per layer, 3 L and 3 L + 1
+// for an FFN-side embedding and head; exchangeTag).
+void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mine, int64_t batch,
+                   int64_t seqLen, std::chrono::steady_clock::time_point start, std::chrono::milliseconds timeout);
+
+// A rank that failed, or saw another fail first, prints one line (one write: processes share the
+// terminal) and ends the job; CommT is MpiComm or NcclComm (abortJob does not return).
+template <typename CommT> [[noreturn]] void abortAfterPeer(CommT& comm, const CommAborted& e) {
+  std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
+  comm.abortJob(e.what());
+}
+
+template <typename CommT> [[noreturn]] void abortAfterFailure(CommT& comm, int me, const std::exception& e) {
+  std::string what = e.what();
+  if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
+  std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
+  comm.abortJob("rank " + std::to_string(me) + " failed: " + what);
+}
+#endif
+
 // Executor::run's assembly of every rank's result.
 RunResult assemble(const Plan& plan, const std::vector<RankResult>& results, int64_t batch, int64_t seqLen,
                    double seconds) {
@@ -447,6 +469,23 @@ void printForward(const Options& o, const Plan& plan, const RunResult& result) {
               << o.output << "\n";
   }
 }
+
+#if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
+void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mine, int64_t batch,
+                   int64_t seqLen, std::chrono::steady_clock::time_point start, std::chrono::milliseconds timeout) {
+  const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
+  if (comm.rank() != 0) {
+    comm.send(0, tag, packResult(mine));
+    return;
+  }
+  std::vector<RankResult> all(static_cast<size_t>(comm.worldSize()));
+  all[0] = std::move(mine);
+  for (int r = 1; r < comm.worldSize(); ++r)
+    all[r] = unpackResult(comm.recv(r, tag, timeout));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
+}
+#endif
 
 // ---- training --------------------------------------------------------------------------------
 
@@ -662,31 +701,15 @@ int runMpi(const Options& o) {
         const auto watch = watched();
         mine = runRank(plan, weights, watch->comm(), ids, batch, seqLen, timeout);
       }
-      // Results to rank 0, on the tag after every exchange tag of the forward (3 L - 1 per layer,
-      // 3 L and 3 L + 1 for an FFN-side embedding and head; exchangeTag).
-      const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
-      if (me != 0) {
-        comm->send(0, tag, packResult(mine));
-      } else {
-        std::vector<RankResult> all(static_cast<size_t>(comm->worldSize()));
-        all[0] = std::move(mine);
-        for (int r = 1; r < comm->worldSize(); ++r)
-          all[r] = unpackResult(comm->recv(r, tag, timeout));
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
-      }
+      gatherForward(o, plan, *comm, std::move(mine), batch, seqLen, start, timeout);
     }
     std::cout << std::flush;
     comm->finish();
     return 0;
   } catch (const CommAborted& e) {
-    std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
-    comm->abortJob(e.what());
+    abortAfterPeer(*comm, e);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
-    std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
-    comm->abortJob("rank " + std::to_string(me) + " failed: " + what);
+    abortAfterFailure(*comm, me, e);
   }
 }
 #endif
@@ -740,29 +763,15 @@ int runNccl(const Options& o) {
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
       RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
-      const int tag = static_cast<int>(3 * plan.model.numLayers + 2); // as in runMpi
-      if (me != 0) {
-        comm->send(0, tag, packResult(mine));
-      } else {
-        std::vector<RankResult> all(static_cast<size_t>(comm->worldSize()));
-        all[0] = std::move(mine);
-        for (int r = 1; r < comm->worldSize(); ++r)
-          all[r] = unpackResult(comm->recv(r, tag, timeout));
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
-      }
+      gatherForward(o, plan, *comm, std::move(mine), batch, seqLen, start, timeout);
     }
     std::cout << std::flush;
     comm->finish();
     return 0;
   } catch (const CommAborted& e) {
-    std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
-    comm->abortJob(e.what());
+    abortAfterPeer(*comm, e);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
-    std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
-    comm->abortJob("rank " + std::to_string(me) + " failed: " + what);
+    abortAfterFailure(*comm, me, e);
   }
 }
 #endif
