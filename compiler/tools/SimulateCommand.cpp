@@ -133,6 +133,16 @@ int simulateMain(int argc, char **argv) {
     return fail("--compute-efficiency must be in (0, 1]");
   if (inflight < 0 || ep < 1)
     return fail("--inflight must be >= 0 and --ep >= 1");
+  // Baseline names are checked now, not after the placement search and the AF-Pipe simulation.
+  if (baselines != "none") {
+    SmallVector<StringRef> names;
+    StringRef(baselines).split(names, ',');
+    for (StringRef name : names) {
+      sim::Baseline kind;
+      if (!sim::parseBaseline(name.str(), kind))
+        return fail("--baselines: unknown baseline '" + name.str() + "' (megatron, megatron-overlap, dualpipe)");
+    }
+  }
   // Output paths are checked before the simulation (which can take minutes): a probe file created
   // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
   for (auto [flag, path] : {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
