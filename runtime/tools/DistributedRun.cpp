@@ -471,6 +471,18 @@ void printForward(const Options& o, const Plan& plan, const RunResult& result) {
 }
 
 #if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
+// The plan of a run with one process per rank: loaded, its --save-weights/--save-grads files checked,
+// and its world size equal to mpirun's.
+Plan loadProcessPlan(const Options& o, int worldSize) {
+  Plan plan = loadPlan(o.plan);
+  checkSaveDirFiles(o, plan);
+  if (worldSize != plan.placement.worldSize)
+    throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
+                     std::to_string(worldSize) + " (use mpirun -np " + std::to_string(plan.placement.worldSize) +
+                     ")");
+  return plan;
+}
+
 void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mine, int64_t batch,
                    int64_t seqLen, std::chrono::steady_clock::time_point start, std::chrono::milliseconds timeout) {
   const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
@@ -648,12 +660,7 @@ int runMpi(const Options& o) {
     });
   };
   try {
-    const Plan plan = loadPlan(o.plan);
-    checkSaveDirFiles(o, plan);
-    if (comm->worldSize() != plan.placement.worldSize)
-      throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
-                       std::to_string(comm->worldSize()) + " (use mpirun -np " +
-                       std::to_string(plan.placement.worldSize) + ")");
+    const Plan plan = loadProcessPlan(o, comm->worldSize());
     int64_t batch = 0, seqLen = 0;
     const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
@@ -732,11 +739,7 @@ int runNccl(const Options& o) {
   std::unique_ptr<NcclComm> comm = NcclComm::start();
   const int me = comm->rank();
   try {
-    const Plan plan = loadPlan(o.plan);
-    if (comm->worldSize() != plan.placement.worldSize)
-      throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
-                       std::to_string(comm->worldSize()) + " (use mpirun -np " +
-                       std::to_string(plan.placement.worldSize) + ")");
+    const Plan plan = loadProcessPlan(o, comm->worldSize());
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     comm->connect(reduceGroups(plan), timeout);
     if (me == 0)
