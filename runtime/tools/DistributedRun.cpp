@@ -323,21 +323,6 @@ void printPlanLine(const Plan& plan) {
 
 // ---- forward over one process per rank --------------------------------------------------------
 
-// What Executor::run checks before starting its ranks.
-void checkForwardInput(const Plan& plan, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= plan.model.vocabSize)
-      throw ExecError("input id " + std::to_string(ids[i]) + " at [" + std::to_string(i / seqLen) + "," +
-                      std::to_string(i % seqLen) + "] is outside the vocabulary [0, " +
-                      std::to_string(plan.model.vocabSize) + ")");
-  const int64_t da = plan.placement.attentionSize();
-  const int64_t perRank = (batch + da - 1) / da * seqLen;
-  if (const ExchangeSpec* e = staticExchangeOverCapacity(plan, perRank)) // M2N/N2M: per message
-    throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) + "] puts " +
-                    std::to_string(perRank) + " tokens on an attention rank, above capacity_tokens " +
-                    std::to_string(e->capacityTokens) + " of exchange \"" + e->id + "\"");
-}
-
 class Writer {
 public:
   template <typename T> void put(const T& v) {
@@ -699,7 +684,7 @@ int runMpi(const Options& o) {
       }
       saveOutputs(o, trainer, me == 0);
     } else {
-      checkForwardInput(plan, ids, batch, seqLen);
+      validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const RankWeights weights(plan, me);
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
@@ -761,7 +746,7 @@ int runNccl(const Options& o) {
       }
       saveOutputs(o, trainer, me == 0);
     } else {
-      checkForwardInput(plan, ids, batch, seqLen);
+      validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const RankWeights weights(plan, me);
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
