@@ -221,6 +221,7 @@ private:
     }
   }
   void complete(int gid);
+  void completeSend(int gid, int transfer);
   void start(int gid);
   void issueExchange(int gid);
   double psRate(const GroupState &G, int gid) const;
@@ -388,6 +389,18 @@ void Sim::psSchedule(int g) {
   push(0, g, G.psVer, now_ + next);
 }
 
+// A send (or flow-carried instruction) is done: complete it and, when it carries a transfer, deliver
+// the message and complete a receive already waiting for it.
+void Sim::completeSend(int gid, int transfer) {
+  complete(gid);
+  if (transfer < 0)
+    return;
+  Transfer &t = transfers_[transfer];
+  t.delivered = true;
+  if (t.recv >= 0)
+    complete(t.recv);
+}
+
 void Sim::complete(int gid) {
   GI &x = gi_[gid];
   if (x.state == 2)
@@ -547,13 +560,7 @@ void Sim::issueExchange(int gid) {
   f.groups[0] = in.group;
   f.groups[1] = dst != in.group ? dst : -1;
   if (f.n == 0) { // nothing crosses a link (a rank to itself, a one-rank all-reduce)
-    complete(gid);
-    if (f.transfer >= 0) {
-      Transfer &t = transfers_[f.transfer];
-      t.delivered = true;
-      if (t.recv >= 0)
-        complete(t.recv);
-    }
+    completeSend(gid, f.transfer);
     return;
   }
   addFlow(f);
@@ -740,14 +747,7 @@ SimResult Sim::run() {
         --gs_[g].commFlows;
         if (in.peer == in.group) break;
       }
-      const int transfer = gi_[ev.id].transfer;
-      complete(ev.id);
-      if (transfer >= 0) {
-        Transfer &t = transfers_[transfer];
-        t.delivered = true;
-        if (t.recv >= 0)
-          complete(t.recv);
-      }
+      completeSend(ev.id, gi_[ev.id].transfer);
       drain();
       continue;
     }
@@ -798,16 +798,8 @@ SimResult Sim::run() {
         freeFlows_.push_back(id);
       }
       recomputeRates();
-      for (int id : finished) {
-        Flow F = flows_[id];
-        complete(F.gid);
-        if (F.transfer >= 0) {
-          Transfer &t = transfers_[F.transfer];
-          t.delivered = true;
-          if (t.recv >= 0)
-            complete(t.recv);
-        }
-      }
+      for (int id : finished)
+        completeSend(flows_[id].gid, flows_[id].transfer);
     }
     drain();
   }
