@@ -133,7 +133,8 @@ int simulateMain(int argc, char **argv) {
     return fail("--compute-efficiency must be in (0, 1]");
   if (inflight < 0 || ep < 1)
     return fail("--inflight must be >= 0 and --ep >= 1");
-  // Baseline names are checked now, not after the placement search and the AF-Pipe simulation.
+  // Baseline names are parsed now, not after the placement search and the AF-Pipe simulation.
+  std::vector<std::pair<std::string, sim::Baseline>> baselineKinds;
   if (baselines != "none") {
     SmallVector<StringRef> names;
     StringRef(baselines).split(names, ',');
@@ -141,6 +142,7 @@ int simulateMain(int argc, char **argv) {
       sim::Baseline kind;
       if (!sim::parseBaseline(name.str(), kind))
         return fail("--baselines: unknown baseline '" + name.str() + "' (megatron, megatron-overlap, dualpipe)");
+      baselineKinds.emplace_back(name.str(), kind);
     }
   }
   // Output paths are checked before the simulation (which can take minutes): a probe file created
@@ -310,64 +312,57 @@ int simulateMain(int argc, char **argv) {
     outcomes.push_back(best);
   }
   // ---- baselines, each at its best pipeline depth ----
-  if (baselines != "none") {
-    SmallVector<StringRef> names;
-    StringRef(baselines).split(names, ',');
-    for (StringRef name : names) {
-      sim::Baseline kind;
-      if (!sim::parseBaseline(name.str(), kind))
-        return fail("--baselines: unknown baseline '" + name.str() + "' (megatron, megatron-overlap, dualpipe)");
-      Outcome best;
-      best.system = name.str();
-      best.error = "no configuration fits memory";
-      double bestStep = std::numeric_limits<double>::infinity();
-      sim::BaselineConfig base;
-      base.ep = ep;
-      base.seqLen = o.seqLen;
-      base.sequencesPerStep = sequences;
-      base.reserveBytes = o.reserveBytes;
-      base.computeEfficiency = efficiency;
-      std::vector<bool> rcs = recompute == "on" ? std::vector<bool>{true}
-                              : recompute == "off" ? std::vector<bool>{false}
-                                                   : std::vector<bool>{false, true};
-      std::string lastError;
-      for (bool rc : rcs) {
-        base.recompute = rc;
-        for (const sim::BaselineConfig &bc : sim::baselineCandidates(kind, m, clu.gpus(), base)) {
-          auto t0 = std::chrono::steady_clock::now();
-          sched::Schedule s;
-          if (!sim::buildBaseline(m, hw, bc, s, error)) {
-            lastError = error;
-            continue;
-          }
-          sim::SimOptions so;
-          so.opTimes = opTimes.empty() ? nullptr : &times;
-          sim::SimResult r = sim::simulate(s, so);
-          if (!r.ok) {
-            lastError = r.error;
-            continue;
-          }
-          if (r.stepTime < bestStep) {
-            bestStep = r.stepTime;
-            best.ok = true;
-            best.error.clear();
-            best.result = r;
-            best.gpus = clu.gpus();
-            best.peakMemory = 0;
-            fillMemory(best, s);
-            best.config = formatv("pp {0}, vpp {1}, ep {2}, dp {3}, m {4}, recompute {5}", bc.pp, bc.vpp, bc.ep,
-                                  bc.replicas * bc.ep, bc.microbatches, rc ? "on" : "off")
-                              .str();
-          }
-          best.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto &[name, kind] : baselineKinds) {
+    Outcome best;
+    best.system = name;
+    best.error = "no configuration fits memory";
+    double bestStep = std::numeric_limits<double>::infinity();
+    sim::BaselineConfig base;
+    base.ep = ep;
+    base.seqLen = o.seqLen;
+    base.sequencesPerStep = sequences;
+    base.reserveBytes = o.reserveBytes;
+    base.computeEfficiency = efficiency;
+    std::vector<bool> rcs = recompute == "on" ? std::vector<bool>{true}
+                            : recompute == "off" ? std::vector<bool>{false}
+                                                 : std::vector<bool>{false, true};
+    std::string lastError;
+    for (bool rc : rcs) {
+      base.recompute = rc;
+      for (const sim::BaselineConfig &bc : sim::baselineCandidates(kind, m, clu.gpus(), base)) {
+        auto t0 = std::chrono::steady_clock::now();
+        sched::Schedule s;
+        if (!sim::buildBaseline(m, hw, bc, s, error)) {
+          lastError = error;
+          continue;
         }
-        if (best.ok)
-          break; // recomputation only when nothing fits without it
+        sim::SimOptions so;
+        so.opTimes = opTimes.empty() ? nullptr : &times;
+        sim::SimResult r = sim::simulate(s, so);
+        if (!r.ok) {
+          lastError = r.error;
+          continue;
+        }
+        if (r.stepTime < bestStep) {
+          bestStep = r.stepTime;
+          best.ok = true;
+          best.error.clear();
+          best.result = r;
+          best.gpus = clu.gpus();
+          best.peakMemory = 0;
+          fillMemory(best, s);
+          best.config = formatv("pp {0}, vpp {1}, ep {2}, dp {3}, m {4}, recompute {5}", bc.pp, bc.vpp, bc.ep,
+                                bc.replicas * bc.ep, bc.microbatches, rc ? "on" : "off")
+                            .str();
+        }
+        best.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
-      if (!best.ok && !lastError.empty())
-        best.error = lastError;
-      outcomes.push_back(best);
+      if (best.ok)
+        break; // recomputation only when nothing fits without it
     }
+    if (!best.ok && !lastError.empty())
+      best.error = lastError;
+    outcomes.push_back(best);
   }
 
   os << formatv("roofline lower bound: {0:F4} s ({1:F1} PFLOP of training work on {2} GPUs at {3:F1} TFLOP/s)\n",
