@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <dirent.h>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,8 @@
 
 namespace disagmoe_test {
 bool loadWithoutExceptions(const std::string &path, std::string &error, size_t &numNodes);
+std::string runFuzzerStages(const std::string &path, std::string &error); // FuzzStages.cpp
+bool compileUpToRaise(const std::string &path, std::string &error);        // FuzzStages.cpp
 }
 
 using namespace disagmoe::onnxfe;
@@ -710,19 +713,63 @@ TEST(OnnxLoaderSample, StaticShapesAgreeWithOnnx) {
   }
 }
 
-// Inputs on which the fuzzer once crashed the process (tests/fuzz/regressions). Loading them the way
-// `disagmoe compile` does (default options, a static input shape) must return, ok or with an error.
-TEST(OnnxLoaderFuzzRegressions, LoadWithoutCrashing) {
-  const std::string dir = std::string(DISAGMOE_SOURCE_DIR) + "/tests/fuzz/regressions/";
-  for (const char *name : {"shape-of-untyped-reshape.onnx", "concat-of-untyped-unsqueeze.onnx",
-                           "expand-rank-from-huge-dim.onnx"}) {
-    SCOPED_TRACE(name);
-    LoadOptions opts;
-    opts.inputShapeOverride = {2, 8};
-    Graph g;
-    LoadResult r = loadOnnxModel(dir + name, opts, g);
-    if (!r.ok)
-      EXPECT_NE(r.error.find(name), std::string::npos) << r.error;
+// Inputs on which the fuzzer once crashed the process (tests/fuzz/regressions; each input's origin
+// is in tests/fuzz/README.md). Each one goes through the stages the fuzzer runs (load, import,
+// verify, raise: FuzzStages.cpp) and through `disagmoe compile`'s pipeline up to the raise stage,
+// and must end as recorded below: refused with a one-line message naming the file and holding the
+// recorded text, or accepted. The folder must exist, and hold exactly the files of the table.
+struct FuzzRegression {
+  const char *file;
+  const char *fuzzerStage; // "ok", or the stage that refuses it: load, import, verify, raise
+  const char *message;     // nullptr: accepted; else a substring of the one-line error
+};
+// All three are mutations of the traced DeepSeek moe_infer_v1 export
+// (samples/models/deepseek_moe_tiny/moe_infer_v1, 739 nodes, same size): once the loader's fixes let
+// them through load, import and verify, the raise stage refuses them as it refuses that export
+// (tests/lit/raise/refuse-moe-infer.test): its per-expert counts are constants baked from the
+// traced batch.
+constexpr const char *kBakedCounts =
+    "node '/layers.1/mlp/Slice' (Slice): the MoE dispatch cuts the token-expert pairs sorted by";
+const FuzzRegression kFuzzRegressions[] = {
+    {"shape-of-untyped-reshape.onnx", "raise", kBakedCounts},
+    {"concat-of-untyped-unsqueeze.onnx", "raise", kBakedCounts},
+    {"expand-rank-from-huge-dim.onnx", "raise", kBakedCounts},
+};
+
+TEST(OnnxLoaderFuzzRegressions, EachInputEndsAsRecorded) {
+  const std::string dir = std::string(DISAGMOE_SOURCE_DIR) + "/tests/fuzz/regressions";
+  std::set<std::string> listed;
+  for (const FuzzRegression &r : kFuzzRegressions)
+    listed.insert(r.file);
+  std::set<std::string> present;
+  DIR *d = ::opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir << ": the fuzz regressions folder is missing";
+  while (dirent *e = ::readdir(d))
+    if (e->d_name[0] != '.')
+      present.insert(e->d_name);
+  ::closedir(d);
+  ASSERT_FALSE(present.empty()) << dir << " is empty";
+  for (const std::string &name : present)
+    EXPECT_TRUE(listed.count(name)) << dir << "/" << name << " has no recorded outcome in kFuzzRegressions";
+  for (const FuzzRegression &r : kFuzzRegressions) {
+    SCOPED_TRACE(r.file);
+    const std::string path = dir + "/" + r.file;
+    ASSERT_TRUE(exists(path)) << path << " is listed but missing";
+    std::string error;
+    const std::string stage = disagmoe_test::runFuzzerStages(path, error);
+    EXPECT_EQ(stage, r.fuzzerStage) << error;
+    if (stage != "ok")
+      EXPECT_FALSE(error.empty()) << "the " << stage << " stage refused the input without a message";
+    const bool ok = disagmoe_test::compileUpToRaise(path, error);
+    if (!r.message) {
+      EXPECT_TRUE(ok) << error;
+      continue;
+    }
+    ASSERT_FALSE(ok) << "accepted, expected a refusal holding \"" << r.message << "\"";
+    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "the error is not one line: " << error;
+    EXPECT_NE(error.find(path), std::string::npos) << "the error does not name the file: " << error;
+    EXPECT_NE(error.find(r.message), std::string::npos) << error;
   }
 }
 
