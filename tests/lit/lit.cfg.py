@@ -16,3 +16,7 @@ config.substitutions.append(("%samples", os.path.join(config.source_root, "sampl
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 # Debian's python3 (with onnx and numpy), not the first python3 on PATH.
 config.substitutions.append(("%python", config.python))
+# %expect-exit1 CMD: CMD must exit with code 1 and write exactly one line on stderr (the CLIs' error
+# contract); its output passes through for FileCheck. Use it instead of `not` for refused inputs.
+config.substitutions.append(
+    ("%expect-exit1", config.python + " " + os.path.join(config.test_source_root, "Inputs", "expect_exit1.py")))
