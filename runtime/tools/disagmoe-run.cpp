@@ -19,6 +19,7 @@
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/SimBackend.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -207,8 +208,12 @@ int run(const Options& o) {
   OpProfile profile(plan.placement.worldSize);
   if (!o.trace.empty() || !o.opTimesOut.empty()) options.profile = &profile;
   const Executor executor(plan, options);
-  for (int64_t i = 0; i < o.warmup; ++i)
+  int64_t warmupRuns = 0;
+  const auto warmupStart = std::chrono::steady_clock::now();
+  for (; warmupRuns < o.warmup; ++warmupRuns)
     executor.run(ids, batch, seqLen);
+  const double warmupSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - warmupStart).count();
   const RunResult result = executor.run(ids, batch, seqLen);
 
   std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
@@ -219,6 +224,12 @@ int run(const Options& o) {
   std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
   std::cout << "against an expert-parallel all-to-all of the same routing:\n"
             << formatAllToAllComparison(plan, result) << "\n";
+  if (warmupRuns > 0) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f", warmupSeconds);
+    std::cout << "warm-up: " << warmupRuns << " untimed forward run" << (warmupRuns == 1 ? "" : "s")
+              << " of the same input in " << seconds << " s before the reported run\n";
+  }
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
