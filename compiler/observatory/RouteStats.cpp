@@ -216,6 +216,17 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
     cj["tokens"] = used;
     cj["sequences"] = routing.sequences;
     cj["forward_seconds"] = fsec;
+    // Unigram counts of the tokens that were run (the first `used` of the stream), as [id, count]
+    // pairs of the ids that occur: what shuffled:FILE must share with text:FILE.
+    {
+      std::vector<int64_t> unigrams(static_cast<size_t>(model.vocabSize), 0);
+      for (int64_t i = 0; i < used; ++i)
+        ++unigrams[static_cast<size_t>(tokens[i])];
+      ojson uj = ojson::array();
+      for (size_t id = 0; id < unigrams.size(); ++id)
+        if (unigrams[id]) uj.push_back({static_cast<int64_t>(id), unigrams[id]});
+      cj["token_counts"] = uj;
+    }
     cj["layers"] = ojson::array();
     ojson profileLayers = ojson::array();
 
