@@ -9,8 +9,8 @@ gradients of every non-expert weight and of layers 0-1's experts ||err||/||grad|
 experts 2-7 of layer 0 exactly zero.
 
 The forward pass of the tied plan is also checked against onnxruntime-node (its own TopK) on the
-sample's ONNX file with the same crafted router initializers: logits max abs <= 1e-4 (skipped, with
-a message, where onnxruntime-node is not installed).
+sample's ONNX file with the same crafted router initializers: logits max abs <= 1e-4 (where
+onnxruntime-node is not installed: a SKIP line, and the test fails).
 
 Capacity factor (`--capacity-factor 1`, golden/router/cap_m*: PyTorch with the same GShard-priority
 drop rule) with micro-batches 1 and 2: loss relative 1e-5, dropped assignments per layer exact,
@@ -85,7 +85,8 @@ def onnxruntime_tie_forward(bin_dir, sample, tied_plan, routers, gold, ids, work
     """Our forward on the tied plan against onnxruntime-node on model.onnx with the tied routers."""
     oracle = os.path.join(sample, "..", "..", "..", "tests", "oracle")
     if not os.path.isdir(os.path.join(oracle, "node_modules", "onnxruntime-node")) or not shutil.which("node"):
-        print("skip onnxruntime tie forward: onnxruntime-node is not installed (scripts/setup.sh)")
+        check.skip("tied routers: forward logits against onnxruntime's TopK: onnxruntime-node is not "
+                   "installed (scripts/setup.sh installs it from npm)")
         return
     import onnx
     from onnx import numpy_helper
