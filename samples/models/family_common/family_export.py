@@ -34,7 +34,8 @@ import torch.nn.functional as F
 
 ROUTER_MARGIN = 1e-3
 MAX_REDRAWS = 20000
-TOLERANCE = 1e-6
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "numerics"))
+import error_model  # noqa: E402  (tests/numerics/error_model.py: the regeneration bound)
 ONNX_TOLERANCE = 1e-4
 
 
@@ -295,12 +296,10 @@ def compare_dirs(ref_dir, new_dir, label):
         ok = False
     for f in sorted(ref_files & new_files):
         if f.endswith(".npy"):
-            x, y = np.load(os.path.join(rg, f)), np.load(os.path.join(tg, f))
-            if x.dtype != y.dtype or x.shape != y.shape:
-                print(f"{label}/golden/{f}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
-                ok = False
-            elif x.size and float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) > TOLERANCE:
-                print(f"{label}/golden/{f}: differs by more than {TOLERANCE}")
+            same, text = error_model.compare_regenerated(f"{label}/golden/{f}", np.load(os.path.join(rg, f)),
+                                                         np.load(os.path.join(tg, f)), error_model.forward_chain_of(rg))
+            if not same:
+                print(text)
                 ok = False
         elif f == "config.json":
             with open(os.path.join(rg, f)) as fa, open(os.path.join(tg, f)) as fb:

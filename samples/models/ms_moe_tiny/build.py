@@ -55,12 +55,12 @@ _spec = importlib.util.spec_from_file_location(
     "mixtral_tiny_export", os.path.join(HERE, "..", "mixtral_tiny", "export.py"))
 mx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mx)
+error_model = mx.error_model  # tests/numerics/error_model.py: the regeneration bound
 
 CONFIG = dict(mx.CONFIG, num_layers=2, num_experts=4, expert_hidden=32, top_k=2)
 GOLDEN_SHAPES = [(2, 8), (1, 5)]
 ID_SEED_BASE = {(2, 8): 5000, (1, 5): 6000}
 ROUTER_MARGIN = 2e-3
-TOLERANCE = 1e-6
 
 # Each form: the MoE node's attributes, which optional inputs it has, and whether onnxruntime's CPU
 # provider runs it.
@@ -385,9 +385,10 @@ def check():
                     print(f"{name}/golden/{f} missing")
                     ok = False
                 elif f.endswith(".npy"):
-                    x, y = np.load(pa), np.load(pb)
-                    if x.shape != y.shape or float(np.abs(x.astype(np.float64) - y).max()) > TOLERANCE:
-                        print(f"{name}/golden/{f} differs")
+                    same, text = error_model.compare_regenerated(f"{name}/golden/{f}", np.load(pa), np.load(pb),
+                                                                 error_model.forward_chain_of(os.path.join(ref, "golden")))
+                    if not same:
+                        print(text)
                         ok = False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -125,26 +125,42 @@ TEST(Executor, AttentionRankWithoutSequencesStillCompletes) {
   EXPECT_LE(maxAbsDiff(two.hidden.data, std::vector<float>(out.data.begin(), out.data.begin() + 8 * H)), 1e-5);
 }
 
-TEST(Executor, AttentionPlacementDoesNotChangeResultsBitForBit) {
-  // Two layers (both with layer-0 weights), experts 0-3 on one F-rank and 4-7 on another, under
-  // one A-rank, two A-ranks, and p = 2 interleaved groups: the fixed reduction order (F-ranks
-  // ascending, experts ascending) makes the results identical bit for bit.
+// The tiny plan's longest fp32 chain (tests/numerics/error_model.py layer_chain with hidden 64, 4
+// heads of 16, sequences of 8, 8 experts of 128, top-2): per layer the attention block (norm 64, q
+// 64, q.k 16, softmax 8 + 1, probs.v 8, o 64, residual 1) and the FFN block (norm 64, router 64,
+// softmax 8, expert 64 and 128, combine 2, residual 1), plus the final norm and head (64 each).
+constexpr int64_t kTinyLayerChain = (64 + 64 + 16 + 8 + 1 + 8 + 64 + 1) + (64 + 64 + 8 + 64 + 128 + 2 + 1);
+
+TEST(Executor, AttentionPlacementIsBitIdenticalWhereRanksComputeTheSameShapes) {
+  // Two layers (both with layer-0 weights), experts 0-3 on one F-rank and 4-7 on another. Two A-ranks
+  // with one sequence each, in one group or in p = 2 interleaved groups: every rank computes the same
+  // shapes in the same order and the reduction order is fixed (F-ranks ascending, experts ascending),
+  // so the results are identical bit for bit on any BLAS kernel.
   const std::vector<TinyPlacement> placements = {
-      placement({{0}}, {{1, 2}}, {{1, 1, 1, 1, 2, 2, 2, 2}, {1, 1, 1, 1, 2, 2, 2, 2}}),
       placement({{0, 1}}, {{2, 3}}, {{2, 2, 2, 2, 3, 3, 3, 3}, {2, 2, 2, 2, 3, 3, 3, 3}}),
       placement({{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}, {{4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}}),
   };
   std::vector<RunResult> results;
   for (const TinyPlacement& p : placements)
     results.push_back(runPlan(tinyPlan(p), goldenIds(), 2, 8));
-  for (size_t i = 1; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].hidden.data, results[0].hidden.data) << "placement " << i;
-    EXPECT_EQ(results[i].logits.data, results[0].logits.data) << "placement " << i;
-  }
+  EXPECT_EQ(results[1].hidden.data, results[0].hidden.data);
+  EXPECT_EQ(results[1].logits.data, results[0].logits.data);
   // With p = 2, layer 0's output crosses from group A0 to A1 and layer 1's back to A0.
-  EXPECT_EQ(bytesOf(results[2], ExchangeKind::Residual, 0, 2), 8u + 8 * (8 + 4 * H));
-  EXPECT_EQ(bytesOf(results[2], ExchangeKind::Residual, 3, 1), 8u + 8 * (8 + 4 * H));
-  EXPECT_GT(bytesOf(results[2], ExchangeKind::N2m, 4, 2), 8u);
+  EXPECT_EQ(bytesOf(results[1], ExchangeKind::Residual, 0, 2), 8u + 8 * (8 + 4 * H));
+  EXPECT_EQ(bytesOf(results[1], ExchangeKind::Residual, 3, 1), 8u + 8 * (8 + 4 * H));
+  EXPECT_GT(bytesOf(results[1], ExchangeKind::N2m, 4, 2), 8u);
+}
+
+TEST(Executor, AttentionDataSplitChangesResultsOnlyWithinTheFp32Bound) {
+  // One A-rank holding both sequences against two A-ranks holding one each: the GEMMs see 16 rows
+  // instead of 8, and a BLAS kernel may round a row differently by the row count (OpenBLAS's Haswell
+  // kernel does), so the claim is the error model's bound, not bit identity.
+  const RunResult one = runPlan(tinyPlan(placement({{0}}, {{1, 2}}, {{1, 1, 1, 1, 2, 2, 2, 2}, {1, 1, 1, 1, 2, 2, 2, 2}})),
+                                goldenIds(), 2, 8);
+  const RunResult two = runPlan(tinyPlan(placement({{0, 1}}, {{2, 3}}, {{2, 2, 2, 2, 3, 3, 3, 3}, {2, 2, 2, 2, 3, 3, 3, 3}})),
+                                goldenIds(), 2, 8);
+  EXPECT_TRUE(Fp32Bound(2 * kTinyLayerChain).check(two.hidden.data, one.hidden.data));
+  EXPECT_TRUE(Fp32Bound(2 * kTinyLayerChain + 2 * H).check(two.logits.data, one.logits.data));
 }
 
 TEST(Executor, ExpertPlacementChangesResultsOnlyByRounding) {

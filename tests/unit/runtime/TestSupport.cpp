@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cmath>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -33,6 +33,34 @@ double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
   return worst;
+}
+
+Fp32Bound::Fp32Bound(int64_t d) : chain(d) {
+  const double u = std::ldexp(1.0, -24), sigma = std::sqrt(2.0 * static_cast<double>(d) / 3.0) * u;
+  normwise = 2.0 * sigma;
+  element = 6.0 * sigma;
+}
+
+::testing::AssertionResult Fp32Bound::check(const std::vector<float>& a, const std::vector<float>& b) const {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes " << a.size() << " vs " << b.size();
+  double diff2 = 0, ref2 = 0, maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]))
+      return ::testing::AssertionFailure() << "element " << i << " is not finite";
+    const double d = static_cast<double>(a[i]) - b[i];
+    diff2 += d * d;
+    ref2 += static_cast<double>(b[i]) * b[i];
+    maxDiff = std::max(maxDiff, std::fabs(d));
+    maxRef = std::max(maxRef, std::fabs(static_cast<double>(b[i])));
+  }
+  const double u = std::ldexp(1.0, -24);
+  const double nw = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? INFINITY : 0.0);
+  const double el = maxRef > 0 ? maxDiff / maxRef : (maxDiff > 0 ? INFINITY : 0.0);
+  const bool ok = nw <= normwise && el <= element;
+  ::testing::AssertionResult r = ok ? ::testing::AssertionSuccess() : ::testing::AssertionFailure();
+  return r << "normwise " << nw / u << " u (bound " << normwise / u << " u), max " << el / u
+           << " u of max|ref| (bound " << element / u << " u; D = " << chain << ")";
 }
 
 namespace {

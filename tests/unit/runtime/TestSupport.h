@@ -5,6 +5,7 @@
 
 #include "runtime/tensor/Tensor.h"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -19,6 +20,19 @@ std::vector<int64_t> loadGoldenIds(const std::string& name, std::vector<int64_t>
 
 /// max_i |a[i] - b[i]|; fails the calling test if sizes differ.
 double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b);
+
+/// The fp32 error model of tests/numerics/error_model.py (docs/training.md, "Numerics: error
+/// model"): two evaluations of a computation whose longest dependency chain has `chain` roundings
+/// differ normwise by at most 2 sqrt(2D/3) u (||a - b||_2 / ||b||_2) and per element by at most
+/// 6 sqrt(2D/3) u max|b|, u = 2^-24.
+struct Fp32Bound {
+  explicit Fp32Bound(int64_t chain);
+  /// Passes when a is within both bounds of b (same size, all finite); the message gives the
+  /// measured errors and the bounds in units of u.
+  ::testing::AssertionResult check(const std::vector<float>& a, const std::vector<float>& b) const;
+  int64_t chain;
+  double normwise, element;
+};
 
 /// A fresh, empty directory under the test temp dir.
 std::string makeTempDir(const std::string& stem);
