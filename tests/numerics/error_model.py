@@ -85,9 +85,11 @@ def loss_chain_length(cfg, seq, tokens):
 
 
 def grad_chain_length(cfg, seq, tokens):
-    """D for a parameter gradient: forward to the loss, back through every layer (a backward GEMM is
-    as long as its forward one, so the same count again) and the sum over the batch's tokens."""
-    return 2 * loss_chain_length(cfg, seq, tokens) + tokens
+    """D for a parameter gradient: forward to the loss, back through every layer and the sum over
+    the batch's tokens. The backward is counted twice the forward: each forward stage has an
+    activation-gradient GEMM as long as its own, and its elementwise backward (SwiGLU, softmax,
+    RMSNorm's projection) forms products and a difference of terms of the forward's size."""
+    return 3 * loss_chain_length(cfg, seq, tokens) + tokens
 
 
 def sigma(d):

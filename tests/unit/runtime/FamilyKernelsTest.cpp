@@ -8,10 +8,12 @@
 #include "runtime/io/Npy.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +28,13 @@ constexpr double kTol = 1e-5;
 
 std::vector<float> load(const std::string& sample, const std::string& name) {
   return readNpyFloat32(std::string(DISAGMOE_SAMPLES_DIR) + "/" + sample + "/golden/" + name).data;
+}
+
+/// A hyper-parameter of the sample's exporter (golden/config.json), never a copy of it in the test.
+double config(const std::string& sample, const std::string& key) {
+  std::ifstream in(std::string(DISAGMOE_SAMPLES_DIR) + "/" + sample + "/golden/config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(in);
+  return cfg.at(key).get<double>();
 }
 
 std::vector<int64_t> loadIds(const std::string& sample, const std::string& name) {
@@ -90,12 +99,13 @@ TEST(FamilyKernels, Qwen3AttentionWithQkNorm) {
   linear(in.data(), T, H, load(s, "w_l0_q.npy").data(), Q, q.data());
   linear(in.data(), T, H, load(s, "w_l0_k.npy").data(), KV, k.data());
   linear(in.data(), T, H, load(s, "w_l0_v.npy").data(), KV, v.data());
-  rmsNorm(q.data(), T * heads, hd, load(s, "w_l0_q_norm.npy").data(), 1e-6f, q.data());
-  rmsNorm(k.data(), T * kvHeads, hd, load(s, "w_l0_k_norm.npy").data(), 1e-6f, k.data());
+  const float eps = static_cast<float>(config(s, "rms_norm_eps"));
+  rmsNorm(q.data(), T * heads, hd, load(s, "w_l0_q_norm.npy").data(), eps, q.data());
+  rmsNorm(k.data(), T * kvHeads, hd, load(s, "w_l0_k_norm.npy").data(), eps, k.data());
   std::vector<int64_t> pos(T);
   for (int64_t t = 0; t < T; ++t) pos[t] = t % S;
-  rope(q.data(), T, heads, hd, pos.data(), 1e6);
-  rope(k.data(), T, kvHeads, hd, pos.data(), 1e6);
+  rope(q.data(), T, heads, hd, pos.data(), config(s, "rope_theta"));
+  rope(k.data(), T, kvHeads, hd, pos.data(), config(s, "rope_theta"));
   for (int64_t b = 0; b < T / S; ++b)
     causalAttention(q.data() + b * S * Q, k.data() + b * S * KV, v.data() + b * S * KV, S, heads, kvHeads, hd,
                     o.data() + b * S * Q);
@@ -126,7 +136,8 @@ TEST(FamilyKernels, DeepSeekDenseAndSharedFfn) {
 }
 
 TEST(FamilyKernels, DeepSeekRouterNoRenormScaled) {
-  checkRouter("deepseek_moe_tiny", "l1", 32, 16, 6, RouterScoring::SoftmaxTopk, nullptr, 1.5f);
+  checkRouter("deepseek_moe_tiny", "l1", 32, 16, 6, RouterScoring::SoftmaxTopk, nullptr,
+              static_cast<float>(config("deepseek_moe_tiny", "routed_scaling_factor")));
 }
 
 // GPT-OSS: q/k/v/o biases, one sink logit per head, sliding window 4 (layer 0), RoPE theta 150000.
@@ -143,8 +154,8 @@ TEST(FamilyKernels, GptOssAttentionWithSinksWindowAndBiases) {
   addBias(v.data(), T, KV, load(s, "w_l0_bv.npy").data());
   std::vector<int64_t> pos(T);
   for (int64_t t = 0; t < T; ++t) pos[t] = t % S;
-  rope(q.data(), T, heads, hd, pos.data(), 150000.0);
-  rope(k.data(), T, kvHeads, hd, pos.data(), 150000.0);
+  rope(q.data(), T, heads, hd, pos.data(), config(s, "rope_theta"));
+  rope(k.data(), T, kvHeads, hd, pos.data(), config(s, "rope_theta"));
   const std::vector<float> sinks = load(s, "w_l0_sinks.npy");
   for (int64_t b = 0; b < T / S; ++b)
     causalAttentionVariant(q.data() + b * S * Q, k.data() + b * S * KV, v.data() + b * S * KV, S, heads, kvHeads,
@@ -169,7 +180,8 @@ TEST(FamilyKernels, GptOssClampedSwigluExpert) {
   w.w1 = w13.data(), w.b1 = b13.data(), w.w2 = w2.data(), w.b2 = b2.data(), w.fusedGateUp = true;
   const std::vector<float> x = load(s, "l0_ffn_in.npy");
   std::vector<float> out(T * H);
-  ffnForward(x.data(), T, H, F, w, /*oai=*/true, 7.0f, 1.702f, out.data());
+  ffnForward(x.data(), T, H, F, w, /*oai=*/true, static_cast<float>(config(s, "swiglu_limit")),
+             static_cast<float>(config(s, "swiglu_alpha")), out.data());
   expectClose("gpt-oss expert 0 (clamped SwiGLU)", out, load(s, "l0_expert0_out.npy"));
   // The clamp is active on these inputs: without it the result differs.
   std::vector<float> unclamped(T * H);
@@ -189,7 +201,8 @@ TEST(FamilyKernels, DeepSeekV2MultiHeadLatentAttention) {
   linear(in.data(), T, H, load(s, "w_l0_q.npy").data(), heads * qd, q.data());
   linear(in.data(), T, H, load(s, "w_l0_kv_a.npy").data(), rank + rope, ckv.data());
   for (int64_t t = 0; t < T; ++t) std::copy_n(ckv.data() + t * (rank + rope), rank, c.data() + t * rank);
-  rmsNorm(c.data(), T, rank, load(s, "w_l0_kv_norm.npy").data(), 1e-6f, c.data());
+  rmsNorm(c.data(), T, rank, load(s, "w_l0_kv_norm.npy").data(), static_cast<float>(config(s, "rms_norm_eps")),
+          c.data());
   linear(c.data(), T, rank, load(s, "w_l0_kv_b.npy").data(), heads * (nope + vd), kv.data());
   std::vector<float> qPe(T * heads * rope), kPe(T * rope);
   auto deinterleave = [&](const float* src, float* dst) {
