@@ -116,6 +116,12 @@ class Bound:
         el = float(np.abs(diff).max(initial=0.0)) / scale if scale > 0 else (0.0 if not diff.any() else math.inf)
         return nw / U, el / U
 
+    def share(self, got, ref):
+        """The larger of measured / bound of the two checks (a scalar: the tail bound alone); > 1 fails."""
+        nw, el = self.measure(got, ref)
+        r = el * U / self.element
+        return r if np.size(ref) == 1 else max(r, nw * U / self.normwise)
+
     def check(self, got, ref):
         """(ok, text): both checks, with the measured errors and the bounds in ulps."""
         if np.shape(got) != np.shape(ref):
