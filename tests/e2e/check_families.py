@@ -77,8 +77,9 @@ def note_worst(worst, name, bound, got, want):
 
 def check_component_hyperparameters(check, name, model, cfg):
     """Every hyper-parameter the plan carries per component equals the exporter's: each RMSNorm's
-    epsilon (the layers' and the final norm), the q/k norms' and MLA's kv norm's, and the routers'
-    routed scaling factor (the family's, 1 where it has none)."""
+    epsilon (the layers' and the final norm), the q/k norms' and MLA's kv norm's, the routers' routed
+    scaling factor (the family's, 1 where it has none), the experts' SwiGLU clamp and alpha, each
+    attention layer's sliding window (GPT-OSS's layer_types) and MLA's softmax scale."""
     eps = cfg["rms_norm_eps"]
     wrong = []
     for c in model["components"]:
@@ -91,10 +92,24 @@ def check_component_hyperparameters(check, name, model, cfg):
         if c["kind"] == "router" and "routed_scaling_factor" in c and not same(
                 float(c["routed_scaling_factor"]), float(cfg.get("routed_scaling_factor") or 1.0)):
             wrong.append(f"{where} routed_scaling_factor {c['routed_scaling_factor']}")
+        if c["kind"] == "experts":
+            for key in ("swiglu_alpha", "swiglu_limit"):
+                if (key in c or key in cfg) and not same(c.get(key), cfg.get(key)):
+                    wrong.append(f"{where} {key} {c.get(key)}")
+        if c["kind"] == "attention" and "layer_types" in cfg:
+            window = cfg["sliding_window"] if cfg["layer_types"][c["layer"]] == "sliding_attention" else None
+            if c.get("sliding_window") != window:
+                wrong.append(f"{where} sliding_window {c.get('sliding_window')}")
+        if c["kind"] == "mla_attention":
+            # DeepSeek-V2 (no rope_scaling): softmax_scale = q_head_dim^-0.5, q_head_dim = nope + rope.
+            want = (cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"]) ** -0.5
+            if not same(float(c["softmax_scale"]), want):
+                wrong.append(f"{where} softmax_scale {c['softmax_scale']}")
     norms = sum(c["kind"] == "rms_norm" for c in model["components"])
     check(not wrong and norms == 2 * cfg["num_layers"] + 1 and same(float(model["rms_norm_eps"]), eps),
           f"{name}: {norms} RMSNorms (2 per layer and the final one), every epsilon equal to the exporter's "
-          f"rms_norm_eps {eps} {wrong if wrong else ''}")
+          f"rms_norm_eps {eps}, and the per-layer SwiGLU, window, scale and routed-scaling fields "
+          f"{wrong if wrong else ''}")
 
 
 def run(cmd):
