@@ -10,6 +10,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
+  let summary = "Rewrite exporter spellings of one computation to the one form raising matches";
+  let description = [{
+    The Normalize stage of raising (normalize -> fold -> match), run between import and
+    raise-onnx-to-moe: rewrite patterns on `onnx.node` (passes/raise/normalize/), applied greedily.
+    Drops Identity and a Cast whose `to` is its input's element type (Hugging Face's dtype round
+    trips in an fp32 export: RMSNorm's `x.to(torch.float32)` ... `.to(input_dtype)`, softmax's
+    `dtype=torch.float32` then `.to(q.dtype)`); rewrites Reciprocal(Sqrt(x)) and Pow(x, -0.5) to
+    Div(1, Sqrt(x)) and Mul(x, x) to Pow(x, 2), the forms torch.onnx.export writes for
+    torch.rsqrt and x.pow(2), which the RMSNorm matcher accepts. Each pattern is exact or
+    rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
+    another exponent, a Mul of two different values are kept.
+  }];
+}
+
 def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
   let summary = "Recognise embedding, RMSNorm, attention, router, experts and head in an ONNX graph";
   let description = [{

@@ -1,0 +1,56 @@
+//===- NormalizePatterns.h - the normalize-onnx rewrite patterns ----------===//
+//
+// The Normalize stage of raising (normalize -> fold -> match): rewrite patterns on `onnx.node` that
+// remove exporter noise (Identity, same-type Cast) and rewrite equivalent forms of one computation
+// to the single form the matchers of raise-onnx-to-moe accept (rsqrt as Div(1, Sqrt(x)), x^2 as
+// Pow(x, 2)). Every pattern is exact or rounding-equivalent and checks its constants exactly, so
+// it never fires on a node that computes something else.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISAGMOE_PASSES_RAISE_NORMALIZE_NORMALIZEPATTERNS_H
+#define DISAGMOE_PASSES_RAISE_NORMALIZE_NORMALIZEPATTERNS_H
+
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace disagmoe::normalize {
+
+using onnxir::NodeOp;
+
+/// Identity(x) -> x (DropIdentity.cpp).
+void populateDropIdentityPatterns(mlir::RewritePatternSet &patterns);
+/// Cast(x, to = type of x) -> x (DropSameTypeCast.cpp).
+void populateDropSameTypeCastPatterns(mlir::RewritePatternSet &patterns);
+/// Reciprocal(Sqrt(x)), Pow(x, -0.5) -> Div(1, Sqrt(x)) (CanonicalRsqrt.cpp).
+void populateCanonicalRsqrtPatterns(mlir::RewritePatternSet &patterns);
+/// Mul(x, x) -> Pow(x, 2) (CanonicalSquare.cpp).
+void populateCanonicalSquarePatterns(mlir::RewritePatternSet &patterns);
+
+/// All of the above.
+void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
+
+// --- helpers shared by the patterns (NormalizeUtils.cpp) ---------------------------------------
+
+/// `node` is a standard-domain node of `opType` with `inputs` operands and `outputs` results.
+bool isNode(NodeOp node, llvm::StringRef opType, unsigned inputs, unsigned outputs);
+
+/// The float element type of `v`'s tensor type, or null (not a tensor, or not a float).
+mlir::FloatType floatElementType(mlir::Value v);
+
+/// A new `Constant` node holding the scalar `value` of element type `elem`, named
+/// "<anchor's name>/<suffix>", inserted at the rewriter's insertion point.
+mlir::Value createScalarConstant(mlir::PatternRewriter &rewriter, NodeOp anchor,
+                                 llvm::StringRef suffix, mlir::FloatType elem, double value);
+
+/// A new single-result node `opType(inputs) : resultType` named `name`, at `anchor`'s location.
+NodeOp createNode(mlir::PatternRewriter &rewriter, NodeOp anchor, llvm::StringRef opType,
+                  llvm::StringRef name, mlir::ValueRange inputs, mlir::Type resultType);
+
+/// Erases the `Constant` node that defines `v` if nothing reads it any more (onnx.node is not
+/// Pure, so the greedy driver does not remove dead nodes itself).
+void eraseIfDeadConstant(mlir::PatternRewriter &rewriter, mlir::Value v);
+
+} // namespace disagmoe::normalize
+
+#endif

@@ -1,0 +1,54 @@
+//===- NormalizeUtils.cpp - helpers of the normalize-onnx patterns --------===//
+#include "passes/raise/normalize/NormalizePatterns.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace disagmoe::normalize {
+
+bool isNode(NodeOp node, StringRef opType, unsigned inputs, unsigned outputs) {
+  return node.getOpType() == opType && node.getDomain().empty() &&
+         node.getInputs().size() == inputs && node.getOutputs().size() == outputs;
+}
+
+FloatType floatElementType(Value v) {
+  auto type = llvm::dyn_cast<TensorType>(v.getType());
+  return type ? llvm::dyn_cast<FloatType>(type.getElementType()) : FloatType();
+}
+
+NodeOp createNode(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
+                  ValueRange inputs, Type resultType) {
+  return rewriter.create<NodeOp>(anchor.getLoc(), TypeRange{resultType},
+                                 rewriter.getStringAttr(opType), inputs,
+                                 rewriter.getStringAttr(name), rewriter.getStringAttr(""),
+                                 rewriter.getDictionaryAttr({}));
+}
+
+Value createScalarConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
+                           FloatType elem, double value) {
+  auto type = RankedTensorType::get({}, elem);
+  auto dense = DenseElementsAttr::get(type, rewriter.getFloatAttr(elem, value));
+  auto node = rewriter.create<NodeOp>(
+      anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"), ValueRange{},
+      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
+      rewriter.getStringAttr(""),
+      rewriter.getDictionaryAttr({rewriter.getNamedAttr("value", dense)}));
+  return node.getResult(0);
+}
+
+void eraseIfDeadConstant(PatternRewriter &rewriter, Value v) {
+  auto node = v.getDefiningOp<NodeOp>();
+  if (node && isNode(node, "Constant", 0, 1) && node->use_empty())
+    rewriter.eraseOp(node);
+}
+
+void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
+  populateDropIdentityPatterns(patterns);
+  populateDropSameTypeCastPatterns(patterns);
+  populateCanonicalRsqrtPatterns(patterns);
+  populateCanonicalSquarePatterns(patterns);
+}
+
+} // namespace disagmoe::normalize

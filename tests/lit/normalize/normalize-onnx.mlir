@@ -1,0 +1,201 @@
+// RUN: disagmoe-opt %s -normalize-onnx -split-input-file | FileCheck %s
+// normalize-onnx (passes/raise/normalize/): each pattern on the form it removes, and the nodes it
+// must keep.
+
+// Identity is dropped; its users read its input.
+// CHECK-LABEL: func.func @identity
+// CHECK-NOT:   "Identity"
+// CHECK:       %[[W:.*]] = onnx.weight "w"
+// CHECK:       onnx.node "MatMul"(%arg0, %[[W]])
+func.func @identity(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 64 : i64} : tensor<4x4xf32>
+  %i = onnx.node "Identity"(%w) {node_name = "id", onnx_attrs = {}} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = onnx.node "MatMul"(%x, %i) {node_name = "mm", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// An Identity that changes the static type (here: the function's declared result) is kept.
+// CHECK-LABEL: func.func @identity_retyped
+// CHECK:       onnx.node "Identity"
+func.func @identity_retyped(%x: tensor<2x4xf32>) -> tensor<?x4xf32> {
+  %i = onnx.node "Identity"(%x) {node_name = "id", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<?x4xf32>
+  return %i : tensor<?x4xf32>
+}
+
+// -----
+
+// Hugging Face's RMSNorm in an fp32 export: x.to(float32) ... .to(input_dtype) are Casts to
+// float (to = 1) of f32 values; both go, leaving the chain the RMSNorm matcher accepts.
+// CHECK-LABEL: func.func @same_type_cast
+// CHECK-NOT:   "Cast"
+// CHECK:       %[[P:.*]] = onnx.node "Pow"(%arg0, %{{.*}})
+// CHECK:       %[[N:.*]] = onnx.node "Mul"(%arg0, %{{.*}})
+// CHECK:       onnx.node "Mul"(%{{.*}}, %[[N]])
+func.func @same_type_cast(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %c0 = onnx.node "Cast"(%x) {node_name = "/input_layernorm/Cast", onnx_attrs = {to = 1 : i64}} : (tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %two = onnx.node "Constant"() {node_name = "two", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sq = onnx.node "Pow"(%c0, %two) {node_name = "pow", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+  %r = onnx.node "Mul"(%c0, %sq) {node_name = "mul", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %c1 = onnx.node "Cast"(%r) {node_name = "/input_layernorm/Cast_1", onnx_attrs = {to = 1 : i64}} : (tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %y = onnx.node "Mul"(%w, %c1) {node_name = "mulw", onnx_attrs = {}} : (tensor<4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+
+// -----
+
+// Integer same-type Casts go too (int64 -> int64).
+// CHECK-LABEL: func.func @same_type_cast_int
+// CHECK-NOT:   "Cast"
+// CHECK:       onnx.node "Gather"(%{{.*}}, %arg0)
+func.func @same_type_cast_int(%ids: tensor<2x8xi64>) -> tensor<2x8x4xf32> {
+  %c = onnx.node "Cast"(%ids) {node_name = "cast", onnx_attrs = {to = 7 : i64}} : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  %w = onnx.weight "emb" {file = "m.onnx", offset = 0 : i64, length = 256 : i64} : tensor<16x4xf32>
+  %y = onnx.node "Gather"(%w, %c) {node_name = "gather", onnx_attrs = {}} : (tensor<16x4xf32>, tensor<2x8xi64>) -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+
+// -----
+
+// A Cast to another type is kept: fp32 -> fp16, int64 -> fp32, fp32 -> bf16.
+// CHECK-LABEL: func.func @other_type_cast
+// CHECK:       onnx.node "Cast"(%arg0) {{.*}}to = 10 : i64
+// CHECK:       onnx.node "Cast"(%arg1) {{.*}}to = 1 : i64
+// CHECK:       onnx.node "Cast"(%arg0) {{.*}}to = 16 : i64
+func.func @other_type_cast(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf16>, tensor<4xf32>, tensor<4xbf16>) {
+  %a = onnx.node "Cast"(%x) {node_name = "to_f16", onnx_attrs = {to = 10 : i64}} : (tensor<4xf32>) -> tensor<4xf16>
+  %b = onnx.node "Cast"(%i) {node_name = "to_f32", onnx_attrs = {to = 1 : i64}} : (tensor<4xi64>) -> tensor<4xf32>
+  %c = onnx.node "Cast"(%x) {node_name = "to_bf16", onnx_attrs = {to = 16 : i64}} : (tensor<4xf32>) -> tensor<4xbf16>
+  return %a, %b, %c : tensor<4xf16>, tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// A Cast to float of a value whose element type shape inference left unknown (the importer
+// types it unranked f32) is kept: its input may be of any type.
+// CHECK-LABEL: func.func @cast_of_untyped
+// CHECK:       onnx.node "Cast"(%{{.*}}) {{.*}}to = 1 : i64
+func.func @cast_of_untyped(%x: tensor<4xf32>) -> tensor<*xf32> {
+  %u = onnx.node "Unknown"(%x) {node_name = "unknown", onnx_attrs = {}} : (tensor<4xf32>) -> tensor<*xf32>
+  %c = onnx.node "Cast"(%u) {node_name = "cast", onnx_attrs = {to = 1 : i64}} : (tensor<*xf32>) -> tensor<*xf32>
+  return %c : tensor<*xf32>
+}
+
+// -----
+
+// Reciprocal(Sqrt(x)) becomes Div(1, Sqrt(x)), the form torch.onnx.export writes for torch.rsqrt.
+// CHECK-LABEL: func.func @reciprocal_sqrt
+// CHECK:       %[[S:.*]] = onnx.node "Sqrt"(%arg0)
+// CHECK:       %[[ONE:.*]] = onnx.node "Constant"() {node_name = "rcp/one", onnx_attrs = {value = dense<1.000000e+00> : tensor<f32>}}
+// CHECK:       %[[D:.*]] = onnx.node "Div"(%[[ONE]], %[[S]]) {node_name = "rcp", onnx_attrs = {}}
+// CHECK-NOT:   "Reciprocal"
+// CHECK:       return %[[D]]
+func.func @reciprocal_sqrt(%x: tensor<2x8x1xf32>) -> tensor<2x8x1xf32> {
+  %s = onnx.node "Sqrt"(%x) {node_name = "sqrt", onnx_attrs = {}} : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %r = onnx.node "Reciprocal"(%s) {node_name = "rcp", onnx_attrs = {}} : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  return %r : tensor<2x8x1xf32>
+}
+
+// -----
+
+// Reciprocal of anything but a Sqrt is kept.
+// CHECK-LABEL: func.func @reciprocal_other
+// CHECK:       onnx.node "Reciprocal"(%arg0)
+// CHECK-NOT:   "Div"
+func.func @reciprocal_other(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = onnx.node "Reciprocal"(%x) {node_name = "rcp", onnx_attrs = {}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Pow(x, -0.5) becomes Div(1, Sqrt(x)); the exponent constant goes with it.
+// CHECK-LABEL: func.func @pow_minus_half
+// CHECK-NOT:   -5.000000e-01
+// CHECK:       %[[S:.*]] = onnx.node "Sqrt"(%arg0) {node_name = "rsqrt/Sqrt", onnx_attrs = {}}
+// CHECK:       %[[ONE:.*]] = onnx.node "Constant"() {node_name = "rsqrt/one"
+// CHECK:       %[[D:.*]] = onnx.node "Div"(%[[ONE]], %[[S]]) {node_name = "rsqrt", onnx_attrs = {}}
+// CHECK-NOT:   "Pow"
+// CHECK:       return %[[D]]
+func.func @pow_minus_half(%x: tensor<2x8x1xf32>) -> tensor<2x8x1xf32> {
+  %e = onnx.node "Constant"() {node_name = "e", onnx_attrs = {value = dense<-5.000000e-01> : tensor<f32>}} : () -> tensor<f32>
+  %r = onnx.node "Pow"(%x, %e) {node_name = "rsqrt", onnx_attrs = {}} : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  return %r : tensor<2x8x1xf32>
+}
+
+// -----
+
+// Pow with another exponent (-1, 0.5, 3), or with a non-constant exponent, is kept; a shared
+// exponent constant stays for its other users.
+// CHECK-LABEL: func.func @pow_other
+// CHECK-COUNT-4: onnx.node "Pow"
+// CHECK-NOT:   "Div"
+// CHECK-NOT:   "Sqrt"
+func.func @pow_other(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %m1 = onnx.node "Constant"() {node_name = "m1", onnx_attrs = {value = dense<-1.0> : tensor<f32>}} : () -> tensor<f32>
+  %h = onnx.node "Constant"() {node_name = "h", onnx_attrs = {value = dense<0.5> : tensor<f32>}} : () -> tensor<f32>
+  %t = onnx.node "Constant"() {node_name = "t", onnx_attrs = {value = dense<3.0> : tensor<f32>}} : () -> tensor<f32>
+  %a = onnx.node "Pow"(%x, %m1) {node_name = "a", onnx_attrs = {}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %b = onnx.node "Pow"(%x, %h) {node_name = "b", onnx_attrs = {}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %c = onnx.node "Pow"(%x, %t) {node_name = "c", onnx_attrs = {}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %d = onnx.node "Pow"(%x, %y) {node_name = "d", onnx_attrs = {}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %a, %b, %c, %d : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Pow(x, -0.5) with an exponent of more elements, or one that broadcasts x to a larger shape,
+// is kept.
+// CHECK-LABEL: func.func @pow_minus_half_broadcast
+// CHECK-COUNT-2: onnx.node "Pow"
+// CHECK-NOT:   "Sqrt"
+func.func @pow_minus_half_broadcast(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x4xf32>) {
+  %e2 = onnx.node "Constant"() {node_name = "e2", onnx_attrs = {value = dense<[-0.5, -0.5, -0.5, -0.5]> : tensor<4xf32>}} : () -> tensor<4xf32>
+  %e3 = onnx.node "Constant"() {node_name = "e3", onnx_attrs = {value = dense<-0.5> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %a = onnx.node "Pow"(%x, %e2) {node_name = "a", onnx_attrs = {}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = onnx.node "Pow"(%x, %e3) {node_name = "b", onnx_attrs = {}} : (tensor<4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return %a, %b : tensor<4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Mul(x, x) becomes Pow(x, 2), the form of torch's x.pow(2) that the RMSNorm matcher accepts.
+// CHECK-LABEL: func.func @mul_self
+// CHECK:       %[[TWO:.*]] = onnx.node "Constant"() {node_name = "sq/two", onnx_attrs = {value = dense<2.000000e+00> : tensor<f32>}}
+// CHECK:       %[[P:.*]] = onnx.node "Pow"(%arg0, %[[TWO]]) {node_name = "sq", onnx_attrs = {}}
+// CHECK:       onnx.node "ReduceMean"(%[[P]])
+func.func @mul_self(%x: tensor<2x8x4xf32>) -> tensor<2x8x1xf32> {
+  %sq = onnx.node "Mul"(%x, %x) {node_name = "sq", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %m = onnx.node "ReduceMean"(%sq) {node_name = "mean", onnx_attrs = {axes = [-1], keepdims = 1 : i64}} : (tensor<2x8x4xf32>) -> tensor<2x8x1xf32>
+  return %m : tensor<2x8x1xf32>
+}
+
+// -----
+
+// Mul of two different values, and Mul(x, x) of integers, are kept.
+// CHECK-LABEL: func.func @mul_other
+// CHECK-COUNT-2: onnx.node "Mul"
+// CHECK-NOT:   "Pow"
+func.func @mul_other(%x: tensor<4xf32>, %y: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>) {
+  %a = onnx.node "Mul"(%x, %y) {node_name = "a", onnx_attrs = {}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = onnx.node "Mul"(%i, %i) {node_name = "b", onnx_attrs = {}} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %a, %b : tensor<4xf32>, tensor<4xi64>
+}
+
+// -----
+
+// Pow(x, 2) itself, and Div(1, Sqrt(x)), are already canonical and stay as they are.
+// CHECK-LABEL: func.func @canonical
+// CHECK:       onnx.node "Pow"(%arg0,
+// CHECK:       onnx.node "Sqrt"
+// CHECK:       onnx.node "Div"
+func.func @canonical(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %two = onnx.node "Constant"() {node_name = "two", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %p = onnx.node "Pow"(%x, %two) {node_name = "p", onnx_attrs = {}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %one = onnx.node "Constant"() {node_name = "one", onnx_attrs = {value = dense<1.0> : tensor<f32>}} : () -> tensor<f32>
+  %s = onnx.node "Sqrt"(%x) {node_name = "s", onnx_attrs = {}} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = onnx.node "Div"(%one, %s) {node_name = "d", onnx_attrs = {}} : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return %p, %d : tensor<4xf32>, tensor<4xf32>
+}
