@@ -1,7 +1,8 @@
 //===- Passes.td - the disagmoe pipeline passes ------------*- tablegen -*-===//
 //
-// One pass per stage of DESIGN.md's data path, each with its options. Generated into pass classes
-// (`-gen-pass-decls`) and registered by `disagmoe-opt` and the `disagmoe` CLI.
+// One pass per stage of the data path (docs/architecture.md, "The data path"), each with its
+// options. Generated into pass classes (`-gen-pass-decls`) and registered by `disagmoe-opt` and the
+// `disagmoe` CLI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,9 +54,10 @@ def AssignGroups : Pass<"assign-groups", "mlir::ModuleOp"> {
   let summary = "Interleave layers over p groups per side: group g holds layers g, g+p, g+2p, ...";
   let description = [{
     Sets `group` on every `moe.stage`: the attention and FFN stages of layer l run on group
-    l mod p of their side (DisagMoE, seeds/000, "interleaved layer assignment"; DESIGN.md, "Terms").
-    The embedding runs with layer 0 (group 0) and the head where the last layer's output arrives
-    (group L mod p = 0). Rejects a p that does not divide the number of layers (dense layers count).
+    l mod p of their side (DisagMoE, seeds/000, "interleaved layer assignment";
+    docs/architecture.md, "Terms"). The embedding runs with layer 0 (group 0) and the head where the
+    last layer's output arrives (group L mod p = 0). Rejects a p that does not divide the number of
+    layers (dense layers count).
 
     Always-on FFNs (`moe.dense_ffn`) get a `side` attribute: `dense-side` for the FFN of dense
     layers (DeepSeek's first_k_dense_replace), `shared-experts-side` for shared experts; each is
@@ -87,7 +89,7 @@ def FuseExchange : Pass<"fuse-exchange", "mlir::ModuleOp"> {
   let description = [{
     The routed values that an attention stage hands to its FFN stage go through `moe.m2n`; the FFN
     output goes back through `moe.n2m` to the next layer's attention group, and the residual stream
-    through `moe.residual`; the receiver adds them (DESIGN.md, "Exchanges"). Source and
+    through `moe.residual`; the receiver adds them (docs/architecture.md, "Exchanges"). Source and
     destination groups are the `group` attributes that assign-groups put on the stages.
   }];
   let dependentDialects = ["disagmoe::moe::MoeDialect", "mlir::arith::ArithDialect"];

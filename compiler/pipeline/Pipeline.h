@@ -2,7 +2,7 @@
 //
 // ONNX file -> `onnx` dialect -> raise -> partition -> groups -> exchange fusion -> placement ->
 // exchange volume -> plan.json
-// (DESIGN.md, "The data path"). Used by the `disagmoe compile` CLI and by the tests.
+// (docs/architecture.md, "The data path"). Used by the `disagmoe compile` CLI and by the tests.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_COMPILER_PIPELINE_PIPELINE_H

@@ -6,7 +6,7 @@
 // runs the group's instructions; every pipeline replica runs the same groups). It mirrors
 // runtime/plan/Schedule.h one to one (passes/schedule/ScheduleIR.h converts both ways), so the
 // verifier and the simulator stay plain C++ and the plan's `schedule` section is this IR in JSON
-// (docs/plan-format.md, "schedule"; DESIGN.md, "The plan and the executor").
+// (docs/plan-format.md, "schedule"; docs/architecture.md, "The plan and the executor").
 //
 // Units: FLOPs and bytes per rank (per rank pair for send/recv/all_to_all), bytes/s, FLOP/s.
 //

@@ -6,7 +6,7 @@
 // Linear weights are `[in, out]` tensors (y = x @ W), produced by `onnx.weight` ops.
 // After partitioning, components live in `moe.stage` regions; after exchange fusion, `moe.m2n`,
 // `moe.n2m` and `moe.residual` carry the values that cross from one GPU group to another
-// (DESIGN.md, "Exchanges").
+// (docs/architecture.md, "Exchanges").
 //
 //===----------------------------------------------------------------------===//
 
@@ -180,7 +180,7 @@ def Moe_ExpertsOp : Moe_Op<"experts", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     E_e(x) = (silu(x W1_e) * (x W3_e)) W2_e (Shazeer 2020, "GLU Variants Improve Transformer").
     `w1`, `w3`: `num_experts` tensors [hidden, expert_hidden]; `w2`: [expert_hidden, hidden], listed
-    in expert id order. Terms are added in ascending expert id (DESIGN.md, "Exchanges").
+    in expert id order. Terms are added in ascending expert id (docs/architecture.md, "Exchanges").
 
     Expert forms of the other families:
     - biases `b1`, `b3` [expert_hidden] and `b2` [hidden] (each list empty or one per expert);
@@ -229,12 +229,12 @@ def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
     `role = "dense"`: the whole FFN of a dense layer (DeepSeek's first_k_dense_replace layers), so
     x_{l+1} = h_l + y; `role = "shared"`: the shared experts of an MoE layer, fused into one FFN of
     width `num_shared_experts` x the routed expert width, so r_l = h_l + y is what the layer's
-    experts' output is added to (DESIGN.md, "Exchanges"). `side` (set by assign-groups, absent
-    before it): `"attention"` runs it on the A-ranks of the layer's attention group, `"ffn"` on the
-    F-ranks of its FFN group, which receive norm(h) through the layer's M2N and return y inside its
-    N2M (docs/plan-format.md, `dense_ffn`). partition-components leaves it in the attention stage;
-    fuse-exchange moves an FFN-side one into the layer's FFN stage (a dense layer gets one of its
-    own, fed by an M2N without ids / gates), where its output starts the N2M vector.
+    experts' output is added to (docs/architecture.md, "Exchanges"). `side` (set by assign-groups,
+    absent before it): `"attention"` runs it on the A-ranks of the layer's attention group, `"ffn"`
+    on the F-ranks of its FFN group, which receive norm(h) through the layer's M2N and return y
+    inside its N2M (docs/plan-format.md, `dense_ffn`). partition-components leaves it in the
+    attention stage; fuse-exchange moves an FFN-side one into the layer's FFN stage (a dense layer
+    gets one of its own, fed by an M2N without ids / gates), where its output starts the N2M vector.
 
     ```mlir
     %s = moe.dense_ffn %hn w1(%a) w3(%b) w2(%c) {ffn_hidden = 32 : i64, layer = 1 : i64,
@@ -297,7 +297,7 @@ def Moe_M2NOp : Moe_Op<"m2n", [AttrSizedOperandSegments, AttrSizedResultSegments
   let description = [{
     Each A-rank sends every F-rank of `dst_group` the tokens with at least one expert there: count,
     ascending token ids, normalised activations, and per token only the receiver's expert ids and gate
-    weights (DESIGN.md, "Exchanges"). Results are the same values as seen on the F side.
+    weights (docs/architecture.md, "Exchanges"). Results are the same values as seen on the F side.
     When the FFN stage it feeds holds an FFN-side moe.dense_ffn (assign-groups' dense-side /
     shared-experts-side), every token also goes to its home F-rank (sequence s -> position
     s mod D_F of `dst_group`), with no expert ids if none of its experts is there. A dense layer's

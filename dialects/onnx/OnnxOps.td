@@ -4,8 +4,9 @@
 // op type, name, domain and attributes; initializers become `onnx.weight` ops that reference the
 // weight bytes in the model file (file, byte offset, byte length) instead of copying them, except for
 // small constants (shape tensors, RoPE frequencies) whose values the raising passes must read.
-// Tensor types keep dynamic dims (`?`) where shape inference left them unknown (DESIGN.md, "What real
-// exports look like": the per-expert token count comes from NonZero and is data-dependent).
+// Tensor types keep dynamic dims (`?`) where shape inference left them unknown
+// (docs/architecture.md, "What real exports look like": the per-expert token count comes from
+// NonZero and is data-dependent).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,9 @@
 //===- ConfigFrontend.h - a model's config.json -> `moe` IR ----*- C++ -*-===//
 //
-// The second frontend of DESIGN.md's data path: builds the same `moe` component IR that raising an
-// ONNX export gives, from the Hugging Face `config.json` of a model family, with `moe.param`
-// values (name and shape, no bytes) in place of `onnx.weight` references, so full-size models can
-// be planned and simulated without their weights.
+// The second frontend of the data path (docs/architecture.md, "The data path"): builds the same
+// `moe` component IR that raising an ONNX export gives, from the Hugging Face `config.json` of a
+// model family, with `moe.param` values (name and shape, no bytes) in place of `onnx.weight`
+// references, so full-size models can be planned and simulated without their weights.
 //
 // Families (by "model_type"): deepseek (DeepSeek-MoE), qwen3_moe, gpt_oss, mixtral. MLA attention
 // (deepseek_v2, deepseek_v3) is refused with the reason: `moe.attention` has no low-rank

@@ -3,10 +3,10 @@
 // Per MoE layer and micro-batch of T tokens with top-k routing over E experts placed on the R
 // F-ranks of the layer's FFN group:
 //
-//   DisagMoE (DESIGN.md, "Exchanges"): M2N sends each token once to every distinct F-rank holding
-//   one of its experts; N2M returns one summed vector per such (token, F-rank) pair; the residual
-//   route sends each token's h once to the next layer's attention group when that group differs.
-//   With D(t) = number of distinct F-ranks among token t's experts:
+//   DisagMoE (docs/architecture.md, "Exchanges"): M2N sends each token once to every distinct
+//   F-rank holding one of its experts; N2M returns one summed vector per such (token, F-rank) pair;
+//   the residual route sends each token's h once to the next layer's attention group when that
+//   group differs. With D(t) = number of distinct F-ranks among token t's experts:
 //     m2n activation bytes = sum_t D(t) * H * b,   n2m bytes = sum_t D(t) * H * b,
 //     residual bytes       = T * H * b  (only when the next layer runs on another attention group).
 //   Conventional expert-parallel all-to-all (GShard / Megatron dispatch + combine): one copy per

@@ -4,8 +4,8 @@
 // into the FFN stage of layer l are the token activations and their routing: they become one
 // `moe.m2n` (attention group of l to FFN group of l). The FFN stage's output flows to the stage that
 // forms x_{l+1} (the next layer's attention stage, or the head) through `moe.n2m`; the residual
-// stream h_l goes there directly through `moe.residual` (DESIGN.md, "Exchanges"; DisagMoE,
-// seeds/000, "M2N/N2M").
+// stream h_l goes there directly through `moe.residual` (docs/architecture.md, "Exchanges";
+// DisagMoE, seeds/000, "M2N/N2M").
 // FFN-side always-on FFNs (assign-groups' dense-side / shared-experts-side) first move into the
 // layer's FFN stage, and FFN-side embedding / head get a moe.home_transfer, so that the IR carries
 // every exchange the executor sends (docs/plan-format.md, `dense_ffn`, "FFN-side embedding and

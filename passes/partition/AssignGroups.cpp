@@ -1,8 +1,8 @@
 //===- AssignGroups.cpp - interleave layers over p groups per side --------===//
 //
-// DisagMoE's interleaved layer assignment (seeds/000; DESIGN.md, "Terms"): with p groups per side,
-// group g holds layers g, g+p, g+2p, ... on the attention side and on the FFN side, so each group
-// runs v = L/p virtual stages of the AF-Pipe ring A0 -> F0 -> A1 -> F1 -> ...
+// DisagMoE's interleaved layer assignment (seeds/000; docs/architecture.md, "Terms"): with p groups
+// per side, group g holds layers g, g+p, g+2p, ... on the attention side and on the FFN side, so
+// each group runs v = L/p virtual stages of the AF-Pipe ring A0 -> F0 -> A1 -> F1 -> ...
 // It also says on which side each always-on FFN (dense layer, shared experts) runs: the `side`
 // attribute of moe.dense_ffn, from the dense-side and shared-experts-side options.
 //

@@ -22,9 +22,9 @@
 //   dense FFN  a SwiGLU block on the FFN norm output with no router (DeepSeek's dense layers)
 //   shared     a SwiGLU block on the FFN norm output beside the router, added to the experts'
 //              output (DeepSeek's shared experts)
-// (DESIGN.md, "What real exports look like"). Hyper-parameters come from the graph: head counts from
-// the q/k Reshape shapes, head_dim from the softmax scale, the RoPE base from the inverse-frequency
-// constant, top-k from TopK's K.
+// (docs/architecture.md, "What real exports look like"). Hyper-parameters come from the graph: head
+// counts from the q/k Reshape shapes, head_dim from the softmax scale, the RoPE base from the
+// inverse-frequency constant, top-k from TopK's K.
 //
 // Every ONNX node must end up inside a recognised component; a node that does not (an op the
 // recogniser does not know, or an extra op in the residual stream) is an error naming it, so an
@@ -1744,7 +1744,7 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
           b.getStringAttr(r.scoring),
           r.scalingFactor > 0 ? b.getF64FloatAttr(r.scalingFactor) : FloatAttr());
       // r_l = h_l + shared(norm(h_l)) runs on the attention side; the experts' output is added
-      // to it (DESIGN.md, "Exchanges").
+      // to it (docs/architecture.md, "Exchanges").
       Value residual = h;
       if (layer.shared) {
         int64_t inner = layer.shared->inner;

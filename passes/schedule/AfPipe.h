@@ -1,9 +1,10 @@
 //===- AfPipe.h - the AF-Pipe schedule (plain C++ part of the schedule pass) -*- C++ -*-===//
 //
-// DisagMoE's AF-Pipe (seeds/000 §2.2; DESIGN.md, "Terms", "The plan and the executor"): the ring
-// A0 -> F0 -> A1 -> F1 -> ... -> A(p-1) -> F(p-1) -> A0 ... over the interleaved layers (group g
-// holds layers g, g+p, ...; v = ceil(L/p) virtual stages), with the exchanges as first-class steps
-// of a communication stream, so that every group overlaps a forward, a backward and an exchange.
+// DisagMoE's AF-Pipe (seeds/000 §2.2; docs/architecture.md, "Terms", "The plan and the executor"):
+// the ring A0 -> F0 -> A1 -> F1 -> ... -> A(p-1) -> F(p-1) -> A0 ... over the interleaved layers
+// (group g holds layers g, g+p, ...; v = ceil(L/p) virtual stages), with the exchanges as
+// first-class steps of a communication stream, so that every group overlaps a forward, a backward
+// and an exchange.
 //
 // Per replica and micro-batch j, for each layer l (A = attention group l mod p, F = FFN group l mod
 // p, N = the attention group of layer l+1, or the head group after the last layer):

@@ -75,8 +75,8 @@ public:
 
   /// In-place element-wise sum of fp32 `data[0, n)` over the ranks `ranks` (strictly ascending,
   /// holding rank()); every rank of `ranks` calls it with the same `ranks`, `tag` and `n`.
-  /// The default is the fixed-order reduction (DESIGN.md, "Determinism"): ranks.front() receives
-  /// each other rank's vector in ascending rank order under `tag` and adds it to its own
+  /// The default is the fixed-order reduction (docs/architecture.md, "Determinism"): ranks.front()
+  /// receives each other rank's vector in ascending rank order under `tag` and adds it to its own
   /// (((d_0 + d_1) + d_2) + ...), then sends the sum back, so `local` and `mpi` agree bit for bit.
   /// `nccl` uses ncclAllReduce (ncclSum), whose order depends on NCCL's ring/tree algorithm: its
   /// sums differ from the default's in the last bits, by at most 2 (k - 1) 2^-24 sum_i |d_i| per

@@ -5,10 +5,10 @@
 // and the plan verifier both call these functions, so they agree by construction.
 //
 // Sources:
-//  - Mixed-precision Adam keeps bf16 weights (2 bytes/param), fp32 gradients (4, DESIGN.md:
-//    "reductions of gradients are fp32") and fp32 master weights + Adam moments (12): Rajbhandari
-//    et al. 2020, "ZeRO", §3.1 (K = 12); ZeRO stage 1 shards the 12 bytes over the data-parallel
-//    replicas of the parameter (§5.1, P_os).
+//  - Mixed-precision Adam keeps bf16 weights (2 bytes/param), fp32 gradients (4; gradients are
+//    reduced in fp32, docs/architecture.md, "Training semantics and numerics") and fp32 master
+//    weights + Adam moments (12): Rajbhandari et al. 2020, "ZeRO", §3.1 (K = 12); ZeRO stage 1
+//    shards the 12 bytes over the data-parallel replicas of the parameter (§5.1, P_os).
 //  - Activations per token and layer follow the method of Korthikanti et al. 2022, "Reducing
 //    Activation Recomputation in Large Transformer Models", §4.1 (every tensor kept for the
 //    backward, bf16; their s*b*h*(34 + 5*a*s/h) per layer), with FlashAttention keeping only the

@@ -21,8 +21,8 @@ struct LayerShape {
   int64_t heads = 0, kvHeads = 0, headDim = 0;
   int64_t window = 0; ///< sliding-window length in tokens; 0 = full causal attention
   // FFN. A MoE layer has routed experts on the FFN side; shared experts and a dense FFN run on the
-  // attention side (DESIGN.md, "Exchanges": "where placed on the attention side, the shared
-  // experts and dense FFN").
+  // attention side (docs/architecture.md, "Exchanges", Layer l: the shared experts and dense FFN
+  // placed on the attention side).
   int64_t experts = 0;      ///< routed experts (0: a dense layer, nothing on the FFN side)
   int64_t topK = 0;         ///< experts per token
   int64_t expertHidden = 0; ///< SwiGLU intermediate size of one routed expert

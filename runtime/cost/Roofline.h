@@ -2,7 +2,8 @@
 //
 // Closed-form costs of the components of one layer, for training (docs/cost-model.md has the
 // derivations). Units: FLOP (one multiply-add = 2 FLOP), bytes, tokens; bf16 activations on the
-// wire (DESIGN.md, "Training semantics and numerics": "exchanges carry bf16 activations").
+// wire (docs/architecture.md, "Training semantics and numerics": the cost model prices bf16
+// activations).
 //
 // Sources of the formulas:
 //  - Matmul FLOPs 2*m*n*k; forward FLOPs per token 2 * params + the attention score term:
@@ -88,7 +89,8 @@ double rankHitProbability(int64_t experts, int64_t topK, int64_t held);
 /// Expected number of distinct F-ranks that one token's top-k experts land on, with `experts`
 /// experts spread over `ranks` ranks (rank j holds floor/ceil of experts/ranks, contiguous) and
 /// the k experts a uniformly random k-subset: sum_j (1 - C(E - e_j, k) / C(E, k)).
-/// (The M2N sends a token once to each F-rank holding one of its experts: DESIGN.md, "Exchanges".)
+/// (The M2N sends a token once to each F-rank holding one of its experts: docs/architecture.md,
+/// "Exchanges".)
 double expectedDistinctRanks(int64_t experts, int64_t topK, int64_t ranks);
 
 /// Bytes one layer-visit of one micro-batch of `tokens` tokens moves through the NICs of each

@@ -1,5 +1,6 @@
 // Token exchanges on the wire: the count before the payload, both checked against the plan's
-// capacity bound of the exchange (docs/plan-format.md "exchanges"; DESIGN.md "Exchanges", "Sizes").
+// capacity bound of the exchange (docs/plan-format.md "exchanges"; docs/architecture.md
+// "Exchanges", "Sizes").
 //
 // Routing is dropless, so how many tokens an M2N message carries depends on the data. The plan
 // bounds every message of an exchange by its `capacity_tokens`; the executor's buffers and the

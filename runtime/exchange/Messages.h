@@ -1,5 +1,6 @@
-// Wire format of the token exchanges (docs/plan-format.md "exchanges", DESIGN.md "Exchanges").
-// Every message of an exchange travels as two comm messages under the same tag, count first:
+// Wire format of the token exchanges (docs/plan-format.md "exchanges", docs/architecture.md
+// "Exchanges"). Every message of an exchange travels as two comm messages under the same tag, count
+// first:
 //
 //   count message:           int64 count (exactly 8 bytes): the tokens of the payload that follows.
 //   payload message, M2N (A-rank -> F-rank):

@@ -1,6 +1,7 @@
-// The communication stream of one rank (DESIGN.md, "The plan and the executor"): a comm worker
-// thread that alone calls the rank's Comm, so the compute streams never block in a send and a
-// receive is posted in program order and waited on only where its buffer is needed.
+// The communication stream of one rank (docs/architecture.md, "The plan and the executor",
+// Streams): a comm worker thread that alone calls the rank's Comm, so the compute streams never
+// block in a send and a receive is posted in program order and waited on only where its buffer is
+// needed.
 //
 // The compute side sees a Comm (so the exchange, all-reduce and norm code run unchanged on it):
 //   send(dst, tag, bytes)    queues the message (the "buffer ready" record) and returns; the worker

@@ -1,6 +1,7 @@
-// A one-shot event between the streams of one rank (DESIGN.md, "The plan and the executor"): a
-// stream records it when the thing it guards is done (an activation computed, a buffer received),
-// or fails it with the exception that stopped the work; another stream waits on it.
+// A one-shot event between the streams of one rank (docs/architecture.md, "The plan and the
+// executor", Streams): a stream records it when the thing it guards is done (an activation
+// computed, a buffer received), or fails it with the exception that stopped the work; another
+// stream waits on it.
 //
 // Like a CUDA event recorded once: wait() returns at once after record(), blocks before. There is no
 // deadline here: whoever owns the guarded work is responsible for ending it (the comm worker fails a

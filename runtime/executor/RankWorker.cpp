@@ -259,7 +259,8 @@ private:
                         " tokens that are not this rank's " + std::to_string(n));
       pending_.data = std::move(m.rows);
       pending_.layer = l;
-      if (!model_.layers[l].hasFfnStage()) { // no N2M: x_{l+1} = r_l (DESIGN.md, "Exchanges")
+      // No N2M: x_{l+1} = r_l (docs/architecture.md, "Exchanges").
+      if (!model_.layers[l].hasFfnStage()) {
         x_.data = std::move(pending_.data);
         x_.layer = l + 1;
         pending_ = Buffer{};
@@ -386,7 +387,8 @@ private:
   }
 
   // Dense layers and shared experts (DeepSeek): h <- h + FFN(ffn_norm output), on the attention
-  // side, before the residual route (r_l = h_l + shared_l(norm(h_l)); DESIGN.md, "Exchanges").
+  // side, before the residual route (r_l = h_l + shared_l(norm(h_l)); docs/architecture.md,
+  // "Exchanges").
   void denseFfn(int64_t l) {
     need(ffnNorm_, l, "ffn_norm output");
     need(h_, l, "h (after residual_add)");

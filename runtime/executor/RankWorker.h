@@ -8,13 +8,14 @@
 // n2m_send of layer l -> the ffn group of l; dense_ffn of layer l -> the group of l on its
 // component's side (attention, or ffn with `side: "ffn"`, docs/plan-format.md).
 //
-// Streams (DESIGN.md, "The plan and the executor"): the calling thread is the rank's compute stream
-// and runs its instructions in list order; a comm worker (CommStream.h) is its comm stream and the
-// only caller of `comm`. A send instruction packs its message on the compute stream and queues it
-// (returns at once); a receive instruction posts its receives (all its senders at once) and waits
-// on each one's event, ascending rank, where it unpacks. runRank returns after every queued send
-// has been handed to `comm`. The forward pass has one compute stream: what overlaps is the
-// communication (a rank computes while its sends go out and its posted receives arrive).
+// Streams (docs/architecture.md, "The plan and the executor", Streams): the calling thread is the
+// rank's compute stream and runs its instructions in list order; a comm worker (CommStream.h) is
+// its comm stream and the only caller of `comm`. A send instruction packs its message on the
+// compute stream and queues it (returns at once); a receive instruction posts its receives (all its
+// senders at once) and waits on each one's event, ascending rank, where it unpacks. runRank returns
+// after every queued send has been handed to `comm`. The forward pass has one compute stream: what
+// overlaps is the communication (a rank computes while its sends go out and its posted receives
+// arrive).
 #pragma once
 
 #include "runtime/comm/Comm.h"

@@ -1,5 +1,5 @@
-// Learning-rate warm-up and cosine decay (DESIGN.md "Training semantics and numerics"), the
-// schedule of Megatron-LM's OptimizerParamScheduler (linear warm-up, then cosine) and of
+// Learning-rate warm-up and cosine decay (docs/architecture.md "Training semantics and numerics"),
+// the schedule of Megatron-LM's OptimizerParamScheduler (linear warm-up, then cosine) and of
 // Hugging Face's get_cosine_schedule_with_warmup, with a floor lr_min:
 //
 //   step s = 1, 2, ... (the optimizer step being taken)

@@ -1,7 +1,8 @@
 // One rank's part of a training step over the plan `disagmoe compile` emits today (forward programs
 // per role; docs/training.md). For each micro-batch the rank runs its role's program forward,
 // keeping every activation, computes the causal LM loss on the head group, then walks the same
-// program in REVERSE running each instruction's backward (DESIGN.md "Exchanges", Backward):
+// program in REVERSE running each instruction's backward (docs/architecture.md "Exchanges",
+// Backward):
 //
 //   head, rms_norm final_norm   dL/dlogits -> dL/dx_L (weight gradients of the head and norm)
 //   n2m_recv l (next group)     send dL/dy = dL/dx_{l+1} rows to every F-rank of layer l, for the
@@ -24,7 +25,8 @@
 // so every replica, and every comm backend, gets the same bits. Then the optimizer steps every
 // weight the rank holds (an expert without tokens has a zero gradient and still steps).
 //
-// Streams (what runs concurrently on one rank; DESIGN.md "The plan and the executor", AF-Pipe):
+// Streams (what runs concurrently on one rank; docs/architecture.md "The plan and the executor",
+// Streams):
 //   comm stream      a comm worker (runtime/executor/CommStream.h), the only caller of `comm`: sends
 //                    queued by the compute streams go out in posting order, posted receives complete
 //                    as their messages arrive, each recording an event a compute stream waits on;

@@ -22,7 +22,8 @@ double gini(const std::vector<double>& x);
 int expertRank(int64_t expert, int64_t experts, int ep);
 
 /// Source rank of a token: sequences are dealt round-robin over the EP ranks (data parallel within
-/// the EP group), so sequence s lives on rank s mod ep (DESIGN.md, "Exchanges", token ownership).
+/// the EP group), so sequence s lives on rank s mod ep (docs/architecture.md, "Exchanges", token
+/// ownership).
 inline int sourceRank(int64_t sequence, int ep) { return static_cast<int>(sequence % ep); }
 
 /// Send-count matrix of one layer and batch: S[src][dst] = number of (token, expert) assignments

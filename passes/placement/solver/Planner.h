@@ -1,6 +1,7 @@
 //===- Planner.h - GPU/NIC split, groups, DP/EP and micro-batches ---*- C++ -*-===//
 //
-// The placement problem of DisagMoE (DESIGN.md, "Placement problem"; docs/placement.md): choose
+// The placement problem of DisagMoE (docs/architecture.md, "Placement problem";
+// docs/placement.md): choose
 //   r  pipeline replicas (outer data parallelism),
 //   p  groups per side (layer l on group l mod p, the interleaved assignment),
 //   dA A-ranks per attention group (attention DP degree r*dA; M = r*p*dA attention GPUs),

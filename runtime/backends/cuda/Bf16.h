@@ -1,7 +1,7 @@
 // bfloat16 on the host: the 16 high bits of an IEEE fp32 value, rounded to nearest even (what
 // CUDA's __float2bfloat16_rn does; NaN stays NaN). The cuda backend's GEMMs take bf16 operands
-// (DESIGN.md, "Training semantics and numerics"); the tests and the bench build their references
-// from operands rounded by this function. Pure C++, header only.
+// (docs/architecture.md, "Training semantics and numerics"); the tests and the bench build their
+// references from operands rounded by this function. Pure C++, header only.
 // Source: Google's bfloat16 format (1 sign, 8 exponent, 7 mantissa bits); round-to-nearest-even
 // as in PyTorch's c10/util/BFloat16.h `round_to_nearest_even`.
 #pragma once

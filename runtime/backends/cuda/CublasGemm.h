@@ -1,6 +1,6 @@
-// cuBLAS GEMMs of the cuda backend (DESIGN.md, "Training semantics and numerics": GEMMs in bf16
-// with fp32 accumulation, fp32 master weights). Row-major operands on the device; the mapping onto
-// cuBLAS's column-major API is GemmMapping.h (host logic, unit-tested everywhere).
+// cuBLAS GEMMs of the cuda backend (docs/architecture.md, "Training semantics and numerics": GEMMs
+// in bf16 with fp32 accumulation, fp32 master weights). Row-major operands on the device; the
+// mapping onto cuBLAS's column-major API is GemmMapping.h (host logic, unit-tested everywhere).
 //   gemmBf16: A, B bf16; C fp32 or bf16; cublasGemmEx with CUBLAS_COMPUTE_32F (fp32 accumulate,
 //             tensor cores allowed: CUBLAS_GEMM_DEFAULT).
 //   gemmF32:  A, B, C fp32; cublasSgemm in CUBLAS_DEFAULT_MATH (no TF32 down-conversion).

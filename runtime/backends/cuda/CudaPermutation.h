@@ -1,11 +1,11 @@
 // Expert permutation on the device: the dispatch gathers each expert's tokens into one contiguous
 // block of rows (experts ascending, tokens ascending within an expert) so that every expert runs
 // one GEMM; the combine scatters the experts' outputs back, out[t] = sum of g_e * y_e[t] over the
-// token's routes in ascending expert id, starting from zero (DESIGN.md, "Exchanges": the fixed
-// order makes results independent of placement). The plan (counts, offsets, gather and combine
-// lists) is host logic: DispatchPlan.h. The combine is deterministic (no atomics): one thread per
-// (token, column) walks the token's routes in order, each step an fp32 multiply then add (no
-// fused multiply-add), as the CPU executor (runtime/executor/RankWorker.cpp `experts`).
+// token's routes in ascending expert id, starting from zero (docs/architecture.md, "Exchanges": the
+// fixed order makes results independent of placement). The plan (counts, offsets, gather and
+// combine lists) is host logic: DispatchPlan.h. The combine is deterministic (no atomics): one
+// thread per (token, column) walks the token's routes in order, each step an fp32 multiply then add
+// (no fused multiply-add), as the CPU executor (runtime/executor/RankWorker.cpp `experts`).
 //
 // Device arrays; asynchronous on `stream`. Errors: KernelArgumentError for negative sizes,
 // CudaError when a launch or upload fails.

@@ -1,4 +1,4 @@
-// CUDA RMSNorm, the first kernel of the cuda backend (DESIGN.md, "Training semantics and
+// CUDA RMSNorm, the first kernel of the cuda backend (docs/architecture.md, "Training semantics and
 // numerics": norms' statistics stay fp32). y[t, :] = x[t, :] / sqrt(mean(x[t, :]^2) + eps) * w,
 // one thread block per token; the block reduces the sum of squares in shared memory.
 // Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization", eq. 4.

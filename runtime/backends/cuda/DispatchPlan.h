@@ -3,10 +3,10 @@
 // sum (offsets), the gather list of the dispatch and the fixed-order list of the combine.
 // Pure C++ (no CUDA headers): unit-tested on machines without nvcc or a GPU.
 //
-// Order (DESIGN.md, "Exchanges"; runtime/executor/RankWorker.cpp `experts`): the permuted rows of
-// expert e are its tokens in ascending token index, experts in ascending id; the combine adds
-// g_e * E_e(x) for each token in ascending expert id, starting from zero. The same order as the
-// CPU executor, so the two agree up to each GEMM's rounding.
+// Order (docs/architecture.md, "Exchanges"; runtime/executor/RankWorker.cpp `experts`): the
+// permuted rows of expert e are its tokens in ascending token index, experts in ascending id; the
+// combine adds g_e * E_e(x) for each token in ascending expert id, starting from zero. The same
+// order as the CPU executor, so the two agree up to each GEMM's rounding.
 #pragma once
 
 #include <cstdint>

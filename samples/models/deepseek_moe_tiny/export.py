@@ -13,9 +13,9 @@ by routed_scaling_factor as DeepSeek-V2's gate does when it does not renormalise
 DeepseekMLP(intermediate 16), and 2 shared experts as one DeepseekMLP of intermediate 2 x 16 = 32
 added to the routed output (y = moe(x) + shared_experts(x)).
 
-The real DeepseekMoE.moe_infer (argsort, bincount) does not trace (DESIGN.md, "What real exports
-look like"), and its training branch freezes per-expert counts; the routed experts therefore use the
-loop over experts with index_add_ of the Mixtral/Qwen code, which computes the same sum.
+The real DeepseekMoE.moe_infer (argsort, bincount) does not trace (docs/architecture.md, "What real
+exports look like"), and its training branch freezes per-expert counts; the routed experts therefore
+use the loop over experts with index_add_ of the Mixtral/Qwen code, which computes the same sum.
 
 routed_scaling_factor: DeepSeek-MoE 16B has none (1.0); V2-Lite writes 1.0 and V3 2.5. The sample
 uses 1.5 so that a compiler that drops the factor is caught by the goldens.

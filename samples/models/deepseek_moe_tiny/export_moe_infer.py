@@ -88,7 +88,7 @@ def moe_infer_v1(self, hidden_states):
     """DeepseekMoE.forward in eval mode with DeepSeek-MoE 16B's moe_infer (deepseek-ai/
     deepseek-moe-16b-base): bincount -> cumsum of the counts, slices of the sorted token indices;
     its scatter_reduce_(reduce='sum') does not export in PyTorch 1.13 and is written as the equal
-    scatter_add_ (DESIGN.md, "What real exports look like")."""
+    scatter_add_ (docs/architecture.md, "What real exports look like")."""
     identity = hidden_states
     bsz, seq, hidden = hidden_states.shape
     topk_idx, topk_weight = self.gate(hidden_states)

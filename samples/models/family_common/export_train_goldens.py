@@ -10,8 +10,8 @@ FAMILY_DIR is a family sample folder with an export.py (e.g. samples/models/qwen
 --variant selects one of its VARIANTS by name (default: the one whose subdir is "."). The model is
 built exactly as export.py builds it (same seed), and must reproduce golden/logits_b2_s8.npy
 bit for bit. The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence
-and the loss is the mean cross-entropy over those B*(S-1) = 14 targets (DESIGN.md, "Training
-semantics"), as in samples/models/mixtral_tiny/export_grads.py.
+and the loss is the mean cross-entropy over those B*(S-1) = 14 targets (docs/architecture.md,
+"Training semantics and numerics"), as in samples/models/mixtral_tiny/export_grads.py.
 
 Writes <variant dir>/golden/train/ (float32; linear weights as [in, out], like the runtime):
   loss.npy [1]                the loss

@@ -10,7 +10,8 @@ Conventions shared with samples/models/mixtral_tiny/export.py:
   * model.onnx is byte-identical between runs (`--check` fails otherwise);
   * golden/ids_b{B}_s{S}.npy and golden/logits_b{B}_s{S}.npy at 2-3 shapes, the first being the
     trace shape; token ids are redrawn until every router of every layer has a margin of at least
-    ROUTER_MARGIN between the k-th and (k+1)-th score it selects on (DESIGN.md, numerics);
+    ROUTER_MARGIN between the k-th and (k+1)-th score it selects on (docs/architecture.md, "Training
+    semantics and numerics");
   * golden/config.json holds the exporter's hyper-parameters (tests compare the compiler's with them;
     the compiler never reads it);
   * a few layer-level intermediates and their weights (golden/l{L}_*.npy, linear weights as

@@ -56,8 +56,9 @@ CONFIG = {
 
 # Golden shapes (batch, seq); the first one is the trace shape.
 GOLDEN_SHAPES = [(2, 8), (1, 5), (3, 12)]
-# Minimum gap between the k-th and (k+1)-th router probability: DESIGN.md asks
-# for 1e-3; twice that leaves headroom.
+# Minimum gap between the k-th and (k+1)-th router probability: the goldens need
+# 1e-3 (docs/architecture.md, "Training semantics and numerics"); twice that
+# leaves headroom.
 ROUTER_MARGIN = 2e-3
 # Seed of the first draw of token ids for each golden shape; redraws use
 # the following seeds in order until every router of every layer has a margin.
@@ -286,7 +287,8 @@ def router_probs_per_layer(model, ids):
 def min_router_margin(model, ids):
     """Smallest gap, over every token of every layer, between the j-th and
     (j+1)-th largest router probabilities for j = 1..k.  j = k is the margin
-    that DESIGN.md asks for (the chosen set cannot flip); j < k also keeps
+    that the goldens need (docs/architecture.md, "Training semantics and
+    numerics": the chosen set cannot flip); j < k also keeps
     the order of the top-k ids (TopK's output order) stable."""
     k = CONFIG["top_k"]
     worst = float("inf")

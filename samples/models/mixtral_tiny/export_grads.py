@@ -13,7 +13,8 @@ It imports export.py's model code and weights (build_model) and never changes ex
 
 The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence (token t
 predicts t+1; the last position of a sequence has no target), and the loss is the mean
-cross-entropy over those B*(S-1) = 14 target tokens (DESIGN.md, "Training semantics"):
+cross-entropy over those B*(S-1) = 14 target tokens (docs/architecture.md, "Training semantics and
+numerics"):
 
     loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
 

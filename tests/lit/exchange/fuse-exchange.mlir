@@ -3,7 +3,7 @@
 // RUN: not disagmoe-opt --partition-components --fuse-exchange %inputs/raised-2layer.mlir 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: disagmoe-opt --fuse-exchange %s -split-input-file -verify-diagnostics
 // Dispatch becomes moe.m2n into the FFN stage; combine becomes moe.n2m plus the residual route
-// into the next layer's attention group (l+1) mod p (DESIGN.md, "Exchanges").
+// into the next layer's attention group (l+1) mod p (docs/architecture.md, "Exchanges").
 
 // P1: module attributes {moe.num_groups = 1 : i64}
 // P1: %[[A0:.*]]:4 = moe.stage "attention" layer 0
