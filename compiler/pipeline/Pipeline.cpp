@@ -20,15 +20,16 @@ namespace disagmoe {
 using namespace mlir;
 
 const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names = {"import",   "raise",    "partition",
-                                                 "groups",   "exchange", "placement",
-                                                 "volume",   "schedule"};
+  static const std::vector<std::string> names = {"import",   "normalize", "raise",
+                                                 "partition", "groups",  "exchange",
+                                                 "placement", "volume",  "schedule"};
   return names;
 }
 
 namespace {
 /// Pass argument of each stage after "import".
 std::string passArgument(const std::string &stage) {
+  if (stage == "normalize") return "normalize-onnx";
   if (stage == "raise") return "raise-onnx-to-moe";
   if (stage == "partition") return "partition-components";
   if (stage == "groups") return "assign-groups";
@@ -77,7 +78,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       known |= s == stage || s == passArgument(stage);
     if (!known) {
       error = "--print-ir-after: unknown stage '" + s +
-              "' (expected import, raise, partition, groups, exchange, placement, volume or schedule)";
+              "' (expected import, normalize, raise, partition, groups, exchange, placement, volume or "
+              "schedule)";
       return nullptr;
     }
   }
@@ -204,6 +206,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
   PassManager pm(&context);
   // Each stage's pass, in pipeline order, until options.stopAfter.
   const std::pair<const char *, std::function<std::unique_ptr<Pass>()>> stages[] = {
+      // Exporter spellings rewritten to the forms raise matches (passes/raise/normalize/).
+      {"normalize", [] { return createNormalizeOnnx(); }},
       {"raise", [] { return createRaiseOnnxToMoe(); }},
       {"partition", [] { return createPartitionComponents(); }},
       {"groups",

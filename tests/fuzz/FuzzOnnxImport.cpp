@@ -42,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!module || mlir::failed(mlir::verify(*module)))
     return 0;
   mlir::PassManager pm(&context);
+  pm.addPass(disagmoe::createNormalizeOnnx());
   pm.addPass(disagmoe::createRaiseOnnxToMoe());
   (void)pm.run(*module);
   return 0;

@@ -45,6 +45,7 @@ std::string runFuzzerStages(const std::string &path, std::string &error) {
   if (mlir::failed(mlir::verify(*module)))
     return "verify";
   mlir::PassManager pm(&context);
+  pm.addPass(disagmoe::createNormalizeOnnx());
   pm.addPass(disagmoe::createRaiseOnnxToMoe());
   if (mlir::failed(pm.run(*module)))
     return "raise";
