@@ -8,7 +8,12 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     their module names, stored [out, in] behind a Transpose);
   - weights inline or in an ONNX external data file;
   - router forms: softmax -> top-k -> renormalise (Mixtral), top-k on logits -> softmax (the
-    mistral-src form), softmax -> top-k without renormalisation.
+    mistral-src form), softmax -> top-k without renormalisation;
+  - RMSNorm form: the sample's `w * (x * rsqrt(mean(x^2) + eps))`, or Hugging Face's verbatim
+    (`x.to(torch.float32)` ... `w * x.to(input_dtype)`), whose dtype round trip the exporter keeps
+    as Casts to float of f32 values even in an fp32 model (the compiler's normalize stage drops
+    them). Attention's softmax is HF's in every variant: `softmax(..., dtype=torch.float32)
+    .to(q.dtype)`, two more such Casts.
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
 hyper-parameters, for tests; the compiler never reads it).
@@ -39,13 +44,26 @@ CONFIG = dict(base.CONFIG, hidden_size=32, num_layers=2, num_heads=4, num_kv_hea
 SHAPES = [(2, 8), (1, 5)]
 
 VARIANTS = {
-    # name: (opset, constant folding, external data, router scoring, mask form)
-    "opset13_fold": (13, True, False, "softmax_topk_renorm", "compare"),
-    "opset14_nofold_softmax_topk": (14, False, False, "softmax_topk", "triu"),
-    "opset15_nofold": (15, False, False, "softmax_topk_renorm", "triu"),
-    "opset16_topk_softmax": (16, True, False, "topk_softmax", "triu"),
-    "opset17_external": (17, True, True, "softmax_topk_renorm", "triu"),
+    # name: (opset, constant folding, external data, router scoring, mask form, RMSNorm form)
+    "opset13_fold": (13, True, False, "softmax_topk_renorm", "compare", "sample"),
+    "opset14_nofold_softmax_topk": (14, False, False, "softmax_topk", "triu", "sample"),
+    "opset15_nofold": (15, False, False, "softmax_topk_renorm", "triu", "sample"),
+    "opset16_topk_softmax": (16, True, False, "topk_softmax", "triu", "sample"),
+    "opset17_external": (17, True, True, "softmax_topk_renorm", "triu", "sample"),
+    "hf_casts_opset17": (17, True, False, "softmax_topk_renorm", "triu", "hf_casts"),
 }
+
+
+class HfRMSNorm(base.RMSNorm):
+    """Hugging Face's MixtralRMSNorm.forward verbatim: the computation in float32, the result cast
+    back to the input's dtype (both no-ops in an fp32 model, but traced as Casts)."""
+
+    def forward(self, x):
+        input_dtype = x.dtype
+        x = x.to(torch.float32)
+        var = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        return self.weight * x.to(input_dtype)
 
 
 class Router(base.SparseMoeBlock):
@@ -78,7 +96,7 @@ class Model(base.MixtralTiny):
         return cos, sin, mask
 
 
-def build(scoring, mask_form):
+def build(scoring, mask_form, norm_form="sample"):
     base.CONFIG.update(CONFIG)  # the margin helpers read the module's CONFIG
     model = Model(CONFIG)
     model.mask_form = mask_form
@@ -86,6 +104,13 @@ def build(scoring, mask_form):
         block = Router(CONFIG)
         block.scoring = scoring
         layer.block_sparse_moe = block
+    if norm_form == "hf_casts":
+        # Same parameters in the same order, so the seeded weights equal the other variants'.
+        eps = CONFIG["rms_norm_eps"]
+        for layer in model.layers:
+            layer.input_layernorm = HfRMSNorm(CONFIG["hidden_size"], eps)
+            layer.post_attention_layernorm = HfRMSNorm(CONFIG["hidden_size"], eps)
+        model.norm = HfRMSNorm(CONFIG["hidden_size"], eps)
     with torch.no_grad():
         torch.manual_seed(0)
         for name, p in model.named_parameters():
@@ -102,8 +127,8 @@ def build(scoring, mask_form):
 
 
 def export_variant(name, out_dir):
-    opset, fold, external, scoring, mask_form = VARIANTS[name]
-    model = build(scoring, mask_form)
+    opset, fold, external, scoring, mask_form, norm_form = VARIANTS[name]
+    model = build(scoring, mask_form, norm_form)
     vdir = os.path.join(out_dir, name)
     gdir = os.path.join(vdir, "golden")
     os.makedirs(gdir, exist_ok=True)
@@ -132,6 +157,8 @@ def export_variant(name, out_dir):
         np.save(os.path.join(gdir, f"logits_b{batch}_s{seq}.npy"), base.f32(logits))
     cfg = dict(CONFIG, router_scoring=scoring, opset=opset, constant_folding=fold,
                external_data=external, trace_batch=2, trace_seq=8)
+    if norm_form != "sample":
+        cfg["rms_norm_form"] = norm_form
     with open(os.path.join(gdir, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")
