@@ -93,9 +93,13 @@ def check_component_hyperparameters(check, name, model, cfg):
                 float(c["routed_scaling_factor"]), float(cfg.get("routed_scaling_factor") or 1.0)):
             wrong.append(f"{where} routed_scaling_factor {c['routed_scaling_factor']}")
         if c["kind"] == "experts":
-            for key in ("swiglu_alpha", "swiglu_limit"):
-                if (key in c or key in cfg) and not same(c.get(key), cfg.get(key)):
-                    wrong.append(f"{where} {key} {c.get(key)}")
+            # GPT-OSS's config names them; com.microsoft.MoE carries activation_alpha and swiglu_limit.
+            attrs = cfg.get("moe_attributes") or {}
+            want = {"swiglu_alpha": cfg.get("swiglu_alpha", attrs.get("activation_alpha")),
+                    "swiglu_limit": cfg.get("swiglu_limit", attrs.get("swiglu_limit"))}
+            for key, value in want.items():
+                if (key in c or value is not None) and not same(c.get(key), value):
+                    wrong.append(f"{where} {key} {c.get(key)} (exporter {value})")
         if c["kind"] == "attention" and "layer_types" in cfg:
             window = cfg["sliding_window"] if cfg["layer_types"][c["layer"]] == "sliding_attention" else None
             if c.get("sliding_window") != window:
