@@ -333,5 +333,6 @@ def main(here, variants, doc):
             ok &= compare_dirs(os.path.join(args.check, v["subdir"]), new, v["name"])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    print(error_model.worst_regenerated())
     print("check: OK" if ok else "check: FAILED")
     sys.exit(0 if ok else 1)
