@@ -8,6 +8,11 @@
 #      OPENBLAS_CORETYPE=Prescott, the generic kernel.
 # Extra arguments go to every ctest run (e.g. -R NAME). Exits non-zero if any run failed.
 set -euo pipefail
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  echo "A -R of yours replaces the numerics filter of run 3 (ctest keeps the last -R); use -E to narrow."
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
 cd build

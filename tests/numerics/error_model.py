@@ -1,15 +1,18 @@
-"""fp32 error model: the tolerances of every numerical check, derived, not tuned.
+"""fp32 error model: the tolerances of the numerical checks, from a stated model, not tuned to a machine.
 
 Every floating-point check of the suite compares two evaluations of the same function in fp32: ours
 against PyTorch's, or PyTorch on one BLAS kernel against PyTorch on another (a golden regenerated on
 another machine), or one placement against another. They differ only in rounding: reduction order,
 fused multiply-adds, blocking. The model (docs/training.md, "Numerics: error model"):
 
-- Unit roundoff u = 2^-24 (fp32, round to nearest). Each rounding is x(1 + d) with |d| <= u; the
-  d's are independent and mean-zero (Higham and Mary, "A new approach to probabilistic rounding error
-  analysis", SIAM J. Sci. Comput. 41(5), 2019), so d has a standard deviation of at most u/sqrt(3)
-  (uniform on [-u, u]).
-- First-order propagation with unit gain: the normalisations (RMSNorm, softmax, the router's
+- Unit roundoff u = 2^-24 (fp32, round to nearest; half an ulp of 1.0: every figure here is in
+  units of u, not ulps). Each rounding is x(1 + d) with |d| <= u; the d's are independent and
+  mean-zero (Higham and Mary, "A new approach to probabilistic rounding error analysis", SIAM J. Sci.
+  Comput. 41(5), 2019). Boundedness alone allows a standard deviation of u; the model further takes
+  d uniform on [-u, u], standard deviation u/sqrt(3) (an assumption, not implied by the paper's).
+- First-order propagation with unit gain (assumed, not shown: a softmax scales a score's relative
+  error by the score, and a sum that cancels amplifies it, e.g. the gradient of an expert that sees
+  few tokens): the normalisations (RMSNorm, softmax, the router's
   renormalisation) keep every stage at unit relative scale, so a relative perturbation passes through
   a stage about unchanged and the relative errors of the D roundings on the longest dependency chain
   add up like a random walk: one evaluation's relative error has a standard deviation of at most
@@ -17,11 +20,14 @@ fused multiply-adds, blocking. The model (docs/training.md, "Numerics: error mod
 - D is counted from the model's shapes (`chain_length`): a length-K reduction (a GEMM's inner
   dimension, a norm's mean, a softmax's sum) is K roundings in sequence; an elementwise op is one.
 - Normwise check: ||a - b||_2 / ||b||_2 <= NORMWISE_SIGMAS * sqrt(2D/3) u. Over a tensor of many
-  elements the root-mean-square concentrates at its expectation, so 2 standard deviations of the
-  per-element model are a bound with room; it is tight enough that a systematic change of a few
-  hundred ulps (a wrong epsilon, a 1e-4 perturbation of one weight) exceeds it.
-- Elementwise check: |a_i - b_i| <= ELEMENT_SIGMAS * sqrt(2D/3) u * max|b|: a Gaussian tail of 6
-  standard deviations (probability 2e-9 per element), relative to the tensor's scale (a partial sum
+  elements the root-mean-square concentrates at its expectation, so twice the model's standard
+  deviation is a 2x margin over the expected level, not a tail probability (the elements are not
+  all independent: the head GEMM shares one hidden-state error across a token's logits); it is
+  tight enough that a systematic change of a few hundred u (a wrong epsilon, a 1e-4 perturbation
+  of one weight) exceeds it.
+- Elementwise check: |a_i - b_i| <= ELEMENT_SIGMAS * sqrt(2D/3) u * max|b|: 6 standard deviations
+  (2e-9 per element under the uniform-and-Gaussian approximation; bounded d alone give 5e-3 by
+  Hoeffding's inequality), relative to the tensor's scale (a partial sum
   of a logit is bounded by the scale of its tensor, not by the logit itself, which may be near 0).
   It catches a wrong row or element that the normwise check averages away.
 
@@ -123,7 +129,7 @@ class Bound:
         return r if np.size(ref) == 1 else max(r, nw * U / self.normwise)
 
     def check(self, got, ref):
-        """(ok, text): both checks, with the measured errors and the bounds in ulps."""
+        """(ok, text): both checks, with the measured errors and the bounds in units of u."""
         if np.shape(got) != np.shape(ref):
             return False, f"shape {np.shape(got)} vs {np.shape(ref)}"
         if not np.all(np.isfinite(got)):
@@ -214,7 +220,9 @@ def adamw_trajectory_bound(lrs, beta1, beta2):
     level), so the bound is the sum of twice each step's largest update: by Cauchy-Schwarz, for
     beta1^2 <= beta2, |m_hat_t| / sqrt(v_hat_t) <= (1 - beta1) / (1 - beta1^t) *
     sqrt(t (1 - beta2^t) / (1 - beta2)); the weight decay (a factor 1 - lr wd <= 1) only shrinks a
-    difference. A worst case: it bounds each element, the losses of the trajectory are checked tightly."""
+    difference. A worst case that holds for any gradients (about twice the most a trajectory can move
+    an element), so it catches only gross errors; the trajectory's correctness rests on the per-step
+    loss and gradient-norm checks."""
     assert beta1 * beta1 <= beta2
     total = 0.0
     for t, lr in enumerate(lrs, start=1):
