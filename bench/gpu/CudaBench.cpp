@@ -1,5 +1,6 @@
 // disagmoe-bench-cuda: speed of the cuda backend on one GPU (run by bench/gpu/run.sh).
-//  - bf16 GEMM (cuBLAS, fp32 accumulate): TFLOP/s = 2 m n k / time, and its ratio to the GPU's dense
+//  - bf16 GEMM (cuBLAS, fp32 accumulate): TFLOP/s = 2 m n k / time, and its ratio to the GPU's
+//  dense
 //    bf16 peak (--peak-tflops, from runtime/cost/data/hardware.json);
 //  - fp32 GEMM (cuBLAS): TFLOP/s, for comparison (hardware.json has no fp32 peak);
 //  - causal GQA attention (CudaAttention.h, fp32): time against its roofline lower bound
@@ -33,35 +34,45 @@ struct Options {
   bool probe = false;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "disagmoe-bench-cuda: %s\nusage: disagmoe-bench-cuda [--probe] [--peak-tflops T] "
-                       "[--hbm-tbps B] [--runs N]\n", why.c_str());
+[[noreturn]] void usage(const std::string &why) {
+  std::fprintf(stderr,
+               "disagmoe-bench-cuda: %s\nusage: disagmoe-bench-cuda [--probe] [--peak-tflops T] "
+               "[--hbm-tbps B] [--runs N]\n",
+               why.c_str());
   std::exit(2);
 }
 
-Options parse(int argc, char** argv) {
+Options parse(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> double {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      char* end = nullptr;
+      if (i + 1 >= argc)
+        usage(a + " needs a value");
+      char *end = nullptr;
       const double v = std::strtod(argv[++i], &end);
-      if (!end || *end || !(v >= 0)) usage(a + ": '" + argv[i] + "' is not a non-negative number");
+      if (!end || *end || !(v >= 0))
+        usage(a + ": '" + argv[i] + "' is not a non-negative number");
       return v;
     };
-    if (a == "--probe") o.probe = true;
-    else if (a == "--peak-tflops") o.peakTflops = value();
-    else if (a == "--hbm-tbps") o.hbmTbps = value();
-    else if (a == "--runs") o.runs = std::max(1, static_cast<int>(value()));
-    else usage("unknown argument '" + a + "'");
+    if (a == "--probe")
+      o.probe = true;
+    else if (a == "--peak-tflops")
+      o.peakTflops = value();
+    else if (a == "--hbm-tbps")
+      o.hbmTbps = value();
+    else if (a == "--runs")
+      o.runs = std::max(1, static_cast<int>(value()));
+    else
+      usage("unknown argument '" + a + "'");
   }
   return o;
 }
 
 // Median milliseconds of `runs` timed calls of `f`, after 3 untimed ones.
-double medianMs(int runs, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
+double medianMs(int runs, const std::function<void()> &f) {
+  for (int i = 0; i < 3; ++i)
+    f();
   cudaEvent_t start, stop;
   DISAGMOE_CUDA_CHECK(cudaEventCreate(&start));
   DISAGMOE_CUDA_CHECK(cudaEventCreate(&stop));
@@ -85,7 +96,7 @@ double medianMs(int runs, const std::function<void()>& f) {
 DeviceBuffer<float> randomDevice(size_t n, uint64_t seed) {
   std::vector<float> host(n);
   uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
-  for (float& x : host) {
+  for (float &x : host) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     x = static_cast<float>(static_cast<double>(s >> 11) * 0x1.0p-52 * 2.0 - 1.0);
   }
@@ -93,25 +104,26 @@ DeviceBuffer<float> randomDevice(size_t n, uint64_t seed) {
 }
 
 std::string ratio(double achieved, double peak) {
-  if (peak <= 0) return "n/a (peak unknown)";
+  if (peak <= 0)
+    return "n/a (peak unknown)";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3f", achieved / peak);
   return buf;
 }
 
-void benchGemms(const Options& o) {
+void benchGemms(const Options &o) {
   CublasHandle handle;
   struct Shape {
-    const char* what;
+    const char *what;
     int64_t m, n, k;
   };
   const Shape shapes[] = {{"square 4096", 4096, 4096, 4096},
                           {"square 8192", 8192, 8192, 8192},
                           {"expert w1: 8192 tokens x 4096 -> 14336", 8192, 14336, 4096},
                           {"expert w2: 8192 tokens x 14336 -> 4096", 8192, 4096, 14336}};
-  std::printf("bf16 GEMM (cuBLAS, fp32 accumulate, fp32 C), median of %d runs; peak %.1f TFLOP/s\n", o.runs,
-              o.peakTflops);
-  for (const Shape& s : shapes) {
+  std::printf("bf16 GEMM (cuBLAS, fp32 accumulate, fp32 C), median of %d runs; peak %.1f TFLOP/s\n",
+              o.runs, o.peakTflops);
+  for (const Shape &s : shapes) {
     DeviceBuffer<float> a = randomDevice(s.m * s.k, 1), b = randomDevice(s.k * s.n, 2);
     DeviceBuffer<__nv_bfloat16> a16(a.size()), b16(b.size());
     toBf16(a.data(), a16.data(), static_cast<int64_t>(a.size()));
@@ -119,22 +131,25 @@ void benchGemms(const Options& o) {
     a = DeviceBuffer<float>(), b = DeviceBuffer<float>();
     DeviceBuffer<float> c(s.m * s.n);
     const RowMajorGemm g = denseRowMajor(s.m, s.n, s.k);
-    const double ms = medianMs(o.runs, [&] { gemmBf16(handle, g, a16.data(), b16.data(), c.data()); });
+    const double ms =
+        medianMs(o.runs, [&] { gemmBf16(handle, g, a16.data(), b16.data(), c.data()); });
     const double tflops = 2.0 * s.m * s.n * s.k / (ms * 1e-3) / 1e12;
-    std::printf("  %-40s m=%-6lld n=%-6lld k=%-6lld %9.3f ms %8.1f TFLOP/s  ratio to peak %s\n", s.what,
-                static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), ms, tflops,
-                ratio(tflops, o.peakTflops).c_str());
+    std::printf("  %-40s m=%-6lld n=%-6lld k=%-6lld %9.3f ms %8.1f TFLOP/s  ratio to peak %s\n",
+                s.what, static_cast<long long>(s.m), static_cast<long long>(s.n),
+                static_cast<long long>(s.k), ms, tflops, ratio(tflops, o.peakTflops).c_str());
   }
   const int64_t n = 4096;
   DeviceBuffer<float> a = randomDevice(n * n, 3), b = randomDevice(n * n, 4), c(n * n);
-  const double ms = medianMs(o.runs, [&] { gemmF32(handle, denseRowMajor(n, n, n), a.data(), b.data(), c.data()); });
-  std::printf("fp32 GEMM (cuBLAS, no TF32) m=n=k=%lld: %.3f ms, %.1f TFLOP/s (no fp32 peak in hardware.json)\n",
+  const double ms = medianMs(
+      o.runs, [&] { gemmF32(handle, denseRowMajor(n, n, n), a.data(), b.data(), c.data()); });
+  std::printf("fp32 GEMM (cuBLAS, no TF32) m=n=k=%lld: %.3f ms, %.1f TFLOP/s (no fp32 peak in "
+              "hardware.json)\n",
               static_cast<long long>(n), ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12);
 }
 
-void benchAttention(const Options& o) {
+void benchAttention(const Options &o) {
   struct Shape {
-    const char* what;
+    const char *what;
     AttentionShape s;
   };
   auto make = [](int64_t batch, int64_t seq, int64_t heads, int64_t kv, int64_t d) {
@@ -144,36 +159,44 @@ void benchAttention(const Options& o) {
   };
   const Shape shapes[] = {{"Mixtral-like 32q/8kv x128, seq 4096", make(1, 4096, 32, 8, 128)},
                           {"same, batch 4 x seq 1024", make(4, 1024, 32, 8, 128)}};
-  std::printf("causal GQA attention (fp32 kernel), median of %d runs; roofline bound = max(FLOPs / %.1f TFLOP/s, "
-              "bytes / %.2f TB/s)\n", o.runs, o.peakTflops, o.hbmTbps);
-  for (const Shape& sh : shapes) {
-    const AttentionShape& s = sh.s;
+  std::printf("causal GQA attention (fp32 kernel), median of %d runs; roofline bound = max(FLOPs / "
+              "%.1f TFLOP/s, "
+              "bytes / %.2f TB/s)\n",
+              o.runs, o.peakTflops, o.hbmTbps);
+  for (const Shape &sh : shapes) {
+    const AttentionShape &s = sh.s;
     const int64_t rows = s.batch * s.seqLen;
-    DeviceBuffer<float> q = randomDevice(rows * s.heads * s.qkDim, 5), k = randomDevice(rows * s.kvHeads * s.qkDim, 6),
-                        v = randomDevice(rows * s.kvHeads * s.vDim, 7), out(rows * s.heads * s.vDim);
+    DeviceBuffer<float> q = randomDevice(rows * s.heads * s.qkDim, 5),
+                        k = randomDevice(rows * s.kvHeads * s.qkDim, 6),
+                        v = randomDevice(rows * s.kvHeads * s.vDim, 7),
+                        out(rows * s.heads * s.vDim);
     const float scale = 1.0f / std::sqrt(static_cast<float>(s.qkDim));
-    const double ms =
-        medianMs(o.runs, [&] { causalAttention(q.data(), k.data(), v.data(), s, scale, nullptr, out.data()); });
+    const double ms = medianMs(o.runs, [&] {
+      causalAttention(q.data(), k.data(), v.data(), s, scale, nullptr, out.data());
+    });
     const double pairs = static_cast<double>(s.batch) * s.heads * (s.seqLen * (s.seqLen + 1) / 2.0);
     const double flops = pairs * 2.0 * (s.qkDim + s.vDim);
     const double bytes = 4.0 * (q.size() + k.size() + v.size() + out.size());
     const double computeMs = o.peakTflops > 0 ? flops / (o.peakTflops * 1e12) * 1e3 : 0;
     const double memoryMs = o.hbmTbps > 0 ? bytes / (o.hbmTbps * 1e12) * 1e3 : 0;
     const double boundMs = std::max(computeMs, memoryMs);
-    std::printf("  %-40s %9.3f ms  %.1f TFLOP/s  bound %.3f ms (compute %.3f, memory %.3f)  bound/time %s\n", sh.what,
-                ms, flops / (ms * 1e-3) / 1e12, boundMs, computeMs, memoryMs, ratio(boundMs, ms).c_str());
+    std::printf("  %-40s %9.3f ms  %.1f TFLOP/s  bound %.3f ms (compute %.3f, memory %.3f)  "
+                "bound/time %s\n",
+                sh.what, ms, flops / (ms * 1e-3) / 1e12, boundMs, computeMs, memoryMs,
+                ratio(boundMs, ms).c_str());
   }
 }
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   const Options o = parse(argc, argv);
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
     std::printf("disagmoe-bench-cuda: no CUDA device (%s); nothing to measure\n",
-                status != cudaSuccess ? cudaGetErrorString(status) : "cudaGetDeviceCount returned 0");
+                status != cudaSuccess ? cudaGetErrorString(status)
+                                      : "cudaGetDeviceCount returned 0");
     return 3;
   }
   cudaDeviceProp prop{};
@@ -181,10 +204,11 @@ int main(int argc, char** argv) {
     DISAGMOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device 0: %s (sm_%d%d, %d SMs, %.1f GiB)\n", prop.name, prop.major, prop.minor,
                 prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0);
-    if (o.probe) return 0;
+    if (o.probe)
+      return 0;
     benchGemms(o);
     benchAttention(o);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     std::fprintf(stderr, "disagmoe-bench-cuda: %s\n", e.what());
     return 1;
   }

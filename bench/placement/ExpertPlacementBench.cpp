@@ -49,10 +49,11 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--seeds")
       seeds = std::stoi(argv[++i]);
-  std::printf("max rank load / mean rank load, median over %d seeds (65536 tokens x top-k)\n", seeds);
+  std::printf("max rank load / mean rank load, median over %d seeds (65536 tokens x top-k)\n",
+              seeds);
   std::printf("%-13s %4s %3s %3s | %10s %8s %8s %10s %8s | %9s %12s %12s\n", "profile", "E", "k",
-              "R", "contiguous", "LPT", "ours", "ours+R rep", "bound+R", "ours/LPT",
-              "ours/contig", "rep/contig");
+              "R", "contiguous", "LPT", "ours", "ours+R rep", "bound+R", "ours/LPT", "ours/contig",
+              "rep/contig");
   for (bool concentrated : {false, true})
     for (int64_t experts : {64, 128})
       for (int64_t ranks : {8, 16, 32}) {
@@ -75,10 +76,11 @@ int main(int argc, char **argv) {
           oc.push_back(po.maxLoad() / pc.maxLoad());
           rc.push_back(pr.maxLoad() / pc.maxLoad());
         }
-        std::printf("%-13s %4lld %3lld %3lld | %10.3f %8.3f %8.3f %10.3f %8.3f | %9.3f %12.3f %12.3f\n",
-                    concentrated ? "concentrated" : "uniform", (long long)experts, (long long)k,
-                    (long long)ranks, median(c), median(l), median(o), median(r), median(b),
-                    median(ol), median(oc), median(rc));
+        std::printf(
+            "%-13s %4lld %3lld %3lld | %10.3f %8.3f %8.3f %10.3f %8.3f | %9.3f %12.3f %12.3f\n",
+            concentrated ? "concentrated" : "uniform", (long long)experts, (long long)k,
+            (long long)ranks, median(c), median(l), median(o), median(r), median(b), median(ol),
+            median(oc), median(rc));
       }
   return 0;
 }

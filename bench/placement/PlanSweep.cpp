@@ -37,7 +37,9 @@ std::vector<std::string> split(const std::string &s) {
 
 /// Recomputation of each side as "attention/FFN" initials: n(one), s(elective), f(ull).
 std::string rcShort(const disagmoe::placement::Config &c) {
-  auto initial = [](disagmoe::cost::Recomputation r) { return disagmoe::cost::recomputationName(r)[0]; };
+  auto initial = [](disagmoe::cost::Recomputation r) {
+    return disagmoe::cost::recomputationName(r)[0];
+  };
   return std::string(1, initial(c.attnRecompute)) + "/" + initial(c.ffnRecompute);
 }
 
@@ -64,17 +66,32 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--cluster") cluster = next();
-    else if (a == "--configs") configs = split(next());
-    else if (a == "--seq-lens") { seqLens.clear(); for (auto &s : split(next())) seqLens.push_back(std::stoll(s)); }
-    else if (a == "--runs") runs = std::stoi(next());
-    else if (a == "--exhaustive") exhaustive = true;
-    else if (a == "--splits") splits = true;
-    else if (a == "--time-limit") timeLimit = std::stod(next());
-    else if (a == "--global-tokens") globalTokens = std::stoll(next());
-    else if (a == "--optimizer-bytes") optimizerBytes = std::stod(next());
-    else if (a == "--no-memory-limit") noMemoryLimit = true;
-    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+    if (a == "--cluster")
+      cluster = next();
+    else if (a == "--configs")
+      configs = split(next());
+    else if (a == "--seq-lens") {
+      seqLens.clear();
+      for (auto &s : split(next()))
+        seqLens.push_back(std::stoll(s));
+    } else if (a == "--runs")
+      runs = std::stoi(next());
+    else if (a == "--exhaustive")
+      exhaustive = true;
+    else if (a == "--splits")
+      splits = true;
+    else if (a == "--time-limit")
+      timeLimit = std::stod(next());
+    else if (a == "--global-tokens")
+      globalTokens = std::stoll(next());
+    else if (a == "--optimizer-bytes")
+      optimizerBytes = std::stod(next());
+    else if (a == "--no-memory-limit")
+      noMemoryLimit = true;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   cost::HardwareCatalog catalog;
   std::string error;
@@ -113,7 +130,8 @@ int main(int argc, char **argv) {
         times.push_back(sol.seconds);
       }
       if (!sol.ok) {
-        std::printf("%-22s %6lld  %s\n", name.c_str(), static_cast<long long>(s), sol.error.c_str());
+        std::printf("%-22s %6lld  %s\n", name.c_str(), static_cast<long long>(s),
+                    sol.error.c_str());
         continue;
       }
       const placement::Config &c = sol.config;
@@ -138,7 +156,8 @@ int main(int argc, char **argv) {
                     static_cast<long long>(c.cand.ffnGpus()));
       std::snprintf(nics, sizeof nics, "%lld:%lld", static_cast<long long>(c.attnNics),
                     static_cast<long long>(c.ffnNics));
-      std::printf("%-22s %6lld %9s %7.3f %5lld %4lld %4lld %3lld %4lld %5lld %5s %3s %10.4f %7.3f %6lld %9.3f %s%s\n",
+      std::printf("%-22s %6lld %9s %7.3f %5lld %4lld %4lld %3lld %4lld %5lld %5s %3s %10.4f %7.3f "
+                  "%6lld %9.3f %s%s\n",
                   name.c_str(), static_cast<long long>(s), split,
                   static_cast<double>(c.cand.attnGpus()) / c.cand.gpus(),
                   static_cast<long long>(c.cand.replicas), static_cast<long long>(c.cand.groups),
@@ -151,11 +170,12 @@ int main(int argc, char **argv) {
       if (splits)
         for (const placement::Solution &r : placement::bestPerAttentionGpus(problem)) {
           const placement::Config &k = r.config;
-          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld cp=%lld eF=%lld m=%lld rc=%s nics=%lld:%lld step=%.4f "
+          std::printf("    M=%-4lld F=%-4lld r=%lld p=%lld dA=%lld cp=%lld eF=%lld m=%lld rc=%s "
+                      "nics=%lld:%lld step=%.4f "
                       "Ua=%.4g (comp %.4g) Uf=%.4g (comp %.4g) D=%.3g memA=%.1f memF=%.1f GB\n",
-                      (long long)k.cand.attnGpus(), (long long)k.cand.ffnGpus(), (long long)k.cand.replicas,
-                      (long long)k.cand.groups, (long long)k.cand.attnRanks, (long long)k.cand.cp,
-                      (long long)k.cand.ffnRanks,
+                      (long long)k.cand.attnGpus(), (long long)k.cand.ffnGpus(),
+                      (long long)k.cand.replicas, (long long)k.cand.groups,
+                      (long long)k.cand.attnRanks, (long long)k.cand.cp, (long long)k.cand.ffnRanks,
                       (long long)k.cand.microbatches, rcShort(k).c_str(), (long long)k.attnNics,
                       (long long)k.ffnNics, r.eval.stepTime, r.eval.attnBusy, r.eval.attnCompute,
                       r.eval.ffnBusy, r.eval.ffnCompute, r.eval.gradSync,

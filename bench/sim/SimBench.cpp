@@ -72,8 +72,8 @@ int main(int argc, char **argv) {
       runs = std::max(1, std::atoi(argv[i + 1]));
   const cost::ModelShape m = qwen3();
   const sched::Hardware hw = h800();
-  std::printf("%-40s %7s %9s %9s %9s %8s %9s %10s\n", "plan", "ranks", "instrs", "order s", "verify s", "replay s",
-              "target s", "step / LB");
+  std::printf("%-40s %7s %9s %9s %9s %8s %9s %10s\n", "plan", "ranks", "instrs", "order s",
+              "verify s", "replay s", "target s", "step / LB");
   struct Case {
     const char *name;
     int ranks, dA, eF, p;
@@ -105,9 +105,11 @@ int main(int argc, char **argv) {
     }
     double lb = w.modelFlops / (c.ranks * hw.peakFlops);
     std::printf("%-40s %7d %9lld %9.3f %9.3f %8.3f %9.1f %10.2f%s\n", c.name, c.ranks,
-                static_cast<long long>(r.instructions), median(order), median(verify), median(replay), c.target,
-                r.stepTime / lb, error.empty() ? "" : "  (verifier: memory)");
-    std::printf("  replay / target %.3f, order + verify + replay / target %.3f\n", median(replay) / c.target,
+                static_cast<long long>(r.instructions), median(order), median(verify),
+                median(replay), c.target, r.stepTime / lb,
+                error.empty() ? "" : "  (verifier: memory)");
+    std::printf("  replay / target %.3f, order + verify + replay / target %.3f\n",
+                median(replay) / c.target,
                 (median(order) + median(verify) + median(replay)) / c.target);
   }
   for (int ranks : {128, 1024}) {
@@ -129,8 +131,9 @@ int main(int argc, char **argv) {
       order.push_back(seconds([&] { sim::buildBaseline(m, hw, bc, s, error, false); }));
       replay.push_back(seconds([&] { r = sim::simulate(s); }));
     }
-    std::printf("%-40s %7d %9lld %9.3f %9s %8.3f %9.1f\n", "Megatron interleaved 1F1B, pp 8, vpp 2", ranks,
-                static_cast<long long>(r.instructions), median(order), "-", median(replay), ranks == 128 ? 1.0 : 15.0);
+    std::printf("%-40s %7d %9lld %9.3f %9s %8.3f %9.1f\n", "Megatron interleaved 1F1B, pp 8, vpp 2",
+                ranks, static_cast<long long>(r.instructions), median(order), "-", median(replay),
+                ranks == 128 ? 1.0 : 15.0);
   }
   return 0;
 }

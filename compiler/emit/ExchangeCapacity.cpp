@@ -25,10 +25,12 @@ bool applyExchangeCapacity(json::Object &plan, int64_t tokens, std::string &erro
     const int64_t current = e.getInteger("capacity_tokens").value_or(0);
     if (tokens < 1 || tokens > current) {
       error = flag + ": expected an integer in [1, " + std::to_string(current) + "] (exchange " +
-              e.getString("id").value_or("").str() + "'s default bound, the compiled batch x seq tokens)";
+              e.getString("id").value_or("").str() +
+              "'s default bound, the compiled batch x seq tokens)";
       return false;
     }
-    bounded[{kind, e.getInteger("layer").value_or(-1)}] = e.getInteger("bytes_per_token").value_or(0);
+    bounded[{kind, e.getInteger("layer").value_or(-1)}] =
+        e.getInteger("bytes_per_token").value_or(0);
   }
   // The schedule's messages must fit the smaller buffers (the runtime checks the same at load).
   if (const json::Object *schedule = plan.getObject("schedule"))
@@ -44,13 +46,15 @@ bool applyExchangeCapacity(json::Object &plan, int64_t tokens, std::string &erro
               continue;
             const double bytes = in.getNumber("bytes").value_or(0);
             if (bytes > static_cast<double>(tokens) * static_cast<double>(it->second)) {
-              const auto need = static_cast<int64_t>(std::ceil(bytes / static_cast<double>(it->second)));
-              error = flag + ": the AF-Pipe schedule's " + op + " message of layer " + std::to_string(it->first.second) +
-                      " (" + in.getString("phase").value_or("").str() + ") carries " +
+              const auto need =
+                  static_cast<int64_t>(std::ceil(bytes / static_cast<double>(it->second)));
+              error = flag + ": the AF-Pipe schedule's " + op + " message of layer " +
+                      std::to_string(it->first.second) + " (" +
+                      in.getString("phase").value_or("").str() + ") carries " +
                       std::to_string(static_cast<int64_t>(std::ceil(bytes))) +
-                      " bytes per rank pair at uniform routing, above " + std::to_string(tokens) + " tokens x " +
-                      std::to_string(it->second) + " bytes (use at least --capacity-tokens " + std::to_string(need) +
-                      ")";
+                      " bytes per rank pair at uniform routing, above " + std::to_string(tokens) +
+                      " tokens x " + std::to_string(it->second) +
+                      " bytes (use at least --capacity-tokens " + std::to_string(need) + ")";
               return false;
             }
           }

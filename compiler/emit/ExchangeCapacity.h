@@ -3,10 +3,10 @@
 // `disagmoe compile --capacity-tokens N`: the most tokens one M2N or N2M message may carry
 // (docs/plan-format.md, "exchanges", capacity_tokens). By default every exchange is bounded by the
 // compiled batch's token count, batch x seq, which no message can exceed (a message carries at most
-// one A-rank's tokens): routing is dropless. A smaller N shrinks the exchange buffers; a batch whose
-// routing sends more than N tokens from one A-rank to one F-rank then stops at that exchange, naming
-// it, the rank and the count (runtime/exchange/CountedExchange.h). Residual, embedding and head
-// messages carry a count fixed by the input shape and keep their bound.
+// one A-rank's tokens): routing is dropless. A smaller N shrinks the exchange buffers; a batch
+// whose routing sends more than N tokens from one A-rank to one F-rank then stops at that exchange,
+// naming it, the rank and the count (runtime/exchange/CountedExchange.h). Residual, embedding and
+// head messages carry a count fixed by the input shape and keep their bound.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_COMPILER_EMIT_EXCHANGECAPACITY_H

@@ -91,15 +91,15 @@ public:
       std::string file = e.op.getFile().str();
       llvm::SmallString<256> abs(file);
       llvm::sys::fs::make_absolute(abs);
-      json::Object w{{"name", name},
-                     {"dtype", "float32"},
-                     {"shape", disagmoe::toJson(e.shape)},
-                     {"transposed", e.op.getTransposed()},
-                     {"file", std::string(abs)},
-                     {"offset", e.op.getOffset()},
-                     {"length", e.op.getLength()},
-                     {"ranks", disagmoe::toJson(std::vector<int64_t>(e.ranks.begin(),
-                                                                     e.ranks.end()))}};
+      json::Object w{
+          {"name", name},
+          {"dtype", "float32"},
+          {"shape", disagmoe::toJson(e.shape)},
+          {"transposed", e.op.getTransposed()},
+          {"file", std::string(abs)},
+          {"offset", e.op.getOffset()},
+          {"length", e.op.getLength()},
+          {"ranks", disagmoe::toJson(std::vector<int64_t>(e.ranks.begin(), e.ranks.end()))}};
       for (int64_t r : e.ranks)
         bytesPerRank[r] += e.op.getLength();
       out.push_back(std::move(w));
@@ -177,7 +177,8 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
       embeddingOnFfn = onFfnSide(e);
       components.push_back(json::Object{
           {"kind", "embedding"},
-          {"weight", weights.use(e.getWeight(), embeddingOnFfn ? p.ffnGroupRanks(0) : attnGroupRanks(0))}});
+          {"weight",
+           weights.use(e.getWeight(), embeddingOnFfn ? p.ffnGroupRanks(0) : attnGroupRanks(0))}});
       if (embeddingOnFfn) {
         ffnProgram.push_back(instr("embed", -1, "forward"));
         ffnProgram.push_back(instr("embed_send", -1, "comm"));
@@ -288,9 +289,8 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
     } else if (auto add = dyn_cast<arith::AddFOp>(op)) {
       // h = x + attention(x); the other add (x_{l+1} = h + N2M) is done by n2m_recv.
       if (add.getRhs().getDefiningOp<moe::AttentionOp>())
-        attnProgram.push_back(
-            instr("residual_add", add.getRhs().getDefiningOp<moe::AttentionOp>().getLayer(),
-                  "forward"));
+        attnProgram.push_back(instr(
+            "residual_add", add.getRhs().getDefiningOp<moe::AttentionOp>().getLayer(), "forward"));
       else if (auto m = add.getRhs().getDefiningOp<moe::MlaAttentionOp>())
         attnProgram.push_back(instr("residual_add", m.getLayer(), "forward"));
     } else if (auto r = dyn_cast<moe::RouterOp>(op)) {
@@ -465,11 +465,12 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   }
 
   // The family, from the structure that was recognised.
-  model["family"] = family.mla     ? "deepseek_v2"
-                    : family.sinks ? "gpt_oss"
+  model["family"] = family.mla      ? "deepseek_v2"
+                    : family.sinks  ? "gpt_oss"
                     : family.qkNorm ? "qwen3_moe"
-                    : (!denseLayers.empty() || model.getInteger("num_shared_experts")) ? "deepseek_moe"
-                                                                                       : "mixtral";
+                    : (!denseLayers.empty() || model.getInteger("num_shared_experts"))
+                        ? "deepseek_moe"
+                        : "mixtral";
   model["dense_layers"] = toJson(denseLayers);
   if (!model.get("num_shared_experts"))
     model["num_shared_experts"] = 0;
@@ -498,10 +499,11 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
     llvm::sys::fs::file_status st;
     if (llvm::sys::fs::status(file, st) || !llvm::sys::fs::exists(st))
       continue;
-    const int64_t mtimeNs =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(st.getLastModificationTime().time_since_epoch())
-            .count();
-    files.push_back(json::Object{{"path", file}, {"size", static_cast<int64_t>(st.getSize())}, {"mtime_ns", mtimeNs}});
+    const int64_t mtimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                st.getLastModificationTime().time_since_epoch())
+                                .count();
+    files.push_back(json::Object{
+        {"path", file}, {"size", static_cast<int64_t>(st.getSize())}, {"mtime_ns", mtimeNs}});
   }
 
   json::Array groups;

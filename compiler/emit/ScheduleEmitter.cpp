@@ -10,7 +10,8 @@ namespace json = llvm::json;
 
 namespace disagmoe {
 
-bool emitSchedule(mlir::ModuleOp module, json::Object &plan, std::string &error, std::string &note) {
+bool emitSchedule(mlir::ModuleOp module, json::Object &plan, std::string &error,
+                  std::string &note) {
   note.clear();
   auto ops = llvm::to_vector(module.getOps<afpipe::ScheduleOp>());
   if (ops.empty()) {
@@ -21,7 +22,8 @@ bool emitSchedule(mlir::ModuleOp module, json::Object &plan, std::string &error,
     return true;
   }
   if (ops.size() > 1) {
-    error = "schedule: the module has " + std::to_string(ops.size()) + " afpipe.schedule ops, a plan holds one";
+    error = "schedule: the module has " + std::to_string(ops.size()) +
+            " afpipe.schedule ops, a plan holds one";
     return false;
   }
   sched::Schedule s;

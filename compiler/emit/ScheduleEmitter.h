@@ -22,7 +22,8 @@ namespace disagmoe {
 /// message names the rank pair and the instruction). A module without a schedule (the cost model
 /// could not size it: its `afpipe.unscheduled` attribute says why) gets no section; `note` says
 /// so and the result is true.
-bool emitSchedule(mlir::ModuleOp module, llvm::json::Object &plan, std::string &error, std::string &note);
+bool emitSchedule(mlir::ModuleOp module, llvm::json::Object &plan, std::string &error,
+                  std::string &note);
 
 } // namespace disagmoe
 

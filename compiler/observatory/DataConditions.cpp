@@ -8,27 +8,35 @@
 
 namespace disagmoe::observatory {
 
-const char* toString(DataKind kind) {
+const char *toString(DataKind kind) {
   switch (kind) {
-  case DataKind::Mock: return "mock";
-  case DataKind::Shuffled: return "shuffled";
-  case DataKind::Remapped: return "remapped";
-  case DataKind::Text: return "text";
+  case DataKind::Mock:
+    return "mock";
+  case DataKind::Shuffled:
+    return "shuffled";
+  case DataKind::Remapped:
+    return "remapped";
+  case DataKind::Text:
+    return "text";
   }
   return "mock";
 }
 
-bool parseDataSpec(const std::string& text, DataSpec& spec, std::string& error) {
+bool parseDataSpec(const std::string &text, DataSpec &spec, std::string &error) {
   spec = DataSpec{};
   if (text == "mock") {
     spec.name = "mock";
     return true;
   }
   const size_t colon = text.find(':');
-  const std::string kind = text.substr(0, colon), file = colon == std::string::npos ? "" : text.substr(colon + 1);
-  if (kind == "shuffled") spec.kind = DataKind::Shuffled;
-  else if (kind == "remapped") spec.kind = DataKind::Remapped;
-  else if (kind == "text") spec.kind = DataKind::Text;
+  const std::string kind = text.substr(0, colon),
+                    file = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "shuffled")
+    spec.kind = DataKind::Shuffled;
+  else if (kind == "remapped")
+    spec.kind = DataKind::Remapped;
+  else if (kind == "text")
+    spec.kind = DataKind::Text;
   else {
     error = "--data '" + text + "': expected mock, shuffled:FILE, remapped:FILE or text:FILE";
     return false;
@@ -39,19 +47,20 @@ bool parseDataSpec(const std::string& text, DataSpec& spec, std::string& error) 
   }
   spec.file = file;
   std::string stem = file.substr(file.find_last_of('/') + 1);
-  if (const size_t dot = stem.find_last_of('.'); dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
+  if (const size_t dot = stem.find_last_of('.'); dot != std::string::npos && dot > 0)
+    stem = stem.substr(0, dot);
   spec.name = kind + ":" + stem;
   return true;
 }
 
-bool buildStream(const DataSpec& spec, int64_t vocab, int64_t maxTokens, uint64_t seed, std::vector<int64_t>& tokens,
-                 std::string& error) {
+bool buildStream(const DataSpec &spec, int64_t vocab, int64_t maxTokens, uint64_t seed,
+                 std::vector<int64_t> &tokens, std::string &error) {
   tokens.clear();
   std::mt19937_64 rng(seed);
   if (spec.kind == DataKind::Mock) {
     std::uniform_int_distribution<int64_t> id(0, vocab - 1);
     tokens.resize(maxTokens);
-    for (int64_t& t : tokens)
+    for (int64_t &t : tokens)
       t = id(rng);
     return true;
   }
@@ -70,8 +79,9 @@ bool buildStream(const DataSpec& spec, int64_t vocab, int64_t maxTokens, uint64_
   for (size_t i = 0; i < n; ++i) {
     tokens[i] = static_cast<unsigned char>(bytes[i]);
     if (tokens[i] >= vocab) {
-      error = spec.file + ": byte " + std::to_string(tokens[i]) + " at offset " + std::to_string(i) +
-              " is outside the model's vocabulary of " + std::to_string(vocab) + " (tokens are bytes)";
+      error = spec.file + ": byte " + std::to_string(tokens[i]) + " at offset " +
+              std::to_string(i) + " is outside the model's vocabulary of " + std::to_string(vocab) +
+              " (tokens are bytes)";
       return false;
     }
   }
@@ -83,7 +93,7 @@ bool buildStream(const DataSpec& spec, int64_t vocab, int64_t maxTokens, uint64_
     std::iota(perm.begin(), perm.end(), 0);
     for (size_t i = perm.size(); i > 1; --i)
       std::swap(perm[i - 1], perm[std::uniform_int_distribution<size_t>(0, i - 1)(rng)]);
-    for (int64_t& t : tokens)
+    for (int64_t &t : tokens)
       t = perm[t];
   }
   return true;

@@ -24,13 +24,13 @@ struct DataSpec {
 };
 
 /// Parses "mock", "shuffled:FILE", "remapped:FILE" or "text:FILE"; false with `error` otherwise.
-bool parseDataSpec(const std::string& text, DataSpec& spec, std::string& error);
-const char* toString(DataKind kind);
+bool parseDataSpec(const std::string &text, DataSpec &spec, std::string &error);
+const char *toString(DataKind kind);
 
 /// The first `maxTokens` tokens of the condition (fewer when FILE is shorter; mock gives exactly
 /// maxTokens). `seed` fixes mock's ids, the shuffle and the remapping permutation. Fails when FILE
 /// cannot be read, is empty, or holds a byte >= vocab.
-bool buildStream(const DataSpec& spec, int64_t vocab, int64_t maxTokens, uint64_t seed, std::vector<int64_t>& tokens,
-                 std::string& error);
+bool buildStream(const DataSpec &spec, int64_t vocab, int64_t maxTokens, uint64_t seed,
+                 std::vector<int64_t> &tokens, std::string &error);
 
 } // namespace disagmoe::observatory

@@ -8,15 +8,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 // OpenBLAS (linked by the runtime): the executor's ranks already run in parallel threads.
 extern "C" void openblas_set_num_threads(int);
@@ -27,15 +27,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ojson = nlohmann::ordered_json;
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 struct MeanSd {
   double mean = 0, sd = 0;
 };
 
-MeanSd meanSd(const std::vector<double>& v) {
+MeanSd meanSd(const std::vector<double> &v) {
   MeanSd r;
-  if (v.empty()) return r;
+  if (v.empty())
+    return r;
   for (double x : v)
     r.mean += x;
   r.mean /= static_cast<double>(v.size());
@@ -54,8 +57,8 @@ struct Routing {
 // `jobs` threads each take the next chunk of runBatch sequences and run it through the executor
 // (Executor::run is const and builds its own comm world per call, so runs may overlap); every chunk
 // writes its own rows of the counts, so no lock is needed.
-Routing forward(const Executor& exec, const ModelSpec& model, const std::vector<int64_t>& tokens, int64_t seqLen,
-                int64_t runBatch, int jobs) {
+Routing forward(const Executor &exec, const ModelSpec &model, const std::vector<int64_t> &tokens,
+                int64_t seqLen, int64_t runBatch, int jobs) {
   Routing r;
   r.sequences = static_cast<int64_t>(tokens.size()) / seqLen;
   const int64_t E = model.numExperts, k = model.topK;
@@ -68,18 +71,20 @@ Routing forward(const Executor& exec, const ModelSpec& model, const std::vector<
     for (int64_t c = next++; c < chunks; c = next++) {
       try {
         const int64_t start = c * runBatch, b = std::min(runBatch, r.sequences - start);
-        const std::vector<int64_t> ids(tokens.begin() + start * seqLen, tokens.begin() + (start + b) * seqLen);
+        const std::vector<int64_t> ids(tokens.begin() + start * seqLen,
+                                       tokens.begin() + (start + b) * seqLen);
         const RunResult run = exec.run(ids, b, seqLen);
         for (int64_t l = 0; l < model.numLayers; ++l) {
-          const std::vector<int64_t>& top = run.routing[l];
-          int32_t* counts = r.counts[l].data() + start * E;
+          const std::vector<int64_t> &top = run.routing[l];
+          int32_t *counts = r.counts[l].data() + start * E;
           for (int64_t t = 0; t < b * seqLen; ++t)
             for (int64_t j = 0; j < k; ++j)
               ++counts[(t / seqLen) * E + top[t * k + j]];
         }
       } catch (...) {
         std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failure) failure = std::current_exception();
+        if (!failure)
+          failure = std::current_exception();
         next = chunks;
       }
     }
@@ -88,13 +93,14 @@ Routing forward(const Executor& exec, const ModelSpec& model, const std::vector<
   for (int j = 1; j < std::max(jobs, 1); ++j)
     threads.emplace_back(work);
   work();
-  for (auto& t : threads)
+  for (auto &t : threads)
     t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (failure)
+    std::rethrow_exception(failure);
   return r;
 }
 
-std::vector<double> rankLoads(const std::vector<int64_t>& expertLoads, int ep) {
+std::vector<double> rankLoads(const std::vector<int64_t> &expertLoads, int ep) {
   std::vector<double> loads(ep, 0.0);
   const int64_t E = static_cast<int64_t>(expertLoads.size());
   for (int64_t e = 0; e < E; ++e)
@@ -102,39 +108,52 @@ std::vector<double> rankLoads(const std::vector<int64_t>& expertLoads, int ep) {
   return loads;
 }
 
-std::vector<double> toDouble(const std::vector<int64_t>& v) { return std::vector<double>(v.begin(), v.end()); }
+std::vector<double> toDouble(const std::vector<int64_t> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
 
-std::string fmt(double v, const char* f = "%.4f") {
+std::string fmt(double v, const char *f = "%.4f") {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
 
-void writeFile(const std::string& path, const std::string& text) {
+void writeFile(const std::string &path, const std::string &text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw std::runtime_error(path + ": cannot write");
+    if (!out)
+      throw std::runtime_error(path + ": cannot write");
     out << text;
-    if (!out) throw std::runtime_error(path + ": cannot write");
+    if (!out)
+      throw std::runtime_error(path + ": cannot write");
   }
   std::filesystem::rename(tmp, path);
 }
 
-bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& log, std::string& error) {
+bool run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &log,
+         std::string &error) {
   const auto t0 = Clock::now();
-  if (o.data.empty()) return error = "no --data condition given", false;
-  if (o.seqLen < 1 || o.runBatch < 1 || o.tokens < 1) return error = "--seq-len, --run-batch and --tokens must be >= 1", false;
+  if (o.data.empty())
+    return error = "no --data condition given", false;
+  if (o.seqLen < 1 || o.runBatch < 1 || o.tokens < 1)
+    return error = "--seq-len, --run-batch and --tokens must be >= 1", false;
   for (int64_t g : o.gbs)
-    if (g < 1) return error = "--gbs " + std::to_string(g) + ": a global batch holds at least one sequence", false;
-  if (o.gbs.empty() || o.ep.empty()) return error = "--ep and --gbs need at least one value", false;
+    if (g < 1)
+      return error = "--gbs " + std::to_string(g) + ": a global batch holds at least one sequence",
+             false;
+  if (o.gbs.empty() || o.ep.empty())
+    return error = "--ep and --gbs need at least one value", false;
 
   const Plan plan = loadPlan(o.planDir);
-  const ModelSpec& model = plan.model;
+  const ModelSpec &model = plan.model;
   const int64_t E = model.numExperts, k = model.topK, L = model.numLayers;
   std::vector<int> epList(o.ep);
-  if (o.epDefault) epList.erase(std::remove_if(epList.begin(), epList.end(), [&](int d) { return d > E; }), epList.end());
-  if (std::string bad = checkEpDegrees(epList, E); !bad.empty()) return error = o.modelPath + ": " + bad, false;
+  if (o.epDefault)
+    epList.erase(std::remove_if(epList.begin(), epList.end(), [&](int d) { return d > E; }),
+                 epList.end());
+  if (std::string bad = checkEpDegrees(epList, E); !bad.empty())
+    return error = o.modelPath + ": " + bad, false;
 
   std::vector<int> eps(epList);
   const int classifyEp = std::min<int>(std::max(o.classifyEp, 1), static_cast<int>(E));
@@ -142,7 +161,8 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   std::sort(eps.begin(), eps.end());
   eps.erase(std::unique(eps.begin(), eps.end()), eps.end());
   std::vector<int64_t> gbsList(o.gbs);
-  const int64_t classifyGbs = o.classifyGbs > 0 ? o.classifyGbs : *std::min_element(o.gbs.begin(), o.gbs.end());
+  const int64_t classifyGbs =
+      o.classifyGbs > 0 ? o.classifyGbs : *std::min_element(o.gbs.begin(), o.gbs.end());
   gbsList.push_back(classifyGbs);
   std::sort(gbsList.begin(), gbsList.end());
   gbsList.erase(std::unique(gbsList.begin(), gbsList.end()), gbsList.end());
@@ -175,34 +195,38 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   doc["ep"] = epList;
   doc["gbs"] = o.gbs;
   doc["conditions"] = ojson::array();
-  std::string csv = "model,condition,kind,layer,gbs,ep,batches,gini_mean,gini_sd,max_over_mean_mean,max_over_mean_sd,"
+  std::string csv = "model,condition,kind,layer,gbs,ep,batches,gini_mean,gini_sd,max_over_mean_"
+                    "mean,max_over_mean_sd,"
                     "alpha,alpha_bound\n";
 
   std::string profileCondition = o.profileData;
   if (profileCondition.empty())
-    for (const DataSpec& d : o.data)
+    for (const DataSpec &d : o.data)
       if (d.kind == DataKind::Text) {
         profileCondition = d.name;
         break;
       }
-  if (profileCondition.empty()) profileCondition = o.data.front().name;
+  if (profileCondition.empty())
+    profileCondition = o.data.front().name;
   bool profileWritten = false;
 
-  for (const DataSpec& spec : o.data) {
+  for (const DataSpec &spec : o.data) {
     std::vector<int64_t> tokens;
-    if (!buildStream(spec, model.vocabSize, o.tokens, o.seed, tokens, error)) return false;
+    if (!buildStream(spec, model.vocabSize, o.tokens, o.seed, tokens, error))
+      return false;
     if (static_cast<int64_t>(tokens.size()) < o.seqLen)
-      return error = spec.name + ": " + std::to_string(tokens.size()) + " tokens, fewer than one sequence of " +
-                     std::to_string(o.seqLen), false;
+      return error = spec.name + ": " + std::to_string(tokens.size()) +
+                     " tokens, fewer than one sequence of " + std::to_string(o.seqLen),
+             false;
     const auto f0 = Clock::now();
     const Routing routing = forward(exec, model, tokens, o.seqLen, o.runBatch, o.jobs);
     const double fsec = seconds(f0, Clock::now());
     const int64_t used = routing.sequences * o.seqLen;
     summary.forwardSeconds += fsec;
     summary.forwardTokens += used;
-    log << "route-stats: " << spec.name << ": " << used << " tokens (" << routing.sequences << " sequences of "
-        << o.seqLen << ") in " << fmt(fsec, "%.2f") << " s, " << fmt(used / std::max(fsec, 1e-9), "%.0f")
-        << " tokens/s\n"
+    log << "route-stats: " << spec.name << ": " << used << " tokens (" << routing.sequences
+        << " sequences of " << o.seqLen << ") in " << fmt(fsec, "%.2f") << " s, "
+        << fmt(used / std::max(fsec, 1e-9), "%.0f") << " tokens/s\n"
         << std::flush;
 
     ConditionSummary cs;
@@ -224,14 +248,15 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
         ++unigrams[static_cast<size_t>(tokens[i])];
       ojson uj = ojson::array();
       for (size_t id = 0; id < unigrams.size(); ++id)
-        if (unigrams[id]) uj.push_back({static_cast<int64_t>(id), unigrams[id]});
+        if (unigrams[id])
+          uj.push_back({static_cast<int64_t>(id), unigrams[id]});
       cj["token_counts"] = uj;
     }
     cj["layers"] = ojson::array();
     ojson profileLayers = ojson::array();
 
     for (int64_t l = 0; l < L; ++l) {
-      const std::vector<int32_t>& counts = routing.counts[l];
+      const std::vector<int32_t> &counts = routing.counts[l];
       std::vector<int64_t> loads(E, 0);
       for (int64_t s = 0; s < routing.sequences; ++s)
         for (int64_t e = 0; e < E; ++e)
@@ -247,10 +272,12 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
         SendMatrix m(ep);
         for (int64_t s = 0; s < routing.sequences; ++s)
           for (int64_t e = 0; e < E; ++e)
-            m.counts[static_cast<size_t>(sourceRank(s, ep)) * ep + expertRank(e, E, ep)] += counts[s * E + e];
+            m.counts[static_cast<size_t>(sourceRank(s, ep)) * ep + expertRank(e, E, ep)] +=
+                counts[s * E + e];
         ojson rows = ojson::array();
         for (int src = 0; src < ep; ++src)
-          rows.push_back(std::vector<int64_t>(m.counts.begin() + src * ep, m.counts.begin() + (src + 1) * ep));
+          rows.push_back(
+              std::vector<int64_t>(m.counts.begin() + src * ep, m.counts.begin() + (src + 1) * ep));
         sj[std::to_string(ep)] = rows;
       }
       lj["send_matrix"] = sj;
@@ -267,7 +294,7 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
             for (int64_t e = 0; e < E; ++e)
               batchCounts[b][e] += counts[s * E + e];
         std::vector<double> mm;
-        for (const auto& c : batchCounts)
+        for (const auto &c : batchCounts)
           mm.push_back(maxOverMean(toDouble(c)));
         const MeanSd mmStat = meanSd(mm);
         const AlphaFit fit = fitSymmetricDirichletAlpha(batchCounts);
@@ -281,16 +308,19 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
         ojson giniJ;
         for (int ep : eps) {
           std::vector<double> gs;
-          for (const auto& c : batchCounts)
+          for (const auto &c : batchCounts)
             gs.push_back(gini(rankLoads(c, ep)));
           const MeanSd st = meanSd(gs);
           giniJ[std::to_string(ep)] = {{"mean", st.mean}, {"sd", st.sd}};
-          if (g == classifyGbs && ep == classifyEp && batches) giniAtClass = st.mean;
+          if (g == classifyGbs && ep == classifyEp && batches)
+            giniAtClass = st.mean;
           if (listed && std::find(epList.begin(), epList.end(), ep) != epList.end())
-            csv += o.modelPath + "," + spec.name + "," + toString(spec.kind) + "," + std::to_string(l) + "," +
-                   std::to_string(g) + "," + std::to_string(ep) + "," + std::to_string(batches) + "," +
-                   (batches ? fmt(st.mean, "%.6f") + "," + fmt(st.sd, "%.6f") + "," + fmt(mmStat.mean, "%.6f") + "," +
-                                  fmt(mmStat.sd, "%.6f") + "," + fmt(fit.alpha, "%.6g") + "," + bound
+            csv += o.modelPath + "," + spec.name + "," + toString(spec.kind) + "," +
+                   std::to_string(l) + "," + std::to_string(g) + "," + std::to_string(ep) + "," +
+                   std::to_string(batches) + "," +
+                   (batches ? fmt(st.mean, "%.6f") + "," + fmt(st.sd, "%.6f") + "," +
+                                  fmt(mmStat.mean, "%.6f") + "," + fmt(mmStat.sd, "%.6f") + "," +
+                                  fmt(fit.alpha, "%.6g") + "," + bound
                             : std::string(",,,,,")) +
                    "\n";
         }
@@ -310,7 +340,8 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
     double sum = 0;
     int n = 0;
     for (double g : cs.giniByLayer)
-      if (g >= 0) sum += g, ++n;
+      if (g >= 0)
+        sum += g, ++n;
     cs.meanGini = n ? sum / n : -1;
     doc["conditions"].push_back(cj);
     summary.conditions.push_back(cs);
@@ -320,7 +351,9 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
       profile["format"] = "disagmoe-routing-profile";
       profile["version"] = 1;
       profile["model"] = o.modelPath;
-      profile["data"] = spec.kind == DataKind::Mock ? std::string("mock") : std::string(toString(spec.kind)) + ":" + spec.file;
+      profile["data"] = spec.kind == DataKind::Mock
+                            ? std::string("mock")
+                            : std::string(toString(spec.kind)) + ":" + spec.file;
       profile["tokens"] = used;
       profile["top_k"] = k;
       profile["layers"] = profileLayers;
@@ -332,9 +365,11 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   // Classification (docs/observatory.md): the mean real-text Gini at the classification EP and GBS.
   double realSum = 0;
   int realN = 0;
-  for (const ConditionSummary& c : summary.conditions) {
-    if (c.kind == DataKind::Text && c.meanGini >= 0) realSum += c.meanGini, ++realN;
-    if (c.kind == DataKind::Mock && c.meanGini >= 0 && summary.mockGini < 0) summary.mockGini = c.meanGini;
+  for (const ConditionSummary &c : summary.conditions) {
+    if (c.kind == DataKind::Text && c.meanGini >= 0)
+      realSum += c.meanGini, ++realN;
+    if (c.kind == DataKind::Mock && c.meanGini >= 0 && summary.mockGini < 0)
+      summary.mockGini = c.meanGini;
   }
   summary.realGini = realN ? realSum / realN : -1;
   summary.classification = toString(classify(summary.realGini));
@@ -343,9 +378,12 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   cl["gbs"] = classifyGbs;
   cl["real_text_gini"] = summary.realGini >= 0 ? ojson(summary.realGini) : ojson();
   cl["mock_gini"] = summary.mockGini >= 0 ? ojson(summary.mockGini) : ojson();
-  cl["mock_over_real"] = summary.realGini > 0 && summary.mockGini >= 0 ? ojson(summary.mockGini / summary.realGini) : ojson();
+  cl["mock_over_real"] = summary.realGini > 0 && summary.mockGini >= 0
+                             ? ojson(summary.mockGini / summary.realGini)
+                             : ojson();
   cl["class"] = summary.classification;
-  cl["thresholds"] = {{"data_resilient_below", kResilientMaxGini}, {"concentrated_at_or_above", kConcentratedMinGini}};
+  cl["thresholds"] = {{"data_resilient_below", kResilientMaxGini},
+                      {"concentrated_at_or_above", kConcentratedMinGini}};
   doc["classification"] = cl;
   summary.totalSeconds = seconds(t0, Clock::now());
   doc["timing"] = {{"forward_seconds", summary.forwardSeconds},
@@ -354,28 +392,32 @@ bool run(const RouteStatsOptions& o, RouteStatsSummary& summary, std::ostream& l
   doc["profile"] = profileWritten ? ojson(profileCondition) : ojson();
   writeFile(o.outDir + "/route-stats.json", doc.dump(1) + "\n");
   writeFile(o.outDir + "/route-stats.csv", csv);
-  if (!profileWritten) return error = "--profile-data " + profileCondition + ": no such --data condition", false;
+  if (!profileWritten)
+    return error = "--profile-data " + profileCondition + ": no such --data condition", false;
   return true;
 }
 
 } // namespace
 
-std::string checkEpDegrees(const std::vector<int>& ep, int64_t experts) {
+std::string checkEpDegrees(const std::vector<int> &ep, int64_t experts) {
   for (int d : ep) {
-    if (d < 1) return "--ep " + std::to_string(d) + ": an EP degree is at least 1";
+    if (d < 1)
+      return "--ep " + std::to_string(d) + ": an EP degree is at least 1";
     if (d > experts)
-      return "--ep " + std::to_string(d) + ": EP degree above the model's " + std::to_string(experts) +
-             " experts (every EP rank must hold at least one expert); use --ep values <= " + std::to_string(experts);
+      return "--ep " + std::to_string(d) + ": EP degree above the model's " +
+             std::to_string(experts) +
+             " experts (every EP rank must hold at least one expert); use --ep values <= " +
+             std::to_string(experts);
   }
   return "";
 }
 
-bool runRouteStats(const RouteStatsOptions& options, RouteStatsSummary& summary, std::ostream& log,
-                   std::string& error) noexcept {
+bool runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary, std::ostream &log,
+                   std::string &error) noexcept {
   try {
     std::filesystem::create_directories(options.outDir);
     return run(options, summary, log, error);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     error = e.what();
   } catch (...) {
     error = "unknown failure";

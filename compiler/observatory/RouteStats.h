@@ -29,23 +29,23 @@ struct RouteStatsOptions {
   bool epDefault = false;            ///< ep is the default list: drop degrees above the experts
   std::vector<int64_t> gbs{64, 128, 256, 512, 1024, 2048}; ///< sequences per global batch
   int64_t seqLen = 64;
-  int64_t runBatch = 64;      ///< sequences per executor run
-  int jobs = 2;               ///< executor runs in flight at once
-  int64_t tokens = 1 << 20;   ///< per condition (fewer when a file is shorter)
+  int64_t runBatch = 64;    ///< sequences per executor run
+  int jobs = 2;             ///< executor runs in flight at once
+  int64_t tokens = 1 << 20; ///< per condition (fewer when a file is shorter)
   uint64_t seed = 1;
-  int classifyEp = 8;         ///< EP degree of the classification (clamped to the model's experts)
-  int64_t classifyGbs = 0;    ///< 0: the smallest GBS
+  int classifyEp = 8;      ///< EP degree of the classification (clamped to the model's experts)
+  int64_t classifyGbs = 0; ///< 0: the smallest GBS
   std::string outDir;
-  std::string profileData;    ///< condition whose loads go to routing-profile.json ("" = first text:)
+  std::string profileData; ///< condition whose loads go to routing-profile.json ("" = first text:)
 };
 
 struct ConditionSummary {
   std::string name;
   DataKind kind = DataKind::Mock;
   int64_t tokens = 0;
-  std::vector<double> giniByLayer;       ///< at the classification EP and GBS (-1: no full batch)
+  std::vector<double> giniByLayer;        ///< at the classification EP and GBS (-1: no full batch)
   std::vector<double> maxOverMeanByLayer; ///< per-expert, at the classification GBS
-  std::vector<double> alphaByLayer;      ///< at the classification GBS
+  std::vector<double> alphaByLayer;       ///< at the classification GBS
   double meanGini = -1;
 };
 
@@ -60,11 +60,12 @@ struct RouteStatsSummary {
   int64_t forwardTokens = 0;
 };
 
-/// Refuses EP degrees above the model's expert count (and below 1), naming them. Returns "" if fine.
-std::string checkEpDegrees(const std::vector<int>& ep, int64_t experts);
+/// Refuses EP degrees above the model's expert count (and below 1), naming them. Returns "" if
+/// fine.
+std::string checkEpDegrees(const std::vector<int> &ep, int64_t experts);
 
 /// Runs everything and writes the outputs into options.outDir. Progress lines go to `log`.
-bool runRouteStats(const RouteStatsOptions& options, RouteStatsSummary& summary, std::ostream& log,
-                   std::string& error) noexcept;
+bool runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary, std::ostream &log,
+                   std::string &error) noexcept;
 
 } // namespace disagmoe::observatory

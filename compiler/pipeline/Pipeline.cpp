@@ -20,23 +20,31 @@ namespace disagmoe {
 using namespace mlir;
 
 const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names = {"import",   "normalize", "raise",
-                                                 "partition", "groups",  "exchange",
-                                                 "placement", "volume",  "schedule"};
+  static const std::vector<std::string> names = {"import",    "normalize", "raise",
+                                                 "partition", "groups",    "exchange",
+                                                 "placement", "volume",    "schedule"};
   return names;
 }
 
 namespace {
 /// Pass argument of each stage after "import".
 std::string passArgument(const std::string &stage) {
-  if (stage == "normalize") return "normalize-onnx";
-  if (stage == "raise") return "raise-onnx-to-moe";
-  if (stage == "partition") return "partition-components";
-  if (stage == "groups") return "assign-groups";
-  if (stage == "exchange") return "fuse-exchange";
-  if (stage == "placement") return "place-groups";
-  if (stage == "volume") return "exchange-volume";
-  if (stage == "schedule") return "afpipe-schedule";
+  if (stage == "normalize")
+    return "normalize-onnx";
+  if (stage == "raise")
+    return "raise-onnx-to-moe";
+  if (stage == "partition")
+    return "partition-components";
+  if (stage == "groups")
+    return "assign-groups";
+  if (stage == "exchange")
+    return "fuse-exchange";
+  if (stage == "placement")
+    return "place-groups";
+  if (stage == "volume")
+    return "exchange-volume";
+  if (stage == "schedule")
+    return "afpipe-schedule";
   return stage;
 }
 
@@ -67,8 +75,8 @@ struct DiagnosticCollector {
 OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
                                   const CompileOptions &options, llvm::raw_ostream &irOut,
                                   std::string &error) {
-  if (!options.stopAfter.empty() &&
-      std::find(stageNames().begin(), stageNames().end(), options.stopAfter) == stageNames().end()) {
+  if (!options.stopAfter.empty() && std::find(stageNames().begin(), stageNames().end(),
+                                              options.stopAfter) == stageNames().end()) {
     error = "unknown stage '" + options.stopAfter + "' to stop after";
     return nullptr;
   }
@@ -77,13 +85,15 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     for (const std::string &stage : stageNames())
       known |= s == stage || s == passArgument(stage);
     if (!known) {
-      error = "--print-ir-after: unknown stage '" + s +
-              "' (expected import, normalize, raise, partition, groups, exchange, placement, volume or "
-              "schedule)";
+      error =
+          "--print-ir-after: unknown stage '" + s +
+          "' (expected import, normalize, raise, partition, groups, exchange, placement, volume or "
+          "schedule)";
       return nullptr;
     }
   }
-  // Limits: the runtime addresses tokens with 32-bit-safe counts and one thread or process per rank.
+  // Limits: the runtime addresses tokens with 32-bit-safe counts and one thread or process per
+  // rank.
   constexpr int64_t kMaxTokens = int64_t{1} << 30, kMaxRanksPerGroup = 65536, kMaxWorld = 1 << 20;
   for (auto [name, value] : {std::pair<const char *, int64_t>{"--attn-ranks", options.attnRanks},
                              {"--ffn-ranks", options.ffnRanks},
@@ -93,11 +103,11 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
               "], got " + std::to_string(value);
       return nullptr;
     }
-  for (auto [name, value] : {std::pair<const char *, const std::string &>{"--dense-side",
-                                                                         options.denseSide},
-                             {"--shared-experts-side", options.sharedExpertsSide},
-                             {"--embedding-side", options.embeddingSide},
-                             {"--head-side", options.headSide}})
+  for (auto [name, value] :
+       {std::pair<const char *, const std::string &>{"--dense-side", options.denseSide},
+        {"--shared-experts-side", options.sharedExpertsSide},
+        {"--embedding-side", options.embeddingSide},
+        {"--head-side", options.headSide}})
     if (value != "attention" && value != "ffn") {
       error = std::string(name) + " must be attention or ffn, got '" + value + "'";
       return nullptr;
@@ -173,8 +183,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     for (const auto &[name, seconds] : loaded.phases)
       llvm::errs() << llvm::formatv("  {0,-24} {1,8:F3} s\n", "  " + name, seconds);
   phase("load");
-  context.loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect,
-                      arith::ArithDialect>();
+  context
+      .loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect, arith::ArithDialect>();
   onnxfe::ImportOptions importOptions;
   importOptions.foldKnownValues = true;
   OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, importOptions, error);
@@ -183,8 +193,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
   phase("import");
   graph = onnxfe::Graph(); // the module holds everything from here on
   phase("free the loaded graph");
-  if (wantsStage(options, "import"))
-    {
+  if (wantsStage(options, "import")) {
     irOut << "// -----// IR after import //----- //\n";
     module->print(irOut, OpPrintingFlags().elideLargeElementsAttrs(8));
     irOut << "\n";
@@ -224,7 +233,9 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
        }},
       {"volume", [] { return createExchangeVolume(); }},
       {"schedule",
-       [&] { return createAfPipeSchedule(AfPipeScheduleOptions{options.microBatches, options.cluster}); }},
+       [&] {
+         return createAfPipeSchedule(AfPipeScheduleOptions{options.microBatches, options.cluster});
+       }},
   };
   for (const auto &[name, create] : stages) {
     pm.addPass(create());
@@ -245,8 +256,7 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
         return false;
       },
       /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
-      /*printAfterOnlyOnFailure=*/false, irOut,
-      OpPrintingFlags().elideLargeElementsAttrs(8));
+      /*printAfterOnlyOnFailure=*/false, irOut, OpPrintingFlags().elideLargeElementsAttrs(8));
   if (failed(pm.run(*module))) {
     error = path + ": ";
     for (size_t i = 0; i < diags.all.size(); ++i)

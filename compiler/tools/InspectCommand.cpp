@@ -47,18 +47,18 @@ int inspectMain(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                              cl::cat(category));
   cl::opt<bool> asJson("json", cl::desc("Print JSON instead of a table"), cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len",
-                          cl::desc("Sequence length for the attention FLOPs (default 4096, at most 2^24)"),
-                          cl::init(4096), cl::cat(category));
+  cl::opt<int64_t> seqLen(
+      "seq-len", cl::desc("Sequence length for the attention FLOPs (default 4096, at most 2^24)"),
+      cl::init(4096), cl::cat(category));
   cl::opt<bool> timing("timing", cl::desc("Print the time of each phase to stderr"),
                        cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe inspect: what the frontend recognised\n",
                                    &errs()))
     return 2;
-  // Bounded so that the int64 FLOP counts (which grow with seq-len, the attention part quadratically
-  // summed over a sequence) cannot overflow: 99999999999999999 printed negative FLOPs. 2^24 tokens
-  // is past any model's context window.
+  // Bounded so that the int64 FLOP counts (which grow with seq-len, the attention part
+  // quadratically summed over a sequence) cannot overflow: 99999999999999999 printed negative
+  // FLOPs. 2^24 tokens is past any model's context window.
   constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
   if (seqLen < 1 || seqLen > kMaxSeqLen) {
     errs() << "disagmoe: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen << "\n";
@@ -140,11 +140,11 @@ int inspectMain(int argc, char **argv) {
                      {"head", head},
                      {"total", projections + scores + routerFlops + sharedDense + experts + head}};
   if (asJson) {
-    outs() << formatv("{0:2}", json::Value(json::Object{{"model", input.getValue()},
-                                                       {"hyper_parameters", std::move(hyper)},
-                                                       {"parameters", std::move(params)},
-                                                       {"forward_flops_per_token",
-                                                        std::move(flops)}}))
+    outs() << formatv("{0:2}",
+                      json::Value(json::Object{{"model", input.getValue()},
+                                               {"hyper_parameters", std::move(hyper)},
+                                               {"parameters", std::move(params)},
+                                               {"forward_flops_per_token", std::move(flops)}}))
            << "\n";
     return 0;
   }
@@ -152,11 +152,10 @@ int inspectMain(int argc, char **argv) {
   outs() << formatv("  {0,-22} {1}\n", "layers", shape.numLayers());
   outs() << formatv("  {0,-22} {1}\n", "hidden", shape.hidden);
   outs() << formatv("  {0,-22} {1}\n", "vocab", shape.vocab);
-  outs() << formatv("  {0,-22} {1} (kv heads {2}, head dim {3})\n", "attention heads",
-                    first.heads, first.kvHeads, first.headDim);
+  outs() << formatv("  {0,-22} {1} (kv heads {2}, head dim {3})\n", "attention heads", first.heads,
+                    first.kvHeads, first.headDim);
   outs() << formatv("  {0,-22} {1}, top-{2}, expert hidden {3}\n", "routed experts",
-                    moeLayer ? moeLayer->experts : 0, moeLayer ? moeLayer->topK : 0,
-                    expertHidden);
+                    moeLayer ? moeLayer->experts : 0, moeLayer ? moeLayer->topK : 0, expertHidden);
   outs() << formatv("  {0,-22} {1}\n", "shared expert hidden", sharedHidden);
   outs() << formatv("  {0,-22} {1}\n", "router scoring", router.scoring);
   std::string dense;
@@ -176,7 +175,8 @@ int inspectMain(int argc, char **argv) {
   row("shared experts / dense FFN", 0, sharedDense);
   row("routed experts (all)", expertParams, experts);
   row("embedding + head", embedHead, head);
-  row("total", shape.totalParams(), projections + scores + routerFlops + sharedDense + experts + head);
+  row("total", shape.totalParams(),
+      projections + scores + routerFlops + sharedDense + experts + head);
   outs() << formatv("\n  attention-side parameters include norms, router, shared experts and dense "
                     "FFNs; routed-expert FLOPs are for the top-{0} experts a token uses; {1:N} "
                     "parameters active per token.\n",

@@ -52,8 +52,8 @@ void printSide(raw_ostream &os, const char *name, int64_t gpus, int64_t nics, do
   os << formatv("            turning point of this side {0:F0} FLOP/byte (I = {1:F0} x GPUs/NIC "
                 "share) -> {2}; busy {3:F4} s per micro-batch (compute {4:F4} s, exchange "
                 "{5:F4} s)\n",
-                sideTurning, turning,
-                intensity >= sideTurning ? "compute-bound" : "network-bound", busy, compute, comm);
+                sideTurning, turning, intensity >= sideTurning ? "compute-bound" : "network-bound",
+                busy, compute, comm);
 }
 } // namespace
 
@@ -69,25 +69,39 @@ int planMain(int argc, char **argv) {
                                 cl::init(int64_t(1) << 24), cl::cat(category));
   cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
                                 cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
-  cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto (each side's level chosen), on (full), selective, off"),
-                                 cl::init("auto"), cl::cat(category));
-  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> cp("cp", cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
+  cl::opt<std::string> recompute(
+      "recompute",
+      cl::desc(
+          "Activation recomputation: auto (each side's level chosen), on (full), selective, off"),
+      cl::init("auto"), cl::cat(category));
+  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0),
+                          cl::cat(category));
+  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0),
+                            cl::cat(category));
+  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
+                           cl::cat(category));
+  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"),
+                                cl::init(0), cl::cat(category));
+  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0),
+                            cl::cat(category));
+  cl::opt<int64_t> cp("cp",
+                      cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
                       cl::init(0), cl::cat(category));
-  cl::opt<double> optimizerBytes("optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
-                                 cl::init(12.0), cl::cat(category));
+  cl::opt<double> optimizerBytes(
+      "optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
+      cl::init(12.0), cl::cat(category));
   cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
                             cl::init(4.0), cl::cat(category));
-  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0), cl::cat(category));
-  cl::opt<std::string> stageTimes("stage-times", cl::desc("Measured stage times JSON for the local search"),
+  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0),
+                            cl::cat(category));
+  cl::opt<std::string> stageTimes("stage-times",
+                                  cl::desc("Measured stage times JSON for the local search"),
                                   cl::init(""), cl::cat(category));
-  cl::opt<std::string> routingProfile("routing-profile", cl::desc("routing-profile.json for expert placement"),
+  cl::opt<std::string> routingProfile("routing-profile",
+                                      cl::desc("routing-profile.json for expert placement"),
                                       cl::init(""), cl::cat(category));
-  cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"), cl::cat(category));
+  cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"),
+                           cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe plan: roofline + Z3 placement\n", &errs()))
     return 2;
@@ -114,8 +128,11 @@ int planMain(int argc, char **argv) {
   o.memory.optimizerBytes = optimizerBytes;
   o.reserveBytes = reserveGb * 1e9;
   o.timeLimitSeconds = timeLimit;
-  for (auto [flag, v] : {std::pair<const char *, int64_t>{"--groups", groups}, {"--attn-gpus", attnGpus},
-                         {"--ffn-gpus", ffnGpus}, {"--microbatches", microbatches}, {"--replicas", replicas},
+  for (auto [flag, v] : {std::pair<const char *, int64_t>{"--groups", groups},
+                         {"--attn-gpus", attnGpus},
+                         {"--ffn-gpus", ffnGpus},
+                         {"--microbatches", microbatches},
+                         {"--replicas", replicas},
                          {"--cp", cp}})
     if (v < 0)
       return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner)");
@@ -124,7 +141,8 @@ int planMain(int argc, char **argv) {
     return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
                 (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +
                 std::to_string(seqLen));
-  // The measured stage times are read before any output, so a bad file fails without a plan printed.
+  // The measured stage times are read before any output, so a bad file fails without a plan
+  // printed.
   placement::MeasuredStageTimes measured;
   if (!stageTimes.empty() && !measured.load(stageTimes, error))
     return fail(error);
@@ -132,9 +150,10 @@ int planMain(int argc, char **argv) {
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = outs();
-  os << formatv("disagmoe plan: {0} on {1} ({2} x {3}, {4} x {5}), seq-len {6}, {7} tokens per step\n",
-                sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, clu.nics(),
-                clu.nic.name, o.seqLen, o.globalTokens);
+  os << formatv(
+      "disagmoe plan: {0} on {1} ({2} x {3}, {4} x {5}), seq-len {6}, {7} tokens per step\n",
+      sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, clu.nics(), clu.nic.name,
+      o.seqLen, o.globalTokens);
   os << formatv("model: {0} layers, hidden {1}, {2} experts top-{3}, {4:F1}B parameters ({5:F1}B "
                 "active)\n",
                 m.numLayers(), m.hidden, m.numExperts(), m.topK(), m.totalParams() / 1e9,
@@ -154,13 +173,17 @@ int planMain(int argc, char **argv) {
     int64_t slots = (m.numExperts() + ranks - 1) / ranks;
     double worst = 1, worstLpt = 1, worstContig = 1;
     for (const auto &layer : prof.layers) {
-      worst = std::max(worst, placement::placeBalanced(layer.expertLoads, ranks, slots).imbalance());
-      worstLpt = std::max(worstLpt, placement::placeGreedyLpt(layer.expertLoads, ranks, slots).imbalance());
-      worstContig = std::max(worstContig, placement::placeContiguous(layer.expertLoads, ranks).imbalance());
+      worst =
+          std::max(worst, placement::placeBalanced(layer.expertLoads, ranks, slots).imbalance());
+      worstLpt = std::max(worstLpt,
+                          placement::placeGreedyLpt(layer.expertLoads, ranks, slots).imbalance());
+      worstContig =
+          std::max(worstContig, placement::placeContiguous(layer.expertLoads, ranks).imbalance());
     }
     os << formatv("expert placement over {0} F-ranks ({1} layers of {2}): worst max/mean rank load "
                   "{3:F3} (greedy LPT {4:F3}, contiguous {5:F3})\n",
-                  ranks, prof.layers.size(), routingProfile.getValue(), worst, worstLpt, worstContig);
+                  ranks, prof.layers.size(), routingProfile.getValue(), worst, worstLpt,
+                  worstContig);
     o.expertImbalance = worst;
     placement::Solution again = placement::solveZ3(problem);
     if (!again.ok)
@@ -175,25 +198,29 @@ int planMain(int argc, char **argv) {
                 sol.queries);
   if (!sol.note.empty())
     os << "  note: " << sol.note << "\n";
-  os << formatv("  attention : FFN GPUs  {0} : {1}   (attention share {2:F3}; {3} of {4} GPUs used)\n",
-                c.cand.attnGpus(), c.cand.ffnGpus(),
-                double(c.cand.attnGpus()) / double(c.cand.gpus()), c.cand.gpus(), clu.gpus());
+  os << formatv(
+      "  attention : FFN GPUs  {0} : {1}   (attention share {2:F3}; {3} of {4} GPUs used)\n",
+      c.cand.attnGpus(), c.cand.ffnGpus(), double(c.cand.attnGpus()) / double(c.cand.gpus()),
+      c.cand.gpus(), clu.gpus());
   os << formatv("  attention : FFN NICs  {0} : {1}\n", c.attnNics, c.ffnNics);
-  os << formatv("  groups p {0}, pipeline replicas r {1}, A-ranks per group {2} (attention DP {3}), "
-                "F-ranks per group {4} (EP {4}, expert DP {1}), micro-batches {5}, recomputation: "
-                "attention {6}, FFN {7}\n",
-                c.cand.groups, c.cand.replicas, c.cand.attnRanks, c.cand.replicas * c.cand.attnRanks,
-                c.cand.ffnRanks, c.cand.microbatches, cost::recomputationName(c.attnRecompute),
-                cost::recomputationName(c.ffnRecompute));
-  os << formatv("  context parallelism cp {0} ({1} tokens of a sequence per A-rank per micro-batch, "
-                "{2} sequences per group per micro-batch)\n",
-                c.cand.cp, o.seqLen / c.cand.cp, c.cand.attnRanks / c.cand.cp);
+  os << formatv(
+      "  groups p {0}, pipeline replicas r {1}, A-ranks per group {2} (attention DP {3}), "
+      "F-ranks per group {4} (EP {4}, expert DP {1}), micro-batches {5}, recomputation: "
+      "attention {6}, FFN {7}\n",
+      c.cand.groups, c.cand.replicas, c.cand.attnRanks, c.cand.replicas * c.cand.attnRanks,
+      c.cand.ffnRanks, c.cand.microbatches, cost::recomputationName(c.attnRecompute),
+      cost::recomputationName(c.ffnRecompute));
+  os << formatv(
+      "  context parallelism cp {0} ({1} tokens of a sequence per A-rank per micro-batch, "
+      "{2} sequences per group per micro-batch)\n",
+      c.cand.cp, o.seqLen / c.cand.cp, c.cand.attnRanks / c.cand.cp);
   os << formatv("  step time {0:F4} s = K {1:F3} x max(U_a {2:F4}, U_f {3:F4}) + gradient sync "
                 "{4:F4} s; MFU {5:F3}\n",
                 e.stepTime, e.bubbleFactor, e.attnBusy, e.ffnBusy, e.gradSync, e.mfu);
   os << formatv("roofline (busiest group, per micro-batch; turning point I = {0:F1} TFLOP/s / "
                 "{1:F0} GB/s = {2:F0} FLOP/byte):\n",
-                clu.gpu.peakFlops / 1e12, clu.nic.bandwidth / 1e9, cost::turningPoint(clu.gpu, clu.nic));
+                clu.gpu.peakFlops / 1e12, clu.nic.bandwidth / 1e9,
+                cost::turningPoint(clu.gpu, clu.nic));
   const double groupsTotal = double(c.cand.replicas * c.cand.groups);
   printSide(os, "attention", c.cand.attnRanks, static_cast<int64_t>(c.attnNics / groupsTotal + 0.5),
             e.attnFlops, e.attnBytes, e.attnBusy, e.attnCompute, e.attnComm, e.attnBandwidth, clu);
@@ -241,8 +268,8 @@ int planMain(int argc, char **argv) {
   runnerUp("best with more attention GPUs", above);
   if (others.size() > 0) {
     int64_t feasibleMax = others.back().config.cand.attnGpus();
-    os << formatv("  {0} attention GPU counts fit memory (up to {1} attention GPUs)\n", others.size(),
-                  feasibleMax);
+    os << formatv("  {0} attention GPU counts fit memory (up to {1} attention GPUs)\n",
+                  others.size(), feasibleMax);
   }
 
   if (!stageTimes.empty()) {

@@ -45,12 +45,17 @@ bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
 
 bool parseRecompute(const std::string &value, bool allowSelective, placement::Recompute &out,
                     std::string &error) {
-  if (value == "auto") out = placement::Recompute::Auto;
-  else if (value == "on") out = placement::Recompute::Always;
-  else if (value == "off") out = placement::Recompute::Never;
-  else if (allowSelective && value == "selective") out = placement::Recompute::Selective;
+  if (value == "auto")
+    out = placement::Recompute::Auto;
+  else if (value == "on")
+    out = placement::Recompute::Always;
+  else if (value == "off")
+    out = placement::Recompute::Never;
+  else if (allowSelective && value == "selective")
+    out = placement::Recompute::Selective;
   else {
-    error = "--recompute: expected " + std::string(allowSelective ? "auto, on, selective or off" : "auto, on or off") +
+    error = "--recompute: expected " +
+            std::string(allowSelective ? "auto, on, selective or off" : "auto, on or off") +
             ", got '" + value + "'";
     return false;
   }

@@ -30,38 +30,44 @@ namespace obs = disagmoe::observatory;
 
 int routeStatsMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe route-stats options");
-  cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required, cl::cat(category));
-  cl::list<std::string> data("data",
-                             cl::desc("Data condition: mock, shuffled:FILE, remapped:FILE or text:FILE "
-                                      "(repeat or separate with commas)"),
-                             cl::CommaSeparated, cl::OneOrMore, cl::cat(category));
+  cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                             cl::cat(category));
+  cl::list<std::string> data(
+      "data",
+      cl::desc("Data condition: mock, shuffled:FILE, remapped:FILE or text:FILE "
+               "(repeat or separate with commas)"),
+      cl::CommaSeparated, cl::OneOrMore, cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output directory"), cl::value_desc("dir"),
                               cl::init("route-stats"), cl::cat(category));
-  cl::list<int> ep("ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"), cl::CommaSeparated, cl::cat(category));
+  cl::list<int> ep("ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"),
+                   cl::CommaSeparated, cl::cat(category));
   cl::list<int64_t> gbs("gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"),
                         cl::CommaSeparated, cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(64), cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(64),
+                          cl::cat(category));
   cl::opt<int64_t> tokens("tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"),
                           cl::init(1 << 20), cl::cat(category));
   cl::opt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"), cl::init(64),
                             cl::cat(category));
-  cl::opt<int> jobs("jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"), cl::init(0),
-                    cl::cat(category));
-  cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"), cl::init(1),
-                         cl::cat(category));
+  cl::opt<int> jobs("jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"),
+                    cl::init(0), cl::cat(category));
+  cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"),
+                         cl::init(1), cl::cat(category));
   cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2),
                              cl::cat(category));
   cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"), cl::init(1),
                             cl::cat(category));
   cl::opt<int> classifyEp("classify-ep", cl::desc("EP degree of the classification (default 8)"),
                           cl::init(8), cl::cat(category));
-  cl::opt<int64_t> classifyGbs("classify-gbs", cl::desc("GBS of the classification (default: smallest)"),
+  cl::opt<int64_t> classifyGbs("classify-gbs",
+                               cl::desc("GBS of the classification (default: smallest)"),
                                cl::init(0), cl::cat(category));
-  cl::opt<std::string> profileData("profile-data",
-                                   cl::desc("Condition written to routing-profile.json (default: first text:)"),
-                                   cl::init(""), cl::cat(category));
+  cl::opt<std::string> profileData(
+      "profile-data", cl::desc("Condition written to routing-profile.json (default: first text:)"),
+      cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe route-stats: routing observatory\n", &errs()))
+  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe route-stats: routing observatory\n",
+                                   &errs()))
     return 2;
 
   obs::RouteStatsOptions o;
@@ -77,7 +83,8 @@ int routeStatsMain(int argc, char **argv) {
   // Token ids of one condition are held in memory (8 bytes each); 99999999999 was std::bad_alloc.
   constexpr int64_t kMaxConditionTokens = int64_t{1} << 28;
   if (tokens < 1 || tokens > kMaxConditionTokens) {
-    errs() << "disagmoe: --tokens must be in [1, " << kMaxConditionTokens << "], got " << tokens << "\n";
+    errs() << "disagmoe: --tokens must be in [1, " << kMaxConditionTokens << "], got " << tokens
+           << "\n";
     return 1;
   }
   if (!ep.empty())
@@ -127,7 +134,8 @@ int routeStatsMain(int argc, char **argv) {
       std::filesystem::remove(output.getValue(), ignored); // only removes an empty folder
   };
   json::Object plan;
-  if (!disagmoe::emitPlan(*module, input, plan, error) || !disagmoe::writePlan(plan, o.planDir, error)) {
+  if (!disagmoe::emitPlan(*module, input, plan, error) ||
+      !disagmoe::writePlan(plan, o.planDir, error)) {
     discard();
     errs() << "disagmoe: " << input << ": " << error << "\n";
     return 1;
@@ -145,11 +153,12 @@ int routeStatsMain(int argc, char **argv) {
   std::filesystem::rename(o.planDir, finalPlanDir, ec);
   if (ec) {
     discard();
-    errs() << "disagmoe: " << finalPlanDir << ": cannot move the plan there: " << ec.message() << "\n";
+    errs() << "disagmoe: " << finalPlanDir << ": cannot move the plan there: " << ec.message()
+           << "\n";
     return 1;
   }
-  outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-" << s.topK
-         << "; Gini of per-rank load at EP " << s.classifyEp << ", GBS " << s.classifyGbs
+  outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-"
+         << s.topK << "; Gini of per-rank load at EP " << s.classifyEp << ", GBS " << s.classifyGbs
          << " (mean over layers and batches):\n";
   for (const obs::ConditionSummary &c : s.conditions) {
     outs() << "  " << c.name << ": Gini " << format("%.4f", c.meanGini) << " by layer [";
@@ -163,8 +172,9 @@ int routeStatsMain(int argc, char **argv) {
       outs() << (l ? " " : "") << format("%.4g", c.alphaByLayer[l]);
     outs() << "]\n";
   }
-  outs() << "route-stats: forward " << s.forwardTokens << " tokens in " << format("%.2f", s.forwardSeconds)
-         << " s; total " << format("%.2f", s.totalSeconds) << " s\n";
+  outs() << "route-stats: forward " << s.forwardTokens << " tokens in "
+         << format("%.2f", s.forwardSeconds) << " s; total " << format("%.2f", s.totalSeconds)
+         << " s\n";
   outs() << "classification: " << input << ": " << s.classification;
   if (s.realGini >= 0)
     outs() << " (real-text Gini " << format("%.3f", s.realGini);
@@ -176,6 +186,7 @@ int routeStatsMain(int argc, char **argv) {
   else
     outs() << " (no text: condition)";
   outs() << "\n";
-  outs() << "disagmoe: wrote " << output << "/route-stats.json, route-stats.csv, routing-profile.json\n";
+  outs() << "disagmoe: wrote " << output
+         << "/route-stats.json, route-stats.csv, routing-profile.json\n";
   return 0;
 }

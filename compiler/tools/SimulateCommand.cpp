@@ -1,4 +1,5 @@
-//===- SimulateCommand.cpp - `disagmoe simulate`: AF-Pipe against the baselines at cluster scale ----===//
+//===- SimulateCommand.cpp - `disagmoe simulate`: AF-Pipe against the baselines at cluster scale
+//----===//
 //
 //   disagmoe simulate --config MODEL.json --cluster CLUSTER.yaml --seq-len S [options]
 //
@@ -18,8 +19,8 @@
 
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Roofline.h"
-#include "runtime/sim/Baselines.h"
 #include "runtime/io/FileKind.h"
+#include "runtime/sim/Baselines.h"
 #include "runtime/sim/Simulator.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -88,46 +89,62 @@ void fillMemory(Outcome &o, const sched::Schedule &s) {
 
 int simulateMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe simulate options");
-  cl::opt<std::string> config("config", cl::desc("Model config.json (samples/configs/)"), cl::Required,
-                              cl::cat(category));
-  cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"), cl::Required,
-                                   cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::Required, cl::cat(category));
-  cl::opt<int64_t> globalTokens("global-tokens", cl::desc("Tokens per training step (default 2^22)"),
+  cl::opt<std::string> config("config", cl::desc("Model config.json (samples/configs/)"),
+                              cl::Required, cl::cat(category));
+  cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
+                                   cl::Required, cl::cat(category));
+  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::Required,
+                          cl::cat(category));
+  cl::opt<int64_t> globalTokens("global-tokens",
+                                cl::desc("Tokens per training step (default 2^22)"),
                                 cl::init(int64_t(1) << 22), cl::cat(category));
   cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
                                 cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
   cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto, on, off"),
                                  cl::init("auto"), cl::cat(category));
-  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0),
-                                cl::cat(category));
-  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category));
-  cl::opt<int64_t> inflight("inflight", cl::desc("AF-Pipe micro-batches in flight per group (0: largest of 4p, "
-                                                 "3p, 2p that fits memory)"),
-                            cl::init(0), cl::cat(category));
-  cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"), cl::init(4.0),
+  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0),
+                          cl::cat(category));
+  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0),
                             cl::cat(category));
-  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0), cl::cat(category));
-  cl::opt<double> efficiency("compute-efficiency", cl::desc("Fraction of peak FLOP/s compute reaches (default 1)"),
+  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
+                           cl::cat(category));
+  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"),
+                                cl::init(0), cl::cat(category));
+  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0),
+                            cl::cat(category));
+  cl::opt<int64_t> inflight("inflight",
+                            cl::desc("AF-Pipe micro-batches in flight per group (0: largest of 4p, "
+                                     "3p, 2p that fits memory)"),
+                            cl::init(0), cl::cat(category));
+  cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
+                            cl::init(4.0), cl::cat(category));
+  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0),
+                            cl::cat(category));
+  cl::opt<double> efficiency("compute-efficiency",
+                             cl::desc("Fraction of peak FLOP/s compute reaches (default 1)"),
                              cl::init(1.0), cl::cat(category));
-  cl::opt<std::string> baselines("baselines", cl::desc("Comma-separated: megatron, megatron-overlap, dualpipe, none"),
-                                 cl::init("megatron,megatron-overlap,dualpipe"), cl::cat(category));
-  cl::opt<int64_t> ep("ep", cl::desc("Expert parallelism of the baselines (default 16, two 8-GPU nodes)"),
+  cl::opt<std::string> baselines(
+      "baselines", cl::desc("Comma-separated: megatron, megatron-overlap, dualpipe, none"),
+      cl::init("megatron,megatron-overlap,dualpipe"), cl::cat(category));
+  cl::opt<int64_t> ep("ep",
+                      cl::desc("Expert parallelism of the baselines (default 16, two 8-GPU nodes)"),
                       cl::init(16), cl::cat(category));
-  cl::opt<std::string> opTimes("op-times", cl::desc("Measured per-op times (disagmoe-op-times JSON) in place of "
-                                                    "the roofline"),
-                               cl::init(""), cl::cat(category));
-  cl::opt<bool> noSearch("no-search", cl::desc("Take the Z3 optimum as is (no refinement on simulated times)"),
+  cl::opt<std::string> opTimes(
+      "op-times",
+      cl::desc("Measured per-op times (disagmoe-op-times JSON) in place of "
+               "the roofline"),
+      cl::init(""), cl::cat(category));
+  cl::opt<bool> noSearch("no-search",
+                         cl::desc("Take the Z3 optimum as is (no refinement on simulated times)"),
                          cl::cat(category));
-  cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"), cl::init(""),
-                               cl::cat(category));
-  cl::opt<std::string> traceOut("trace", cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file"),
+  cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"),
+                               cl::init(""), cl::cat(category));
+  cl::opt<std::string> traceOut("trace",
+                                cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file"),
                                 cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n", &errs()))
+  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n",
+                                   &errs()))
     return 2;
   if (efficiency <= 0 || efficiency > 1)
     return fail("--compute-efficiency must be in (0, 1]");
@@ -141,18 +158,21 @@ int simulateMain(int argc, char **argv) {
     for (StringRef name : names) {
       sim::Baseline kind;
       if (!sim::parseBaseline(name.str(), kind))
-        return fail("--baselines: unknown baseline '" + name.str() + "' (megatron, megatron-overlap, dualpipe)");
+        return fail("--baselines: unknown baseline '" + name.str() +
+                    "' (megatron, megatron-overlap, dualpipe)");
       baselineKinds.emplace_back(name.str(), kind);
     }
   }
   // Output paths are checked before the simulation (which can take minutes): a probe file created
   // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
-  for (auto [flag, path] : {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
+  for (auto [flag, path] :
+       {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
     if (path.empty())
       continue;
     if (sys::fs::is_directory(path))
       return fail(std::string(flag) + " " + path + ": is a directory");
-    // lstat: a symlink, FIFO (opening it blocks), device or socket is refused, never written through.
+    // lstat: a symlink, FIFO (opening it blocks), device or socket is refused, never written
+    // through.
     if (const std::string why = outputRefusal(path); !why.empty())
       return fail(std::string(flag) + " " + path + ": " + why);
     SmallString<256> dir(path);
@@ -161,7 +181,8 @@ int simulateMain(int argc, char **argv) {
       dir = ".";
     SmallString<256> probe;
     int fd = -1;
-    if (std::error_code ec = sys::fs::createUniqueFile(dir + "/.disagmoe-write-check-%%%%%%", fd, probe))
+    if (std::error_code ec =
+            sys::fs::createUniqueFile(dir + "/.disagmoe-write-check-%%%%%%", fd, probe))
       return fail(std::string(flag) + " " + path + ": cannot write there: " + ec.message());
     sys::fs::closeFile(fd);
     sys::fs::remove(probe);
@@ -195,7 +216,8 @@ int simulateMain(int argc, char **argv) {
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = outs();
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",
-                sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, o.seqLen, o.globalTokens);
+                sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, o.seqLen,
+                o.globalTokens);
   os << "  context parallelism: cp 1 (the simulator does not model ring attention; `disagmoe plan` "
         "chooses cp)\n";
 
@@ -221,7 +243,8 @@ int simulateMain(int argc, char **argv) {
     best.system = "disagmoe";
     best.error = "no configuration";
     int searched = 0;
-    auto runOne = [&](const placement::Problem &pr, Outcome &out, sched::Schedule &sched, sim::SimResult &run) {
+    auto runOne = [&](const placement::Problem &pr, Outcome &out, sched::Schedule &sched,
+                      sim::SimResult &run) {
       placement::Solution sol = placement::solveZ3(pr);
       if (!sol.ok) {
         out.error = sol.error;
@@ -243,11 +266,13 @@ int simulateMain(int argc, char **argv) {
       cfg.inflight = inflight;
       cfg.reserveBytes = o.reserveBytes;
       cfg.computeEfficiency = efficiency;
-      out.config = formatv("{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}/{10}",
-                           c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
-                           c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
-                           cost::recomputationName(c.attnRecompute), cost::recomputationName(c.ffnRecompute))
-                       .str();
+      out.config =
+          formatv(
+              "{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}/{10}",
+              c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
+              c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
+              cost::recomputationName(c.attnRecompute), cost::recomputationName(c.ffnRecompute))
+              .str();
       out.gpus = c.cand.gpus();
       if (!afpipe::buildAfPipe(afpipe::workloadFromModel(m, clu, cfg), hw, cfg, sched, error)) {
         out.error = error;
@@ -277,8 +302,10 @@ int simulateMain(int argc, char **argv) {
       }
       std::vector<int64_t> ps{p0};
       if (!groups) {
-        if (p0 / 2 >= 1) ps.push_back(p0 / 2);
-        if (p0 * 2 <= m.numLayers()) ps.push_back(p0 * 2);
+        if (p0 / 2 >= 1)
+          ps.push_back(p0 / 2);
+        if (p0 * 2 <= m.numLayers())
+          ps.push_back(p0 * 2);
       }
       // Auto: each side's lightest level that fits (the planner's choice), beside none and full.
       std::vector<placement::Recompute> rcs{placement::Recompute::Auto, placement::Recompute::Never,
@@ -304,10 +331,12 @@ int simulateMain(int argc, char **argv) {
     best.system = "disagmoe";
     best.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (best.ok && searched)
-      os << formatv("DisagMoE configuration: Z3 optimum {0} ({1}); best of {2} Z3 optima around it on simulated "
+      os << formatv("DisagMoE configuration: Z3 optimum {0} ({1}); best of {2} Z3 optima around it "
+                    "on simulated "
                     "times: {3}\n",
                     first.config,
-                    first.ok ? formatv("step {0:F4} s simulated", first.result.stepTime).str() : first.error,
+                    first.ok ? formatv("step {0:F4} s simulated", first.result.stepTime).str()
+                             : first.error,
                     searched + 1, best.config);
     outcomes.push_back(best);
   }
@@ -323,7 +352,7 @@ int simulateMain(int argc, char **argv) {
     base.sequencesPerStep = sequences;
     base.reserveBytes = o.reserveBytes;
     base.computeEfficiency = efficiency;
-    std::vector<bool> rcs = recompute == "on" ? std::vector<bool>{true}
+    std::vector<bool> rcs = recompute == "on"    ? std::vector<bool>{true}
                             : recompute == "off" ? std::vector<bool>{false}
                                                  : std::vector<bool>{false, true};
     std::string lastError;
@@ -351,9 +380,10 @@ int simulateMain(int argc, char **argv) {
           best.gpus = clu.gpus();
           best.peakMemory = 0;
           fillMemory(best, s);
-          best.config = formatv("pp {0}, vpp {1}, ep {2}, dp {3}, m {4}, recompute {5}", bc.pp, bc.vpp, bc.ep,
-                                bc.replicas * bc.ep, bc.microbatches, rc ? "on" : "off")
-                            .str();
+          best.config =
+              formatv("pp {0}, vpp {1}, ep {2}, dp {3}, m {4}, recompute {5}", bc.pp, bc.vpp, bc.ep,
+                      bc.replicas * bc.ep, bc.microbatches, rc ? "on" : "off")
+                  .str();
         }
         best.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
@@ -365,10 +395,11 @@ int simulateMain(int argc, char **argv) {
     outcomes.push_back(best);
   }
 
-  os << formatv("roofline lower bound: {0:F4} s ({1:F1} PFLOP of training work on {2} GPUs at {3:F1} TFLOP/s)\n",
+  os << formatv("roofline lower bound: {0:F4} s ({1:F1} PFLOP of training work on {2} GPUs at "
+                "{3:F1} TFLOP/s)\n",
                 lowerBound, modelFlops / 1e15, clu.gpus(), clu.gpu.peakFlops / 1e12);
-  os << formatv("{0,-17} {1,9} {2,8} {3,8} {4,10} {5,7} {6,8} {7,9}  {8}\n", "system", "step s", "vs LB", "bubble",
-                "exposed s", "MFU", "speed-up", "exp. cut", "configuration");
+  os << formatv("{0,-17} {1,9} {2,8} {3,8} {4,10} {5,7} {6,8} {7,9}  {8}\n", "system", "step s",
+                "vs LB", "bubble", "exposed s", "MFU", "speed-up", "exp. cut", "configuration");
   const Outcome &af = outcomes.front();
   for (const Outcome &x : outcomes) {
     if (!x.ok) {
@@ -379,14 +410,19 @@ int simulateMain(int argc, char **argv) {
     std::string speed = "-", cut = "-";
     if (af.ok && &x != &af) {
       speed = formatv("{0:F2}x", r.stepTime / af.result.stepTime).str();
-      cut = r.exposedComm > 0 ? formatv("{0:F0}%", 100 * (1 - af.result.exposedComm / r.exposedComm)).str() : "-";
+      cut = r.exposedComm > 0
+                ? formatv("{0:F0}%", 100 * (1 - af.result.exposedComm / r.exposedComm)).str()
+                : "-";
     }
-    os << formatv("{0,-17} {1,9:F4} {2,8:F2} {3,8:F3} {4,10:F4} {5,7:F3} {6,8} {7,9}  {8}\n", x.system, r.stepTime,
-                  r.stepTime / lowerBound, r.bubbleFraction, r.exposedComm, r.mfu, speed, cut, x.config);
+    os << formatv("{0,-17} {1,9:F4} {2,8:F2} {3,8:F3} {4,10:F4} {5,7:F3} {6,8} {7,9}  {8}\n",
+                  x.system, r.stepTime, r.stepTime / lowerBound, r.bubbleFraction, r.exposedComm,
+                  r.mfu, speed, cut, x.config);
   }
   if (af.ok)
-    os << formatv("AF-Pipe plan: {0} instructions over {1} groups, simulated in {2:F3} s (build + order + verify + "
-                  "replay of every configuration tried {3:F2} s); peak memory {4:F1} GB with {5} micro-batches in "
+    os << formatv("AF-Pipe plan: {0} instructions over {1} groups, simulated in {2:F3} s (build + "
+                  "order + verify + "
+                  "replay of every configuration tried {3:F2} s); peak memory {4:F1} GB with {5} "
+                  "micro-batches in "
                   "flight\n",
                   af.result.instructions, afSchedule.groups.size(), af.result.wallSeconds, af.wall,
                   af.peakMemory / 1e9, af.inflight);

@@ -9,8 +9,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<disagmoe::onnxir::OnnxDialect, disagmoe::moe::MoeDialect, disagmoe::afpipe::AfpipeDialect,
-                  mlir::func::FuncDialect,
+  registry.insert<disagmoe::onnxir::OnnxDialect, disagmoe::moe::MoeDialect,
+                  disagmoe::afpipe::AfpipeDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
   disagmoe::registerDisagmoePasses();
   mlir::registerCanonicalizerPass();

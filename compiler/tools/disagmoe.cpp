@@ -52,12 +52,13 @@ int compileMain(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
                               cl::Required, cl::cat(category));
-  cl::opt<int64_t> attnRanks("attn-ranks",
-                             cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
-                                      "sequence s runs on A-rank s mod N)"),
-                             cl::init(2), cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"),
-                            cl::init(2), cl::cat(category));
+  cl::opt<int64_t> attnRanks(
+      "attn-ranks",
+      cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
+               "sequence s runs on A-rank s mod N)"),
+      cl::init(2), cl::cat(category));
+  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"), cl::init(2),
+                            cl::cat(category));
   cl::opt<int64_t> groups("groups",
                           cl::desc("Groups per side, layer l on group l mod p (default 1)"),
                           cl::init(1), cl::cat(category));
@@ -84,23 +85,26 @@ int compileMain(int argc, char **argv) {
   cl::opt<int64_t> seqLen("seq-len",
                           cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
                           cl::init(0), cl::cat(category));
-  cl::opt<int64_t> microBatches(
-      "micro-batches",
-      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of [batch, seq] (default 2p, in [2p, 4096])"),
-      cl::init(0), cl::cat(category));
+  cl::opt<int64_t> microBatches("micro-batches",
+                                cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of "
+                                         "[batch, seq] (default 2p, in [2p, 4096])"),
+                                cl::init(0), cl::cat(category));
   cl::opt<std::string> cluster(
-      "cluster", cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
+      "cluster",
+      cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
       cl::value_desc("CLUSTER.yaml"), cl::init(""), cl::cat(category));
   cl::opt<int64_t> capacityTokens(
       "capacity-tokens",
-      cl::desc("Most tokens one M2N or N2M message may carry (the plan's exchange capacity_tokens; "
-               "default: batch x seq, which no batch of the compiled shape exceeds: dropless). A batch "
-               "routing more tokens from one A-rank to one F-rank stops naming the exchange, rank and count"),
+      cl::desc(
+          "Most tokens one M2N or N2M message may carry (the plan's exchange capacity_tokens; "
+          "default: batch x seq, which no batch of the compiled shape exceeds: dropless). A batch "
+          "routing more tokens from one A-rank to one F-rank stops naming the exchange, rank and "
+          "count"),
       cl::value_desc("N"), cl::init(0), cl::cat(category));
   cl::list<std::string> printAfter(
       "print-ir-after",
       cl::desc("Print the IR after a stage: import, normalize, raise, partition, groups, exchange, "
-                "placement, volume, schedule"),
+               "placement, volume, schedule"),
       cl::CommaSeparated, cl::cat(category));
   cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
                               cl::cat(category));
@@ -110,7 +114,8 @@ int compileMain(int argc, char **argv) {
     return 2;
 
   if (capacityTokens.getNumOccurrences() && capacityTokens < 1)
-    return fail("--capacity-tokens " + std::to_string(capacityTokens) + ": expected an integer >= 1");
+    return fail("--capacity-tokens " + std::to_string(capacityTokens) +
+                ": expected an integer >= 1");
   disagmoe::CompileOptions options;
   if (batch.getNumOccurrences())
     options.batch = batch;
@@ -160,8 +165,8 @@ int compileMain(int argc, char **argv) {
 
 int routeStatsMain(int argc, char **argv); // RouteStatsCommand.cpp
 int inspectMain(int argc, char **argv);    // InspectCommand.cpp
-int planMain(int argc, char **argv); // PlanCommand.cpp
-int simulateMain(int argc, char **argv); // SimulateCommand.cpp
+int planMain(int argc, char **argv);       // PlanCommand.cpp
+int simulateMain(int argc, char **argv);   // SimulateCommand.cpp
 
 int main(int argc, char **argv) {
   if (argc < 2)

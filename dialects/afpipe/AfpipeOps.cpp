@@ -74,7 +74,8 @@ template <typename OpT> LogicalResult verifyPointToPoint(OpT op) {
 LogicalResult ScheduleOp::verify() {
   if (getKind().empty())
     return emitOpError("needs a kind (afpipe, 1f1b-interleaved, ...)");
-  if (getMicroBatches() < 1 || getReplicas() < 1 || getVirtualStages() < 1 || getPipelineStages() < 1)
+  if (getMicroBatches() < 1 || getReplicas() < 1 || getVirtualStages() < 1 ||
+      getPipelineStages() < 1)
     return emitOpError("micro_batches, virtual_stages, pipeline_stages and replicas must be >= 1");
   if (getKind() == "afpipe" && getMicroBatches() < getPipelineStages())
     return emitOpError("an AF-Pipe schedule needs at least 2p = ")
@@ -85,8 +86,10 @@ LogicalResult ScheduleOp::verify() {
   if (!(getCapacityBytes().convertToDouble() >= 0) || !(getModelFlops().convertToDouble() >= 0))
     return emitOpError("capacity_bytes and model_flops must be >= 0");
   if (!oneOf(getGpuSharing(), {"equal", "backward", "exclusive"}))
-    return emitOpError("gpu_sharing '") << getGpuSharing() << "' is not equal, backward or exclusive";
-  for (StringRef key : {"peak_flops", "hbm_bandwidth", "hbm_bytes", "nvlink_bandwidth", "nic_bandwidth"})
+    return emitOpError("gpu_sharing '")
+           << getGpuSharing() << "' is not equal, backward or exclusive";
+  for (StringRef key :
+       {"peak_flops", "hbm_bandwidth", "hbm_bytes", "nvlink_bandwidth", "nic_bandwidth"})
     if (!getHardware().getAs<FloatAttr>(key))
       return emitOpError("hardware.") << key << " is missing (a float)";
   if (!getHardware().getAs<IntegerAttr>("gpus_per_node"))
@@ -139,19 +142,24 @@ LogicalResult ProgramOp::verify() {
   std::vector<int64_t> groupOf;
   for (Operation &op : getBody().front()) {
     int64_t group = -1;
-    if (auto c = dyn_cast<ComputeOp>(op)) group = c.getGroup();
-    else if (auto s = dyn_cast<SendOp>(op)) group = s.getGroup();
-    else if (auto r = dyn_cast<RecvOp>(op)) group = r.getGroup();
-    else if (auto a = dyn_cast<AllToAllOp>(op)) group = a.getGroup();
-    else if (auto a = dyn_cast<AllReduceOp>(op)) group = a.getGroup();
+    if (auto c = dyn_cast<ComputeOp>(op))
+      group = c.getGroup();
+    else if (auto s = dyn_cast<SendOp>(op))
+      group = s.getGroup();
+    else if (auto r = dyn_cast<RecvOp>(op))
+      group = r.getGroup();
+    else if (auto a = dyn_cast<AllToAllOp>(op))
+      group = a.getGroup();
+    else if (auto a = dyn_cast<AllReduceOp>(op))
+      group = a.getGroup();
     else
       return op.emitOpError("is not an afpipe instruction");
     if (group >= static_cast<int64_t>(groupRoles.size()))
-      return op.emitOpError("group ") << group << " is not a group of the schedule (it has "
-                                      << groupRoles.size() << ")";
+      return op.emitOpError("group ")
+             << group << " is not a group of the schedule (it has " << groupRoles.size() << ")";
     if (groupRoles[group] != getRole())
-      return op.emitOpError("group ") << group << " has role '" << groupRoles[group] << "', not the program's '"
-                                      << getRole() << "'";
+      return op.emitOpError("group ") << group << " has role '" << groupRoles[group]
+                                      << "', not the program's '" << getRole() << "'";
     groupOf.push_back(group);
   }
   int64_t i = 0;
@@ -160,11 +168,13 @@ LogicalResult ProgramOp::verify() {
     if (after)
       for (int64_t d : after.asArrayRef()) {
         if (d >= static_cast<int64_t>(groupOf.size()) || d == i)
-          return op.emitOpError("after index ") << d << " is not another instruction of this program (it has "
-                                                << groupOf.size() << ")";
+          return op.emitOpError("after index ")
+                 << d << " is not another instruction of this program (it has " << groupOf.size()
+                 << ")";
         if (groupOf[d] != groupOf[i])
-          return op.emitOpError("after index ") << d << " is an instruction of group " << groupOf[d]
-                                                << ", not of this instruction's group " << groupOf[i];
+          return op.emitOpError("after index ")
+                 << d << " is an instruction of group " << groupOf[d]
+                 << ", not of this instruction's group " << groupOf[i];
       }
     ++i;
   }

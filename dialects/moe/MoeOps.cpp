@@ -135,9 +135,10 @@ LogicalResult MlaAttentionOp::verify() {
       return failure();
   if (rope % 2 != 0)
     return emitOpError() << "qk_rope_head_dim " << rope << " must be even (rotate-half RoPE)";
-  for (auto [name, value] : {std::pair<StringRef, double>{"kv_norm_eps", getKvNormEps().convertToDouble()},
-                             {"rope_theta", getRopeTheta().convertToDouble()},
-                             {"softmax_scale", getSoftmaxScale().convertToDouble()}})
+  for (auto [name, value] :
+       {std::pair<StringRef, double>{"kv_norm_eps", getKvNormEps().convertToDouble()},
+        {"rope_theta", getRopeTheta().convertToDouble()},
+        {"softmax_scale", getSoftmaxScale().convertToDouble()}})
     if (!(value > 0.0))
       return emitOpError() << "attribute '" << name << "' must be positive";
   int64_t hidden = lastDim(getX());
@@ -210,8 +211,8 @@ LogicalResult ExpertsOp::verify() {
     if (list.empty() && allowEmpty)
       continue;
     if (static_cast<int64_t>(list.size()) != experts)
-      return emitOpError() << "has " << list.size() << " " << name << " weights for "
-                           << experts << " experts";
+      return emitOpError() << "has " << list.size() << " " << name << " weights for " << experts
+                           << " experts";
   }
   int64_t hidden = lastDim(getX());
   for (int64_t e = 0; e < experts; ++e) {

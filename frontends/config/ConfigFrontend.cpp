@@ -250,17 +250,17 @@ OwningOpRef<ModuleOp> buildMoeModule(MLIRContext &context, const ModelConfig &c,
   Value x = b.create<moe::EmbeddingOp>(ir.loc, actType, entry->getArgument(0),
                                        ir.param("model.embed_tokens.weight", {c.vocab, h}));
   auto norm = [&](Value in, const std::string &name, int64_t layer, const char *role) {
-    return b.create<moe::RmsNormOp>(ir.loc, actType, in, ir.param(name, {h}),
-                                    b.getF64FloatAttr(c.rmsEps), ir.i64(layer),
-                                    b.getStringAttr(role)).getResult();
+    return b
+        .create<moe::RmsNormOp>(ir.loc, actType, in, ir.param(name, {h}),
+                                b.getF64FloatAttr(c.rmsEps), ir.i64(layer), b.getStringAttr(role))
+        .getResult();
   };
   // A SwiGLU block behind its router: routed experts, or (one always-on expert) shared/dense.
-  auto experts = [&](Value in, const std::string &prefix, int64_t layer, int64_t count,
-                     int64_t k, int64_t inner, const std::string &scoring,
-                     const char *kind) -> Value {
+  auto experts = [&](Value in, const std::string &prefix, int64_t layer, int64_t count, int64_t k,
+                     int64_t inner, const std::string &scoring, const char *kind) -> Value {
     bool synthetic = kind != nullptr;
-    Value gate = ir.param(prefix + (synthetic ? ".gate.synthetic" : ".gate.weight"), {h, count},
-                          synthetic);
+    Value gate =
+        ir.param(prefix + (synthetic ? ".gate.synthetic" : ".gate.weight"), {h, count}, synthetic);
     auto routeType = ir.tensor({tokens, k}, b.getI64Type());
     auto gateType = ir.tensor({tokens, k}, ir.f32);
     auto router = b.create<moe::RouterOp>(ir.loc, routeType, gateType, in, gate, ir.i64(layer),
@@ -274,8 +274,8 @@ OwningOpRef<ModuleOp> buildMoeModule(MLIRContext &context, const ModelConfig &c,
       w3.push_back(ir.param(p + ".up_proj.weight", {h, inner}));
       w2.push_back(ir.param(p + ".down_proj.weight", {inner, h}));
     }
-    auto op = b.create<moe::ExpertsOp>(ir.loc, actType, in, router.getIds(), router.getGates(),
-                                       w1, w3, w2, ir.i64(layer), ir.i64(count), ir.i64(inner));
+    auto op = b.create<moe::ExpertsOp>(ir.loc, actType, in, router.getIds(), router.getGates(), w1,
+                                       w3, w2, ir.i64(layer), ir.i64(count), ir.i64(inner));
     if (synthetic)
       op->setAttr("moe.kind", b.getStringAttr(kind));
     return op.getResult();
@@ -309,8 +309,8 @@ OwningOpRef<ModuleOp> buildMoeModule(MLIRContext &context, const ModelConfig &c,
     x = b.create<arith::AddFOp>(ir.loc, hres, y);
   }
   Value fn = norm(x, "model.norm.weight", -1, "final_norm");
-  Value logits = b.create<moe::HeadOp>(ir.loc, logitsType, fn,
-                                       ir.param("lm_head.weight", {h, c.vocab}));
+  Value logits =
+      b.create<moe::HeadOp>(ir.loc, logitsType, fn, ir.param("lm_head.weight", {h, c.vocab}));
   b.create<func::ReturnOp>(ir.loc, logits);
   return module;
 }

@@ -11,7 +11,8 @@
 //
 // Components `moe.attention` and `moe.experts` cannot name are written with discardable
 // attributes that the cost extraction reads:
-//  - `moe.sliding_window = W : i64` on an attention op with a sliding window (GPT-OSS's even layers);
+//  - `moe.sliding_window = W : i64` on an attention op with a sliding window (GPT-OSS's even
+//  layers);
 //  - `moe.kind = "shared"` on the experts op of shared experts (always active: one expert whose
 //    SwiGLU intermediate is the shared experts' total, with a one-expert router whose gate is 1,
 //    which sums the same way) and `moe.kind = "dense"` on a dense FFN built the same way;

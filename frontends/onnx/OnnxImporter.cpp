@@ -18,20 +18,34 @@ namespace {
 /// MLIR element type of an ONNX element type, or null for types we do not represent.
 Type elementType(Builder &b, ElemType t) {
   switch (t) {
-  case ElemType::Float: return b.getF32Type();
-  case ElemType::Double: return b.getF64Type();
-  case ElemType::Float16: return b.getF16Type();
-  case ElemType::BFloat16: return b.getBF16Type();
-  case ElemType::Int64: return b.getIntegerType(64);
-  case ElemType::Int32: return b.getIntegerType(32);
-  case ElemType::Int16: return b.getIntegerType(16);
-  case ElemType::Int8: return b.getIntegerType(8);
-  case ElemType::UInt8: return b.getIntegerType(8, /*isSigned=*/false);
-  case ElemType::UInt16: return b.getIntegerType(16, false);
-  case ElemType::UInt32: return b.getIntegerType(32, false);
-  case ElemType::UInt64: return b.getIntegerType(64, false);
-  case ElemType::Bool: return b.getI1Type();
-  default: return {};
+  case ElemType::Float:
+    return b.getF32Type();
+  case ElemType::Double:
+    return b.getF64Type();
+  case ElemType::Float16:
+    return b.getF16Type();
+  case ElemType::BFloat16:
+    return b.getBF16Type();
+  case ElemType::Int64:
+    return b.getIntegerType(64);
+  case ElemType::Int32:
+    return b.getIntegerType(32);
+  case ElemType::Int16:
+    return b.getIntegerType(16);
+  case ElemType::Int8:
+    return b.getIntegerType(8);
+  case ElemType::UInt8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case ElemType::UInt16:
+    return b.getIntegerType(16, false);
+  case ElemType::UInt32:
+    return b.getIntegerType(32, false);
+  case ElemType::UInt64:
+    return b.getIntegerType(64, false);
+  case ElemType::Bool:
+    return b.getI1Type();
+  default:
+    return {};
   }
 }
 
@@ -64,10 +78,14 @@ DenseElementsAttr denseOf(Builder &b, const TensorData &t) {
 mlir::Attribute convertAttribute(Builder &b, const onnxfe::Attribute &a) {
   using Kind = onnxfe::Attribute::Kind;
   switch (a.kind) {
-  case Kind::Int: return b.getI64IntegerAttr(a.i);
-  case Kind::Float: return b.getF32FloatAttr(static_cast<float>(a.f));
-  case Kind::String: return b.getStringAttr(a.s);
-  case Kind::Ints: return b.getI64ArrayAttr(a.ints);
+  case Kind::Int:
+    return b.getI64IntegerAttr(a.i);
+  case Kind::Float:
+    return b.getF32FloatAttr(static_cast<float>(a.f));
+  case Kind::String:
+    return b.getStringAttr(a.s);
+  case Kind::Ints:
+    return b.getI64ArrayAttr(a.ints);
   case Kind::Floats: {
     SmallVector<float> fs(a.floats.begin(), a.floats.end());
     return b.getF32ArrayAttr(fs);
@@ -81,7 +99,8 @@ mlir::Attribute convertAttribute(Builder &b, const onnxfe::Attribute &a) {
       if (auto dense = denseOf(b, *a.tensor))
         return dense;
     return b.getUnitAttr();
-  default: return b.getUnitAttr();
+  default:
+    return b.getUnitAttr();
   }
 }
 } // namespace
@@ -136,8 +155,8 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
     auto weight = b.create<onnxir::WeightOp>(
         NameLoc::get(name), type, name, b.getStringAttr(init.file),
         b.getI64IntegerAttr(static_cast<int64_t>(init.offset)),
-        b.getI64IntegerAttr(static_cast<int64_t>(init.hasFileRange ? init.length
-                                                                    : init.data->bytes.size())),
+        b.getI64IntegerAttr(
+            static_cast<int64_t>(init.hasFileRange ? init.length : init.data->bytes.size())),
         init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr());
     values[init.info.name] = weight.getResult();
   }
@@ -175,7 +194,7 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
   for (size_t k = 0; k < numNodes; ++k) {
     const Node &node = graph.nodes[k];
     if (folded[k] && !readByKept.contains(node.outputs[0]))
-      continue;  // only folded nodes read it (or nothing does)
+      continue; // only folded nodes read it (or nothing does)
     StringAttr name = b.getStringAttr(node.name);
     if (folded[k] == 2) {
       // A shape computation with a known value: a Constant of that value, under the node's name.
@@ -191,9 +210,9 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
         dense = denseOf(b, value);
       }
       if (dense) {
-        auto op = b.create<onnxir::NodeOp>(
-            NameLoc::get(name, loc), TypeRange{dense.getType()}, constantType, ValueRange{}, name,
-            noDomain, b.getDictionaryAttr({b.getNamedAttr(valueName, dense)}));
+        auto op = b.create<onnxir::NodeOp>(NameLoc::get(name, loc), TypeRange{dense.getType()},
+                                           constantType, ValueRange{}, name, noDomain,
+                                           b.getDictionaryAttr({b.getNamedAttr(valueName, dense)}));
         values[node.outputs[0]] = op.getResult(0);
         continue;
       }
@@ -218,8 +237,9 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
     resultTypes.clear();
     for (const std::string &output : node.outputs) {
       auto it = graph.valueInfo.find(output);
-      resultTypes.push_back(it != graph.valueInfo.end() ? tensorType(b, it->second)
-                                                        : Type(UnrankedTensorType::get(b.getF32Type())));
+      resultTypes.push_back(it != graph.valueInfo.end()
+                                ? tensorType(b, it->second)
+                                : Type(UnrankedTensorType::get(b.getF32Type())));
     }
     DictionaryAttr attrs = noAttrs;
     if (!node.attributes.empty()) {
@@ -231,9 +251,9 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
     StringAttr &opType = opTypes[node.opType];
     if (!opType)
       opType = b.getStringAttr(node.opType);
-    auto op = b.create<onnxir::NodeOp>(NameLoc::get(name, loc), resultTypes, opType, operands, name,
-                                       node.domain.empty() ? noDomain : b.getStringAttr(node.domain),
-                                       attrs);
+    auto op = b.create<onnxir::NodeOp>(
+        NameLoc::get(name, loc), resultTypes, opType, operands, name,
+        node.domain.empty() ? noDomain : b.getStringAttr(node.domain), attrs);
     for (auto [output, result] : llvm::zip(node.outputs, op.getResults()))
       if (!output.empty())
         values[output] = result;

@@ -37,46 +37,79 @@ namespace disagmoe::onnxfe {
 
 int64_t elemTypeSize(ElemType t) noexcept {
   switch (t) {
-  case ElemType::Float: return 4;
-  case ElemType::UInt8: return 1;
-  case ElemType::Int8: return 1;
-  case ElemType::UInt16: return 2;
-  case ElemType::Int16: return 2;
-  case ElemType::Int32: return 4;
-  case ElemType::Int64: return 8;
-  case ElemType::Bool: return 1;
-  case ElemType::Float16: return 2;
-  case ElemType::Double: return 8;
-  case ElemType::UInt32: return 4;
-  case ElemType::UInt64: return 8;
-  case ElemType::Complex64: return 8;
-  case ElemType::Complex128: return 16;
-  case ElemType::BFloat16: return 2;
+  case ElemType::Float:
+    return 4;
+  case ElemType::UInt8:
+    return 1;
+  case ElemType::Int8:
+    return 1;
+  case ElemType::UInt16:
+    return 2;
+  case ElemType::Int16:
+    return 2;
+  case ElemType::Int32:
+    return 4;
+  case ElemType::Int64:
+    return 8;
+  case ElemType::Bool:
+    return 1;
+  case ElemType::Float16:
+    return 2;
+  case ElemType::Double:
+    return 8;
+  case ElemType::UInt32:
+    return 4;
+  case ElemType::UInt64:
+    return 8;
+  case ElemType::Complex64:
+    return 8;
+  case ElemType::Complex128:
+    return 16;
+  case ElemType::BFloat16:
+    return 2;
   case ElemType::String:
-  case ElemType::Undefined: return 0;
+  case ElemType::Undefined:
+    return 0;
   }
   return 0;
 }
 
 const char *elemTypeName(ElemType t) noexcept {
   switch (t) {
-  case ElemType::Undefined: return "undefined";
-  case ElemType::Float: return "float";
-  case ElemType::UInt8: return "uint8";
-  case ElemType::Int8: return "int8";
-  case ElemType::UInt16: return "uint16";
-  case ElemType::Int16: return "int16";
-  case ElemType::Int32: return "int32";
-  case ElemType::Int64: return "int64";
-  case ElemType::String: return "string";
-  case ElemType::Bool: return "bool";
-  case ElemType::Float16: return "float16";
-  case ElemType::Double: return "double";
-  case ElemType::UInt32: return "uint32";
-  case ElemType::UInt64: return "uint64";
-  case ElemType::Complex64: return "complex64";
-  case ElemType::Complex128: return "complex128";
-  case ElemType::BFloat16: return "bfloat16";
+  case ElemType::Undefined:
+    return "undefined";
+  case ElemType::Float:
+    return "float";
+  case ElemType::UInt8:
+    return "uint8";
+  case ElemType::Int8:
+    return "int8";
+  case ElemType::UInt16:
+    return "uint16";
+  case ElemType::Int16:
+    return "int16";
+  case ElemType::Int32:
+    return "int32";
+  case ElemType::Int64:
+    return "int64";
+  case ElemType::String:
+    return "string";
+  case ElemType::Bool:
+    return "bool";
+  case ElemType::Float16:
+    return "float16";
+  case ElemType::Double:
+    return "double";
+  case ElemType::UInt32:
+    return "uint32";
+  case ElemType::UInt64:
+    return "uint64";
+  case ElemType::Complex64:
+    return "complex64";
+  case ElemType::Complex128:
+    return "complex128";
+  case ElemType::BFloat16:
+    return "bfloat16";
   }
   return "undefined";
 }
@@ -142,8 +175,22 @@ std::string nodeRef(const onnx::NodeProto &n, size_t fileIndex) {
 
 ElemType toElemType(int32_t code) {
   switch (code) {
-  case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11:
-  case 12: case 13: case 14: case 15: case 16:
+  case 1:
+  case 2:
+  case 3:
+  case 4:
+  case 5:
+  case 6:
+  case 7:
+  case 8:
+  case 9:
+  case 10:
+  case 11:
+  case 12:
+  case 13:
+  case 14:
+  case 15:
+  case 16:
     return static_cast<ElemType>(code);
   default:
     return ElemType::Undefined;
@@ -178,7 +225,8 @@ public:
     if (size_ > static_cast<uint64_t>(INT_MAX)) {
       ::close(fd);
       fail(path + ": file is " + std::to_string(size_) +
-           " bytes, over protobuf's 2 GiB limit for one message (store the weights as ONNX external data)");
+           " bytes, over protobuf's 2 GiB limit for one message (store the weights as ONNX "
+           "external data)");
     }
     void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
@@ -195,7 +243,8 @@ public:
         if (r <= 0) {
           int e = errno;
           ::close(fd);
-          fail(path + ": read failed: " + (r == 0 ? std::string("unexpected end of file") : std::strerror(e)));
+          fail(path + ": read failed: " +
+               (r == 0 ? std::string("unexpected end of file") : std::strerror(e)));
         }
         got += static_cast<uint64_t>(r);
       }
@@ -224,15 +273,22 @@ private:
 // Protobuf wire-format walk: where each initializer's data lies in the file.
 //===----------------------------------------------------------------------===//
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLenDelim = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLenDelim = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
 
 /// Where one TensorProto's inline data lies.
 struct TensorLoc {
   enum class Field { None, Raw, Float, Double };
-  Field field = Field::None;  ///< the contiguous data field seen last
+  Field field = Field::None; ///< the contiguous data field seen last
   uint64_t offset = 0, length = 0;
-  int chunks = 0;           ///< number of occurrences of that field (contiguous only if 1)
-  bool unpacked = false;    ///< float_data/double_data seen in unpacked encoding
+  int chunks = 0;        ///< number of occurrences of that field (contiguous only if 1)
+  bool unpacked = false; ///< float_data/double_data seen in unpacked encoding
 };
 
 enum class WalkStatus { Ok, Truncated, Corrupt };
@@ -245,9 +301,9 @@ struct WalkError {
 /// Skips one field whose tag was just read. Throws WalkError.
 void skipField(CodedInputStream &in, uint32_t tag, int fileSize) {
   auto truncated = [&](const char *what) {
-    throw WalkError{WalkStatus::Truncated, std::string(what) + " at byte " + std::to_string(in.CurrentPosition()) +
-                                               " runs past the end of the file (" + std::to_string(fileSize) +
-                                               " bytes)"};
+    throw WalkError{WalkStatus::Truncated,
+                    std::string(what) + " at byte " + std::to_string(in.CurrentPosition()) +
+                        " runs past the end of the file (" + std::to_string(fileSize) + " bytes)"};
   };
   switch (tag & 7) {
   case kVarint: {
@@ -255,7 +311,8 @@ void skipField(CodedInputStream &in, uint32_t tag, int fileSize) {
     if (!in.ReadVarint64(&v)) {
       if (in.CurrentPosition() >= fileSize || in.BytesUntilTotalBytesLimit() <= 0)
         truncated("a varint");
-      throw WalkError{WalkStatus::Corrupt, "malformed varint at byte " + std::to_string(in.CurrentPosition())};
+      throw WalkError{WalkStatus::Corrupt,
+                      "malformed varint at byte " + std::to_string(in.CurrentPosition())};
     }
     return;
   }
@@ -274,19 +331,22 @@ void skipField(CodedInputStream &in, uint32_t tag, int fileSize) {
       truncated("a length prefix");
     if (len > static_cast<uint32_t>(INT_MAX) || !in.Skip(static_cast<int>(len))) {
       int limit = in.BytesUntilLimit();
-      if (limit >= 0 && static_cast<int64_t>(len) > limit && in.CurrentPosition() + limit < fileSize)
+      if (limit >= 0 && static_cast<int64_t>(len) > limit &&
+          in.CurrentPosition() + limit < fileSize)
         throw WalkError{WalkStatus::Corrupt, "field " + std::to_string(tag >> 3) + " at byte " +
-                                                 std::to_string(start) + " claims " + std::to_string(len) +
+                                                 std::to_string(start) + " claims " +
+                                                 std::to_string(len) +
                                                  " bytes, more than its enclosing message holds"};
-      throw WalkError{WalkStatus::Truncated, "field " + std::to_string(tag >> 3) + " at byte " +
-                                                 std::to_string(start) + " claims " + std::to_string(len) +
-                                                 " bytes, but the file ends at byte " + std::to_string(fileSize)};
+      throw WalkError{WalkStatus::Truncated,
+                      "field " + std::to_string(tag >> 3) + " at byte " + std::to_string(start) +
+                          " claims " + std::to_string(len) + " bytes, but the file ends at byte " +
+                          std::to_string(fileSize)};
     }
     return;
   }
   default:
-    throw WalkError{WalkStatus::Corrupt, "invalid wire type " + std::to_string(tag & 7) + " at byte " +
-                                             std::to_string(in.CurrentPosition())};
+    throw WalkError{WalkStatus::Corrupt, "invalid wire type " + std::to_string(tag & 7) +
+                                             " at byte " + std::to_string(in.CurrentPosition())};
   }
 }
 
@@ -295,16 +355,18 @@ CodedInputStream::Limit pushLength(CodedInputStream &in, int fileSize) {
   int start = in.CurrentPosition();
   uint32_t len;
   if (!in.ReadVarint32(&len))
-    throw WalkError{WalkStatus::Truncated, "length prefix at byte " + std::to_string(start) + " is cut off"};
+    throw WalkError{WalkStatus::Truncated,
+                    "length prefix at byte " + std::to_string(start) + " is cut off"};
   int limit = in.BytesUntilLimit();
   int remaining = fileSize - in.CurrentPosition();
   if (len > static_cast<uint32_t>(INT_MAX) || static_cast<int64_t>(len) > remaining)
-    throw WalkError{WalkStatus::Truncated, "message at byte " + std::to_string(start) + " claims " +
-                                               std::to_string(len) + " bytes, but the file ends at byte " +
-                                               std::to_string(fileSize)};
+    throw WalkError{WalkStatus::Truncated,
+                    "message at byte " + std::to_string(start) + " claims " + std::to_string(len) +
+                        " bytes, but the file ends at byte " + std::to_string(fileSize)};
   if (limit >= 0 && static_cast<int64_t>(len) > limit)
     throw WalkError{WalkStatus::Corrupt, "message at byte " + std::to_string(start) + " claims " +
-                                             std::to_string(len) + " bytes, more than its enclosing message holds"};
+                                             std::to_string(len) +
+                                             " bytes, more than its enclosing message holds"};
   return in.PushLimit(static_cast<int>(len));
 }
 
@@ -327,8 +389,9 @@ void walkTensor(CodedInputStream &in, int fileSize, TensorLoc &loc) {
         throw WalkError{WalkStatus::Truncated, "length prefix cut off"};
       int pos = in.CurrentPosition();
       if (!in.Skip(static_cast<int>(len)))
-        throw WalkError{WalkStatus::Truncated, "tensor data at byte " + std::to_string(pos) + " claims " +
-                                                   std::to_string(len) + " bytes past its end"};
+        throw WalkError{WalkStatus::Truncated, "tensor data at byte " + std::to_string(pos) +
+                                                   " claims " + std::to_string(len) +
+                                                   " bytes past its end"};
       if (loc.field == which) {
         ++loc.chunks;
       } else {
@@ -355,7 +418,8 @@ void walkGraph(CodedInputStream &in, int fileSize, std::vector<TensorLoc> &inits
       inits.emplace_back();
       walkTensor(in, fileSize, inits.back());
       if (!in.ConsumedEntireMessage() || in.BytesUntilLimit() != 0)
-        throw WalkError{WalkStatus::Corrupt, "malformed initializer " + std::to_string(inits.size() - 1)};
+        throw WalkError{WalkStatus::Corrupt,
+                        "malformed initializer " + std::to_string(inits.size() - 1)};
       in.PopLimit(lim);
       continue;
     }
@@ -366,10 +430,21 @@ void walkGraph(CodedInputStream &in, int fileSize, std::vector<TensorLoc> &inits
 /// Is (field, wire type) a field of ModelProto (onnx.proto, IR version 8)?
 bool isModelField(uint32_t field, uint32_t wt) {
   switch (field) {
-  case 1: case 5: return wt == kVarint;                         // ir_version, model_version
-  case 2: case 3: case 4: case 6: case 7: case 8: case 14: case 20: case 25:
+  case 1:
+  case 5:
+    return wt == kVarint; // ir_version, model_version
+  case 2:
+  case 3:
+  case 4:
+  case 6:
+  case 7:
+  case 8:
+  case 14:
+  case 20:
+  case 25:
     return wt == kLenDelim;
-  default: return false;
+  default:
+    return false;
   }
 }
 
@@ -378,7 +453,8 @@ bool isModelField(uint32_t field, uint32_t wt) {
 /// ModelProto does not have is an error (used to tell non-ONNX files from
 /// truncated ones); without, it is skipped (fields of newer IR versions).
 /// Throws WalkError.
-void walkModel(const uint8_t *data, int size, std::vector<TensorLoc> &inits, int *validFields, bool strict) {
+void walkModel(const uint8_t *data, int size, std::vector<TensorLoc> &inits, int *validFields,
+               bool strict) {
   CodedInputStream in(data, size);
   in.SetTotalBytesLimit(INT_MAX);
   in.SetRecursionLimit(INT_MAX);
@@ -392,9 +468,10 @@ void walkModel(const uint8_t *data, int size, std::vector<TensorLoc> &inits, int
       throw WalkError{WalkStatus::Corrupt, "invalid field tag at byte " + std::to_string(at)};
     uint32_t field = tag >> 3, wt = tag & 7;
     if (strict && !isModelField(field, wt))
-      throw WalkError{WalkStatus::Corrupt,
-                      "byte " + std::to_string(at) + " is not a field of an ONNX ModelProto (field " +
-                          std::to_string(field) + ", wire type " + std::to_string(wt) + ")"};
+      throw WalkError{WalkStatus::Corrupt, "byte " + std::to_string(at) +
+                                               " is not a field of an ONNX ModelProto (field " +
+                                               std::to_string(field) + ", wire type " +
+                                               std::to_string(wt) + ")"};
     if (field == 7 && wt == kLenDelim) {
       auto lim = pushLength(in, size);
       walkGraph(in, size, inits);
@@ -416,7 +493,7 @@ struct TensorSize {
   ElemType type = ElemType::Undefined;
   std::vector<int64_t> dims;
   uint64_t nelem = 0;
-  uint64_t nbytes = 0;  ///< 0 for strings
+  uint64_t nbytes = 0; ///< 0 for strings
 };
 
 /// Validates type and dims of a tensor; `ctx` prefixes errors ("<file>: initializer 'w'").
@@ -429,15 +506,16 @@ TensorSize tensorSize(const onnx::TensorProto &t, const std::string &ctx) {
   int64_t n = 1;
   for (size_t i = 0; i < ts.dims.size(); ++i) {
     if (ts.dims[i] < 0)
-      fail(ctx + ": negative dimension " + std::to_string(ts.dims[i]) + " at axis " + std::to_string(i) +
-           " in dims " + dimsStr(ts.dims));
+      fail(ctx + ": negative dimension " + std::to_string(ts.dims[i]) + " at axis " +
+           std::to_string(i) + " in dims " + dimsStr(ts.dims));
     if (__builtin_mul_overflow(n, ts.dims[i], &n))
       fail(ctx + ": the product of dims " + dimsStr(ts.dims) + " overflows int64");
   }
   ts.nelem = static_cast<uint64_t>(n);
   int64_t bytes = 0;
   if (__builtin_mul_overflow(n, elemTypeSize(ts.type), &bytes))
-    fail(ctx + ": dims " + dimsStr(ts.dims) + " of " + elemTypeName(ts.type) + " need more than 2^63 bytes");
+    fail(ctx + ": dims " + dimsStr(ts.dims) + " of " + elemTypeName(ts.type) +
+         " need more than 2^63 bytes");
   ts.nbytes = static_cast<uint64_t>(bytes);
   return ts;
 }
@@ -446,14 +524,22 @@ enum class DataField { None, Raw, Float, Int32, String, Int64, Double, UInt64 };
 
 const char *dataFieldName(DataField f) {
   switch (f) {
-  case DataField::None: return "no data field";
-  case DataField::Raw: return "raw_data";
-  case DataField::Float: return "float_data";
-  case DataField::Int32: return "int32_data";
-  case DataField::String: return "string_data";
-  case DataField::Int64: return "int64_data";
-  case DataField::Double: return "double_data";
-  case DataField::UInt64: return "uint64_data";
+  case DataField::None:
+    return "no data field";
+  case DataField::Raw:
+    return "raw_data";
+  case DataField::Float:
+    return "float_data";
+  case DataField::Int32:
+    return "int32_data";
+  case DataField::String:
+    return "string_data";
+  case DataField::Int64:
+    return "int64_data";
+  case DataField::Double:
+    return "double_data";
+  case DataField::UInt64:
+    return "uint64_data";
   }
   return "?";
 }
@@ -461,32 +547,51 @@ const char *dataFieldName(DataField f) {
 /// The typed field that holds elements of `t` (besides raw_data).
 DataField typedFieldFor(ElemType t) {
   switch (t) {
-  case ElemType::Float: case ElemType::Complex64: return DataField::Float;
-  case ElemType::Double: case ElemType::Complex128: return DataField::Double;
-  case ElemType::Int64: return DataField::Int64;
-  case ElemType::UInt32: case ElemType::UInt64: return DataField::UInt64;
-  case ElemType::String: return DataField::String;
-  case ElemType::Undefined: return DataField::None;
-  default: return DataField::Int32;  // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
+  case ElemType::Float:
+  case ElemType::Complex64:
+    return DataField::Float;
+  case ElemType::Double:
+  case ElemType::Complex128:
+    return DataField::Double;
+  case ElemType::Int64:
+    return DataField::Int64;
+  case ElemType::UInt32:
+  case ElemType::UInt64:
+    return DataField::UInt64;
+  case ElemType::String:
+    return DataField::String;
+  case ElemType::Undefined:
+    return DataField::None;
+  default:
+    return DataField::Int32; // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
   }
 }
 
 /// Which field holds the inline data; checks counts against dims. Throws on mismatch.
-DataField checkInlineData(const onnx::TensorProto &t, const TensorSize &ts, const std::string &ctx) {
+DataField checkInlineData(const onnx::TensorProto &t, const TensorSize &ts,
+                          const std::string &ctx) {
   std::vector<std::pair<DataField, uint64_t>> present;
   if (t.has_raw_data())
     present.push_back({DataField::Raw, t.raw_data().size()});
-  if (t.float_data_size()) present.push_back({DataField::Float, (uint64_t)t.float_data_size()});
-  if (t.int32_data_size()) present.push_back({DataField::Int32, (uint64_t)t.int32_data_size()});
-  if (t.string_data_size()) present.push_back({DataField::String, (uint64_t)t.string_data_size()});
-  if (t.int64_data_size()) present.push_back({DataField::Int64, (uint64_t)t.int64_data_size()});
-  if (t.double_data_size()) present.push_back({DataField::Double, (uint64_t)t.double_data_size()});
-  if (t.uint64_data_size()) present.push_back({DataField::UInt64, (uint64_t)t.uint64_data_size()});
+  if (t.float_data_size())
+    present.push_back({DataField::Float, (uint64_t)t.float_data_size()});
+  if (t.int32_data_size())
+    present.push_back({DataField::Int32, (uint64_t)t.int32_data_size()});
+  if (t.string_data_size())
+    present.push_back({DataField::String, (uint64_t)t.string_data_size()});
+  if (t.int64_data_size())
+    present.push_back({DataField::Int64, (uint64_t)t.int64_data_size()});
+  if (t.double_data_size())
+    present.push_back({DataField::Double, (uint64_t)t.double_data_size()});
+  if (t.uint64_data_size())
+    present.push_back({DataField::UInt64, (uint64_t)t.uint64_data_size()});
   if (present.size() > 1)
-    fail(ctx + ": has both " + dataFieldName(present[0].first) + " and " + dataFieldName(present[1].first));
+    fail(ctx + ": has both " + dataFieldName(present[0].first) + " and " +
+         dataFieldName(present[1].first));
   if (present.empty()) {
     if (ts.nelem != 0)
-      fail(ctx + ": has no data, but dims " + dimsStr(ts.dims) + " need " + std::to_string(ts.nelem) + " elements");
+      fail(ctx + ": has no data, but dims " + dimsStr(ts.dims) + " need " +
+           std::to_string(ts.nelem) + " elements");
     return DataField::None;
   }
   auto [field, count] = present[0];
@@ -494,24 +599,27 @@ DataField checkInlineData(const onnx::TensorProto &t, const TensorSize &ts, cons
     if (ts.type == ElemType::String)
       fail(ctx + ": string tensors cannot use raw_data");
     if (count != ts.nbytes)
-      fail(ctx + ": raw_data has " + std::to_string(count) + " bytes, but dims " + dimsStr(ts.dims) + " of " +
-           elemTypeName(ts.type) + " need " + std::to_string(ts.nbytes) + " bytes");
+      fail(ctx + ": raw_data has " + std::to_string(count) + " bytes, but dims " +
+           dimsStr(ts.dims) + " of " + elemTypeName(ts.type) + " need " +
+           std::to_string(ts.nbytes) + " bytes");
     return field;
   }
   if (field != typedFieldFor(ts.type))
-    fail(ctx + ": data is in " + dataFieldName(field) + ", which cannot hold " + elemTypeName(ts.type) +
-         " (expected " + dataFieldName(typedFieldFor(ts.type)) + " or raw_data)");
+    fail(ctx + ": data is in " + dataFieldName(field) + ", which cannot hold " +
+         elemTypeName(ts.type) + " (expected " + dataFieldName(typedFieldFor(ts.type)) +
+         " or raw_data)");
   uint64_t expect = ts.nelem;
   if (ts.type == ElemType::Complex64 || ts.type == ElemType::Complex128)
     expect *= 2;
   if (count != expect)
-    fail(ctx + ": " + dataFieldName(field) + " has " + std::to_string(count) + " values, but dims " +
-         dimsStr(ts.dims) + " need " + std::to_string(expect));
+    fail(ctx + ": " + dataFieldName(field) + " has " + std::to_string(count) +
+         " values, but dims " + dimsStr(ts.dims) + " need " + std::to_string(expect));
   return field;
 }
 
 /// Copies the inline data of `t` (already checked) into a TensorData.
-std::shared_ptr<TensorData> decodeTensor(const onnx::TensorProto &t, const TensorSize &ts, DataField field) {
+std::shared_ptr<TensorData> decodeTensor(const onnx::TensorProto &t, const TensorSize &ts,
+                                         DataField field) {
   auto td = std::make_shared<TensorData>();
   td->type = ts.type;
   td->dims = ts.dims;
@@ -541,13 +649,13 @@ std::shared_ptr<TensorData> decodeTensor(const onnx::TensorProto &t, const Tenso
   case DataField::UInt64:
     for (int i = 0; i < t.uint64_data_size(); ++i) {
       uint64_t v = t.uint64_data(i);
-      std::memcpy(dst + i * esz, &v, esz);  // little-endian: low bytes first
+      std::memcpy(dst + i * esz, &v, esz); // little-endian: low bytes first
     }
     break;
   case DataField::Int32:
     for (int i = 0; i < t.int32_data_size(); ++i) {
       int32_t v = t.int32_data(i);
-      std::memcpy(dst + i * esz, &v, esz);  // little-endian: low bytes first
+      std::memcpy(dst + i * esz, &v, esz); // little-endian: low bytes first
     }
     break;
   }
@@ -573,7 +681,8 @@ ValueInfo toValueInfo(const std::string &name, const onnx::TypeProto &tp) {
   return vi;
 }
 
-/// `ctx` makes the error prefix ("<file>: node 'n' (Op)"); called only on the rare paths that need it.
+/// `ctx` makes the error prefix ("<file>: node 'n' (Op)"); called only on the rare paths that need
+/// it.
 Attribute toAttribute(const onnx::AttributeProto &a, const std::function<std::string()> &ctx) {
   Attribute out;
   using AP = onnx::AttributeProto;
@@ -627,10 +736,13 @@ Attribute toAttribute(const onnx::AttributeProto &a, const std::function<std::st
 /// Names a subgraph (and its nested subgraphs) reads from enclosing scopes.
 void collectOuterRefs(const onnx::GraphProto &g, std::set<std::string> &refs) {
   std::unordered_set<std::string> local;
-  for (const auto &v : g.input()) local.insert(v.name());
-  for (const auto &t : g.initializer()) local.insert(t.name());
+  for (const auto &v : g.input())
+    local.insert(v.name());
+  for (const auto &t : g.initializer())
+    local.insert(t.name());
   for (const auto &n : g.node())
-    for (const auto &o : n.output()) local.insert(o);
+    for (const auto &o : n.output())
+      local.insert(o);
   for (const auto &n : g.node()) {
     for (const auto &i : n.input())
       if (!i.empty() && !local.count(i))
@@ -666,7 +778,7 @@ public:
       s.entries.Swap(t->mutable_external_data());
       s.dims.Swap(t->mutable_dims());
       t->clear_data_location();
-      t->add_dims(0);  // zero elements and no data: valid for the checker, whatever its size checks
+      t->add_dims(0); // zero elements and no data: valid for the checker, whatever its size checks
       saved_.push_back(std::move(s));
     }
     auto addShape = [&](onnx::ValueInfoProto *v) {
@@ -675,8 +787,10 @@ public:
         shapeless_.push_back(v);
       }
     };
-    for (auto &v : *g->mutable_input()) addShape(&v);
-    for (auto &v : *g->mutable_output()) addShape(&v);
+    for (auto &v : *g->mutable_input())
+      addShape(&v);
+    for (auto &v : *g->mutable_output())
+      addShape(&v);
   }
   ~CheckerCompat() {
     for (auto &s : saved_) {
@@ -709,7 +823,8 @@ bool parseU64(const std::string &s, uint64_t &v) {
   for (char c : s) {
     if (c < '0' || c > '9')
       return false;
-    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(c - '0'), &v))
+    if (__builtin_mul_overflow(v, 10u, &v) ||
+        __builtin_add_overflow(v, static_cast<uint64_t>(c - '0'), &v))
       return false;
   }
   return true;
@@ -729,7 +844,7 @@ void specialiseShape(onnx::TypeProto *tp, const std::map<std::string, int64_t> &
       continue;
     if (used)
       used->insert(it->first);
-    d->set_dim_value(it->second);  // oneof: clears dim_param
+    d->set_dim_value(it->second); // oneof: clears dim_param
   }
 }
 
@@ -740,7 +855,7 @@ void specialiseShape(onnx::TypeProto *tp, const std::map<std::string, int64_t> &
 /// Parses the mapped file into `model`; tells non-ONNX files from truncated ones.
 void parseModel(const std::string &F, const MappedFile &file, onnx::ModelProto &model) {
   CodedInputStream cis(file.data(), file.size());
-  cis.SetTotalBytesLimit(INT_MAX);  // the default of old protobufs is 64 MB
+  cis.SetTotalBytesLimit(INT_MAX); // the default of old protobufs is 64 MB
   bool parsed = false;
   try {
     parsed = model.ParseFromCodedStream(&cis);
@@ -748,7 +863,7 @@ void parseModel(const std::string &F, const MappedFile &file, onnx::ModelProto &
     parsed = false;
   }
   if (!parsed) {
-    int validFields = 0;  // complete top-level ModelProto fields before the failure
+    int validFields = 0; // complete top-level ModelProto fields before the failure
     std::vector<TensorLoc> ignored;
     try {
       walkModel(file.data(), file.size(), ignored, &validFields, /*strict=*/true);
@@ -825,13 +940,16 @@ void convertExternal(const onnx::TensorProto &t, const TensorSize &ts, const std
     fail(ctx + ": is stored externally but has no location");
   std::filesystem::path loc(location);
   if (loc.is_absolute())
-    fail(ctx + ": external_data location '" + location + "' must be relative to the model's directory");
+    fail(ctx + ": external_data location '" + location +
+         "' must be relative to the model's directory");
   for (const auto &part : loc)
     if (part == "..")
-      fail(ctx + ": external_data location '" + location + "' points outside the model's directory");
+      fail(ctx + ": external_data location '" + location +
+           "' points outside the model's directory");
   if (haveLength && length != ts.nbytes)
-    fail(ctx + ": external_data length is " + std::to_string(length) + " bytes, but dims " + dimsStr(ts.dims) +
-         " of " + elemTypeName(ts.type) + " need " + std::to_string(ts.nbytes) + " bytes");
+    fail(ctx + ": external_data length is " + std::to_string(length) + " bytes, but dims " +
+         dimsStr(ts.dims) + " of " + elemTypeName(ts.type) + " need " + std::to_string(ts.nbytes) +
+         " bytes");
   uint64_t end;
   if (__builtin_add_overflow(offset, ts.nbytes, &end))
     fail(ctx + ": external_data offset " + std::to_string(offset) + " + length overflows");
@@ -849,20 +967,21 @@ void convertInline(const onnx::TensorProto &t, const TensorSize &ts, const std::
   init.file = path;
   bool contiguous = false;
   if (field == DataField::None) {
-    contiguous = true;  // zero elements
+    contiguous = true; // zero elements
   } else if (field == DataField::Raw && loc.field == TensorLoc::Field::Raw) {
     contiguous = true;
   } else if (field == DataField::Float && loc.field == TensorLoc::Field::Float && loc.chunks == 1 &&
              !loc.unpacked) {
     contiguous = true;
-  } else if (field == DataField::Double && loc.field == TensorLoc::Field::Double && loc.chunks == 1 &&
-             !loc.unpacked) {
+  } else if (field == DataField::Double && loc.field == TensorLoc::Field::Double &&
+             loc.chunks == 1 && !loc.unpacked) {
     contiguous = true;
   }
   if (contiguous && field != DataField::None) {
     if (loc.length != ts.nbytes)
-      fail(ctx + ": data in the file is " + std::to_string(loc.length) + " bytes, but dims " + dimsStr(ts.dims) +
-           " of " + elemTypeName(ts.type) + " need " + std::to_string(ts.nbytes) + " bytes");
+      fail(ctx + ": data in the file is " + std::to_string(loc.length) + " bytes, but dims " +
+           dimsStr(ts.dims) + " of " + elemTypeName(ts.type) + " need " +
+           std::to_string(ts.nbytes) + " bytes");
     init.offset = loc.offset;
   }
   init.length = ts.nbytes;
@@ -885,8 +1004,9 @@ std::vector<Initializer> convertInitializers(const std::string &F, const MappedF
     }
   }
   if (static_cast<int>(locs.size()) != g.initializer_size())
-    fail(F + ": graph.initializer: found " + std::to_string(locs.size()) + " initializers in the wire format but " +
-         std::to_string(g.initializer_size()) + " after parsing");
+    fail(F + ": graph.initializer: found " + std::to_string(locs.size()) +
+         " initializers in the wire format but " + std::to_string(g.initializer_size()) +
+         " after parsing");
 
   const std::filesystem::path modelDir = std::filesystem::path(F).parent_path();
   std::unordered_set<std::string> names;
@@ -920,8 +1040,10 @@ std::vector<Initializer> convertInitializers(const std::string &F, const MappedF
 std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &g) {
   const int numNodes = g.node_size();
   // Keys view the names inside `g`, which outlives this function and is not modified here.
-  std::unordered_map<std::string_view, int> producer;  // value -> node index; -1 graph input / initializer
-  producer.reserve(static_cast<size_t>(g.initializer_size() + g.input_size()) + 2 * static_cast<size_t>(numNodes));
+  std::unordered_map<std::string_view, int>
+      producer; // value -> node index; -1 graph input / initializer
+  producer.reserve(static_cast<size_t>(g.initializer_size() + g.input_size()) +
+                   2 * static_cast<size_t>(numNodes));
   std::unordered_set<std::string_view> graphInputNames;
   for (const auto &t : g.initializer())
     producer[t.name()] = -1;
@@ -940,7 +1062,8 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
       auto [it, inserted] = producer.emplace(o, n);
       if (!inserted) {
         if (it->second < 0)
-          fail(F + ": " + nodeRef(node, n) + ": output '" + o + "' redefines a graph input or initializer");
+          fail(F + ": " + nodeRef(node, n) + ": output '" + o +
+               "' redefines a graph input or initializer");
         fail(F + ": " + nodeRef(node, n) + ": output '" + o + "' is also produced by " +
              nodeRef(g.node(it->second), it->second) + " (values must have one producer)");
       }
@@ -987,7 +1110,8 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
   }
   for (const auto &o : g.output())
     if (!producer.count(o.name()))
-      fail(F + ": graph output '" + o.name() + "': not produced by any node, initializer or graph input");
+      fail(F + ": graph output '" + o.name() +
+           "': not produced by any node, initializer or graph input");
 
   // users[userStart[p] .. userStart[p + 1]) are the nodes that read node p, ascending.
   std::vector<int> userStart(static_cast<size_t>(numNodes) + 1, 0), users(preds.size());
@@ -1042,7 +1166,8 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
     std::string cyc = "'" + nodeLabel(g.node(cur), cur) + "'";
     for (size_t k = path.size(); k-- > static_cast<size_t>(pos[cur]);)
       cyc += " -> '" + nodeLabel(g.node(path[k]), path[k]) + "'";
-    fail(F + ": " + nodeRef(g.node(cur), cur) + ": is on a cycle: " + cyc + " (the graph must be acyclic)");
+    fail(F + ": " + nodeRef(g.node(cur), cur) + ": is on a cycle: " + cyc +
+         " (the graph must be acyclic)");
   }
   return order;
 }
@@ -1051,7 +1176,7 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
 void reorderNodes(onnx::GraphProto *g, const std::vector<int> &order) {
   // In place, by swapping element pointers (the nodes may live on an arena).
   const int n = static_cast<int>(order.size());
-  std::vector<int> pos(n), at(n);  // position of original node i; original node at position p
+  std::vector<int> pos(n), at(n); // position of original node i; original node at position p
   for (int i = 0; i < n; ++i)
     pos[i] = at[i] = i;
   auto *nodes = g->mutable_node();
@@ -1081,10 +1206,12 @@ void checkTokenIds(const std::string &F, const LoadOptions &opts, const onnx::Gr
       if (g.input(i).name() == opts.tokenIdsInput)
         tok = i;
     if (tok < 0)
-      fail(F + ": graph.input: no runtime input named '" + opts.tokenIdsInput + "' (the token-id input)");
+      fail(F + ": graph.input: no runtime input named '" + opts.tokenIdsInput +
+           "' (the token-id input)");
   }
   const auto &in = g.input(tok);
-  ElemType et = in.type().has_tensor_type() ? toElemType(in.type().tensor_type().elem_type()) : ElemType::Undefined;
+  ElemType et = in.type().has_tensor_type() ? toElemType(in.type().tensor_type().elem_type())
+                                            : ElemType::Undefined;
   if (et != ElemType::Int64 && et != ElemType::Int32)
     fail(F + ": graph input '" + in.name() + "': the token-id input must be int64 or int32, not " +
          (in.type().has_tensor_type() ? elemTypeName(et) : "a non-tensor type"));
@@ -1109,14 +1236,16 @@ void specialiseDims(const std::string &F, const LoadOptions &opts, onnx::GraphPr
       specialiseShape(v.mutable_type(), opts.dimParams, nullptr);
     for (const auto &kv : opts.dimParams)
       if (!used.count(kv.first))
-        warnings.push_back(F + ": dimParams: no graph input has a dimension named '" + kv.first + "'");
+        warnings.push_back(F + ": dimParams: no graph input has a dimension named '" + kv.first +
+                           "'");
   }
   if (!opts.inputShapeOverride.empty()) {
     if (runtimeInputs.empty())
       fail(F + ": inputShapeOverride: the graph has no runtime input");
     auto *in = g->mutable_input(runtimeInputs.front());
     if (!in->type().has_tensor_type())
-      fail(F + ": graph input '" + in->name() + "': inputShapeOverride given, but the input is not a tensor");
+      fail(F + ": graph input '" + in->name() +
+           "': inputShapeOverride given, but the input is not a tensor");
     auto *shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
     shape->clear_dim();
     for (int64_t d : opts.inputShapeOverride)
@@ -1137,11 +1266,13 @@ void runChecker(const std::string &F, onnx::ModelProto &model) {
 
 /// ONNX shape inference, with data propagation (so shapes computed by
 /// Shape/Gather/Concat chains become static); without it if that throws.
-void inferShapes(const std::string &F, onnx::ModelProto &model, std::vector<std::string> &warnings) {
+void inferShapes(const std::string &F, onnx::ModelProto &model,
+                 std::vector<std::string> &warnings) {
   std::string firstError;
   for (bool dataProp : {true, false}) {
     try {
-      onnx::ShapeInferenceOptions so(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/dataProp);
+      onnx::ShapeInferenceOptions so(/*check_type=*/false, /*error_mode=*/0,
+                                     /*data_prop=*/dataProp);
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), so);
       if (!firstError.empty())
         warnings.push_back(F + ": shape inference with data propagation failed (" + firstError +
@@ -1185,7 +1316,7 @@ void fillGraph(const std::string &F, const onnx::GraphProto &g, const std::vecto
 
   out.nodes.resize(static_cast<size_t>(g.node_size()));
   for (int k = 0; k < g.node_size(); ++k) {
-    const onnx::NodeProto &node = g.node(k);  // already in topological order
+    const onnx::NodeProto &node = g.node(k); // already in topological order
     const int fileIndex = order[k];
     Node &n = out.nodes[static_cast<size_t>(k)];
     n.name = nodeLabel(node, fileIndex);
@@ -1196,7 +1327,8 @@ void fillGraph(const std::string &F, const onnx::GraphProto &g, const std::vecto
     n.outputs.assign(node.output().begin(), node.output().end());
     n.attributes.reserve(static_cast<size_t>(node.attribute_size()));
     for (const auto &a : node.attribute())
-      n.attributes.emplace_back(a.name(), toAttribute(a, [&] { return F + ": " + nodeRef(node, fileIndex); }));
+      n.attributes.emplace_back(
+          a.name(), toAttribute(a, [&] { return F + ": " + nodeRef(node, fileIndex); }));
   }
 }
 
@@ -1208,9 +1340,9 @@ double lap(std::chrono::steady_clock::time_point &start) {
   return s;
 }
 
-void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vector<std::string> &warnings,
-          std::vector<std::pair<std::string, double>> &phases) {
-  const std::string &F = path;  // every error starts with the file
+void load(const std::string &path, const LoadOptions &opts, Graph &out,
+          std::vector<std::string> &warnings, std::vector<std::pair<std::string, double>> &phases) {
+  const std::string &F = path; // every error starts with the file
   out = Graph();
   out.path = path;
   auto clock = std::chrono::steady_clock::now();
@@ -1239,7 +1371,7 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vec
   initNames.reserve(out.initializers.size());
   for (const auto &init : out.initializers)
     initNames.insert(init.info.name);
-  std::vector<int> runtimeInputs;  // indices into g->input() of the inputs that are not initializers
+  std::vector<int> runtimeInputs; // indices into g->input() of the inputs that are not initializers
   for (int i = 0; i < g->input_size(); ++i)
     if (!initNames.count(g->input(i).name()))
       runtimeInputs.push_back(i);
@@ -1264,9 +1396,11 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out, std::vec
       fail(error);
     for (int64_t d : dims)
       if (d < 1)
-        fail(F + ": graph input '" + in->name() + "': resolved dims " + dimsStr(dims) + " have a dim < 1");
+        fail(F + ": graph input '" + in->name() + "': resolved dims " + dimsStr(dims) +
+             " have a dim < 1");
     if (!in->type().has_tensor_type())
-      fail(F + ": graph input '" + in->name() + "': a shape was given, but the input is not a tensor");
+      fail(F + ": graph input '" + in->name() +
+           "': a shape was given, but the input is not a tensor");
     auto *shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
     shape->clear_dim();
     for (int64_t d : dims)

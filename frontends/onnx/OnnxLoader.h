@@ -50,7 +50,8 @@ enum class ElemType : int {
 
 /// Size of one element in bytes; 0 for Undefined, String and codes this loader does not know.
 int64_t elemTypeSize(ElemType t) noexcept;
-/// Lower-case name as ONNX spells it ("float", "int64", "bfloat16", ...); "undefined" for unknown codes.
+/// Lower-case name as ONNX spells it ("float", "int64", "bfloat16", ...); "undefined" for unknown
+/// codes.
 const char *elemTypeName(ElemType t) noexcept;
 
 /// Tensors whose data has at most this many bytes get their bytes copied into
@@ -73,12 +74,12 @@ struct TensorData {
 struct Attribute {
   enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph, Other };
   Kind kind = Kind::Other;
-  int64_t i = 0;                     ///< Kind::Int
-  double f = 0;                      ///< Kind::Float
-  std::string s;                     ///< Kind::String (raw bytes); Kind::Graph: the subgraph's name
-  std::vector<int64_t> ints;         ///< Kind::Ints
-  std::vector<double> floats;        ///< Kind::Floats
-  std::vector<std::string> strings;  ///< Kind::Strings
+  int64_t i = 0;                    ///< Kind::Int
+  double f = 0;                     ///< Kind::Float
+  std::string s;                    ///< Kind::String (raw bytes); Kind::Graph: the subgraph's name
+  std::vector<int64_t> ints;        ///< Kind::Ints
+  std::vector<double> floats;       ///< Kind::Floats
+  std::vector<std::string> strings; ///< Kind::Strings
   /// Kind::Tensor: the tensor with its data always copied (Constant nodes'
   /// `value` lands here, whatever its size). Subgraphs (Kind::Graph) are not converted.
   std::shared_ptr<TensorData> tensor;

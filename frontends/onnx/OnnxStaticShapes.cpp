@@ -115,7 +115,7 @@ Dims broadcast(const Dims &a, const Dims &b) {
     else if (y < 0 && x > 1)
       out[i] = x;
     else
-      out[i] = -1;  // unknown against 1 or unknown, or inconsistent
+      out[i] = -1; // unknown against 1 or unknown, or inconsistent
   }
   return out;
 }
@@ -160,7 +160,7 @@ public:
         visit(n);
     for (const Node &n : g_.nodes) {
       if (n.opType == "Constant")
-        continue;  // already a constant
+        continue; // already a constant
       for (const std::string &o : n.outputs) {
         auto it = o.empty() ? known_.end() : known_.find(o);
         if (it != known_.end())
@@ -261,41 +261,66 @@ private:
         knownIns_[i] = &it->second;
     }
     const std::string &op = n.opType;
-    if (op == "Constant") constant();
-    else if (op == "Identity") same(0, true);
-    else if (op == "Cast") cast();
-    else if (op == "Shape") shape();
-    else if (op == "Gather") gather();
-    else if (op == "Concat") concat();
-    else if (op == "Unsqueeze") unsqueeze();
-    else if (op == "Squeeze") squeeze();
-    else if (op == "Reshape") reshape();
-    else if (op == "Flatten") flatten();
-    else if (op == "Expand") expand();
+    if (op == "Constant")
+      constant();
+    else if (op == "Identity")
+      same(0, true);
+    else if (op == "Cast")
+      cast();
+    else if (op == "Shape")
+      shape();
+    else if (op == "Gather")
+      gather();
+    else if (op == "Concat")
+      concat();
+    else if (op == "Unsqueeze")
+      unsqueeze();
+    else if (op == "Squeeze")
+      squeeze();
+    else if (op == "Reshape")
+      reshape();
+    else if (op == "Flatten")
+      flatten();
+    else if (op == "Expand")
+      expand();
     else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" ||
              op == "Equal" || op == "Less" || op == "Greater" || op == "Min" || op == "Max" ||
              op == "Where")
       elementwise(op);
-    else if (op == "Neg") { same(0); negate(); }
-    else if (op == "Cos" || op == "Sin" || op == "Sigmoid" || op == "Sqrt" || op == "Softmax" ||
-             op == "Clip" || op == "Trilu" || op == "ScatterElements" || op == "Relu" ||
-             op == "Tanh" || op == "Exp" || op == "Erf" || op == "Reciprocal" || op == "Abs" ||
-             op == "LogSoftmax")
+    else if (op == "Neg") {
       same(0);
-    else if (op == "MatMul") matmul();
-    else if (op == "Gemm") gemm();
-    else if (op == "NonZero") setOut(0, ElemType::Int64, dimsOf(0) ? Dims{static_cast<int64_t>(dimsOf(0)->size()), -1} : Dims{-1, -1});
-    else if (op == "OneHot") oneHot();
-    else if (op == "Range") range();
+      negate();
+    } else if (op == "Cos" || op == "Sin" || op == "Sigmoid" || op == "Sqrt" || op == "Softmax" ||
+               op == "Clip" || op == "Trilu" || op == "ScatterElements" || op == "Relu" ||
+               op == "Tanh" || op == "Exp" || op == "Erf" || op == "Reciprocal" || op == "Abs" ||
+               op == "LogSoftmax")
+      same(0);
+    else if (op == "MatMul")
+      matmul();
+    else if (op == "Gemm")
+      gemm();
+    else if (op == "NonZero")
+      setOut(0, ElemType::Int64,
+             dimsOf(0) ? Dims{static_cast<int64_t>(dimsOf(0)->size()), -1} : Dims{-1, -1});
+    else if (op == "OneHot")
+      oneHot();
+    else if (op == "Range")
+      range();
     else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
              op == "ReduceProd")
       reduce(op);
-    else if (op == "Slice") slice();
-    else if (op == "Split") split();
-    else if (op == "Tile") tile();
-    else if (op == "TopK") topk();
-    else if (op == "Transpose") transpose();
-    else if (op == "ConstantOfShape") constantOfShape();
+    else if (op == "Slice")
+      slice();
+    else if (op == "Split")
+      split();
+    else if (op == "Tile")
+      tile();
+    else if (op == "TopK")
+      topk();
+    else if (op == "Transpose")
+      transpose();
+    else if (op == "ConstantOfShape")
+      constantOfShape();
   }
 
   void constant() {
@@ -364,8 +389,10 @@ private:
       return;
     // out[outer, idx..., inner] = data[outer, idx[...], inner]
     int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= kd->dims[i];
-    for (int64_t i = axis + 1; i < rank; ++i) inner *= kd->dims[i];
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= kd->dims[i];
+    for (int64_t i = axis + 1; i < rank; ++i)
+      inner *= kd->dims[i];
     const int64_t n = kd->dims[axis];
     Known k{kd->type, out, {}};
     for (int64_t o = 0; o < outer; ++o)
@@ -399,7 +426,7 @@ private:
       const Dims *d = dimsOf(i);
       if (!d || static_cast<int64_t>(d->size()) != rank) {
         out[axis] = -1;
-        allKnown = false;  // its value cannot be known either (it may even be known-less: null)
+        allKnown = false; // its value cannot be known either (it may even be known-less: null)
         continue;
       }
       for (int64_t j = 0; j < rank; ++j)
@@ -560,8 +587,7 @@ private:
   }
 
   /// Values of a broadcast elementwise op over every (known) input.
-  template <typename F>
-  void broadcastValues(ElemType type, const Dims &out, F f) {
+  template <typename F> void broadcastValues(ElemType type, const Dims &out, F f) {
     std::vector<const Known *> ins;
     for (size_t i = 0; i < numInputs(); ++i) {
       const Known *k = knownOf(i);
@@ -604,14 +630,21 @@ private:
       if (a.size() != 2)
         return false;
       int64_t x = a[0], y = a[1];
-      if (op == "Add") return !__builtin_add_overflow(x, y, &r);
-      if (op == "Sub") return !__builtin_sub_overflow(x, y, &r);
-      if (op == "Mul") return !__builtin_mul_overflow(x, y, &r);
-      if (op == "Div") return y > 0 && x >= 0 ? (r = x / y, true) : false;  // trunc = floor here
-      if (op == "Equal") return r = x == y, true;
-      if (op == "Less") return r = x < y, true;
-      if (op == "Greater") return r = x > y, true;
-      return false;  // Pow
+      if (op == "Add")
+        return !__builtin_add_overflow(x, y, &r);
+      if (op == "Sub")
+        return !__builtin_sub_overflow(x, y, &r);
+      if (op == "Mul")
+        return !__builtin_mul_overflow(x, y, &r);
+      if (op == "Div")
+        return y > 0 && x >= 0 ? (r = x / y, true) : false; // trunc = floor here
+      if (op == "Equal")
+        return r = x == y, true;
+      if (op == "Less")
+        return r = x < y, true;
+      if (op == "Greater")
+        return r = x > y, true;
+      return false; // Pow
     });
   }
 
@@ -659,11 +692,15 @@ private:
       return setOut(0, typeOf(0), nullptr);
     Dims x(*a), y(*b);
     const bool vecA = x.size() == 1, vecB = y.size() == 1;
-    if (vecA) x.insert(x.begin(), 1);
-    if (vecB) y.push_back(1);
+    if (vecA)
+      x.insert(x.begin(), 1);
+    if (vecB)
+      y.push_back(1);
     Dims batch = broadcast(Dims(x.begin(), x.end() - 2), Dims(y.begin(), y.end() - 2));
-    if (!vecA) batch.push_back(x[x.size() - 2]);
-    if (!vecB) batch.push_back(y.back());
+    if (!vecA)
+      batch.push_back(x[x.size() - 2]);
+    if (!vecB)
+      batch.push_back(y.back());
     setOut(0, typeOf(0), batch);
   }
 
@@ -687,7 +724,8 @@ private:
       return setOut(0, type, nullptr);
     const std::vector<int64_t> *depth = valuesOf(1);
     Dims out(*d);
-    out.insert(out.begin() + axis, depth && depth->size() == 1 && (*depth)[0] > 0 ? (*depth)[0] : -1);
+    out.insert(out.begin() + axis,
+               depth && depth->size() == 1 && (*depth)[0] > 0 ? (*depth)[0] : -1);
     setOut(0, type, out);
   }
 
@@ -714,7 +752,7 @@ private:
     const int64_t rank = static_cast<int64_t>(d->size());
     std::vector<int64_t> axes;
     bool axesKnown;
-    if (op == "ReduceSum" && has(1)) {  // opset >= 13: axes is an input
+    if (op == "ReduceSum" && has(1)) { // opset >= 13: axes is an input
       const std::vector<int64_t> *v = valuesOf(1);
       axesKnown = v != nullptr;
       if (v)
@@ -758,7 +796,8 @@ private:
     const std::vector<int64_t> *starts = valuesOf(1), *ends = valuesOf(2);
     const std::vector<int64_t> *axesIn = has(3) ? valuesOf(3) : nullptr;
     const std::vector<int64_t> *stepsIn = has(4) ? valuesOf(4) : nullptr;
-    if ((has(3) && !axesIn) || (has(4) && !stepsIn) || !starts || !ends || starts->size() != ends->size()) {
+    if ((has(3) && !axesIn) || (has(4) && !stepsIn) || !starts || !ends ||
+        starts->size() != ends->size()) {
       // Which axes are sliced is unknown (or how): only the rank is.
       if (has(3) && axesIn) {
         Dims out(*d);
@@ -795,8 +834,10 @@ private:
         continue;
       }
       int64_t s = (*starts)[i], e = (*ends)[i], st = steps[i];
-      if (s < 0) s += dim;
-      if (e < 0) e += dim;
+      if (s < 0)
+        s += dim;
+      if (e < 0)
+        e += dim;
       if (st > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
@@ -922,7 +963,8 @@ private:
     setOut(0, type, *shape);
     int64_t n;
     if (trackedType(fill.type) && product(*shape, n) && n <= kMaxKnownElements)
-      setKnown(0, Known{fill.type, *shape, std::vector<int64_t>(static_cast<size_t>(n), fill.v[0])});
+      setKnown(0,
+               Known{fill.type, *shape, std::vector<int64_t>(static_cast<size_t>(n), fill.v[0])});
   }
 };
 

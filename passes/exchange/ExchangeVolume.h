@@ -33,9 +33,9 @@ namespace disagmoe {
 /// Bytes of one MoE layer's exchanges for one micro-batch (activation payloads only: H * b per
 /// token copy; message headers, token ids and gates are excluded from both sides).
 struct ExchangeVolume {
-  double m2nBytes = 0, n2mBytes = 0, residualBytes = 0;  ///< DisagMoE
-  double dispatchBytes = 0, combineBytes = 0;            ///< EP all-to-all baseline
-  double destinationsPerToken = 0;                       ///< mean_t D(t) (or its expectation)
+  double m2nBytes = 0, n2mBytes = 0, residualBytes = 0; ///< DisagMoE
+  double dispatchBytes = 0, combineBytes = 0;           ///< EP all-to-all baseline
+  double destinationsPerToken = 0;                      ///< mean_t D(t) (or its expectation)
 
   double disagmoeBytes() const { return m2nBytes + n2mBytes + residualBytes; }
   double allToAllBytes() const { return dispatchBytes + combineBytes; }

@@ -112,9 +112,9 @@ struct ExchangeVolumePass : impl::ExchangeVolumeBase<ExchangeVolumePass> {
       std::vector<int64_t> expertsPerRank;
       for (auto [rank, count] : perRank)
         expertsPerRank.push_back(count);
-      ExchangeVolume v = expectedExchangeVolume(ids.getDimSize(0), ids.getDimSize(1),
-                                                expertsPerRank, x.getShape().back(),
-                                                bytesPerElement, residualCrosses[layer]);
+      ExchangeVolume v =
+          expectedExchangeVolume(ids.getDimSize(0), ids.getDimSize(1), expertsPerRank,
+                                 x.getShape().back(), bytesPerElement, residualCrosses[layer]);
       // FFN-side shared experts in the FFN stage this M2N feeds: home-rank copies as well.
       bool homeCopies = false;
       for (Operation *user : m2n->getUsers())

@@ -2,14 +2,13 @@
 //
 // After partitioning and group assignment, the values that flow from the attention stage of layer l
 // into the FFN stage of layer l are the token activations and their routing: they become one
-// `moe.m2n` (attention group of l to FFN group of l). The FFN stage's output flows to the stage that
-// forms x_{l+1} (the next layer's attention stage, or the head) through `moe.n2m`; the residual
-// stream h_l goes there directly through `moe.residual` (docs/architecture.md, "Exchanges";
-// DisagMoE, seeds/000, "M2N/N2M").
-// FFN-side always-on FFNs (assign-groups' dense-side / shared-experts-side) first move into the
-// layer's FFN stage, and FFN-side embedding / head get a moe.home_transfer, so that the IR carries
-// every exchange the executor sends (docs/plan-format.md, `dense_ffn`, "FFN-side embedding and
-// head").
+// `moe.m2n` (attention group of l to FFN group of l). The FFN stage's output flows to the stage
+// that forms x_{l+1} (the next layer's attention stage, or the head) through `moe.n2m`; the
+// residual stream h_l goes there directly through `moe.residual` (docs/architecture.md,
+// "Exchanges"; DisagMoE, seeds/000, "M2N/N2M"). FFN-side always-on FFNs (assign-groups' dense-side
+// / shared-experts-side) first move into the layer's FFN stage, and FFN-side embedding / head get a
+// moe.home_transfer, so that the IR carries every exchange the executor sends (docs/plan-format.md,
+// `dense_ffn`, "FFN-side embedding and head").
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -65,9 +64,9 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
       Value ids = numInputs == 3 ? stage.getInputs()[1] : Value();
       Value gates = numInputs == 3 ? stage.getInputs()[2] : Value();
       auto m2n = b.create<moe::M2NOp>(stage.getLoc(), stage.getInputs()[0].getType(),
-                                      ids ? ids.getType() : Type(), gates ? gates.getType() : Type(),
-                                      stage.getInputs()[0], ids, gates, layer,
-                                      *producer.getGroup(), ffnGroup);
+                                      ids ? ids.getType() : Type(),
+                                      gates ? gates.getType() : Type(), stage.getInputs()[0], ids,
+                                      gates, layer, *producer.getGroup(), ffnGroup);
       stage->setOperands(m2n.getResults());
 
       // Combine: every consumer of the FFN output receives it through an N2M exchange, and the
@@ -108,10 +107,11 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
   /// Moves every FFN-side moe.dense_ffn out of its attention stage into the layer's FFN stage:
   ///  - shared experts of an MoE layer: r = h + shared(xn) leaves the attention stage (which now
   ///    yields h); the FFN stage computes y = shared(x) + experts(x, ids, gates) (the home F-rank
-  ///    starts its N2M vector with shared(x)), so the consumer's x_{l+1} = h + N2M(y) keeps its value;
+  ///    starts its N2M vector with shared(x)), so the consumer's x_{l+1} = h + N2M(y) keeps its
+  ///    value;
   ///  - a dense layer: a new FFN stage computes y = dense(xn); the attention stage yields h and xn
-  ///    instead of x_{l+1} = h + y, and each consumer forms x_{l+1} = h + y itself, as at the cut of
-  ///    an MoE layer. The dispatch loop then gives it an M2N without ids / gates and an N2M.
+  ///    instead of x_{l+1} = h + y, and each consumer forms x_{l+1} = h + y itself, as at the cut
+  ///    of an MoE layer. The dispatch loop then gives it an M2N without ids / gates and an N2M.
   LogicalResult outlineFfnSideAlwaysOn(OpBuilder &b, func::FuncOp func) {
     SmallVector<moe::DenseFfnOp> moved;
     func.walk([&](moe::DenseFfnOp d) {
@@ -157,8 +157,8 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
         if (yield->getNumOperands() != 1)
           return ffn.emitError() << "ffn stage of layer " << layer << " must yield one value";
         OpBuilder inner(yield);
-        yield->setOperand(0, inner.create<arith::AddFOp>(add.getLoc(), shared.getResult(),
-                                                         yield->getOperand(0)));
+        yield->setOperand(
+            0, inner.create<arith::AddFOp>(add.getLoc(), shared.getResult(), yield->getOperand(0)));
         add.getResult().replaceAllUsesWith(h);
       } else {
         // Rebuild the attention stage with xn as an extra output, then its FFN stage.
@@ -168,9 +168,9 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
         SmallVector<Type> types(attn.getResultTypes());
         types.push_back(d.getX().getType());
         b.setInsertionPoint(attn);
-        auto grown = b.create<moe::StageOp>(attn.getLoc(), types, attn.getSideAttr(),
-                                            attn.getLayerAttr(), attn.getGroupAttr(),
-                                            attn.getOnAttr(), attn.getInputs());
+        auto grown =
+            b.create<moe::StageOp>(attn.getLoc(), types, attn.getSideAttr(), attn.getLayerAttr(),
+                                   attn.getGroupAttr(), attn.getOnAttr(), attn.getInputs());
         grown.getBody().takeBody(attn.getBody());
         for (auto [from, to] : llvm::zip(attn.getResults(), grown.getResults()))
           from.replaceAllUsesWith(to);
@@ -178,9 +178,9 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
         attn = grown;
         add.getResult().replaceAllUsesWith(h); // the attention stage now yields h at xIndex
         b.setInsertionPointAfter(attn);
-        auto ffn = b.create<moe::StageOp>(d.getLoc(), TypeRange{d.getType()}, b.getStringAttr("ffn"),
-                                          attn.getLayerAttr(), attn.getGroupAttr(), StringAttr(),
-                                          ValueRange{attn.getResults().back()});
+        auto ffn = b.create<moe::StageOp>(
+            d.getLoc(), TypeRange{d.getType()}, b.getStringAttr("ffn"), attn.getLayerAttr(),
+            attn.getGroupAttr(), StringAttr(), ValueRange{attn.getResults().back()});
         Block *body = new Block();
         ffn.getBody().push_back(body);
         body->addArgument(d.getX().getType(), d.getLoc());
@@ -250,9 +250,9 @@ struct FuseExchangePass : impl::FuseExchangeBase<FuseExchangePass> {
       if (!producer || producer.getSide() != "attention" || producer.getLayer() != layer)
         continue;
       b.setInsertionPoint(consumer);
-      auto residual = b.create<moe::ResidualOp>(producer.getLoc(), operand.get().getType(),
-                                                operand.get(), layer, *producer.getGroup(),
-                                                *consumer.getGroup());
+      auto residual =
+          b.create<moe::ResidualOp>(producer.getLoc(), operand.get().getType(), operand.get(),
+                                    layer, *producer.getGroup(), *consumer.getGroup());
       operand.set(residual.getResult());
       return success();
     }

@@ -65,7 +65,8 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
     }
     module->setAttr("moe.num_groups", b.getI64IntegerAttr(p));
     module.walk([&](moe::DenseFfnOp ffn) {
-      StringRef side = ffn.getRole() == "dense" ? StringRef(denseSide) : StringRef(sharedExpertsSide);
+      StringRef side =
+          ffn.getRole() == "dense" ? StringRef(denseSide) : StringRef(sharedExpertsSide);
       ffn.setSideAttr(b.getStringAttr(side));
     });
   }

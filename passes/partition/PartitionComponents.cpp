@@ -1,13 +1,13 @@
 //===- PartitionComponents.cpp - outline attention and FFN stages ---------===//
 //
 // Cuts the raised model at the component boundary of DisagMoE (seeds/000, "Disaggregation"): per
-// layer l, an attention stage (attention norm, attention, residual add, FFN norm, router) and an FFN
-// stage (experts). The residual add that forms x_{l+1} = h_l + y_l belongs to the receiver, i.e. to
-// the next layer's attention stage (or the head stage), so the residual stream crosses the cut
-// explicitly. Always-on FFNs (moe.dense_ffn: a dense layer's FFN, or shared experts) stay on the
-// attention side with their residual add; fuse-exchange moves those that assign-groups puts on
-// the FFN side into the layer's FFN stage. Weight references (`onnx.weight`) are cloned into the stages that use them, which are
-// isolated from above.
+// layer l, an attention stage (attention norm, attention, residual add, FFN norm, router) and an
+// FFN stage (experts). The residual add that forms x_{l+1} = h_l + y_l belongs to the receiver,
+// i.e. to the next layer's attention stage (or the head stage), so the residual stream crosses the
+// cut explicitly. Always-on FFNs (moe.dense_ffn: a dense layer's FFN, or shared experts) stay on
+// the attention side with their residual add; fuse-exchange moves those that assign-groups puts on
+// the FFN side into the layer's FFN stage. Weight references (`onnx.weight`) are cloned into the
+// stages that use them, which are isolated from above.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -64,10 +64,9 @@ void outlineStage(OpBuilder &b, const StageKey &key, ArrayRef<Operation *> ops) 
   SmallVector<Type> outTypes;
   for (Value v : outputs)
     outTypes.push_back(v.getType());
-  auto stage = b.create<moe::StageOp>(ops.front()->getLoc(), outTypes,
-                                      b.getStringAttr(key.side), b.getI64IntegerAttr(key.layer),
-                                      /*group=*/IntegerAttr(), /*on=*/StringAttr(),
-                                      inputs.getArrayRef());
+  auto stage = b.create<moe::StageOp>(
+      ops.front()->getLoc(), outTypes, b.getStringAttr(key.side), b.getI64IntegerAttr(key.layer),
+      /*group=*/IntegerAttr(), /*on=*/StringAttr(), inputs.getArrayRef());
   Block *body = new Block();
   stage.getBody().push_back(body);
   IRMapping map;

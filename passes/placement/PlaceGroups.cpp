@@ -35,8 +35,8 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
     }
     int64_t p = groupsAttr.getInt();
     if (attnRanks < 1 || ffnRanks < 1) {
-      module.emitError() << "attn-ranks (" << static_cast<int64_t>(attnRanks) << ") and ffn-ranks (" << static_cast<int64_t>(ffnRanks)
-                         << ") must be at least 1";
+      module.emitError() << "attn-ranks (" << static_cast<int64_t>(attnRanks) << ") and ffn-ranks ("
+                         << static_cast<int64_t>(ffnRanks) << ") must be at least 1";
       return signalPassFailure();
     }
 
@@ -85,8 +85,8 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
       }
       int64_t experts = it->second;
       if (ffnRanks > experts) {
-        module.emitError() << "ffn-ranks " << static_cast<int64_t>(ffnRanks) << " exceeds the " << experts
-                           << " experts of layer " << layer
+        module.emitError() << "ffn-ranks " << static_cast<int64_t>(ffnRanks) << " exceeds the "
+                           << experts << " experts of layer " << layer
                            << ": an F-rank would hold no expert";
         return signalPassFailure();
       }

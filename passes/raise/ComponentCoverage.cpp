@@ -16,12 +16,15 @@ namespace {
 
 /// Ops that only move, select, broadcast or scatter values: no role needed.
 bool isMoving(StringRef op) {
-  static const llvm::StringSet<> ops = {
-      "Cast",     "Reshape",  "Unsqueeze", "Squeeze", "Flatten",         "Identity",
-      "Transpose", "Expand",  "Tile",      "Concat",  "Split",           "Slice",
-      "Gather",   "NonZero",  "OneHot",    "Equal",   "Where",           "ScatterElements",
-      "ScatterND", "Shape",   "ConstantOfShape", "Less", "Greater",      "Range",
-      "Constant"};
+  static const llvm::StringSet<> ops = {"Cast",      "Reshape", "Unsqueeze",
+                                        "Squeeze",   "Flatten", "Identity",
+                                        "Transpose", "Expand",  "Tile",
+                                        "Concat",    "Split",   "Slice",
+                                        "Gather",    "NonZero", "OneHot",
+                                        "Equal",     "Where",   "ScatterElements",
+                                        "ScatterND", "Shape",   "ConstantOfShape",
+                                        "Less",      "Greater", "Range",
+                                        "Constant"};
   return ops.contains(op);
 }
 
@@ -98,7 +101,8 @@ private:
   bool staticFrom(Value v, ArrayRef<StringRef> ops) const {
     if (isData(v))
       return false;
-    return llvm::any_of(ops, [&](StringRef op) { return static_cast<bool>(findUpstream(v, op, 128)); });
+    return llvm::any_of(ops,
+                        [&](StringRef op) { return static_cast<bool>(findUpstream(v, op, 128)); });
   }
 
   /// RMSNorm chains Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Div -> [Mul(x, .)] -> Mul(w, .)
@@ -128,8 +132,8 @@ private:
           break;
         cur = next.front();
         chain.push_back(cur);
-        if (i == 1 || llvm::any_of(cur.getInputs(),
-                                   [](Value in) { return static_cast<bool>(weightOf(in)); }))
+        if (i == 1 ||
+            llvm::any_of(cur.getInputs(), [](Value in) { return static_cast<bool>(weightOf(in)); }))
           break;
       }
       for (NodeOp n : chain)
@@ -154,10 +158,9 @@ private:
         continue;
       StringRef op = n.getOpType();
       bool through = isMoving(op) || op == "Softmax" || op == "Div" || op == "ReduceSum" ||
-                     op == "Add" ||
-                     (op == "Mul" && llvm::any_of(n.getInputs(), [](Value in) {
-                        return static_cast<bool>(scalarConstant(in));
-                      }));
+                     op == "Add" || (op == "Mul" && llvm::any_of(n.getInputs(), [](Value in) {
+                                       return static_cast<bool>(scalarConstant(in));
+                                     }));
       if (through)
         for (Value in : n.getInputs())
           work.push_back(in);
@@ -246,8 +249,8 @@ private:
 
   bool isRopeProduct(Value v) const {
     NodeOp mul = producer(v, {"Mul"});
-    return mul && llvm::any_of(mul.getInputs(),
-                               [&](Value in) { return staticFrom(in, {"Cos", "Sin"}); });
+    return mul &&
+           llvm::any_of(mul.getInputs(), [&](Value in) { return staticFrom(in, {"Cos", "Sin"}); });
   }
 
   bool hasRole(NodeOp node) {
@@ -286,7 +289,8 @@ private:
           return true; // SiLU
       for (Value in : ins)
         if (NodeOp m = producer(in, {"Mul"}))
-          if (llvm::any_of(m.getInputs(), [](Value x) { return static_cast<bool>(producer(x, {"Sigmoid"})); }))
+          if (llvm::any_of(m.getInputs(),
+                           [](Value x) { return static_cast<bool>(producer(x, {"Sigmoid"})); }))
             return true; // silu(x W1) * (x W3), or GPT-OSS's (up + 1) * glu
       if (anyIn([&](Value v) { return staticFrom(v, {"Cos", "Sin"}); }))
         return true; // RoPE
@@ -300,8 +304,8 @@ private:
         if (isScalar(other) && isRouterGates(gates) &&
             llvm::none_of(node.getOutputs()[0].getUsers(), [](Operation *user) {
               auto n = dyn_cast<NodeOp>(user);
-              return n && llvm::is_contained({"Div", "ReduceSum", "Softmax", "TopK"},
-                                             n.getOpType());
+              return n &&
+                     llvm::is_contained({"Div", "ReduceSum", "Softmax", "TopK"}, n.getOpType());
             }))
           return true;
       }
@@ -309,7 +313,8 @@ private:
         return true; // GPT-OSS: alpha * gate, gate * Sigmoid(alpha * gate)
       for (Value in : ins)
         if (NodeOp add = producer(in, {"Add"}))
-          if (llvm::any_of(add.getInputs(), [](Value x) { return static_cast<bool>(producer(x, {"Clip"})); }))
+          if (llvm::any_of(add.getInputs(),
+                           [](Value x) { return static_cast<bool>(producer(x, {"Clip"})); }))
             return true; // GPT-OSS: (Clip(up) + 1) * glu
       if (anyIn(isScalar))
         return isSoftmaxScale(node);

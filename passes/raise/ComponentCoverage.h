@@ -17,16 +17,15 @@
 //                Softmax) and P V (reads one); one constant scale per attention Softmax; the
 //                additive causal/window mask; RoPE's products with cos/sin tables, rotate-half's
 //                Neg (first of its Concat(-x2, x1)) and the Add/Sub of the rotated halves;
-//                attention sinks' Sub(ReduceMax); Softmax, TopK; router renormalisation Div(ReduceSum) and its eps Add; a product
-//                of an expert output with the router's gates (TopK values, their softmax,
-//                renormalisation or scaling, or the dense score matrix scattered at the router
-//                ids), a constant routed_scaling_factor on the router's gates themselves (not on
-//                a per-expert gather of them), and the ReduceSum over the weighted outputs;
-//                SiLU x * Sigmoid(x) (a Sigmoid read by that product) and the gated product with
-//                the up projection; GPT-OSS's clamped SwiGLU (Clip of the stride-2 slices,
-//                Sigmoid(alpha * gate), + 1, products);
-//                bias and residual Adds, and the index_add accumulation Add(zeros, Scatter);
-//                com.microsoft.MoE.
+//                attention sinks' Sub(ReduceMax); Softmax, TopK; router renormalisation
+//                Div(ReduceSum) and its eps Add; a product of an expert output with the router's
+//                gates (TopK values, their softmax, renormalisation or scaling, or the dense score
+//                matrix scattered at the router ids), a constant routed_scaling_factor on the
+//                router's gates themselves (not on a per-expert gather of them), and the ReduceSum
+//                over the weighted outputs; SiLU x * Sigmoid(x) (a Sigmoid read by that product)
+//                and the gated product with the up projection; GPT-OSS's clamped SwiGLU (Clip of
+//                the stride-2 slices, Sigmoid(alpha * gate), + 1, products); bias and residual
+//                Adds, and the index_add accumulation Add(zeros, Scatter); com.microsoft.MoE.
 // A data node with no role is an error naming it and its op type; all are reported at once.
 //
 //===----------------------------------------------------------------------===//

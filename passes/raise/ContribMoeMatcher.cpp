@@ -11,9 +11,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <limits>
 
 namespace disagmoe::raise {
@@ -47,8 +47,8 @@ WeightOp rowSlice(WeightOp w, int64_t e, int64_t row0, int64_t rows, StringRef p
   const int64_t elem = static_cast<int64_t>(w.getLength()) / (type.getDimSize(0) * outRows * in);
   OpBuilder b(w);
   b.setInsertionPointAfter(w);
-  SmallVector<int64_t> shape = type.getRank() == 3 ? SmallVector<int64_t>{in, rows}
-                                                   : SmallVector<int64_t>{rows};
+  SmallVector<int64_t> shape =
+      type.getRank() == 3 ? SmallVector<int64_t>{in, rows} : SmallVector<int64_t>{rows};
   return b.create<WeightOp>(
       w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
       b.getStringAttr(w.getWeightName().str() + "[" + std::to_string(e) + "]" + part.str()),
@@ -67,7 +67,8 @@ WeightOp transposedRef(WeightOp w) {
   OpBuilder b(w);
   b.setInsertionPointAfter(w);
   return b.create<WeightOp>(
-      w.getLoc(), RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
+      w.getLoc(),
+      RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
       w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
       /*value=*/ElementsAttr(), b.getUnitAttr());
 }
@@ -140,7 +141,8 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
       if (n != "k" && n != "activation_type" && n != "normalize_routing_weights" &&
           n != "swiglu_fusion" && n != "swiglu_limit" && n != "activation_alpha" &&
           n != "activation_beta" && n != "use_sparse_mixer")
-        return fail("attribute '" + n.str() + "' is not one of the op's (k, activation_type, "
+        return fail("attribute '" + n.str() +
+                    "' is not one of the op's (k, activation_type, "
                     "normalize_routing_weights, swiglu_fusion, swiglu_limit, activation_alpha, "
                     "activation_beta, use_sparse_mixer)");
     }
@@ -181,9 +183,14 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     return fail("expected at least 5 inputs (input, router_probs, fc1_experts_weights, "
                 "fc1_experts_bias, fc2_experts_weights), got " +
                 std::to_string(node.getInputs().size()));
-  static const char *const names[] = {"input", "router_probs", "fc1_experts_weights",
-                                      "fc1_experts_bias", "fc2_experts_weights", "fc2_experts_bias",
-                                      "fc3_experts_weights", "fc3_experts_bias"};
+  static const char *const names[] = {"input",
+                                      "router_probs",
+                                      "fc1_experts_weights",
+                                      "fc1_experts_bias",
+                                      "fc2_experts_weights",
+                                      "fc2_experts_bias",
+                                      "fc3_experts_weights",
+                                      "fc3_experts_bias"};
   if (node.getInputs().size() > 8)
     return fail("expected at most 8 inputs, got " + std::to_string(node.getInputs().size()));
   WeightOp w[8];
@@ -201,7 +208,9 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
   }
   if (!w[2] || !w[4])
     return fail("fc1_experts_weights and fc2_experts_weights are required");
-  auto shape = [&](unsigned i) { return w[i] ? staticShape(w[i].getResult()) : SmallVector<int64_t>{}; };
+  auto shape = [&](unsigned i) {
+    return w[i] ? staticShape(w[i].getResult()) : SmallVector<int64_t>{};
+  };
   auto fc1 = shape(2), fc2 = shape(4);
   auto xShape = staticShape(node.getInputs()[0]);
   if (fc1.size() != 3 || fc2.size() != 3)
@@ -212,8 +221,10 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     return fail("fc1_experts_weights " + shapeString(fc1) + " and fc2_experts_weights " +
                 shapeString(fc2) + " must have positive experts, hidden and inter sizes");
   if (!xShape.empty() && xShape.back() != H)
-    return fail("fc2_experts_weights " + shapeString(fc2) + " is not [experts, hidden, inter] for "
-                "the input's hidden size " + std::to_string(xShape.back()) +
+    return fail("fc2_experts_weights " + shapeString(fc2) +
+                " is not [experts, hidden, inter] for "
+                "the input's hidden size " +
+                std::to_string(xShape.back()) +
                 " (onnxruntime >= 1.22 stores weights [out, in]; the pre-1.22 layout "
                 "[experts, inter, hidden] is refused)");
   const bool fused = activation == "swiglu";
@@ -231,19 +242,19 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     return fail("fc1_experts_bias " + shapeString(shape(3)) + " is not [experts, " +
                 (fused ? "2*inter" : "inter") + "] = " + shapeString({E, f * I}));
   if (w[5] && shape(5) != SmallVector<int64_t>{E, H})
-    return fail("fc2_experts_bias " + shapeString(shape(5)) + " is not [experts, hidden] = " +
-                shapeString({E, H}));
+    return fail("fc2_experts_bias " + shapeString(shape(5)) +
+                " is not [experts, hidden] = " + shapeString({E, H}));
   if (w[6] && fused)
     return fail("fc3_experts_weights is given with 'swiglu_fusion' = " + std::to_string(fusion) +
                 ", whose fc1 already holds the value projection");
   if (w[7] && !w[6])
     return fail("fc3_experts_bias without fc3_experts_weights");
   if (w[6] && shape(6) != SmallVector<int64_t>{E, I, H})
-    return fail("fc3_experts_weights " + shapeString(shape(6)) + " is not [experts, inter, hidden] = " +
-                shapeString({E, I, H}));
+    return fail("fc3_experts_weights " + shapeString(shape(6)) +
+                " is not [experts, inter, hidden] = " + shapeString({E, I, H}));
   if (w[7] && shape(7) != SmallVector<int64_t>{E, I})
-    return fail("fc3_experts_bias " + shapeString(shape(7)) + " is not [experts, inter] = " +
-                shapeString({E, I}));
+    return fail("fc3_experts_bias " + shapeString(shape(7)) +
+                " is not [experts, inter] = " + shapeString({E, I}));
   if (k < 1 || k > E)
     return fail("attribute 'k' = " + std::to_string(k) + " is outside 1.." + std::to_string(E) +
                 " (the experts in fc1_experts_weights)");
@@ -253,8 +264,9 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     // fc3 gates only silu (SwiGLU); onnxruntime's CUDA provider multiplies any activation by fc3,
     // but no model uses e.g. relu(fc1) * fc3, so that form is refused rather than half-supported.
     if (w[6] && activation != "silu")
-      return fail("attribute 'activation_type' = '" + activation +
-                  "' with fc3_experts_weights is not supported: only silu is gated by fc3 (SwiGLU)");
+      return fail(
+          "attribute 'activation_type' = '" + activation +
+          "' with fc3_experts_weights is not supported: only silu is gated by fc3 (SwiGLU)");
     if (!w[6])
       m.activation = activation == "gelu" ? "gelu_tanh" : activation; // w1 -> act -> w2
   } else if (beta == 1.0) {
@@ -267,8 +279,7 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     m.limit = std::isinf(limit) ? static_cast<double>(FLT_MAX) : limit;
   } else if (beta != 0.0 || alpha != 1.0 || !std::isinf(limit)) {
     return fail("attributes 'activation_alpha' = " + num(alpha) +
-                ", 'activation_beta' = " + num(beta) + ", 'swiglu_limit' = " +
-                num(limit) +
+                ", 'activation_beta' = " + num(beta) + ", 'swiglu_limit' = " + num(limit) +
                 " are not supported: expected beta 1 (clamped SwiGLU), or alpha 1, beta 0 and "
                 "no limit (SwiGLU)");
   }

@@ -16,8 +16,8 @@
 //   fc3 [E, I, H]; biases fc1 [E, f*I], fc2 [E, H], fc3 [E, I] (all f32).
 //   swiglu: a = x fc1^T + b1 split into gate g and value v (swiglu_fusion 1: even / odd rows,
 //   2: first / second half); g = min(g, limit), v = clamp(v, -limit, limit),
-//   act = g * sigmoid(alpha g) * (v + beta). silu with fc3: act = silu(x fc1^T + b1) * (x fc3^T + b3).
-//   y = act fc2^T + b2, combined with the top-k weights.
+//   act = g * sigmoid(alpha g) * (v + beta). silu with fc3: act = silu(x fc1^T + b1) * (x fc3^T +
+//   b3). y = act fc2^T + b2, combined with the top-k weights.
 //
 // Forms that moe.experts expresses: silu with fc3 (SwiGLU); swiglu with alpha = 1, beta = 0 and
 // no limit (SwiGLU); swiglu with beta = 1 and alpha > 0 (GPT-OSS's clamped SwiGLU, limit +inf
@@ -73,8 +73,8 @@ bool isContribMoe(NodeOp node);
 
 /// Reads `node` (found by findContribMoe(x)). On a contradiction or an unsupported form returns
 /// nullopt and sets `errorAt` / `error` (the message names the attribute or input at fault).
-std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, mlir::Value x, mlir::Operation *&errorAt,
-                                               std::string &error);
+std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, mlir::Value x,
+                                               mlir::Operation *&errorAt, std::string &error);
 
 } // namespace disagmoe::raise
 

@@ -76,8 +76,8 @@ int64_t rankOf(Value v) {
 
 std::string fmt(double v) { return std::to_string(static_cast<long long>(v)); }
 
-/// "bounds [start, end)" when a Slice of `data` cuts axis 0 at a constant count (a start other than 0,
-/// or an end short of the whole axis); empty otherwise.
+/// "bounds [start, end)" when a Slice of `data` cuts axis 0 at a constant count (a start other than
+/// 0, or an end short of the whole axis); empty otherwise.
 std::string constantSliceBounds(NodeOp slice) {
   auto ins = slice.getInputs();
   if (ins.size() < 3)
@@ -197,18 +197,19 @@ LogicalResult checkDispatchDataflow(func::FuncOp func) {
       continue;
     ok = false;
     auto &[first, bounds] = cuts.front();
-    first.emitError() << describe(first) << ": the MoE dispatch cuts the token-expert pairs sorted by "
-                      << describe(sort) << " (the expert ids of router " << describe(router)
-                      << ") at constant " << bounds << " (" << cuts.size()
-                      << (cuts.size() == 1 ? " such cut" : " such cuts") << " in this layer): the per-expert token counts are constants "
-                         "baked from the traced batch, not functions of the router's output, so "
-                         "every batch would be routed like the traced one and experts that got no "
-                         "token while tracing are missing. This is what tracing DeepSeek's "
-                         "moe_infer (argsort, bincount or tokens_per_expert.cpu().numpy(), slices "
-                         "or a split of the sorted tokens) produces; refusing the export. Export the loop over "
-                         "experts instead (for each expert e: torch.where(expert_mask[e]), run the "
-                         "expert on those rows, index_add_ into the output), as Hugging Face's "
-                         "Mixtral and Qwen MoE blocks do";
+    first.emitError()
+        << describe(first) << ": the MoE dispatch cuts the token-expert pairs sorted by "
+        << describe(sort) << " (the expert ids of router " << describe(router) << ") at constant "
+        << bounds << " (" << cuts.size() << (cuts.size() == 1 ? " such cut" : " such cuts")
+        << " in this layer): the per-expert token counts are constants "
+           "baked from the traced batch, not functions of the router's output, so "
+           "every batch would be routed like the traced one and experts that got no "
+           "token while tracing are missing. This is what tracing DeepSeek's "
+           "moe_infer (argsort, bincount or tokens_per_expert.cpu().numpy(), slices "
+           "or a split of the sorted tokens) produces; refusing the export. Export the loop over "
+           "experts instead (for each expert e: torch.where(expert_mask[e]), run the "
+           "expert on those rows, index_add_ into the output), as Hugging Face's "
+           "Mixtral and Qwen MoE blocks do";
   }
   return success(ok);
 }

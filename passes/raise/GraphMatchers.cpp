@@ -79,7 +79,8 @@ WeightOp weightOf(Value v) {
 }
 
 Value skipDataMovement(Value v) {
-  while (auto node = producer(v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))
+  while (auto node =
+             producer(v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))
     v = node.getInputs()[0];
   return v;
 }

@@ -1,7 +1,7 @@
 //===- GraphMatchers.h - structural queries over the `onnx` dialect -------===//
 //
-// Small helpers the raising pass uses to recognise components by structure: the node that produces a
-// value, its consumers, constant values (from `Constant` nodes or small initializers), and walks
+// Small helpers the raising pass uses to recognise components by structure: the node that produces
+// a value, its consumers, constant values (from `Constant` nodes or small initializers), and walks
 // through shape-only ops (Cast, Reshape, Unsqueeze, ...). No tensor names are ever consulted.
 //
 //===----------------------------------------------------------------------===//

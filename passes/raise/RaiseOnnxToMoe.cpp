@@ -1,12 +1,15 @@
 //===- RaiseOnnxToMoe.cpp - recognise MoE components in an ONNX graph -----===//
 //
-// Walks the residual stream of a decoder exported by torch.onnx.export and recognises, by structure:
+// Walks the residual stream of a decoder exported by torch.onnx.export and recognises, by
+// structure:
 //   embedding  Gather(W[vocab, hidden], input_ids)
-//   RMSNorm    Pow(x, 2) -> ReduceMean(-1) -> Add(eps) -> Sqrt -> Div(1, .) -> Mul(x, .) -> Mul(w, .)
-//   attention  three projections MatMul(norm, W) feeding a scaled, causally masked Softmax(QK^T) V with
+//   RMSNorm    Pow(x, 2) -> ReduceMean(-1) -> Add(eps) -> Sqrt -> Div(1, .) -> Mul(x, .) -> Mul(w,
+//   .) attention  three projections MatMul(norm, W) feeding a scaled, causally masked Softmax(QK^T)
+//   V with
 //              RoPE (Cos/Sin of an inverse-frequency constant), then MatMul(., Wo)
 //   router     MatMul(norm, Wg) -> Softmax -> TopK(K) [-> ReduceSum -> Div]  or  TopK -> Softmax
-//   experts    SwiGLU blocks MatMul(rows, W1) -> Sigmoid/Mul, MatMul(rows, W3), MatMul(., W2) whose rows
+//   experts    SwiGLU blocks MatMul(rows, W1) -> Sigmoid/Mul, MatMul(rows, W3), MatMul(., W2) whose
+//   rows
 //              are selected by the router's one-hot mask (Gather(mask, e) -> NonZero -> ...)
 //   head       MatMul(final norm, W[hidden, vocab]) producing the graph output
 // and the parts of the other MoE families, each found by its structure:
@@ -32,8 +35,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
-#include "passes/raise/ContribMoeMatcher.h"
 #include "passes/raise/ComponentCoverage.h"
+#include "passes/raise/ContribMoeMatcher.h"
 #include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 
@@ -57,15 +60,52 @@ using namespace disagmoe::raise;
 
 /// ONNX op types that appear in the supported decoder exports (opset 13-17).
 const llvm::StringSet<> &supportedOpTypes() {
-  static const llvm::StringSet<> ops = {
-      "Add",       "Cast",    "Concat",    "Constant",  "ConstantOfShape", "Cos",
-      "Div",       "Equal",   "Expand",    "Flatten",   "Gather",          "Identity",
-      "MatMul",    "Mul",     "Neg",       "NonZero",   "OneHot",          "Pow",
-      "Range",     "ReduceMean", "ReduceSum", "Reshape", "ScatterElements", "Shape",
-      "Sigmoid",   "Sin",     "Slice",     "Softmax",   "Split",           "Sqrt",
-      "Squeeze",   "Sub",     "Tile",      "TopK",      "Transpose",       "Trilu",
-      "Unsqueeze", "Where",   "Less",      "Greater",   "Min",             "Max",
-      "Gemm",      "Clip",    "ReduceMax", "Einsum"};
+  static const llvm::StringSet<> ops = {"Add",
+                                        "Cast",
+                                        "Concat",
+                                        "Constant",
+                                        "ConstantOfShape",
+                                        "Cos",
+                                        "Div",
+                                        "Equal",
+                                        "Expand",
+                                        "Flatten",
+                                        "Gather",
+                                        "Identity",
+                                        "MatMul",
+                                        "Mul",
+                                        "Neg",
+                                        "NonZero",
+                                        "OneHot",
+                                        "Pow",
+                                        "Range",
+                                        "ReduceMean",
+                                        "ReduceSum",
+                                        "Reshape",
+                                        "ScatterElements",
+                                        "Shape",
+                                        "Sigmoid",
+                                        "Sin",
+                                        "Slice",
+                                        "Softmax",
+                                        "Split",
+                                        "Sqrt",
+                                        "Squeeze",
+                                        "Sub",
+                                        "Tile",
+                                        "TopK",
+                                        "Transpose",
+                                        "Trilu",
+                                        "Unsqueeze",
+                                        "Where",
+                                        "Less",
+                                        "Greater",
+                                        "Min",
+                                        "Max",
+                                        "Gemm",
+                                        "Clip",
+                                        "ReduceMax",
+                                        "Einsum"};
   return ops;
 }
 
@@ -92,8 +132,8 @@ struct NormMatch {
 struct AttentionMatch {
   Value input, output;
   WeightOp wq, wk, wv, wo;
-  WeightOp bq, bk, bv, bo;   // projection biases (GPT-OSS), or null
-  WeightOp qNorm, kNorm;     // per-head RMSNorm weights [head_dim] (Qwen3), or null
+  WeightOp bq, bk, bv, bo; // projection biases (GPT-OSS), or null
+  WeightOp qNorm, kNorm;   // per-head RMSNorm weights [head_dim] (Qwen3), or null
   double qkNormEps = 0;
   WeightOp sinks;            // per-head sink logits [heads] (GPT-OSS), or null
   int64_t slidingWindow = 0; // 0: full causal attention
@@ -147,15 +187,15 @@ struct LayerMatch {
   NormMatch attnNorm, ffnNorm;
   AttentionMatch attention;
   std::optional<MlaMatch> mla; // the attention is MLA (then `attention` holds only its output)
-  NodeOp attnResidualAdd; // h = x + attention
+  NodeOp attnResidualAdd;      // h = x + attention
   RouterMatch router;
   SmallVector<ExpertMatch> experts; // by expert id
   ExpertForm form;
-  Value moeOutput;                  // the combined expert output added to h
-  NodeOp ffnResidualAdd;            // x_next = h + moe
+  Value moeOutput;       // the combined expert output added to h
+  NodeOp ffnResidualAdd; // x_next = h + moe
   int64_t expertHidden = 0;
-  std::optional<FfnMatch> dense;    // a dense layer: no router, no experts
-  std::optional<FfnMatch> shared;   // shared experts beside the routed ones
+  std::optional<FfnMatch> dense;  // a dense layer: no router, no experts
+  std::optional<FfnMatch> shared; // shared experts beside the routed ones
 };
 
 /// A recognition failure: the node at fault and what was expected there.
@@ -194,8 +234,7 @@ public:
           (scaled.getOpType() == "Mul" && !otherOperand(scaled, x)))
         return fail(sqrt, "RMSNorm: expected x / sqrt(mean(x^2) + eps)");
       auto mul = single(consumers(scaled.getOutputs()[0], "Mul"));
-      WeightOp weight =
-          mul ? weightOf(*otherOperand(mul, scaled.getOutputs()[0])) : WeightOp();
+      WeightOp weight = mul ? weightOf(*otherOperand(mul, scaled.getOutputs()[0])) : WeightOp();
       if (!weight)
         return fail(scaled, "RMSNorm: expected a multiplication by a weight [hidden]");
       return NormMatch{x, mul.getOutputs()[0], weight, *eps};
@@ -294,9 +333,8 @@ public:
   /// experts' weights gathered per token from stacked [experts, out, in] tensors by the router's
   /// ids, Einsum("beck,bk->bec") + gathered bias, the clamped SwiGLU, Einsum("beck,bek->bec") +
   /// gathered bias, and Einsum("bec,be->bc") with the gates.
-  std::optional<SmallVector<ExpertMatch>> matchEinsumExperts(const RouterMatch &router,
-                                                             int64_t &expertHidden,
-                                                             ExpertForm &form) {
+  std::optional<SmallVector<ExpertMatch>>
+  matchEinsumExperts(const RouterMatch &router, int64_t &expertHidden, ExpertForm &form) {
     for (NodeOp up : allNodes("Einsum")) {
       if (einsumEquation(up) != "beck,bk->bec" || up.getInputs().size() != 2)
         continue;
@@ -379,9 +417,8 @@ public:
   /// clamped SwiGLU, or [experts, hidden, inner] gate and up with SwiGLU; [experts, inner, hidden]
   /// down), weighted by the dense score matrix ScatterElements(zeros, ids, gates) and summed over
   /// the experts. Equal to the routed sum, since the matrix is zero off the top-k.
-  std::optional<SmallVector<ExpertMatch>> matchDenseMaskedExperts(const RouterMatch &router,
-                                                                  int64_t &expertHidden,
-                                                                  ExpertForm &form) {
+  std::optional<SmallVector<ExpertMatch>>
+  matchDenseMaskedExperts(const RouterMatch &router, int64_t &expertHidden, ExpertForm &form) {
     NodeOp scatter;
     for (NodeOp sc : consumers(router.ids, "ScatterElements"))
       if (sc.getInputs()[1] == router.ids && skipDataMovement(sc.getInputs()[2]) == router.gates &&
@@ -394,7 +431,8 @@ public:
              std::nullopt;
     if (auto axis = scatter.getOnnxAttrs().getAs<IntegerAttr>("axis");
         !axis || (axis.getInt() != 1 && axis.getInt() != -1))
-      return fail(scatter, "experts: the score matrix must scatter the gates along the experts axis"),
+      return fail(scatter,
+                  "experts: the score matrix must scatter the gates along the experts axis"),
              std::nullopt;
     for (NodeOp sigmoid : allNodes("Sigmoid")) {
       Value rows;
@@ -412,15 +450,16 @@ public:
         if (!silu || otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
           return fail(sigmoid, "experts: expected SiLU = x * Sigmoid(x)"), std::nullopt;
         NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
-        NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
-                           : NodeOp();
+        NodeOp mm3 =
+            gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"}) : NodeOp();
         NodeOp mm2 = gated ? single(consumers(gated.getOutputs()[0], "MatMul")) : NodeOp();
         if (!mm3 || mm3.getInputs()[0] != rows || !weightOf(mm3.getInputs()[1]) || !mm2 ||
             !weightOf(mm2.getInputs()[1]))
           return fail(sigmoid, "experts: expected stacked SwiGLU (silu(x W1) * (x W3)) W2"),
                  std::nullopt;
         ExpertMatch plain;
-        plain.w1 = w1, plain.w3 = weightOf(mm3.getInputs()[1]), plain.w2 = weightOf(mm2.getInputs()[1]);
+        plain.w1 = w1, plain.w3 = weightOf(mm3.getInputs()[1]),
+        plain.w2 = weightOf(mm2.getInputs()[1]);
         oai = std::make_pair(plain, ExpertForm());
       }
       ExpertMatch stacked = oai->first;
@@ -543,8 +582,8 @@ public:
       return fail(scores, "attention: no constant softmax scale 1/sqrt(head_dim)");
     m.headDim = static_cast<int64_t>(std::llround(scale * scale));
     auto qShape = staticShape(m.wq.getResult()), kShape = staticShape(m.wk.getResult());
-    if (m.headDim <= 0 || qShape.size() != 2 || kShape.size() != 2 ||
-        qShape[1] % m.headDim != 0 || kShape[1] % m.headDim != 0)
+    if (m.headDim <= 0 || qShape.size() != 2 || kShape.size() != 2 || qShape[1] % m.headDim != 0 ||
+        kShape[1] % m.headDim != 0)
       return fail(scores, "attention: scale " + std::to_string(scale) +
                               " does not give a head_dim dividing the projection widths");
     m.heads = qShape[1] / m.headDim;
@@ -610,7 +649,8 @@ public:
                      llvm::all_of(shape, [&](int64_t d) { return d == 1 || d == m.heads; });
       if (!perHead || (m.heads == 1 && shape.size() != 1))
         return fail(node, "attention: the scores are concatenated with something that is not "
-                          "one sink logit per head [" + std::to_string(m.heads) + "]");
+                          "one sink logit per head [" +
+                              std::to_string(m.heads) + "]");
       if (shape.size() != 1)
         sink = reshapedRef(sink, {m.heads});
       if (!findUpstream(pv.getInputs()[0], "Slice", 8))
@@ -695,7 +735,8 @@ public:
       auto b = projections(norm->output);
       if (b.size() != 1)
         return fail(split, "MLA: the normalised latent KV feeds no single kv_b projection");
-      kvaProj = mm, m.wkvA = w, kvaSplit = split, kvNorm = norm, kvbProj = b[0].first, m.wkvB = b[0].second;
+      kvaProj = mm, m.wkvA = w, kvaSplit = split, kvNorm = norm, kvbProj = b[0].first,
+      m.wkvB = b[0].second;
     }
     if (!kvaProj)
       return std::nullopt;
@@ -711,8 +752,9 @@ public:
         !dependsOn(scores.getInputs()[1], kvbProj.getOutputs()[0]) ||
         !dependsOn(scores.getInputs()[1], kvaSplit.getOutputs()[1]) ||
         !dependsOn(pv.getInputs()[1], kvbProj.getOutputs()[0]))
-      return fail(scores, "MLA: the scores are not q . [k_nope from kv_b | k_pe from kv_a] with the "
-                          "values from kv_b");
+      return fail(scores,
+                  "MLA: the scores are not q . [k_nope from kv_b | k_pe from kv_a] with the "
+                  "values from kv_b");
     NodeOp oProj = findDownstream(pv.getOutputs()[0], "MatMul", /*needWeight=*/true);
     if (!oProj)
       return fail(pv, "MLA: no output projection MatMul(., Wo)");
@@ -752,8 +794,8 @@ public:
     auto kvaSizes = splitSizes(kvaSplit);
     if (!kvaSizes || *kvaSizes != SmallVector<double>{double(m.rank), double(m.rope)})
       return fail(kvaSplit, "MLA: kv_a is not split into [kv_lora_rank, qk_rope_head_dim]");
-    for (auto [proj, first, second] : {std::tuple<NodeOp, int64_t, int64_t>{qProj, m.nope, m.rope},
-                                       {kvbProj, m.nope, m.v}}) {
+    for (auto [proj, first, second] :
+         {std::tuple<NodeOp, int64_t, int64_t>{qProj, m.nope, m.rope}, {kvbProj, m.nope, m.v}}) {
       NodeOp split = findDownstream(proj.getOutputs()[0], "Split", false, 16);
       auto sizes = split ? splitSizes(split) : std::nullopt;
       if (!sizes || *sizes != SmallVector<double>{double(first), double(second)})
@@ -789,13 +831,13 @@ public:
         Value v = work.front();
         work.pop_front();
         NodeOp node = producer(v);
-        if (!node || !seen.insert(v).second || (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1])))
+        if (!node || !seen.insert(v).second ||
+            (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1])))
           continue;
         if (node.getOpType() == "Transpose")
           if (auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm"); perm && perm.size() == 5) {
-            auto p = llvm::to_vector(llvm::map_range(perm, [](Attribute a) {
-              return llvm::cast<IntegerAttr>(a).getInt();
-            }));
+            auto p = llvm::to_vector(llvm::map_range(
+                perm, [](Attribute a) { return llvm::cast<IntegerAttr>(a).getInt(); }));
             if (p == SmallVector<int64_t>{0, 1, 2, 4, 3}) {
               ++transposes;
               break;
@@ -865,8 +907,8 @@ public:
             return fail(logits, "router: Gemm transposes a weight that is already transposed");
           r.weight = transposedRef(r.weight);
         }
-        if (logits.getInputs().size() > 2 && !isa_and_nonnull<onnxir::NoneOp>(
-                                                  logits.getInputs()[2].getDefiningOp())) {
+        if (logits.getInputs().size() > 2 &&
+            !isa_and_nonnull<onnxir::NoneOp>(logits.getInputs()[2].getDefiningOp())) {
           r.bias = weightOf(logits.getInputs()[2]);
           if (!r.bias)
             return fail(logits, "router: the Gemm's bias is not a weight");
@@ -948,8 +990,8 @@ public:
         if (!silu || otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
           return fail(sigmoid, "FFN: expected SiLU = x * Sigmoid(x)");
         NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
-        NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
-                           : NodeOp();
+        NodeOp mm3 =
+            gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"}) : NodeOp();
         if (!mm3 || mm3.getInputs()[0] != in || !weightOf(mm3.getInputs()[1]))
           return fail(silu, "FFN: expected SwiGLU silu(x W1) * (x W3)");
         NodeOp mm2 = single(consumers(gated.getOutputs()[0], "MatMul"));
@@ -983,8 +1025,8 @@ public:
     double alpha = 0;
     for (Value in : scaled.getInputs())
       if (NodeOp c = producer(in, {"Clip"}))
-        if (auto a = otherOperand(scaled, in) ? scalarConstant(*otherOperand(scaled, in))
-                                              : std::nullopt)
+        if (auto a =
+                otherOperand(scaled, in) ? scalarConstant(*otherOperand(scaled, in)) : std::nullopt)
           gateClip = c, alpha = *a;
     if (!gateClip)
       return std::nullopt;
@@ -1023,7 +1065,8 @@ public:
              std::nullopt;
     if (activation) {
       *activation = {fused, out};
-      return std::make_pair(ExpertMatch(), ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
+      return std::make_pair(ExpertMatch(),
+                            ExpertForm{true, shortestF32(*limit), shortestF32(alpha)});
     }
     ExpertMatch e;
     NodeOp mm13 = producer(fused, {"MatMul"});
@@ -1142,8 +1185,8 @@ public:
           *otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
         return fail(sigmoid, "experts: expected SiLU = x * Sigmoid(x)"), std::nullopt;
       NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
-      NodeOp mm3 = gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"})
-                         : NodeOp();
+      NodeOp mm3 =
+          gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"}) : NodeOp();
       if (!mm3 || mm3.getInputs()[0] != rows || !weightOf(mm3.getInputs()[1]))
         return fail(silu, "experts: expected SwiGLU silu(x W1) * (x W3)"), std::nullopt;
       NodeOp mm2 = single(consumers(gated.getOutputs()[0], "MatMul"));
@@ -1552,7 +1595,8 @@ private:
           continue;
         if (node.getOpType() == "Gather" && node.getInputs().size() == 2)
           if (auto e = scalarConstant(node.getInputs()[1]))
-            cached->second.push_back({skipTranspose(node.getInputs()[0]), static_cast<int64_t>(*e)});
+            cached->second.push_back(
+                {skipTranspose(node.getInputs()[0]), static_cast<int64_t>(*e)});
         if (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]))
           continue; // another component's projection: stop here
         for (Value operand : node.getInputs())
@@ -1618,16 +1662,15 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
       if (type.getRank() != 2 || w.getTransposed())
         continue;
       if (auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm")) {
-        auto p = llvm::to_vector(llvm::map_range(perm, [](Attribute a) {
-          return llvm::cast<IntegerAttr>(a).getInt();
-        }));
+        auto p = llvm::to_vector(
+            llvm::map_range(perm, [](Attribute a) { return llvm::cast<IntegerAttr>(a).getInt(); }));
         if (p != SmallVector<int64_t>{1, 0})
           continue;
       }
       OpBuilder b(w);
       auto transposed = b.create<WeightOp>(
-          w.getLoc(), RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
-                                            type.getElementType()),
+          w.getLoc(),
+          RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
           w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
           /*value=*/ElementsAttr(), b.getUnitAttr());
       node.getOutputs()[0].replaceAllUsesWith(transposed.getResult());
@@ -1691,8 +1734,9 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     auto actType = RankedTensorType::get({batch, seq, embedShape[1]}, b.getF32Type());
     auto logitsType = RankedTensorType::get({batch, seq, headShape[1]}, b.getF32Type());
     auto norm = [&](NormMatch m, Value x, int64_t layer, StringRef role) {
-      return b.create<moe::RmsNormOp>(loc, actType, x, m.weight.getResult(), llvm::APFloat(m.eps),
-                                      layer, role)
+      return b
+          .create<moe::RmsNormOp>(loc, actType, x, m.weight.getResult(), llvm::APFloat(m.eps),
+                                  layer, role)
           .getResult();
     };
     Value x = b.create<moe::EmbeddingOp>(embedding.getLoc(), actType, func.getArgument(0),
@@ -1713,22 +1757,23 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
             b.getF64FloatAttr(m.ropeTheta), b.getF64FloatAttr(m.softmaxScale),
             m.interleaved ? b.getUnitAttr() : UnitAttr());
       } else {
-      auto opt = [](WeightOp w) { return w ? w.getResult() : Value(); };
-      attn = b.create<moe::AttentionOp>(
-          loc, actType, xn, a.wq.getResult(), a.wk.getResult(), a.wv.getResult(),
-          a.wo.getResult(), opt(a.bq), opt(a.bk), opt(a.bv), opt(a.bo), opt(a.qNorm),
-          opt(a.kNorm), opt(a.sinks), b.getI64IntegerAttr(li), b.getI64IntegerAttr(a.heads),
-          b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
-          b.getF64FloatAttr(a.ropeTheta), a.qNorm ? b.getF64FloatAttr(a.qkNormEps) : FloatAttr(),
-          a.slidingWindow > 0 ? b.getI64IntegerAttr(a.slidingWindow) : IntegerAttr());
+        auto opt = [](WeightOp w) { return w ? w.getResult() : Value(); };
+        attn = b.create<moe::AttentionOp>(
+            loc, actType, xn, a.wq.getResult(), a.wk.getResult(), a.wv.getResult(),
+            a.wo.getResult(), opt(a.bq), opt(a.bk), opt(a.bv), opt(a.bo), opt(a.qNorm),
+            opt(a.kNorm), opt(a.sinks), b.getI64IntegerAttr(li), b.getI64IntegerAttr(a.heads),
+            b.getI64IntegerAttr(a.kvHeads), b.getI64IntegerAttr(a.headDim),
+            b.getF64FloatAttr(a.ropeTheta), a.qNorm ? b.getF64FloatAttr(a.qkNormEps) : FloatAttr(),
+            a.slidingWindow > 0 ? b.getI64IntegerAttr(a.slidingWindow) : IntegerAttr());
       }
       Value h = b.create<arith::AddFOp>(loc, x, attn);
       Value hn = norm(layer.ffnNorm, h, li, "ffn_norm");
       auto ffn = [&](FfnMatch f, StringRef role, IntegerAttr numShared) {
-        return b.create<moe::DenseFfnOp>(loc, actType, hn, f.w1.getResult(), f.w3.getResult(),
-                                         f.w2.getResult(), b.getI64IntegerAttr(li),
-                                         b.getStringAttr(role), b.getI64IntegerAttr(f.inner),
-                                         numShared, /*side=*/StringAttr())
+        return b
+            .create<moe::DenseFfnOp>(loc, actType, hn, f.w1.getResult(), f.w3.getResult(),
+                                     f.w2.getResult(), b.getI64IntegerAttr(li),
+                                     b.getStringAttr(role), b.getI64IntegerAttr(f.inner), numShared,
+                                     /*side=*/StringAttr())
             .getResult();
       };
       if (layer.dense) {

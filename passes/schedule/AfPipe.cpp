@@ -23,14 +23,16 @@ sched::Hardware hardwareOf(const cost::ClusterSpec &cl) {
   return hw;
 }
 
-Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &cl, const Config &c) {
+Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &cl,
+                           const Config &c) {
   Workload w;
   const int64_t L = m.numLayers(), p = std::max<int64_t>(1, c.groups), E = m.numExperts();
   const double r = static_cast<double>(c.replicas), dA = static_cast<double>(c.attnRanks);
-  const double seqsPerMb = static_cast<double>(c.sequencesPerStep) / (r * static_cast<double>(c.microbatches));
+  const double seqsPerMb =
+      static_cast<double>(c.sequencesPerStep) / (r * static_cast<double>(c.microbatches));
   const double seqsPerRank = seqsPerMb / dA;
-  const double tokA = seqsPerRank * static_cast<double>(c.seqLen);    // tokens per A-rank
-  const double tokG = seqsPerMb * static_cast<double>(c.seqLen);      // tokens per group
+  const double tokA = seqsPerRank * static_cast<double>(c.seqLen); // tokens per A-rank
+  const double tokG = seqsPerMb * static_cast<double>(c.seqLen);   // tokens per group
   using cost::Recomputation;
   // Backward = 2 forwards; Full (and Redispatch, which re-runs the expert forward) adds one more;
   // Selective adds its elementwise recompute below (Roofline.h).
@@ -44,7 +46,8 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   const double eF = static_cast<double>(c.ffnRanks);
   const cost::MemoryOptions &mo = c.memory;
   auto staticOf = [&](double params, double dp) {
-    return params * (mo.weightBytes + mo.gradientBytes + mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
+    return params * (mo.weightBytes + mo.gradientBytes +
+                     mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
   };
   const double dpA = r * dA, dpF = r;
   for (int64_t l = 0; l < L; ++l) {
@@ -60,23 +63,32 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     const double alwaysOnParams = lw.alwaysOnFfn ? 3.0 * h * I : 0.0;
     double fa = af.total() - (lw.alwaysOnFfn ? af.sharedAndDense : 0.0);
     lw.attnFwdFlops = fa;
-    lw.attnBwdFlops = bwdMultA * fa +
-                      (rA == Recomputation::Selective ? cost::selectiveRecomputeFlopsAttention(m, l, tokA) : 0.0);
+    lw.attnBwdFlops =
+        bwdMultA * fa +
+        (rA == Recomputation::Selective ? cost::selectiveRecomputeFlopsAttention(m, l, tokA) : 0.0);
     // Memory.h's attention-side bytes include the shared/dense SwiGLU (8I at None, 4I at
     // Selective): taken out when those run on the F-ranks.
-    const double alwaysOnKept = rA == Recomputation::None ? 8.0 * I : rA == Recomputation::Selective ? 4.0 * I : 0.0;
-    lw.attnActivationBytes =
-        (cost::attentionActivationBytesPerToken(m, l, rA, rF) - (lw.alwaysOnFfn ? alwaysOnKept : 0.0)) * tokA;
+    const double alwaysOnKept = rA == Recomputation::None        ? 8.0 * I
+                                : rA == Recomputation::Selective ? 4.0 * I
+                                                                 : 0.0;
+    lw.attnActivationBytes = (cost::attentionActivationBytesPerToken(m, l, rA, rF) -
+                              (lw.alwaysOnFfn ? alwaysOnKept : 0.0)) *
+                             tokA;
     lw.attnGradBytes = mo.gradientBytes * (m.attentionSideParams(l) - alwaysOnParams);
     lw.attnStaticBytes = staticOf(m.attentionSideParams(l) - alwaysOnParams, dpA);
-    const double homeSeqs = std::ceil(seqsPerMb / eF), homeTok = homeSeqs * static_cast<double>(c.seqLen);
+    const double homeSeqs = std::ceil(seqsPerMb / eF),
+                 homeTok = homeSeqs * static_cast<double>(c.seqLen);
     if (lw.alwaysOnFfn) {
-      lw.alwaysOnFwdFlops = cost::attentionSideForwardFlops(m, l, homeSeqs, c.seqLen).sharedAndDense;
+      lw.alwaysOnFwdFlops =
+          cost::attentionSideForwardFlops(m, l, homeSeqs, c.seqLen).sharedAndDense;
       lw.alwaysOnBwdFlops = bwdMultF * lw.alwaysOnFwdFlops;
-      lw.alwaysOnActivationBytes =
-          (fullF ? 2.0 * h : rF == Recomputation::Selective ? 2.0 * h + 4.0 * I : 8.0 * I) * homeTok;
+      lw.alwaysOnActivationBytes = (fullF                            ? 2.0 * h
+                                    : rF == Recomputation::Selective ? 2.0 * h + 4.0 * I
+                                                                     : 8.0 * I) *
+                                   homeTok;
       lw.alwaysOnGradBytes = mo.gradientBytes * alwaysOnParams;
-      lw.ffnStaticBytes = staticOf(alwaysOnParams, dpF * eF); // replicated on every F-rank of the group
+      lw.ffnStaticBytes =
+          staticOf(alwaysOnParams, dpF * eF); // replicated on every F-rank of the group
     }
     if (!lw.moe && lw.alwaysOnFfn) {
       // A dense layer's own M2N/N2M: each token to its home F-rank only (d = 1, no routing).
@@ -87,10 +99,12 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     }
     if (lw.moe) {
       double ff = cost::routedExpertForwardFlops(m, l, tokG) * share;
-      const double pairs = tokG * static_cast<double>(ls.topK) * share; // (token, expert) pairs, busiest F-rank
+      const double pairs =
+          tokG * static_cast<double>(ls.topK) * share; // (token, expert) pairs, busiest F-rank
       lw.ffnFwdFlops = ff;
-      lw.ffnBwdFlops = bwdMultF * ff +
-                       (rF == Recomputation::Selective ? cost::selectiveRecomputeFlopsExpert(m, l, pairs) : 0.0);
+      lw.ffnBwdFlops =
+          bwdMultF * ff +
+          (rF == Recomputation::Selective ? cost::selectiveRecomputeFlopsExpert(m, l, pairs) : 0.0);
       double d = cost::expectedDistinctRanks(ls.experts, ls.topK, c.ffnRanks);
       // Tokens the busiest F-rank receives: each reaches a given rank with probability d / D_F.
       lw.ffnActivationBytes = cost::expertActivationBytes(m, l, rF, tokG * d / eF, pairs);
@@ -116,7 +130,7 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   }
   double fh = cost::headForwardFlops(m, tokA);
   w.headFwdFlops = fh;
-  w.headBwdFlops = 2 * fh; // the head is not recomputed
+  w.headBwdFlops = 2 * fh;                                           // the head is not recomputed
   w.headActivationBytes = 2.0 * tokA * static_cast<double>(m.vocab); // bf16 logits
   double vocabRows = static_cast<double>(m.vocab) * h;
   w.headGradBytes = mo.gradientBytes * (vocabRows + h);
@@ -157,13 +171,15 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
                      std::string &error) {
   const int L = static_cast<int>(w.layers.size());
   const int p = static_cast<int>(c.groups), m = static_cast<int>(c.microbatches);
-  const int R = static_cast<int>(c.replicas), dA = static_cast<int>(c.attnRanks), eF = static_cast<int>(c.ffnRanks);
+  const int R = static_cast<int>(c.replicas), dA = static_cast<int>(c.attnRanks),
+            eF = static_cast<int>(c.ffnRanks);
   if (L < 1 || p < 1 || p > L || R < 1 || dA < 1 || eF < 1) {
     error = "afpipe: need 1 <= groups <= layers and at least one replica, A-rank and F-rank";
     return false;
   }
   if (m < 2 * p) {
-    error = "afpipe: " + std::to_string(m) + " micro-batches cannot fill the ring of 2p = " + std::to_string(2 * p) +
+    error = "afpipe: " + std::to_string(m) +
+            " micro-batches cannot fill the ring of 2p = " + std::to_string(2 * p) +
             " stages (need at least 2p)";
     return false;
   }
@@ -229,7 +245,8 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
   const Stream FWD = Stream::Forward, BWD = Stream::Backward, COMM = Stream::Comm;
   const Phase PF = Phase::Forward, PB = Phase::Backward;
   // Handles per micro-batch: the first forward and last backward compute of each group (window).
-  std::vector<std::vector<int>> firstFwd(2 * p, std::vector<int>(m, -1)), lastBwd(2 * p, std::vector<int>(m, -1));
+  std::vector<std::vector<int>> firstFwd(2 * p, std::vector<int>(m, -1)),
+      lastBwd(2 * p, std::vector<int>(m, -1));
   std::vector<int> lastAttnBwd(L, -1), lastFfnBwd(L, -1);
   int lastHeadBwd = -1, lastEmbedBwd = -1;
   for (int j = 0; j < m; ++j) {
@@ -237,23 +254,30 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     std::vector<int> attnFwd(L), ffnFwd(L, -1), denseFwd(L, -1);
     int prevResRecv = -1, prevN2mRecv = -1;
     if (w.embeddingOnFfn) {
-      // FFN-side embedding: each home F-rank of FFN group 0 sends x_0 of its sequences to A-group 0.
-      b.send(F[0], A[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0), {});
-      prevResRecv = b.recv(A[0], F[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0));
+      // FFN-side embedding: each home F-rank of FFN group 0 sends x_0 of its sequences to A-group
+      // 0.
+      b.send(F[0], A[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0),
+             {});
+      prevResRecv = b.recv(A[0], F[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM,
+                           fwdPrio(j, 0));
     }
     for (int l = 0; l < L; ++l) {
       const LayerWork &lw = w.layers[l];
       int ga = A[l % p], gf = F[l % p];
       int gn = l + 1 < L ? A[(l + 1) % p] : A[headGroup];
       std::vector<int> deps;
-      if (prevResRecv >= 0) deps.push_back(prevResRecv);
-      if (prevN2mRecv >= 0) deps.push_back(prevN2mRecv);
-      attnFwd[l] = b.compute(ga, FWD, PF, "attention", j, l, lw.attnFwdFlops, 0, lw.attnActivationBytes,
-                             fwdPrio(j, l), deps);
+      if (prevResRecv >= 0)
+        deps.push_back(prevResRecv);
+      if (prevN2mRecv >= 0)
+        deps.push_back(prevN2mRecv);
+      attnFwd[l] = b.compute(ga, FWD, PF, "attention", j, l, lw.attnFwdFlops, 0,
+                             lw.attnActivationBytes, fwdPrio(j, l), deps);
       if (firstFwd[l % p][j] < 0)
         firstFwd[l % p][j] = attnFwd[l];
-      b.send(ga, gn, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
-      prevResRecv = b.recv(gn, ga, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l));
+      b.send(ga, gn, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l),
+             {attnFwd[l]});
+      prevResRecv =
+          b.recv(gn, ga, Peers::Same, "residual", PF, j, l, lw.residualBytes, COMM, fwdPrio(j, l));
       prevN2mRecv = -1;
       if (lw.moe || lw.alwaysOnFfn) {
         b.send(ga, gf, Peers::All, "m2n", PF, j, l, lw.m2nBytes, COMM, fwdPrio(j, l), {attnFwd[l]});
@@ -262,8 +286,8 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
         if (lw.alwaysOnFfn)
           rcv = denseFwd[l] = b.compute(gf, FWD, PF, "dense_ffn", j, l, lw.alwaysOnFwdFlops, 0,
                                         lw.alwaysOnActivationBytes, fwdPrio(j, l), {rcv});
-        ffnFwd[l] = lw.moe ? b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0, lw.ffnActivationBytes,
-                                       fwdPrio(j, l), {rcv})
+        ffnFwd[l] = lw.moe ? b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0,
+                                       lw.ffnActivationBytes, fwdPrio(j, l), {rcv})
                            : denseFwd[l];
         if (firstFwd[p + l % p][j] < 0)
           firstFwd[p + l % p][j] = lw.alwaysOnFfn ? denseFwd[l] : ffnFwd[l];
@@ -274,42 +298,56 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     // ---- head: loss and its backward ----
     int gh = A[headGroup];
     std::vector<int> deps{prevResRecv};
-    if (prevN2mRecv >= 0) deps.push_back(prevN2mRecv);
+    if (prevN2mRecv >= 0)
+      deps.push_back(prevN2mRecv);
     if (w.headOnFfn) {
       // FFN-side head: x_L from A-group L mod p to the home F-ranks of FFN group L mod p.
-      b.send(gh, F[headGroup], Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L), deps);
-      deps = {b.recv(F[headGroup], gh, Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L))};
+      b.send(gh, F[headGroup], Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L),
+             deps);
+      deps = {
+          b.recv(F[headGroup], gh, Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L))};
     }
     const int headRunner = w.headOnFfn ? F[headGroup] : gh;
-    int hf = b.compute(headRunner, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
-    int hb = b.compute(headRunner, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
+    int hf =
+        b.compute(headRunner, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
+    int hb =
+        b.compute(headRunner, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
     lastHeadBwd = hb;
     int gradSource = hb; // the instruction producing dL/dx_{l+1} on group N
-    if (w.headOnFfn) { // dL/dx_L back to the attention group
-      b.send(F[headGroup], gh, Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L), {hb});
-      gradSource = b.recv(gh, F[headGroup], Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L));
+    if (w.headOnFfn) {   // dL/dx_L back to the attention group
+      b.send(F[headGroup], gh, Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L),
+             {hb});
+      gradSource =
+          b.recv(gh, F[headGroup], Peers::All, "head", PB, j, L, w.headBytes, COMM, bwdPrio(j, L));
     }
     // ---- backward ----
     for (int l = L - 1; l >= 0; --l) {
       const LayerWork &lw = w.layers[l];
       int ga = A[l % p], gf = F[l % p];
       int gn = l + 1 < L ? A[(l + 1) % p] : A[headGroup];
-      b.send(gn, ga, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l), {gradSource});
-      std::vector<int> deps{b.recv(ga, gn, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l))};
+      b.send(gn, ga, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l),
+             {gradSource});
+      std::vector<int> deps{
+          b.recv(ga, gn, Peers::Same, "residual", PB, j, l, lw.residualBytes, COMM, bwdPrio(j, l))};
       if (lw.moe || lw.alwaysOnFfn) {
-        b.send(gn, gf, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l), {gradSource});
+        b.send(gn, gf, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l),
+               {gradSource});
         int rcv = b.recv(gf, gn, Peers::All, "n2m", PB, j, l, lw.n2mBwdBytes, COMM, bwdPrio(j, l));
-        int fb = lw.moe ? b.compute(gf, BWD, PB, "experts", j, l, lw.ffnBwdFlops, 0, 0, bwdPrio(j, l), {rcv, ffnFwd[l]})
+        int fb = lw.moe ? b.compute(gf, BWD, PB, "experts", j, l, lw.ffnBwdFlops, 0, 0,
+                                    bwdPrio(j, l), {rcv, ffnFwd[l]})
                         : rcv;
         if (lw.alwaysOnFfn) // reverse of the forward: the dense FFN / shared experts last
-          fb = b.compute(gf, BWD, PB, "dense_ffn", j, l, lw.alwaysOnBwdFlops, 0, 0, bwdPrio(j, l), {fb, denseFwd[l]});
+          fb = b.compute(gf, BWD, PB, "dense_ffn", j, l, lw.alwaysOnBwdFlops, 0, 0, bwdPrio(j, l),
+                         {fb, denseFwd[l]});
         lastBwd[p + l % p][j] = fb; // the lowest layer comes last
         lastFfnBwd[l] = fb;
         b.send(gf, ga, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l), {fb});
-        deps.push_back(b.recv(ga, gf, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l)));
+        deps.push_back(
+            b.recv(ga, gf, Peers::All, "m2n", PB, j, l, lw.m2nBwdBytes, COMM, bwdPrio(j, l)));
       }
       deps.push_back(attnFwd[l]);
-      int ab = b.compute(ga, BWD, PB, "attention", j, l, lw.attnBwdFlops, 0, 0, bwdPrio(j, l), deps);
+      int ab =
+          b.compute(ga, BWD, PB, "attention", j, l, lw.attnBwdFlops, 0, 0, bwdPrio(j, l), deps);
       lastBwd[l % p][j] = ab;
       lastAttnBwd[l] = ab;
       if (l == 0)
@@ -317,8 +355,10 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       gradSource = ab;
     }
     if (w.embeddingOnFfn) { // dL/dx_0 back to the embedding's home F-ranks
-      b.send(A[0], F[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM, bwdPrio(j, 0), {lastEmbedBwd});
-      lastEmbedBwd = b.recv(F[0], A[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM, bwdPrio(j, 0));
+      b.send(A[0], F[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM, bwdPrio(j, 0),
+             {lastEmbedBwd});
+      lastEmbedBwd = b.recv(F[0], A[0], Peers::All, "embedding", PB, j, -1, w.embeddingBytes, COMM,
+                            bwdPrio(j, 0));
     }
   }
   // Window: a group starts micro-batch j after micro-batch j - W finished its backward there.
@@ -331,20 +371,24 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
   const double last = 1e18;
   for (int l = L - 1; l >= 0; --l) {
     const LayerWork &lw = w.layers[l];
-    groupReduces[l % p].push_back(
-        b.allReduce(A[l % p], Peers::All, "grad_attention", l, lw.attnGradBytes, COMM, last, {lastAttnBwd[l]}));
+    groupReduces[l % p].push_back(b.allReduce(A[l % p], Peers::All, "grad_attention", l,
+                                              lw.attnGradBytes, COMM, last, {lastAttnBwd[l]}));
     if (lw.moe)
-      groupReduces[p + l % p].push_back(
-          b.allReduce(F[l % p], Peers::Same, "grad_experts", l, lw.ffnGradBytes, COMM, last, {lastFfnBwd[l]}));
+      groupReduces[p + l % p].push_back(b.allReduce(F[l % p], Peers::Same, "grad_experts", l,
+                                                    lw.ffnGradBytes, COMM, last, {lastFfnBwd[l]}));
     if (lw.alwaysOnFfn) // replicated on every F-rank of the group
-      groupReduces[p + l % p].push_back(
-          b.allReduce(F[l % p], Peers::All, "grad_dense_ffn", l, lw.alwaysOnGradBytes, COMM, last, {lastFfnBwd[l]}));
+      groupReduces[p + l % p].push_back(b.allReduce(F[l % p], Peers::All, "grad_dense_ffn", l,
+                                                    lw.alwaysOnGradBytes, COMM, last,
+                                                    {lastFfnBwd[l]}));
   }
-  const int headSlot = w.headOnFfn ? p + headGroup : headGroup, embedSlot = w.embeddingOnFfn ? p : 0;
-  groupReduces[headSlot].push_back(b.allReduce(w.headOnFfn ? F[headGroup] : A[headGroup], Peers::All, "grad_head", L,
-                                               w.headGradBytes, COMM, last, {lastHeadBwd}));
-  groupReduces[embedSlot].push_back(b.allReduce(w.embeddingOnFfn ? F[0] : A[0], Peers::All, "grad_embedding", -1,
-                                                w.embedGradBytes, COMM, last, {lastEmbedBwd}));
+  const int headSlot = w.headOnFfn ? p + headGroup : headGroup,
+            embedSlot = w.embeddingOnFfn ? p : 0;
+  groupReduces[headSlot].push_back(b.allReduce(w.headOnFfn ? F[headGroup] : A[headGroup],
+                                               Peers::All, "grad_head", L, w.headGradBytes, COMM,
+                                               last, {lastHeadBwd}));
+  groupReduces[embedSlot].push_back(b.allReduce(w.embeddingOnFfn ? F[0] : A[0], Peers::All,
+                                                "grad_embedding", -1, w.embedGradBytes, COMM, last,
+                                                {lastEmbedBwd}));
   for (int g = 0; g < 2 * p; ++g) {
     int gid = g < p ? A[g] : F[g - p];
     std::vector<int> deps = groupReduces[g];
@@ -354,23 +398,24 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     if (g == headSlot)
       deps.push_back(lastHeadBwd);
     // Adam reads and writes every byte of weights, gradients and optimizer state once.
-    b.compute(gid, FWD, Phase::Update, "optimizer", -1, -1, 0, 2 * b.schedule().groups[gid].staticBytes, 0, last,
-              deps);
+    b.compute(gid, FWD, Phase::Update, "optimizer", -1, -1, 0,
+              2 * b.schedule().groups[gid].staticBytes, 0, last, deps);
   }
   return b.build(/*listScheduleCompute=*/true, /*orderCommByReadiness=*/true, out, error);
 }
 } // namespace
 
-bool buildAfPipe(const Workload &w, const Hardware &hw, const Config &c, Schedule &out, std::string &error,
-                 bool verify) {
+bool buildAfPipe(const Workload &w, const Hardware &hw, const Config &c, Schedule &out,
+                 std::string &error, bool verify) {
   const int L = static_cast<int>(w.layers.size()), p = static_cast<int>(c.groups);
   if (L < 1 || p < 1 || p > L || c.replicas < 1 || c.attnRanks < 1 || c.ffnRanks < 1) {
     error = "afpipe: need 1 <= groups <= layers and at least one replica, A-rank and F-rank";
     return false;
   }
   if (c.microbatches < 2 * p) {
-    error = "afpipe: " + std::to_string(c.microbatches) + " micro-batches cannot fill the ring of 2p = " +
-            std::to_string(2 * p) + " stages (need at least 2p)";
+    error = "afpipe: " + std::to_string(c.microbatches) +
+            " micro-batches cannot fill the ring of 2p = " + std::to_string(2 * p) +
+            " stages (need at least 2p)";
     return false;
   }
   if (c.inflight < 0) {

@@ -8,7 +8,8 @@
 //
 // Per replica and micro-batch j, for each layer l (A = attention group l mod p, F = FFN group l mod
 // p, N = the attention group of layer l+1, or the head group after the last layer):
-//   forward   A: recv residual(l-1), n2m(l-1) -> attention fwd(l) -> send m2n(l) to F, residual(l) to N
+//   forward   A: recv residual(l-1), n2m(l-1) -> attention fwd(l) -> send m2n(l) to F, residual(l)
+//   to N
 //             F: recv m2n(l) -> experts fwd(l) -> send n2m(l) to N
 //   head      H: recv residual(L-1), n2m(L-1) -> head fwd -> head bwd (loss) -> backward sends
 //   backward  N: after its attention bwd(l+1) (or head bwd): send n2m(l) bwd (dL/dy) to F,
@@ -16,8 +17,8 @@
 //             F: recv n2m(l) bwd -> experts bwd(l) -> send m2n(l) bwd (dL/dx, dL/dg) to A
 //             A: recv residual(l) bwd, m2n(l) bwd -> attention bwd(l)
 //   update    after the last micro-batch's backward of layer l: all-reduce of layer l's attention
-//             gradients over its data-parallel ranks (every A-rank of the group in every replica) on
-//             the comm stream, overlapped with the remaining backward; expert gradients over the
+//             gradients over its data-parallel ranks (every A-rank of the group in every replica)
+//             on the comm stream, overlapped with the remaining backward; expert gradients over the
 //             replicas; then the optimizer step of each group.
 // Dense layers have no F stage: N receives only the residual, computed with the dense FFN on A.
 // Side options (Config::denseOnFfn etc., assign-groups): an FFN-side dense FFN / shared experts is
@@ -25,10 +26,10 @@
 // runs on F group 0 / L mod p with `embedding` / `head` messages both ways (docs/plan-format.md).
 // Memory: a group starts micro-batch j's forward only after micro-batch j - W finished its backward
 // there, which bounds activations in flight to W micro-batches. The ring needs W >= 2p; since the
-// backward trip is twice the forward's, the default takes the largest of 4p, 3p, 2p that fits memory.
-// Stream orders: list scheduling on the roofline times with the priority of an uncontended ring's
-// tick (forward j + 2l, backward j + 2(L - l)); the comm stream in the order exchanges become ready
-// (ScheduleBuilder.h); the result is verified.
+// backward trip is twice the forward's, the default takes the largest of 4p, 3p, 2p that fits
+// memory. Stream orders: list scheduling on the roofline times with the priority of an uncontended
+// ring's tick (forward j + 2l, backward j + 2(L - l)); the comm stream in the order exchanges
+// become ready (ScheduleBuilder.h); the result is verified.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_PASSES_SCHEDULE_AFPIPE_H
@@ -69,7 +70,8 @@ struct LayerWork {
 /// roofline, or a synthetic model in tests).
 struct Workload {
   std::vector<LayerWork> layers;
-  double headFwdFlops = 0, headBwdFlops = 0, headActivationBytes = 0, headGradBytes = 0, headStaticBytes = 0;
+  double headFwdFlops = 0, headBwdFlops = 0, headActivationBytes = 0, headGradBytes = 0,
+         headStaticBytes = 0;
   double embedGradBytes = 0, embedStaticBytes = 0;
   /// Embedding / final norm + head on FFN group 0 / L mod p (Config::embeddingOnFfn / headOnFfn):
   /// x_0 goes F -> A (`embedding` message, dL/dx_0 back), x_L A -> F (`head`, dL/dx_L back); bytes
@@ -82,15 +84,18 @@ struct Workload {
 struct Config {
   int64_t replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 2;
   int64_t seqLen = 4096;
-  int64_t sequencesPerStep = 0; ///< all replicas; per micro-batch per replica = this / (replicas * microbatches)
+  int64_t sequencesPerStep =
+      0; ///< all replicas; per micro-batch per replica = this / (replicas * microbatches)
   /// Activation recomputation of each side (runtime/cost/Memory.h levels, as the placement chose
   /// them): memory per level from Memory.h, the recomputed forward in the backward's FLOPs
   /// (Roofline.h), and Redispatch's second M2N in the backward's A->F bytes.
   cost::Recomputation attnRecompute = cost::Recomputation::None;
   cost::Recomputation ffnRecompute = cost::Recomputation::None;
-  int64_t attnNics = 0, ffnNics = 0; ///< NICs of each side (all replicas); 0: the cluster's per-GPU share
-  double nicBandwidth = 0, pcieBandwidth = 0; ///< one NIC, one GPU's PCIe link (bytes/s), for the NIC shares
-  int64_t inflight = 0;              ///< W; 0: the largest of 4p, 3p, 2p that fits memory
+  int64_t attnNics = 0,
+          ffnNics = 0; ///< NICs of each side (all replicas); 0: the cluster's per-GPU share
+  double nicBandwidth = 0,
+         pcieBandwidth = 0; ///< one NIC, one GPU's PCIe link (bytes/s), for the NIC shares
+  int64_t inflight = 0;     ///< W; 0: the largest of 4p, 3p, 2p that fits memory
   double reserveBytes = 4e9;
   double computeEfficiency = 1;
   sched::Schedule::Sharing sharing = sched::Schedule::Sharing::Equal; ///< Schedule::sharing
@@ -102,16 +107,17 @@ struct Config {
 };
 
 /// The roofline workload of `model` under `config` (runtime/cost: Roofline.h, Memory.h).
-Workload workloadFromModel(const cost::ModelShape &model, const cost::ClusterSpec &cluster, const Config &config);
+Workload workloadFromModel(const cost::ModelShape &model, const cost::ClusterSpec &cluster,
+                           const Config &config);
 
 /// Hardware block of a schedule for `cluster`.
 sched::Hardware hardwareOf(const cost::ClusterSpec &cluster);
 
 /// Builds and verifies the AF-Pipe schedule. Ranks: attention groups of every replica first
-/// (replica-major, group g of replica r at (r p + g) dA), then the FFN groups, so attention GPUs fill
-/// the first nodes. Returns false with `error` (one line) on invalid input or a failed check.
-bool buildAfPipe(const Workload &work, const sched::Hardware &hw, const Config &config, sched::Schedule &out,
-                 std::string &error, bool verify = true);
+/// (replica-major, group g of replica r at (r p + g) dA), then the FFN groups, so attention GPUs
+/// fill the first nodes. Returns false with `error` (one line) on invalid input or a failed check.
+bool buildAfPipe(const Workload &work, const sched::Hardware &hw, const Config &config,
+                 sched::Schedule &out, std::string &error, bool verify = true);
 
 } // namespace disagmoe::afpipe
 

@@ -23,7 +23,8 @@ bool defaultCluster(int64_t world, cost::ClusterSpec &out, std::string &error) {
   const cost::GpuSpec *gpu = catalog.findGpu("H800");
   const cost::NicSpec *nic = catalog.findNic("CX7-400G");
   if (!gpu || !nic) {
-    error = cost::defaultHardwareCatalogPath() + ": no H800 GPU or CX7-400G NIC for the default cluster";
+    error = cost::defaultHardwareCatalogPath() +
+            ": no H800 GPU or CX7-400G NIC for the default cluster";
     return false;
   }
   out.gpu = *gpu;
@@ -37,8 +38,9 @@ bool defaultCluster(int64_t world, cost::ClusterSpec &out, std::string &error) {
 
 } // namespace
 
-ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleScheduleOptions &options,
-                                         sched::Schedule &s, std::string &error) {
+ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
+                                         const ModuleScheduleOptions &options, sched::Schedule &s,
+                                         std::string &error) {
   using Status = ModuleScheduleStatus;
   auto dict = module->getAttrOfType<mlir::DictionaryAttr>("moe.placement");
   if (!dict) {
@@ -52,14 +54,14 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
   const int64_t world = dict.getAs<mlir::IntegerAttr>("world_size").getInt();
   c.replicas = 1;
   if (options.microBatches < 0 || options.microBatches > kMaxMicroBatches) {
-    error = "micro-batches must be in [2p, " + std::to_string(kMaxMicroBatches) + "] (0: 2p), got " +
-            std::to_string(options.microBatches);
+    error = "micro-batches must be in [2p, " + std::to_string(kMaxMicroBatches) +
+            "] (0: 2p), got " + std::to_string(options.microBatches);
     return Status::Failed;
   }
   c.microbatches = options.microBatches > 0 ? options.microBatches : 2 * c.groups;
   if (c.microbatches < 2 * c.groups) {
-    error = "micro-batches " + std::to_string(c.microbatches) + " cannot fill the AF-Pipe ring of 2p = " +
-            std::to_string(2 * c.groups) + " stages";
+    error = "micro-batches " + std::to_string(c.microbatches) +
+            " cannot fill the AF-Pipe ring of 2p = " + std::to_string(2 * c.groups) + " stages";
     return Status::Failed;
   }
   // One micro-batch is the compiled static [batch, seq].
@@ -83,10 +85,12 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
   const int64_t sequences = ids.getDimSize(0);
   const int64_t maxAttnRanks = std::max<int64_t>(4, 2 * sequences);
   if (c.attnRanks > maxAttnRanks) {
-    error = "attn-ranks " + std::to_string(c.attnRanks) + " exceeds max(4, 2 x batch) = " +
-            std::to_string(maxAttnRanks) + " for the " + std::to_string(sequences) +
+    error = "attn-ranks " + std::to_string(c.attnRanks) +
+            " exceeds max(4, 2 x batch) = " + std::to_string(maxAttnRanks) + " for the " +
+            std::to_string(sequences) +
             " sequences of a micro-batch: sequence s runs on A-rank s mod attn-ranks, so " +
-            std::to_string(c.attnRanks - sequences) + " of each group's " + std::to_string(c.attnRanks) +
+            std::to_string(c.attnRanks - sequences) + " of each group's " +
+            std::to_string(c.attnRanks) +
             " A-ranks would have no work (use fewer A-ranks or a larger --batch)";
     return Status::Failed;
   }
@@ -115,8 +119,8 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module, const ModuleSche
         !cost::loadCluster(options.clusterPath, catalog, cluster, error))
       return Status::Failed;
     if (cluster.gpus() < world) {
-      error = options.clusterPath + ": " + std::to_string(cluster.gpus()) + " GPUs cannot hold the plan's " +
-              std::to_string(world) + " ranks";
+      error = options.clusterPath + ": " + std::to_string(cluster.gpus()) +
+              " GPUs cannot hold the plan's " + std::to_string(world) + " ranks";
       return Status::Failed;
     }
   }

@@ -15,14 +15,18 @@ IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
 
 const char *sharingName(sched::Schedule::Sharing s) {
   switch (s) {
-  case sched::Schedule::Sharing::Equal: return "equal";
-  case sched::Schedule::Sharing::Backward: return "backward";
-  case sched::Schedule::Sharing::Exclusive: return "exclusive";
+  case sched::Schedule::Sharing::Equal:
+    return "equal";
+  case sched::Schedule::Sharing::Backward:
+    return "backward";
+  case sched::Schedule::Sharing::Exclusive:
+    return "exclusive";
   }
   return "equal";
 }
 
-template <typename E> bool parseEnum(StringRef s, E &out, std::initializer_list<std::pair<const char *, E>> names) {
+template <typename E>
+bool parseEnum(StringRef s, E &out, std::initializer_list<std::pair<const char *, E>> names) {
   for (auto [n, v] : names)
     if (s == n) {
       out = v;
@@ -35,10 +39,12 @@ template <typename E> bool parseEnum(StringRef s, E &out, std::initializer_list<
 template <typename OpT> void readCommon(OpT op, sched::Instr &in) {
   using namespace sched;
   in.op = op.getLabel().str();
-  parseEnum<Stream>(op.getStream(), in.stream,
-                    {{"forward", Stream::Forward}, {"backward", Stream::Backward}, {"comm", Stream::Comm}});
-  parseEnum<Phase>(op.getPhase(), in.phase,
-                   {{"forward", Phase::Forward}, {"backward", Phase::Backward}, {"update", Phase::Update}});
+  parseEnum<Stream>(
+      op.getStream(), in.stream,
+      {{"forward", Stream::Forward}, {"backward", Stream::Backward}, {"comm", Stream::Comm}});
+  parseEnum<Phase>(
+      op.getPhase(), in.phase,
+      {{"forward", Phase::Forward}, {"backward", Phase::Backward}, {"update", Phase::Update}});
   in.group = static_cast<int>(op.getGroup());
   in.mb = static_cast<int>(op.getMb());
   in.layer = static_cast<int>(op.getLayer());
@@ -60,18 +66,20 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
   hw.append("nvlink_bandwidth", f64(b, s.hw.nvlinkBandwidth));
   hw.append("nic_bandwidth", f64(b, s.hw.nicBandwidth));
   hw.append("gpus_per_node", i64(b, s.hw.gpusPerNode));
-  auto op = b.create<ScheduleOp>(loc, b.getStringAttr(s.kind), i64(b, s.microBatches), i64(b, s.virtualStages),
-                                 i64(b, s.pipelineStages), i64(b, s.replicas), f64(b, s.capacityBytes),
-                                 f64(b, s.modelFlops), f64(b, s.computeEfficiency),
-                                 b.getStringAttr(sharingName(s.sharing)), hw.getDictionary(b.getContext()));
+  auto op = b.create<ScheduleOp>(
+      loc, b.getStringAttr(s.kind), i64(b, s.microBatches), i64(b, s.virtualStages),
+      i64(b, s.pipelineStages), i64(b, s.replicas), f64(b, s.capacityBytes), f64(b, s.modelFlops),
+      f64(b, s.computeEfficiency), b.getStringAttr(sharingName(s.sharing)),
+      hw.getDictionary(b.getContext()));
   OpBuilder::InsertionGuard guard(b); // createBlock moves the insertion point into the block
   b.setInsertionPointToEnd(b.createBlock(&op.getBody()));
   for (const sched::Group &g : s.groups) {
     SmallVector<Attribute> replicas;
     for (const std::vector<int> &r : g.ranks)
       replicas.push_back(b.getDenseI64ArrayAttr(SmallVector<int64_t>(r.begin(), r.end())));
-    auto group = b.create<GroupOp>(loc, b.getStringAttr(g.role), i64(b, g.index), b.getArrayAttr(replicas),
-                                   f64(b, g.staticBytes), f64(b, g.nicBandwidth), FloatAttr());
+    auto group =
+        b.create<GroupOp>(loc, b.getStringAttr(g.role), i64(b, g.index), b.getArrayAttr(replicas),
+                          f64(b, g.staticBytes), f64(b, g.nicBandwidth), FloatAttr());
     if (g.headLogitsBytes > 0)
       group.setHeadLogitsBytesAttr(f64(b, g.headLogitsBytes));
   }
@@ -80,15 +88,18 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToEnd(b.createBlock(&prog.getBody()));
     for (const sched::Instr &in : p.instrs) {
-      StringAttr label = b.getStringAttr(in.op), stream = b.getStringAttr(sched::toString(in.stream)),
+      StringAttr label = b.getStringAttr(in.op),
+                 stream = b.getStringAttr(sched::toString(in.stream)),
                  phase = b.getStringAttr(sched::toString(in.phase));
       IntegerAttr group = i64(b, in.group), mb = i64(b, in.mb), layer = i64(b, in.layer);
       DenseI64ArrayAttr after =
-          in.after.empty() ? nullptr : b.getDenseI64ArrayAttr(SmallVector<int64_t>(in.after.begin(), in.after.end()));
+          in.after.empty()
+              ? nullptr
+              : b.getDenseI64ArrayAttr(SmallVector<int64_t>(in.after.begin(), in.after.end()));
       switch (in.kind) {
       case sched::Kind::Compute:
-        b.create<ComputeOp>(loc, label, stream, phase, group, mb, layer, f64(b, in.flops), f64(b, in.memBytes),
-                            f64(b, in.activationBytes), after);
+        b.create<ComputeOp>(loc, label, stream, phase, group, mb, layer, f64(b, in.flops),
+                            f64(b, in.memBytes), f64(b, in.activationBytes), after);
         break;
       case sched::Kind::Send:
         b.create<SendOp>(loc, label, stream, phase, group, mb, layer, i64(b, in.peer),
@@ -102,8 +113,8 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
         b.create<AllToAllOp>(loc, label, stream, phase, group, mb, layer, f64(b, in.bytes), after);
         break;
       case sched::Kind::AllReduce:
-        b.create<AllReduceOp>(loc, label, stream, phase, group, mb, layer, b.getStringAttr(sched::toString(in.peers)),
-                              f64(b, in.bytes), after);
+        b.create<AllReduceOp>(loc, label, stream, phase, group, mb, layer,
+                              b.getStringAttr(sched::toString(in.peers)), f64(b, in.bytes), after);
         break;
       }
     }
@@ -198,7 +209,8 @@ bool readScheduleOp(ScheduleOp op, sched::Schedule &s, std::string &error) {
 }
 
 Operation *instructionNamedIn(ScheduleOp op, const std::string &message) {
-  // describe() writes "<role>[<index>] (group ...)"; the first such name is the instruction at fault.
+  // describe() writes "<role>[<index>] (group ...)"; the first such name is the instruction at
+  // fault.
   static const std::regex name(R"(([A-Za-z_]+)\[([0-9]+)\] \(group )");
   std::smatch m;
   if (!std::regex_search(message, m, name))

@@ -3,8 +3,8 @@
 // One-to-one conversion between the plain C++ schedule (built by AfPipe.h, verified by
 // verifySchedule, replayed by runtime/sim, written to plan.json) and its IR form (dialects/afpipe),
 // so that the schedule passes (afpipe-schedule, afpipe-verify) and the plan emitter share one data
-// model. Instruction i of program P is the i-th op in the `afpipe.program` of role P (the verifier's
-// "P[i]" names it).
+// model. Instruction i of program P is the i-th op in the `afpipe.program` of role P (the
+// verifier's "P[i]" names it).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_PASSES_SCHEDULE_SCHEDULEIR_H

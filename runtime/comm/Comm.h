@@ -1,10 +1,10 @@
 // Point-to-point byte messages between global ranks: the only communication the executor uses.
 //
-// A Comm is one rank's endpoint. Backends: `local` (in-process ranks, one thread each; LocalComm.h);
-// `mpi` maps send to a buffered MPI_Isend and recv to MPI_Probe/MPI_Recv with a deadline (MpiComm.h);
-// `nccl` announces each message over MPI and moves its bytes with ncclSend/ncclRecv (NcclComm.h).
-// Messages between one (src, dst, tag) triple arrive in the order they were sent (MPI's
-// non-overtaking rule), which is all the executor relies on.
+// A Comm is one rank's endpoint. Backends: `local` (in-process ranks, one thread each;
+// LocalComm.h); `mpi` maps send to a buffered MPI_Isend and recv to MPI_Probe/MPI_Recv with a
+// deadline (MpiComm.h); `nccl` announces each message over MPI and moves its bytes with
+// ncclSend/ncclRecv (NcclComm.h). Messages between one (src, dst, tag) triple arrive in the order
+// they were sent (MPI's non-overtaking rule), which is all the executor relies on.
 #pragma once
 
 #include <chrono>
@@ -60,9 +60,9 @@ public:
   /// without waiting for the matching recv. Throws CommError for a rank outside the world.
   virtual void send(int dst, int tag, Bytes message) = 0;
 
-  /// Returns the oldest message from `src` under `tag`, waiting at most `timeout`. Throws CommTimeout
-  /// "rank R: recv from rank S (tag T) timed out after N ms" when the deadline passes, and
-  /// CommAborted when the run is aborted while waiting.
+  /// Returns the oldest message from `src` under `tag`, waiting at most `timeout`. Throws
+  /// CommTimeout "rank R: recv from rank S (tag T) timed out after N ms" when the deadline passes,
+  /// and CommAborted when the run is aborted while waiting.
   virtual Bytes recv(int src, int tag, std::chrono::milliseconds timeout) = 0;
 
   /// One exchange step (an M2N or N2M of a layer): sends every message of `sends`, then returns one
@@ -70,7 +70,8 @@ public:
   /// Errors: those of send and recv. The default is that loop of send() then recv() calls, so
   /// `local` and `mpi` behave exactly as a caller's own loop; `nccl` posts all of the step's
   /// ncclSend/ncclRecv in one ncclGroupStart/ncclGroupEnd (runtime/comm/nccl/NcclComm.h).
-  virtual std::vector<Bytes> exchange(std::vector<OutgoingMessage> sends, const std::vector<IncomingMessage>& recvs,
+  virtual std::vector<Bytes> exchange(std::vector<OutgoingMessage> sends,
+                                      const std::vector<IncomingMessage> &recvs,
                                       std::chrono::milliseconds timeout);
 
   /// In-place element-wise sum of fp32 `data[0, n)` over the ranks `ranks` (strictly ascending,
@@ -82,9 +83,9 @@ public:
   /// sums differ from the default's in the last bits, by at most 2 (k - 1) 2^-24 sum_i |d_i| per
   /// element for k = ranks.size() (two recursive summations of k terms, each within
   /// (k - 1) u sum_i |d_i| of the exact sum, u = 2^-24; Higham, Accuracy and Stability of Numerical
-  /// Algorithms, 2nd ed., eq. 4.4). Throws CommError for bad `ranks`, or a message of the wrong size
-  /// (naming the peer and the tag).
-  virtual void allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+  /// Algorithms, 2nd ed., eq. 4.4). Throws CommError for bad `ranks`, or a message of the wrong
+  /// size (naming the peer and the tag).
+  virtual void allReduceSum(const std::vector<int> &ranks, int tag, float *data, std::size_t n,
                             std::chrono::milliseconds timeout);
 
   /// Waits at most `timeout` for a message under any of `sources` ((src, tag) pairs), takes the
@@ -93,7 +94,8 @@ public:
   /// Throws CommAborted when the run is aborted, CommError for a rank outside the world. Used by
   /// the comm stream (runtime/executor/CommStream.h) to wait for several posted receives at once.
   /// The default polls recv with zero deadlines every 100 us; `local` and `mpi` wake on arrival.
-  virtual int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout);
+  virtual int recvAny(const std::vector<std::pair<int, int>> &sources, Bytes &out,
+                      std::chrono::milliseconds timeout);
 
   /// Makes a recvAny running on this endpoint in another thread return -1 now (or the next one,
   /// if none runs). Thread-safe; sends and receives nothing. The default does nothing (its polling

@@ -141,8 +141,14 @@ bool loadCluster(const std::string &path, const HardwareCatalog &catalog, Cluste
       c.nvlinkBandwidth = v * 1e9;
     }
     for (auto it = doc.begin(); it != doc.end(); ++it) {
-      static const char *known[] = {"name", "gpu", "nic", "nodes", "gpus_per_node",
-                                    "nics_per_node", "nic_bandwidth_GBps", "nvlink_GBps"};
+      static const char *known[] = {"name",
+                                    "gpu",
+                                    "nic",
+                                    "nodes",
+                                    "gpus_per_node",
+                                    "nics_per_node",
+                                    "nic_bandwidth_GBps",
+                                    "nvlink_GBps"};
       std::string key = it->first.as<std::string>();
       if (std::find(std::begin(known), std::end(known), key) == std::end(known))
         throw std::runtime_error(key + ": unknown key");

@@ -4,7 +4,8 @@
 //   runtime/cost/data/hardware.json  GPUs and NICs, seeded from ../shared/reference/hardware.json
 //   samples/clusters/*.yaml          clusters: nodes, GPUs and NICs per node, link overrides
 // Units: FLOP/s, bytes, bytes/s (per direction), seconds. Loaders never throw: they return false
-// and set `error` to one line naming the file and field, so MLIR code (-fno-exceptions) can call them.
+// and set `error` to one line naming the file and field, so MLIR code (-fno-exceptions) can call
+// them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_RUNTIME_COST_HARDWARE_H
@@ -18,13 +19,13 @@ namespace disagmoe::cost {
 /// One GPU model. `peakFlops` is the dense bf16 tensor-core peak (FLOP/s): NVIDIA headlines the
 /// 2:4-sparse figure, dense = sparse / 2 (hardware.json, "conventions.tflops").
 struct GpuSpec {
-  std::string name;          ///< short key used by cluster files, e.g. "H800"
-  std::string fullName;      ///< e.g. "H800 SXM5 80GB"
-  double peakFlops = 0;      ///< FLOP/s, dense bf16
-  double hbmBytes = 0;       ///< bytes of HBM (GB = 1e9 bytes)
-  double hbmBandwidth = 0;   ///< bytes/s
+  std::string name;           ///< short key used by cluster files, e.g. "H800"
+  std::string fullName;       ///< e.g. "H800 SXM5 80GB"
+  double peakFlops = 0;       ///< FLOP/s, dense bf16
+  double hbmBytes = 0;        ///< bytes of HBM (GB = 1e9 bytes)
+  double hbmBandwidth = 0;    ///< bytes/s
   double nvlinkBandwidth = 0; ///< bytes/s per direction (NVIDIA's headline figure / 2)
-  double pcieBandwidth = 0;  ///< bytes/s per direction, GPU <-> host/NIC
+  double pcieBandwidth = 0;   ///< bytes/s per direction, GPU <-> host/NIC
 };
 
 /// One NIC model; `bandwidth` is per direction (400 Gb/s = 50e9 bytes/s each way, full duplex).
@@ -63,7 +64,8 @@ struct ClusterSpec {
 double turningPoint(const GpuSpec &gpu, const NicSpec &nic);
 
 /// Reads the catalog (JSON: {"gpus": [...], "nics": [...]}, fields in docs/cost-model.md).
-bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out, std::string &error) noexcept;
+bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out,
+                         std::string &error) noexcept;
 /// The catalog committed in the source tree (runtime/cost/data/hardware.json).
 std::string defaultHardwareCatalogPath();
 

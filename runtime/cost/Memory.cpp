@@ -9,18 +9,30 @@ namespace disagmoe::cost {
 std::string MemoryBreakdown::dominant() const {
   std::string name = "weights";
   double best = weights;
-  if (gradients > best) { best = gradients; name = "gradients"; }
-  if (optimizer > best) { best = optimizer; name = "optimizer state"; }
-  if (activations > best) { name = "activations"; }
+  if (gradients > best) {
+    best = gradients;
+    name = "gradients";
+  }
+  if (optimizer > best) {
+    best = optimizer;
+    name = "optimizer state";
+  }
+  if (activations > best) {
+    name = "activations";
+  }
   return name;
 }
 
 const char *recomputationName(Recomputation r) {
   switch (r) {
-  case Recomputation::Selective: return "selective";
-  case Recomputation::Full: return "full";
-  case Recomputation::Redispatch: return "redispatch";
-  default: return "none";
+  case Recomputation::Selective:
+    return "selective";
+  case Recomputation::Full:
+    return "full";
+  case Recomputation::Redispatch:
+    return "redispatch";
+  default:
+    return "none";
   }
 }
 
@@ -32,7 +44,8 @@ double attentionActivationBytesPerToken(const ModelShape &m, int64_t layer, Reco
     return 2 * h + (ffnR == Recomputation::Redispatch && l.isMoe()
                         ? 2 * h + 12.0 * static_cast<double>(l.topK)
                         : 0.0);
-  double q = static_cast<double>(l.heads * l.headDim), kv = static_cast<double>(l.kvHeads * l.headDim);
+  double q = static_cast<double>(l.heads * l.headDim),
+         kv = static_cast<double>(l.kvHeads * l.headDim);
   double swiglu = static_cast<double>(l.sharedHidden + l.denseHidden);
   bool selective = r == Recomputation::Selective;
   return (selective ? 4 : 8) * h + 4 * q + 4 * kv + 4.0 * l.heads + 8.0 * l.experts +
@@ -43,10 +56,14 @@ double expertActivationBytes(const ModelShape &m, int64_t layer, Recomputation r
                              double pairs) {
   double h = static_cast<double>(m.hidden), I = static_cast<double>(m.layers[layer].expertHidden);
   switch (r) {
-  case Recomputation::Redispatch: return 0;
-  case Recomputation::Full: return (2 * h + 16) * tokens + 12 * pairs;
-  case Recomputation::Selective: return (2 * h + 4 * I) * pairs;
-  default: return (2 * h + 8 * I) * pairs;
+  case Recomputation::Redispatch:
+    return 0;
+  case Recomputation::Full:
+    return (2 * h + 16) * tokens + 12 * pairs;
+  case Recomputation::Selective:
+    return (2 * h + 4 * I) * pairs;
+  default:
+    return (2 * h + 8 * I) * pairs;
   }
 }
 
@@ -113,8 +130,9 @@ MemoryBreakdown ffnGpuMemory(const ModelShape &m, const std::vector<int64_t> &la
     params += static_cast<double>(expertsPerRank) * m.expertParams(l);
     act += expertActivationBytes(m, l, r, tokensPerMicrobatch, pairsPerMicrobatch);
     if (recomputes) // the layer being recomputed, for its backward
-      transient = std::max(transient, expertActivationBytes(m, l, Recomputation::None,
-                                                            tokensPerMicrobatch, pairsPerMicrobatch));
+      transient =
+          std::max(transient, expertActivationBytes(m, l, Recomputation::None, tokensPerMicrobatch,
+                                                    pairsPerMicrobatch));
   }
   addParams(b, params, dpDegree, opts);
   b.activations = act * static_cast<double>(inflight) + transient;

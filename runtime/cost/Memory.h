@@ -94,8 +94,8 @@ double attentionActivationBytesPerToken(const ModelShape &m, int64_t layer, Reco
                                         Recomputation ffnR = Recomputation::None);
 /// bool form kept for callers that choose between None (false) and Full (true).
 inline double attentionActivationBytesPerToken(const ModelShape &m, int64_t layer, bool recompute) {
-  return attentionActivationBytesPerToken(m, layer, recompute ? Recomputation::Full
-                                                              : Recomputation::None);
+  return attentionActivationBytesPerToken(m, layer,
+                                          recompute ? Recomputation::Full : Recomputation::None);
 }
 /// Activation bytes one F-rank keeps for MoE layer `layer` and one micro-batch that brings it
 /// `tokens` tokens (token-rank pairs) and `pairs` (token, expert) pairs (I = expert_hidden):
@@ -118,11 +118,11 @@ double contextParallelBufferBytes(const ModelShape &m, const std::vector<int64_t
                                   int64_t seqLen, int64_t cp);
 
 /// Activations of the layers in flight: `inflight` micro-batches each hold every one of `layers`
-/// at level r; with Full/Redispatch plus the one layer being recomputed at level None (the largest).
-/// `ffnR` is the FFN side's level (see attentionActivationBytesPerToken).
-/// One A-GPU of a group holding `layers`, optionally the embedding and/or the head (whose bf16
-/// logits of one micro-batch, 2 * vocab bytes per token, count as activations); its attention
-/// weights are replicated over `dpDegree` ranks (the group's A-ranks times pipeline replicas).
+/// at level r; with Full/Redispatch plus the one layer being recomputed at level None (the
+/// largest). `ffnR` is the FFN side's level (see attentionActivationBytesPerToken). One A-GPU of a
+/// group holding `layers`, optionally the embedding and/or the head (whose bf16 logits of one
+/// micro-batch, 2 * vocab bytes per token, count as activations); its attention weights are
+/// replicated over `dpDegree` ranks (the group's A-ranks times pipeline replicas).
 /// `tokensPerMicrobatch`: tokens this rank processes per micro-batch; `inflight` micro-batches.
 MemoryBreakdown attentionGpuMemory(const ModelShape &m, const std::vector<int64_t> &layers,
                                    bool holdsEmbedding, bool holdsHead, int64_t dpDegree,

@@ -20,7 +20,8 @@ int64_t ModelShape::topK() const {
 double ModelShape::attentionSideParams(int64_t l) const {
   const LayerShape &s = layers[l];
   double h = static_cast<double>(hidden);
-  double q = static_cast<double>(s.heads * s.headDim), kv = static_cast<double>(s.kvHeads * s.headDim);
+  double q = static_cast<double>(s.heads * s.headDim),
+         kv = static_cast<double>(s.kvHeads * s.headDim);
   double p = h * q + 2 * h * kv + q * h; // Wq, Wk, Wv, Wo
   p += 2 * h;                            // attn_norm, ffn_norm
   p += h * s.experts;                    // router

@@ -33,8 +33,8 @@ AttentionFlops attentionSideForwardFlops(const ModelShape &m, int64_t layer, dou
 double routedExpertForwardFlops(const ModelShape &m, int64_t layer, double tokens) {
   const LayerShape &l = m.layers[layer];
   // 2 FLOP per multiply-add of each of the expert's matrices (3 SwiGLU, 2 non-gated).
-  return 2.0 * static_cast<double>(l.expertMatrices) * tokens * static_cast<double>(l.topK) * m.hidden *
-         static_cast<double>(l.expertHidden);
+  return 2.0 * static_cast<double>(l.expertMatrices) * tokens * static_cast<double>(l.topK) *
+         m.hidden * static_cast<double>(l.expertHidden);
 }
 
 double headForwardFlops(const ModelShape &m, double tokens) {
@@ -103,11 +103,11 @@ ExchangeBytes exchangeBytes(const ModelShape &m, int64_t layer, double tokens, i
   double h = static_cast<double>(m.hidden);
   double k = static_cast<double>(l.topK);
   double d = expectedDistinctRanks(l.experts, l.topK, ffnRanks);
-  double pair = 8 + kBf16Bytes * h;                        // token id + bf16 vector
-  double m2n = tokens * (d * (pair + 8) + 12 * k);         // + count per pair, expert/gate per k
-  double n2mBackward = tokens * d * pair;                  // dL/dy
-  double n2m = tokens * d * pair;                          // expert outputs
-  double m2nBackward = tokens * (d * pair + 4 * k);        // dL/dx, dL/dg
+  double pair = 8 + kBf16Bytes * h;                 // token id + bf16 vector
+  double m2n = tokens * (d * (pair + 8) + 12 * k);  // + count per pair, expert/gate per k
+  double n2mBackward = tokens * d * pair;           // dL/dy
+  double n2m = tokens * d * pair;                   // expert outputs
+  double m2nBackward = tokens * (d * pair + 4 * k); // dL/dx, dL/dg
   b.m2n = m2n;
   b.attnSend = m2n + n2mBackward;
   b.attnRecv = n2m + m2nBackward;

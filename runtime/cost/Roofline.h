@@ -42,8 +42,8 @@ struct AttentionFlops {
 AttentionFlops attentionSideForwardFlops(const ModelShape &m, int64_t layer, double sequences,
                                          int64_t seqLen);
 
-/// Forward FLOPs of layer l's routed experts for `tokens` tokens: 2 * expert_matrices * T * top_k * h * I
-/// (6 T k h I for SwiGLU, 4 T k h I for non-gated experts).
+/// Forward FLOPs of layer l's routed experts for `tokens` tokens: 2 * expert_matrices * T * top_k *
+/// h * I (6 T k h I for SwiGLU, 4 T k h I for non-gated experts).
 double routedExpertForwardFlops(const ModelShape &m, int64_t layer, double tokens);
 
 /// Forward FLOPs of the LM head: 2 * T * h * vocab (the embedding is a lookup: 0 FLOP).
@@ -60,12 +60,12 @@ double trainingMultiplier(bool recompute);
 double selectiveRecomputeFlopsAttention(const ModelShape &m, int64_t layer, double tokens);
 double selectiveRecomputeFlopsExpert(const ModelShape &m, int64_t layer, double pairs);
 
-/// Context parallelism (CP) of degree cp: the sequence of a micro-batch split over cp A-ranks of one
-/// node, ring attention with load-balanced causal chunks (Liu et al. 2023, "Ring Attention with
+/// Context parallelism (CP) of degree cp: the sequence of a micro-batch split over cp A-ranks of
+/// one node, ring attention with load-balanced causal chunks (Liu et al. 2023, "Ring Attention with
 /// Blockwise Transformers", §3; Megatron-Core --context-parallel-size, whose CP splits the sequence
 /// into 2*cp chunks and gives rank i chunks i and 2*cp-1-i so every rank does the same causal work,
-/// megatron/core/utils.py get_batch_on_this_cp_rank). Per layer and micro-batch each rank passes its
-/// K and V chunk around the ring in cp-1 steps over NVLink; one step moves
+/// megatron/core/utils.py get_batch_on_this_cp_rank). Per layer and micro-batch each rank passes
+/// its K and V chunk around the ring in cp-1 steps over NVLink; one step moves
 ///   kvRingChunkBytes = 2 (K and V) * (s / cp) * kv_heads * head_dim * 2 (bf16)   bytes per GPU.
 /// The backward passes K/V and their gradients dK/dV (twice the bytes per step): Transformer
 /// Engine's AttnFuncWithCPAndKVP2P.backward circulates kv and dkv the same way.
@@ -77,9 +77,10 @@ double kvRingChunkBytes(const ModelShape &m, int64_t layer, int64_t seqLen, int6
 /// blockwise attention"; Megatron-Core/TE issue the P2P send/recv of step i+1 before computing step
 /// i). With load-balanced chunks every step does the same work, coreSeconds / cp, so
 ///   ringAttentionSeconds = coreSeconds / cp + (cp - 1) * max(coreSeconds / cp, chunkSeconds)
-/// (the transfer is hidden when a step's compute outlasts it, exposed otherwise; cp = 1: coreSeconds).
-/// coreSeconds: the GPU's score FLOPs (Roofline: 4 * heads * head_dim * P(s, w) of its share) / peak;
-/// chunkSeconds: kvRingChunkBytes (x2 in the backward) / NVLink bandwidth per direction.
+/// (the transfer is hidden when a step's compute outlasts it, exposed otherwise; cp = 1:
+/// coreSeconds). coreSeconds: the GPU's score FLOPs (Roofline: 4 * heads * head_dim * P(s, w) of
+/// its share) / peak; chunkSeconds: kvRingChunkBytes (x2 in the backward) / NVLink bandwidth per
+/// direction.
 double ringAttentionSeconds(double coreSeconds, double chunkSeconds, int64_t cp);
 
 /// Probability that a token's top-k experts (a uniformly random k-subset of `experts`) include at

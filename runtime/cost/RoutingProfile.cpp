@@ -49,8 +49,7 @@ bool readRoutingProfile(const std::string &path, RoutingProfile &out, std::strin
         throw std::runtime_error(at + ".layer: " + std::to_string(layer.layer) +
                                  " is not in ascending order");
       previous = layer.layer;
-      if (!l.contains("expert_loads") || !l["expert_loads"].is_array() ||
-          l["expert_loads"].empty())
+      if (!l.contains("expert_loads") || !l["expert_loads"].is_array() || l["expert_loads"].empty())
         throw std::runtime_error(at + ".expert_loads: missing or empty");
       int64_t sum = 0;
       for (size_t e = 0; e < l["expert_loads"].size(); ++e) {
@@ -66,10 +65,9 @@ bool readRoutingProfile(const std::string &path, RoutingProfile &out, std::strin
         throw std::runtime_error(at + ".expert_loads: " + std::to_string(experts) +
                                  " experts, the model has " + std::to_string(expectedExperts));
       if (p.tokens >= 0 && p.topK >= 0 && sum != p.tokens * p.topK)
-        throw std::runtime_error(at + ".expert_loads: sum " + std::to_string(sum) +
-                                 " differs from tokens * top_k = " +
-                                 std::to_string(p.tokens * p.topK) + " (layer " +
-                                 std::to_string(layer.layer) + ")");
+        throw std::runtime_error(
+            at + ".expert_loads: sum " + std::to_string(sum) + " differs from tokens * top_k = " +
+            std::to_string(p.tokens * p.topK) + " (layer " + std::to_string(layer.layer) + ")");
       p.layers.push_back(std::move(layer));
     }
     out = std::move(p);

@@ -18,8 +18,9 @@ Bytes CommStream::Receive::take() {
   return std::move(bytes);
 }
 
-CommStream::CommStream(Comm& inner)
-    : inner_(inner), rank_(inner.rank()), world_(inner.worldSize()), recorder_(RankRecorder::current()) {
+CommStream::CommStream(Comm &inner)
+    : inner_(inner), rank_(inner.rank()), world_(inner.worldSize()),
+      recorder_(RankRecorder::current()) {
   worker_ = std::thread([this] { run(); });
 }
 
@@ -34,7 +35,8 @@ CommStream::~CommStream() {
 }
 
 void CommStream::throwIfFailedLocked() const {
-  if (error_) std::rethrow_exception(error_);
+  if (error_)
+    std::rethrow_exception(error_);
 }
 
 void CommStream::send(int dst, int tag, Bytes message) {
@@ -47,7 +49,8 @@ void CommStream::send(int dst, int tag, Bytes message) {
   inner_.wake(); // out of a recvAny: the send must not wait for a receive
 }
 
-std::shared_ptr<CommStream::Receive> CommStream::postRecv(int src, int tag, std::chrono::milliseconds timeout) {
+std::shared_ptr<CommStream::Receive> CommStream::postRecv(int src, int tag,
+                                                          std::chrono::milliseconds timeout) {
   auto r = std::make_shared<Receive>();
   r->src = src;
   r->tag = tag;
@@ -64,9 +67,11 @@ std::shared_ptr<CommStream::Receive> CommStream::postRecv(int src, int tag, std:
   return r;
 }
 
-Bytes CommStream::recv(int src, int tag, std::chrono::milliseconds timeout) { return postRecv(src, tag, timeout)->take(); }
+Bytes CommStream::recv(int src, int tag, std::chrono::milliseconds timeout) {
+  return postRecv(src, tag, timeout)->take();
+}
 
-void CommStream::allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+void CommStream::allReduceSum(const std::vector<int> &ranks, int tag, float *data, std::size_t n,
                               std::chrono::milliseconds timeout) {
   // Shared with the task: a stream that fails while the task runs returns before it ends (the
   // destructor's join waits for it; `data` belongs to the caller, which outlives the stream).
@@ -91,7 +96,8 @@ void CommStream::allReduceSum(const std::vector<int>& ranks, int tag, float* dat
   {
     std::unique_lock<std::mutex> lock(mutex_);
     flushed_.wait(lock, [&] { return done->done() || error_; });
-    if (!done->done()) throwIfFailedLocked();
+    if (!done->done())
+      throwIfFailedLocked();
   }
   done->wait();
 }
@@ -112,8 +118,9 @@ void CommStream::abort(std::exception_ptr error) {
 }
 
 void CommStream::failLocked(std::exception_ptr error) {
-  if (!error_) error_ = error;
-  for (auto& r : receives_)
+  if (!error_)
+    error_ = error;
+  for (auto &r : receives_)
     r->arrived.fail(error_);
   receives_.clear();
   sends_.clear();
@@ -134,16 +141,20 @@ void CommStream::run() {
       std::exception_ptr failed;
       const double started = recorder_ ? recorder_->now() : 0;
       try {
-        if (o.task) o.task();
-        else inner_.send(o.dst, o.tag, std::move(o.bytes));
+        if (o.task)
+          o.task();
+        else
+          inner_.send(o.dst, o.tag, std::move(o.bytes));
       } catch (...) {
         failed = std::current_exception();
       }
       if (recorder_ && !failed && !o.task)
-        recorder_->recordComm("send to " + std::to_string(o.dst) + " tag " + std::to_string(o.tag), started);
+        recorder_->recordComm("send to " + std::to_string(o.dst) + " tag " + std::to_string(o.tag),
+                              started);
       lock.lock();
       sending_ = false;
-      if (failed) failLocked(failed);
+      if (failed)
+        failLocked(failed);
     }
     flushed_.notify_all();
     if (stopping_) {
@@ -157,7 +168,9 @@ void CommStream::run() {
       return;
     }
     if (receives_.empty() || error_) {
-      wake_.wait(lock, [this] { return stopping_ || (!error_ && (!sends_.empty() || !receives_.empty())); });
+      wake_.wait(lock, [this] {
+        return stopping_ || (!error_ && (!sends_.empty() || !receives_.empty()));
+      });
       continue;
     }
     // The oldest pending receive of each (src, tag), in posting order (a later one of the same pair
@@ -165,9 +178,10 @@ void CommStream::run() {
     std::vector<std::shared_ptr<Receive>> heads;
     std::vector<std::pair<int, int>> keys;
     auto until = std::chrono::steady_clock::time_point::max();
-    for (const auto& r : receives_) {
+    for (const auto &r : receives_) {
       const std::pair<int, int> key{r->src, r->tag};
-      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        continue;
       heads.push_back(r);
       keys.push_back(key);
       until = std::min(until, r->deadline);
@@ -175,8 +189,10 @@ void CommStream::run() {
     lock.unlock();
     // Wait for any of them until the nearest deadline (at most kLongestWait); a send or receive
     // queued meanwhile ends the wait at once (Comm::wake).
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    const auto wait = std::max(std::chrono::milliseconds(0), std::min(left + std::chrono::milliseconds(1), kLongestWait));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    const auto wait = std::max(std::chrono::milliseconds(0),
+                               std::min(left + std::chrono::milliseconds(1), kLongestWait));
     std::vector<std::shared_ptr<Receive>> finished;
     std::exception_ptr failed;
     Bytes bytes;
@@ -187,31 +203,34 @@ void CommStream::run() {
       failed = std::current_exception();
     }
     if (got >= 0) {
-      Receive& r = *heads[static_cast<size_t>(got)];
+      Receive &r = *heads[static_cast<size_t>(got)];
       if (recorder_)
-        recorder_->recordComm("recv from " + std::to_string(r.src) + " tag " + std::to_string(r.tag),
+        recorder_->recordComm("recv from " + std::to_string(r.src) + " tag " +
+                                  std::to_string(r.tag),
                               std::max(r.posted, recorder_->lastCommEnd()));
       r.bytes = std::move(bytes);
       r.arrived.record();
       finished.push_back(heads[static_cast<size_t>(got)]);
     } else if (!failed) {
       const auto now = std::chrono::steady_clock::now();
-      for (const auto& h : heads) {
-        if (now < h->deadline) continue;
-        h->arrived.fail(std::make_exception_ptr(CommTimeout(me + ": recv from rank " + std::to_string(h->src) +
-                                                            " (tag " + std::to_string(h->tag) + ") timed out after " +
-                                                            std::to_string(h->timeout.count()) + " ms")));
+      for (const auto &h : heads) {
+        if (now < h->deadline)
+          continue;
+        h->arrived.fail(std::make_exception_ptr(CommTimeout(
+            me + ": recv from rank " + std::to_string(h->src) + " (tag " + std::to_string(h->tag) +
+            ") timed out after " + std::to_string(h->timeout.count()) + " ms")));
         finished.push_back(h);
       }
     }
     lock.lock();
-    for (const auto& f : finished)
+    for (const auto &f : finished)
       for (auto it = receives_.begin(); it != receives_.end(); ++it)
         if (*it == f) {
           receives_.erase(it);
           break;
         }
-    if (failed) failLocked(failed);
+    if (failed)
+      failLocked(failed);
   }
 }
 

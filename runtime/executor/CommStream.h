@@ -15,9 +15,9 @@
 //   flush()                  returns once every queued send has been handed to the inner Comm.
 //
 // The worker never blocks a queued send behind a receive: it sends everything queued, then waits
-// with Comm::recvAny for the oldest pending receive of each (src, tag) at once (a message for any of
-// them wakes it; `local` and `mpi` signal arrival) until the nearest deadline, and loops; a send or
-// receive queued meanwhile ends the wait at once (Comm::wake). So receives posted by two compute
+// with Comm::recvAny for the oldest pending receive of each (src, tag) at once (a message for any
+// of them wakes it; `local` and `mpi` signal arrival) until the nearest deadline, and loops; a send
+// or receive queued meanwhile ends the wait at once (Comm::wake). So receives posted by two compute
 // streams (forward and backward of different micro-batches) complete in whatever order their
 // messages arrive, and no receive can hold up a send another rank is waiting for.
 //
@@ -63,10 +63,10 @@ public:
 
   /// Starts the comm worker of `inner` (which must outlive the stream). The worker records its
   /// sends and receives into the calling thread's RankRecorder (OpProfile.h), if one is installed.
-  explicit CommStream(Comm& inner);
+  explicit CommStream(Comm &inner);
   ~CommStream() override;
-  CommStream(const CommStream&) = delete;
-  CommStream& operator=(const CommStream&) = delete;
+  CommStream(const CommStream &) = delete;
+  CommStream &operator=(const CommStream &) = delete;
 
   int rank() const override { return rank_; }
   int worldSize() const override { return world_; }
@@ -78,7 +78,7 @@ public:
   /// else meanwhile: call it only when no other stream of the rank communicates (the training step
   /// calls it after both compute streams have ended). exchange() keeps Comm's default, the loop of
   /// this stream's send() and recv().
-  void allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+  void allReduceSum(const std::vector<int> &ranks, int tag, float *data, std::size_t n,
                     std::chrono::milliseconds timeout) override;
   /// Blocks until every send queued so far has been handed to the inner Comm; rethrows the
   /// worker's first failure.
@@ -98,9 +98,9 @@ private:
   void failLocked(std::exception_ptr error);
   void throwIfFailedLocked() const;
 
-  Comm& inner_;
+  Comm &inner_;
   const int rank_, world_;
-  RankRecorder* recorder_;
+  RankRecorder *recorder_;
   std::mutex mutex_;
   std::condition_variable wake_;    // the worker: a new send or receive, or stop
   std::condition_variable flushed_; // flush(): the send queue drained

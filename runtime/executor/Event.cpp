@@ -5,7 +5,8 @@ namespace disagmoe {
 void Event::record() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
+    if (done_)
+      return;
     done_ = true;
   }
   changed_.notify_all();
@@ -14,7 +15,8 @@ void Event::record() {
 void Event::fail(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
+    if (done_)
+      return;
     done_ = true;
     error_ = std::move(error);
   }
@@ -24,7 +26,8 @@ void Event::fail(std::exception_ptr error) {
 void Event::wait() const {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [this] { return done_; });
-  if (error_) std::rethrow_exception(error_);
+  if (error_)
+    std::rethrow_exception(error_);
 }
 
 bool Event::done() const {

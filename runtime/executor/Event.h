@@ -3,10 +3,10 @@
 // computed, a buffer received), or fails it with the exception that stopped the work; another
 // stream waits on it.
 //
-// Like a CUDA event recorded once: wait() returns at once after record(), blocks before. There is no
-// deadline here: whoever owns the guarded work is responsible for ending it (the comm worker fails a
-// receive at its deadline, CommStream.h; a compute stream fails its events when it throws), so a
-// wait never outlives a failure.
+// Like a CUDA event recorded once: wait() returns at once after record(), blocks before. There is
+// no deadline here: whoever owns the guarded work is responsible for ending it (the comm worker
+// fails a receive at its deadline, CommStream.h; a compute stream fails its events when it throws),
+// so a wait never outlives a failure.
 #pragma once
 
 #include <condition_variable>
@@ -18,8 +18,8 @@ namespace disagmoe {
 class Event {
 public:
   Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
 
   /// Marks the guarded work done and wakes every waiter. Later record()/fail() calls are ignored.
   void record();

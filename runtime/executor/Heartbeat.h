@@ -6,10 +6,10 @@
 // - A rank that goes silent (stops sending and receiving while not waiting for anyone) is caught by
 //   the heartbeat: MonitoredComm beats on every send and receive and marks the time a rank spends
 //   blocked in a receive as "waiting on rank S" (alive: the receive's own deadline covers it); a
-//   watchdog thread declares a rank silent when it is not waiting and has not beaten for `deadline`,
-//   and calls onSilent with "rank R is silent: no heartbeat for D ms (its last message operation
-//   was at T ms)", which aborts the world, so every rank exits naming R. The deadline must exceed
-//   the longest computation between two messages of one rank.
+//   watchdog thread declares a rank silent when it is not waiting and has not beaten for
+//   `deadline`, and calls onSilent with "rank R is silent: no heartbeat for D ms (its last message
+//   operation was at T ms)", which aborts the world, so every rank exits naming R. The deadline
+//   must exceed the longest computation between two messages of one rank.
 //
 // With one process per rank (--comm mpi) each process watches its own rank the same way during a
 // step (RankWatch below: the rank is silent when it neither beats nor waits for `deadline`), and
@@ -21,8 +21,8 @@
 // blocks without a heartbeat until the world is aborted). Two modes end or stop the whole process,
 // for one process per rank only: "kill" (raise(SIGKILL): a rank that dies without a word) and
 // "freeze" (raise(SIGSTOP): a process that stops answering entirely, comm thread included); where
-// ranks share the process (the local comm) they throw ExecError "... stops the whole process" instead.
-// A malformed value throws ExecError naming the variable.
+// ranks share the process (the local comm) they throw ExecError "... stops the whole process"
+// instead. A malformed value throws ExecError naming the variable.
 #pragma once
 
 #include "runtime/comm/Comm.h"
@@ -43,19 +43,20 @@ struct FaultInjection {
   int rank = -1; ///< -1: none
   bool silent = false;
   bool kill = false, freeze = false; ///< process-wide modes (one process per rank)
-  int64_t at = 0; ///< the rank's message operation (from 0) at which it fails
+  int64_t at = 0;                    ///< the rank's message operation (from 0) at which it fails
   /// Parses DISAGMOE_FAULT_INJECT (unset or empty: none). Throws ExecError on a malformed value.
   static FaultInjection fromEnvironment();
 };
 
 class HeartbeatMonitor {
 public:
-  /// Watches `worldSize` ranks; `onSilent(message)` is called once, from the watchdog thread, for the
-  /// first silent rank. deadline 0: no watchdog (beats are still recorded).
-  HeartbeatMonitor(int worldSize, std::chrono::milliseconds deadline, std::function<void(const std::string&)> onSilent);
+  /// Watches `worldSize` ranks; `onSilent(message)` is called once, from the watchdog thread, for
+  /// the first silent rank. deadline 0: no watchdog (beats are still recorded).
+  HeartbeatMonitor(int worldSize, std::chrono::milliseconds deadline,
+                   std::function<void(const std::string &)> onSilent);
   ~HeartbeatMonitor(); ///< stops the watchdog
-  HeartbeatMonitor(const HeartbeatMonitor&) = delete;
-  HeartbeatMonitor& operator=(const HeartbeatMonitor&) = delete;
+  HeartbeatMonitor(const HeartbeatMonitor &) = delete;
+  HeartbeatMonitor &operator=(const HeartbeatMonitor &) = delete;
 
   void beat(int rank);
   void setWaiting(int rank, bool waiting);
@@ -71,7 +72,7 @@ private:
 
   std::chrono::steady_clock::time_point origin_;
   std::chrono::milliseconds deadline_;
-  std::function<void(const std::string&)> onSilent_;
+  std::function<void(const std::string &)> onSilent_;
   std::vector<RankBeat> ranks_;
   std::mutex mutex_;
   std::condition_variable stop_;
@@ -81,7 +82,7 @@ private:
 
 /// Marks a rank finished when its thread's scope ends (returned or failed).
 struct FinishedGuard {
-  HeartbeatMonitor& monitor;
+  HeartbeatMonitor &monitor;
   int rank;
   ~FinishedGuard() { monitor.finished(rank); }
 };
@@ -92,20 +93,21 @@ class MonitoredComm : public Comm {
 public:
   /// processPerRank: this process runs only this rank (mpi), so the process-wide fault modes kill
   /// and freeze may apply; otherwise they throw ExecError instead of stopping every rank here.
-  MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor& monitor, FaultInjection fault,
+  MonitoredComm(std::unique_ptr<Comm> inner, HeartbeatMonitor &monitor, FaultInjection fault,
                 bool processPerRank = false);
   int rank() const override { return inner_->rank(); }
   int worldSize() const override { return inner_->worldSize(); }
   void send(int dst, int tag, Bytes message) override;
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override;
   /// One message operation (beat, waiting while it waits, the fault hook), like recv.
-  int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) override;
+  int recvAny(const std::vector<std::pair<int, int>> &sources, Bytes &out,
+              std::chrono::milliseconds timeout) override;
   void wake() override { inner_->wake(); }
 
 private:
   void maybeFail();
   std::unique_ptr<Comm> inner_;
-  HeartbeatMonitor& monitor_;
+  HeartbeatMonitor &monitor_;
   FaultInjection fault_;
   bool processPerRank_;
   int64_t operations_ = 0;
@@ -116,10 +118,10 @@ private:
 /// (borrowed) applying `fault`. onSilent is called from the watchdog thread as in HeartbeatMonitor.
 class RankWatch {
 public:
-  RankWatch(Comm& comm, std::chrono::milliseconds deadline, const FaultInjection& fault,
-            std::function<void(const std::string&)> onSilent);
+  RankWatch(Comm &comm, std::chrono::milliseconds deadline, const FaultInjection &fault,
+            std::function<void(const std::string &)> onSilent);
   ~RankWatch();
-  Comm& comm() { return *monitored_; }
+  Comm &comm() { return *monitored_; }
 
 private:
   HeartbeatMonitor monitor_;

@@ -14,13 +14,15 @@ namespace disagmoe {
 namespace {
 
 // Temp file + rename: a reader never sees half a file.
-void writeAtomically(const std::string& path, const std::string& text) {
+void writeAtomically(const std::string &path, const std::string &text) {
   // The rename would replace a device, FIFO or symlink: refuse it (again just before the rename).
-  if (const std::string why = outputRefusal(path); !why.empty()) throw std::runtime_error(path + ": " + why);
+  if (const std::string why = outputRefusal(path); !why.empty())
+    throw std::runtime_error(path + ": " + why);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
+    if (!out)
+      throw std::runtime_error(path + ": cannot write");
     out << text;
     out.flush();
     if (!out) {
@@ -44,44 +46,48 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-GroupRole roleOfRank(const Plan& plan, int rank) {
-  for (const Group& g : plan.placement.groups)
+GroupRole roleOfRank(const Plan &plan, int rank) {
+  for (const Group &g : plan.placement.groups)
     for (int r : g.ranks)
-      if (r == rank) return g.role;
+      if (r == rank)
+        return g.role;
   return GroupRole::Attention;
 }
 
 } // namespace
 
 OpProfile::OpProfile(int worldSize)
-    : origin_(std::chrono::steady_clock::now()), events_(static_cast<size_t>(std::max(worldSize, 0))) {}
+    : origin_(std::chrono::steady_clock::now()),
+      events_(static_cast<size_t>(std::max(worldSize, 0))) {}
 
 double OpProfile::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count();
 }
 
 namespace {
-thread_local RankRecorder* tCurrent = nullptr;
+thread_local RankRecorder *tCurrent = nullptr;
 } // namespace
 
-RankRecorder::RankRecorder(OpProfile& profile, const Plan& plan, int rank)
+RankRecorder::RankRecorder(OpProfile &profile, const Plan &plan, int rank)
     : profile_(profile), rank_(rank), group_(plan.placement.groupOf(rank).index),
       role_(plan.placement.groupOf(rank).role) {}
 
-RankRecorder* RankRecorder::current() { return tCurrent; }
+RankRecorder *RankRecorder::current() { return tCurrent; }
 
-void RankRecorder::record(const Instruction& ins, size_t index, bool backward, double start) {
+void RankRecorder::record(const Instruction &ins, size_t index, bool backward, double start) {
   // A forward instruction after a backward one (or the first) starts the next micro-batch.
-  if (!backward && (microBatch_ < 0 || lastBackward_)) ++microBatch_;
+  if (!backward && (microBatch_ < 0 || lastBackward_))
+    ++microBatch_;
   lastBackward_ = backward;
   (void)index;
   record(ins, backward, start, microBatch_);
 }
 
-void RankRecorder::record(const Instruction& ins, bool backward, double start, int64_t microBatch) {
+void RankRecorder::record(const Instruction &ins, bool backward, double start, int64_t microBatch) {
   OpEvent e;
   e.name = toString(ins.op);
-  if (ins.op == OpCode::RmsNorm) e.name += std::string(" ") + toString(ins.role);
+  if (ins.op == OpCode::RmsNorm)
+    e.name += std::string(" ") + toString(ins.role);
   e.simOp = simOpOf(ins, role_);
   e.phase = backward ? "backward" : "forward";
   e.group = group_;
@@ -95,7 +101,7 @@ void RankRecorder::record(const Instruction& ins, bool backward, double start, i
   profile_.events(rank_).push_back(std::move(e));
 }
 
-void RankRecorder::recordComm(const std::string& name, double start) {
+void RankRecorder::recordComm(const std::string &name, double start) {
   OpEvent e;
   e.name = name;
   e.phase = "comm";
@@ -108,8 +114,8 @@ void RankRecorder::recordComm(const std::string& name, double start) {
   profile_.events(rank_).push_back(std::move(e));
 }
 
-void RankRecorder::recordOther(const std::string& name, const std::string& simOp, const std::string& phase,
-                               double start) {
+void RankRecorder::recordOther(const std::string &name, const std::string &simOp,
+                               const std::string &phase, double start) {
   OpEvent e;
   e.name = name;
   e.simOp = simOp;
@@ -122,54 +128,70 @@ void RankRecorder::recordOther(const std::string& name, const std::string& simOp
   profile_.events(rank_).push_back(std::move(e));
 }
 
-ScopedRecorder::ScopedRecorder(RankRecorder* recorder) : previous_(tCurrent) { tCurrent = recorder; }
+ScopedRecorder::ScopedRecorder(RankRecorder *recorder) : previous_(tCurrent) {
+  tCurrent = recorder;
+}
 ScopedRecorder::~ScopedRecorder() { tCurrent = previous_; }
 
-std::string simOpOf(const Instruction& ins, GroupRole role) {
+std::string simOpOf(const Instruction &ins, GroupRole role) {
   switch (ins.op) {
   case OpCode::Embed:
   case OpCode::Attention:
   case OpCode::ResidualAdd:
-  case OpCode::Router: return role == GroupRole::Attention ? "attention" : "";
+  case OpCode::Router:
+    return role == GroupRole::Attention ? "attention" : "";
   case OpCode::RmsNorm:
-    if (ins.role == NormRole::FinalNorm) return "head";
+    if (ins.role == NormRole::FinalNorm)
+      return "head";
     return "attention";
-  case OpCode::Head: return "head";
-  case OpCode::Experts: return "experts";
-  case OpCode::DenseFfn: return role == GroupRole::Attention ? "attention" : "dense_ffn";
-  default: return ""; // sends and receives: the simulator's network model
+  case OpCode::Head:
+    return "head";
+  case OpCode::Experts:
+    return "experts";
+  case OpCode::DenseFfn:
+    return role == GroupRole::Attention ? "attention" : "dense_ffn";
+  default:
+    return ""; // sends and receives: the simulator's network model
   }
 }
 
-void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string& path) {
+void writeOpTimes(const Plan &plan, const OpProfile &profile, const std::string &path) {
   // (role, op, phase) -> (group, layer, mb, step) -> rank -> seconds
   using Key = std::tuple<std::string, std::string, std::string>;
   using Where = std::tuple<int, int64_t, int64_t, int64_t>;
   std::map<Key, std::map<Where, std::map<int, double>>> sums;
   for (int r = 0; r < profile.worldSize(); ++r) {
     const std::string role = toString(roleOfRank(plan, r));
-    for (const OpEvent& e : profile.events(r)) {
-      if (e.simOp.empty()) continue;
+    for (const OpEvent &e : profile.events(r)) {
+      if (e.simOp.empty())
+        continue;
       // The embedding belongs to layer 0's attention (the schedule has no embedding compute).
       const int64_t layer = e.simOp == "attention" ? std::max<int64_t>(e.layer, 0) : e.layer;
       sums[{role, e.simOp, e.phase}][{e.group, layer, e.microBatch, e.step}][r] += e.end - e.start;
     }
   }
-  if (sums.empty()) throw std::runtime_error(path + ": no compute instruction was timed (nothing to write)");
+  if (sums.empty())
+    throw std::runtime_error(path + ": no compute instruction was timed (nothing to write)");
   nlohmann::json entries = nlohmann::json::array();
-  for (const auto& [key, byWhere] : sums) {
+  for (const auto &[key, byWhere] : sums) {
     // Layer -1 (any layer) over everything, and each layer's own median (the simulator prefers the
     // exact layer: layers differ, e.g. a dense first layer).
     std::map<int64_t, std::vector<double>> busiest; // layer (-1: all) -> busiest-rank seconds
-    for (const auto& [where, byRank] : byWhere) {
+    for (const auto &[where, byRank] : byWhere) {
       double m = 0;
-      for (const auto& [rank, seconds] : byRank) m = std::max(m, seconds);
+      for (const auto &[rank, seconds] : byRank)
+        m = std::max(m, seconds);
       busiest[-1].push_back(m);
-      if (std::get<1>(where) >= 0) busiest[std::get<1>(where)].push_back(m);
+      if (std::get<1>(where) >= 0)
+        busiest[std::get<1>(where)].push_back(m);
     }
-    for (const auto& [layer, values] : busiest)
-      entries.push_back({{"role", std::get<0>(key)}, {"op", std::get<1>(key)}, {"phase", std::get<2>(key)},
-                         {"layer", layer}, {"seconds", median(values)}, {"samples", values.size()}});
+    for (const auto &[layer, values] : busiest)
+      entries.push_back({{"role", std::get<0>(key)},
+                         {"op", std::get<1>(key)},
+                         {"phase", std::get<2>(key)},
+                         {"layer", layer},
+                         {"seconds", median(values)},
+                         {"samples", values.size()}});
   }
   nlohmann::json root = {{"format", "disagmoe-op-times"},
                          {"version", 1},
@@ -179,40 +201,62 @@ void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string&
   writeAtomically(path, root.dump(1) + "\n");
 }
 
-void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t step, const std::string& path) {
+void writeExecutionTrace(const Plan &plan, const OpProfile &profile, int64_t step,
+                         const std::string &path) {
   nlohmann::json events = nlohmann::json::array();
   for (int r = 0; r < profile.worldSize(); ++r) {
     std::string group = "?";
-    for (const Group& g : plan.placement.groups)
+    for (const Group &g : plan.placement.groups)
       if (std::find(g.ranks.begin(), g.ranks.end(), r) != g.ranks.end())
         group = std::string(toString(g.role)) + " group " + std::to_string(g.index);
-    // One track per stream of the rank (tid = stream * world + rank; the forward stream keeps tid = rank).
+    // One track per stream of the rank (tid = stream * world + rank; the forward stream keeps tid =
+    // rank).
     const int world = profile.worldSize();
     bool used[kStreams] = {true, false, false};
-    for (const OpEvent& e : profile.events(r))
-      if (step < 0 || e.step == step) used[e.stream] = true;
-    static const char* const streamNames[kStreams] = {"", " backward", " comm"};
+    for (const OpEvent &e : profile.events(r))
+      if (step < 0 || e.step == step)
+        used[e.stream] = true;
+    static const char *const streamNames[kStreams] = {"", " backward", " comm"};
     for (int s = 0; s < kStreams; ++s) {
-      if (!used[s]) continue;
+      if (!used[s])
+        continue;
       const int tid = s * world + r;
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", tid},
-                        {"args", {{"name", "rank " + std::to_string(r) + " (" + group + ")" + streamNames[s]}}}});
-      events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", tid},
+      events.push_back(
+          {{"ph", "M"},
+           {"name", "thread_name"},
+           {"pid", 0},
+           {"tid", tid},
+           {"args",
+            {{"name", "rank " + std::to_string(r) + " (" + group + ")" + streamNames[s]}}}});
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_sort_index"},
+                        {"pid", 0},
+                        {"tid", tid},
                         {"args", {{"sort_index", r * kStreams + s}}}});
     }
-    for (const OpEvent& e : profile.events(r)) {
-      if (step >= 0 && e.step != step) continue;
+    for (const OpEvent &e : profile.events(r)) {
+      if (step >= 0 && e.step != step)
+        continue;
       if (e.stream == kCommStream) { // the comm worker's own sends and receives
-        events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", "comm"}, {"pid", 0}, {"tid", kCommStream * world + r},
-                          {"ts", e.start * 1e6}, {"dur", (e.end - e.start) * 1e6},
+        events.push_back({{"ph", "X"},
+                          {"name", e.name},
+                          {"cat", "comm"},
+                          {"pid", 0},
+                          {"tid", kCommStream * world + r},
+                          {"ts", e.start * 1e6},
+                          {"dur", (e.end - e.start) * 1e6},
                           {"args", {{"phase", e.phase}, {"step", e.step}}}});
         continue;
       }
       // The backward of a send receives the gradient, the backward of a receive sends it.
       const bool bwd = e.phase == "backward";
-      const bool sendName = e.name.find("send") != std::string::npos, recvName = e.name.find("recv") != std::string::npos;
+      const bool sendName = e.name.find("send") != std::string::npos,
+                 recvName = e.name.find("recv") != std::string::npos;
       const bool send = bwd ? recvName : sendName, recv = bwd ? sendName : recvName;
-      const std::string cat = !e.simOp.empty() ? "compute" : send ? "send" : recv ? "recv" : "other";
+      const std::string cat = !e.simOp.empty() ? "compute"
+                              : send           ? "send"
+                              : recv           ? "recv"
+                                               : "other";
       events.push_back({{"ph", "X"},
                         {"name", e.name + (e.phase == "backward" ? " (bwd)" : "")},
                         {"cat", cat},
@@ -220,11 +264,17 @@ void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t ste
                         {"tid", e.stream * world + r},
                         {"ts", e.start * 1e6},
                         {"dur", (e.end - e.start) * 1e6},
-                        {"args", {{"layer", e.layer}, {"micro_batch", e.microBatch}, {"phase", e.phase},
-                                  {"step", e.step}}}});
+                        {"args",
+                         {{"layer", e.layer},
+                          {"micro_batch", e.microBatch},
+                          {"phase", e.phase},
+                          {"step", e.step}}}});
     }
   }
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "disagmoe-run " + plan.path}}}});
+  events.push_back({{"ph", "M"},
+                    {"name", "process_name"},
+                    {"pid", 0},
+                    {"args", {{"name", "disagmoe-run " + plan.path}}}});
   nlohmann::json root = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   writeAtomically(path, root.dump() + "\n");
 }

@@ -11,8 +11,8 @@
 // norms, attention, residual add, router and an attention-side dense FFN of layer l are the
 // schedule's `attention` of layer l (embedding: layer 0), the final norm and head are `head`; on an
 // F-rank the routed experts are `experts` and an FFN-side dense FFN is `dense_ffn`; the gradient
-// clipping and optimizer step are `optimizer` (phase update). Sends, receives and the all-reduce are
-// not compute: the simulator keeps its network model for them.
+// clipping and optimizer step are `optimizer` (phase update). Sends, receives and the all-reduce
+// are not compute: the simulator keeps its network model for them.
 //
 // Aggregation (writeOpTimes): per (role, op, phase, group, layer, micro-batch, step) the seconds of
 // each rank are summed and the busiest rank of the group taken (the simulator runs every rank of a
@@ -34,13 +34,13 @@
 namespace disagmoe {
 
 struct OpEvent {
-  std::string name;    ///< the instruction, e.g. "attention", "rms_norm attn_norm", "m2n_send"
-  std::string simOp;   ///< the schedule's compute op it belongs to ("" = not compute: exchanges)
-  std::string phase;   ///< "forward", "backward" or "update"
-  int group = -1;      ///< index of the rank's group within its role
+  std::string name;  ///< the instruction, e.g. "attention", "rms_norm attn_norm", "m2n_send"
+  std::string simOp; ///< the schedule's compute op it belongs to ("" = not compute: exchanges)
+  std::string phase; ///< "forward", "backward" or "update"
+  int group = -1;    ///< index of the rank's group within its role
   int64_t layer = -1, microBatch = -1, step = -1;
   double start = 0, end = 0; ///< seconds since the profile's origin
-  int stream = 0;            ///< the rank's stream that ran it: kForwardStream, kBackwardStream, kCommStream
+  int stream = 0; ///< the rank's stream that ran it: kForwardStream, kBackwardStream, kCommStream
 };
 
 /// A rank's streams (RankWorker.h, TrainStep.h): each is one thread and one trace track.
@@ -52,8 +52,8 @@ public:
   /// Seconds since construction (steady clock).
   double now() const;
   /// The events of `rank` (each rank thread touches only its own).
-  std::vector<OpEvent>& events(int rank) { return events_[static_cast<size_t>(rank)]; }
-  const std::vector<OpEvent>& events(int rank) const { return events_[static_cast<size_t>(rank)]; }
+  std::vector<OpEvent> &events(int rank) { return events_[static_cast<size_t>(rank)]; }
+  const std::vector<OpEvent> &events(int rank) const { return events_[static_cast<size_t>(rank)]; }
   int worldSize() const { return static_cast<int>(events_.size()); }
   /// The step being recorded (TrainStep tags its events with it).
   int64_t step = 0;
@@ -63,30 +63,31 @@ private:
   std::vector<std::vector<OpEvent>> events_;
 };
 
-/// Records one rank thread's instructions into an OpProfile. The trainer installs one per rank thread
-/// (ScopedRecorder) and TrainStep asks current() for it, so the step's signatures stay unchanged.
-/// A micro-batch starts at the first forward instruction after a backward one.
+/// Records one rank thread's instructions into an OpProfile. The trainer installs one per rank
+/// thread (ScopedRecorder) and TrainStep asks current() for it, so the step's signatures stay
+/// unchanged. A micro-batch starts at the first forward instruction after a backward one.
 class RankRecorder {
 public:
-  RankRecorder(OpProfile& profile, const Plan& plan, int rank);
+  RankRecorder(OpProfile &profile, const Plan &plan, int rank);
   /// This thread's recorder, or null when none is installed (the normal, untimed run).
-  static RankRecorder* current();
+  static RankRecorder *current();
   double now() const { return profile_.now(); }
   /// Appends the instruction `index` of the rank's program, run from `start` until now.
-  void record(const Instruction& ins, size_t index, bool backward, double start);
+  void record(const Instruction &ins, size_t index, bool backward, double start);
   /// The same for a caller that knows the micro-batch (the training step's concurrent streams);
   /// thread-safe, like recordComm.
-  void record(const Instruction& ins, bool backward, double start, int64_t microBatch);
+  void record(const Instruction &ins, bool backward, double start, int64_t microBatch);
   /// Appends a send or receive of the comm stream (CommStream.h), from `start` until now.
-  void recordComm(const std::string& name, double start);
+  void recordComm(const std::string &name, double start);
   /// End of the last recordComm event (0: none).
   double lastCommEnd() const { return lastCommEnd_; }
   /// Appends an event that is not a program instruction (e.g. the optimizer step).
-  void recordOther(const std::string& name, const std::string& simOp, const std::string& phase, double start);
+  void recordOther(const std::string &name, const std::string &simOp, const std::string &phase,
+                   double start);
   double lastEnd() const { return lastEnd_; }
 
 private:
-  OpProfile& profile_;
+  OpProfile &profile_;
   int rank_, group_;
   GroupRole role_;
   int64_t microBatch_ = -1;
@@ -98,22 +99,22 @@ private:
 /// Installs `recorder` as this thread's RankRecorder::current() for the scope's lifetime.
 class ScopedRecorder {
 public:
-  explicit ScopedRecorder(RankRecorder* recorder);
+  explicit ScopedRecorder(RankRecorder *recorder);
   ~ScopedRecorder();
-  ScopedRecorder(const ScopedRecorder&) = delete;
-  ScopedRecorder& operator=(const ScopedRecorder&) = delete;
+  ScopedRecorder(const ScopedRecorder &) = delete;
+  ScopedRecorder &operator=(const ScopedRecorder &) = delete;
 
 private:
-  RankRecorder* previous_;
+  RankRecorder *previous_;
 };
 
 /// The schedule op an executed instruction's time counts toward ("" for exchanges), see above.
-std::string simOpOf(const Instruction& ins, GroupRole role);
+std::string simOpOf(const Instruction &ins, GroupRole role);
 
-/// Writes the "disagmoe-op-times" JSON (version 1) of `profile`: per (role, op, phase) one entry per
-/// layer and one with layer -1, each with "samples" (how many values the median is of). Throws
+/// Writes the "disagmoe-op-times" JSON (version 1) of `profile`: per (role, op, phase) one entry
+/// per layer and one with layer -1, each with "samples" (how many values the median is of). Throws
 /// std::runtime_error if `path` cannot be written or no compute event was recorded.
-void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string& path);
+void writeOpTimes(const Plan &plan, const OpProfile &profile, const std::string &path);
 
 /// Writes a Chrome trace of the events of step `step` (-1: every step): one process, one thread
 /// track per stream of a rank, tid = stream * worldSize + rank, named "rank R (role group G)" (the
@@ -124,6 +125,7 @@ void writeOpTimes(const Plan& plan, const OpProfile& profile, const std::string&
 /// taking it off the queue until handed to the Comm, "recv from S tag T" from its post, or the comm
 /// track's previous event, until its message was taken). Throws std::runtime_error
 /// if `path` cannot be written.
-void writeExecutionTrace(const Plan& plan, const OpProfile& profile, int64_t step, const std::string& path);
+void writeExecutionTrace(const Plan &plan, const OpProfile &profile, int64_t step,
+                         const std::string &path);
 
 } // namespace disagmoe

@@ -18,10 +18,14 @@ constexpr int64_t kUnset = INT64_MIN;
 // The kernel's name for a plan's non-gated expert activation (isGated(a) is false).
 cpu::PlainActivation plainActivation(ExpertActivation a) {
   switch (a) {
-  case ExpertActivation::Relu: return cpu::PlainActivation::Relu;
-  case ExpertActivation::GeluTanh: return cpu::PlainActivation::GeluTanh;
-  case ExpertActivation::Silu: return cpu::PlainActivation::Silu;
-  default: return cpu::PlainActivation::Identity;
+  case ExpertActivation::Relu:
+    return cpu::PlainActivation::Relu;
+  case ExpertActivation::GeluTanh:
+    return cpu::PlainActivation::GeluTanh;
+  case ExpertActivation::Silu:
+    return cpu::PlainActivation::Silu;
+  default:
+    return cpu::PlainActivation::Identity;
   }
 }
 
@@ -34,69 +38,86 @@ struct Buffer {
 
 class Worker {
 public:
-  Worker(const Plan& plan, const RankWeights& weights, CommStream& comm, const std::vector<int64_t>& ids, int64_t batch,
-         int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting)
-      : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm), ids_(ids),
-        batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), recordRouting_(recordRouting), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
+  Worker(const Plan &plan, const RankWeights &weights, CommStream &comm,
+         const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
+         std::chrono::milliseconds recvTimeout, bool recordRouting)
+      : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm),
+        ids_(ids), batch_(batch), seqLen_(seqLen), timeout_(recvTimeout),
+        recordRouting_(recordRouting), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
         index_(placement_.indexInGroup(rank_)) {}
 
   RankResult run() {
     const bool attention = group_.role == GroupRole::Attention;
-    if (attention) assignTokens();
-    const auto& program = attention ? plan_.programs.attention : plan_.programs.ffn;
+    if (attention)
+      assignTokens();
+    const auto &program = attention ? plan_.programs.attention : plan_.programs.ffn;
     for (size_t i = 0; i < program.size(); ++i) {
-      const Instruction& ins = program[i];
-      if (&runnerOf(ins) != &group_) continue;
-      RankRecorder* recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
+      const Instruction &ins = program[i];
+      if (&runnerOf(ins) != &group_)
+        continue;
+      RankRecorder *recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
       const double started = recorder ? recorder->now() : 0;
       try {
         attention ? runAttention(ins) : runFfn(ins);
-        if (recorder) recorder->record(ins, i, false, started);
-      } catch (const CommAborted&) {
+        if (recorder)
+          recorder->record(ins, i, false, started);
+      } catch (const CommAborted &) {
         throw;
-      } catch (const std::exception& e) {
+      } catch (const std::exception &e) {
         throw ExecError("rank " + std::to_string(rank_) + " (" + toString(group_.role) + " group " +
-                        std::to_string(group_.index) + "): programs." + toString(group_.role) + "[" +
-                        std::to_string(i) + "] " + describe(ins) + ": " + e.what());
+                        std::to_string(group_.index) + "): programs." + toString(group_.role) +
+                        "[" + std::to_string(i) + "] " + describe(ins) + ": " + e.what());
       }
     }
     return std::move(result_);
   }
 
 private:
-  static std::string describe(const Instruction& ins) {
+  static std::string describe(const Instruction &ins) {
     std::string s = toString(ins.op);
-    if (ins.op == OpCode::RmsNorm) s += std::string(" ") + toString(ins.role);
-    if (ins.layer >= 0) s += " of layer " + std::to_string(ins.layer);
+    if (ins.op == OpCode::RmsNorm)
+      s += std::string(" ") + toString(ins.role);
+    if (ins.layer >= 0)
+      s += " of layer " + std::to_string(ins.layer);
     return s;
   }
 
   // The group that executes `ins` (see RankWorker.h).
-  const Group& runnerOf(const Instruction& ins) const {
+  const Group &runnerOf(const Instruction &ins) const {
     switch (ins.op) {
     case OpCode::Embed:
-    case OpCode::EmbedSend: return placement_.embeddingRunner();
-    case OpCode::EmbedRecv: return placement_.attentionGroupOfLayer(0);
-    case OpCode::HeadSend: return placement_.nextAttentionGroup(model_.numLayers - 1);
+    case OpCode::EmbedSend:
+      return placement_.embeddingRunner();
+    case OpCode::EmbedRecv:
+      return placement_.attentionGroupOfLayer(0);
+    case OpCode::HeadSend:
+      return placement_.nextAttentionGroup(model_.numLayers - 1);
     case OpCode::Head:
-    case OpCode::HeadRecv: return placement_.headRunner();
+    case OpCode::HeadRecv:
+      return placement_.headRunner();
     case OpCode::RmsNorm:
-      if (ins.role == NormRole::FinalNorm) return placement_.headRunner();
+      if (ins.role == NormRole::FinalNorm)
+        return placement_.headRunner();
       return placement_.attentionGroupOfLayer(ins.layer);
     case OpCode::ResidualRecv:
-    case OpCode::N2mRecv: return placement_.nextAttentionGroup(ins.layer);
+    case OpCode::N2mRecv:
+      return placement_.nextAttentionGroup(ins.layer);
     case OpCode::M2nRecv:
     case OpCode::Experts:
-    case OpCode::N2mSend: return placement_.ffnGroupOfLayer(ins.layer);
+    case OpCode::N2mSend:
+      return placement_.ffnGroupOfLayer(ins.layer);
     case OpCode::DenseFfn:
       return ffnSideDense(ins.layer) ? placement_.ffnGroupOfLayer(ins.layer)
                                      : placement_.attentionGroupOfLayer(ins.layer);
-    default: return placement_.attentionGroupOfLayer(ins.layer);
+    default:
+      return placement_.attentionGroupOfLayer(ins.layer);
     }
   }
 
   // Whether layer l's dense FFN or shared experts run on the FFN side (dense_ffn side "ffn").
-  bool ffnSideDense(int64_t l) const { return model_.layers[l].denseOnFfn || model_.layers[l].sharedOnFfn; }
+  bool ffnSideDense(int64_t l) const {
+    return model_.layers[l].denseOnFfn || model_.layers[l].sharedOnFfn;
+  }
 
   // Position in layer l's FFN group of the F-rank that runs the FFN-side dense FFN / shared experts
   // of flat token `id`: sequence s goes to F-rank s mod D_F (docs/plan-format.md, `dense_ffn`).
@@ -104,12 +125,14 @@ private:
     return (id / seqLen_) % static_cast<int64_t>(placement_.ffnGroupOfLayer(l).ranks.size());
   }
 
-  // FFN-side embedding / head: sequence s is computed on position s mod D_F of the running FFN group.
+  // FFN-side embedding / head: sequence s is computed on position s mod D_F of the running FFN
+  // group.
   bool homeOfSequence(int64_t s) const {
     return s % static_cast<int64_t>(group_.ranks.size()) == index_;
   }
 
-  // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen .. s*seqLen+seqLen-1.
+  // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen ..
+  // s*seqLen+seqLen-1.
   void assignTokens() {
     const int64_t da = placement_.attentionSize();
     for (int64_t s = index_; s < batch_; s += da)
@@ -125,12 +148,14 @@ private:
     return it != tokens_.end() && *it == id ? it - tokens_.begin() : -1;
   }
 
-  const float* weight(int index) const { return weights_.get(index).data.data(); }
-  const Component& component(int index) const { return model_.components[index]; }
+  const float *weight(int index) const { return weights_.get(index).data.data(); }
+  const Component &component(int index) const { return model_.components[index]; }
 
-  static void need(const Buffer& buffer, int64_t layer, const char* what) { need(buffer.layer, layer, what); }
+  static void need(const Buffer &buffer, int64_t layer, const char *what) {
+    need(buffer.layer, layer, what);
+  }
 
-  static void need(int64_t haveLayer, int64_t layer, const char* what) {
+  static void need(int64_t haveLayer, int64_t layer, const char *what) {
     if (haveLayer != layer)
       throw ExecError(std::string("needs ") + what +
                       (layer >= 0 ? " of layer " + std::to_string(layer) : std::string()) +
@@ -139,20 +164,22 @@ private:
 
   // Every token exchange sends its count, then its payload, within the plan's capacity bound of the
   // exchange (CountedExchange.h); the record counts both (8 bytes of count + the payload).
-  void send(ExchangeKind kind, int64_t layer, int dst, const M2nMessage& m) {
-    const uint64_t bytes = sendM2n(comm_, exchangeBound(plan_, kind, layer), dst, exchangeTag(kind, layer), m,
-                                   model_.hiddenSize);
-    result_.sent.push_back({kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
+  void send(ExchangeKind kind, int64_t layer, int dst, const M2nMessage &m) {
+    const uint64_t bytes = sendM2n(comm_, exchangeBound(plan_, kind, layer), dst,
+                                   exchangeTag(kind, layer), m, model_.hiddenSize);
+    result_.sent.push_back(
+        {kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
   }
-  void send(ExchangeKind kind, int64_t layer, int dst, const RowsMessage& m) {
-    const uint64_t bytes = sendRows(comm_, exchangeBound(plan_, kind, layer), dst, exchangeTag(kind, layer), m,
-                                    model_.hiddenSize);
-    result_.sent.push_back({kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
+  void send(ExchangeKind kind, int64_t layer, int dst, const RowsMessage &m) {
+    const uint64_t bytes = sendRows(comm_, exchangeBound(plan_, kind, layer), dst,
+                                    exchangeTag(kind, layer), m, model_.hiddenSize);
+    result_.sent.push_back(
+        {kind, layer, rank_, dst, static_cast<int64_t>(m.tokenIds.size()), bytes});
   }
 
   RowsMessage recvRows(ExchangeKind kind, int64_t layer, int src) {
-    return disagmoe::recvRows(comm_, exchangeBound(plan_, kind, layer), src, exchangeTag(kind, layer), timeout_,
-                              model_.hiddenSize);
+    return disagmoe::recvRows(comm_, exchangeBound(plan_, kind, layer), src,
+                              exchangeTag(kind, layer), timeout_, model_.hiddenSize);
   }
 
   // One exchange message posted ahead: its count and its payload, two receives of the same
@@ -163,7 +190,7 @@ private:
 
   // Posts the receives of one instruction from every rank of `srcs` at once (the comm stream takes
   // them in whatever order they arrive); the caller takes them in ascending rank order.
-  std::vector<Posted> postAll(ExchangeKind kind, int64_t layer, const std::vector<int>& srcs) {
+  std::vector<Posted> postAll(ExchangeKind kind, int64_t layer, const std::vector<int> &srcs) {
     std::vector<Posted> posted;
     for (int src : srcs) {
       auto count = comm_.postRecv(src, exchangeTag(kind, layer), timeout_);
@@ -173,22 +200,23 @@ private:
   }
 
   // The count checked against the exchange's bound first, then exactly that many tokens read.
-  RowsMessage takeRows(ExchangeKind kind, int64_t layer, int src, const Posted& p) {
+  RowsMessage takeRows(ExchangeKind kind, int64_t layer, int src, const Posted &p) {
     const int64_t count = takeCount(exchangeBound(plan_, kind, layer), src, rank_, p.count->take());
     return unpackRowsPayload(p.payload->take(), count, model_.hiddenSize);
   }
-  M2nMessage takeM2n(int64_t layer, int src, const Posted& p) {
-    const int64_t count = takeCount(exchangeBound(plan_, ExchangeKind::M2n, layer), src, rank_, p.count->take());
+  M2nMessage takeM2n(int64_t layer, int src, const Posted &p) {
+    const int64_t count =
+        takeCount(exchangeBound(plan_, ExchangeKind::M2n, layer), src, rank_, p.count->take());
     return unpackM2nPayload(p.payload->take(), count, model_.hiddenSize);
   }
 
   // ---- attention role ------------------------------------------------------------------------
 
-  void runAttention(const Instruction& ins) {
+  void runAttention(const Instruction &ins) {
     const int64_t H = model_.hiddenSize, n = tokenCount(), l = ins.layer;
     switch (ins.op) {
     case OpCode::Embed: {
-      const Component& c = component(model_.embedding);
+      const Component &c = component(model_.embedding);
       std::vector<int64_t> tokenIds(n);
       for (int64_t t = 0; t < n; ++t)
         tokenIds[t] = ids_[tokens_[t]];
@@ -207,7 +235,8 @@ private:
       } else {
         if (x_.layer != model_.numLayers)
           throw ExecError("needs the output of the last layer (n2m_recv of layer " +
-                          std::to_string(model_.numLayers - 1) + "), which has not been computed on this rank");
+                          std::to_string(model_.numLayers - 1) +
+                          "), which has not been computed on this rank");
         result_.tokenIds = tokens_;
         result_.hidden = x_.data;
         norm(model_.finalNorm, x_, finalNorm_, -1);
@@ -229,22 +258,29 @@ private:
     }
     case OpCode::Router: {
       need(ffnNorm_, l, "ffn_norm output");
-      const Component& c = component(model_.layers[l].router);
+      const Component &c = component(model_.layers[l].router);
       std::vector<float> logits = freshFloats(n * model_.numExperts);
       cpu::linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts, logits.data());
-      if (c.bias >= 0) cpu::addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
+      if (c.bias >= 0)
+        cpu::addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
       topIds_.assign(n * model_.topK, 0);
       freshAssign(topGates_.data, n * model_.topK);
-      cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring, topIds_.data(),
-                       topGates_.data.data());
+      cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring,
+                       topIds_.data(), topGates_.data.data());
       if (c.routedScalingFactor != 1.0f) // DeepSeek's routed_scaling_factor
-        for (float& g : topGates_.data) g *= c.routedScalingFactor;
+        for (float &g : topGates_.data)
+          g *= c.routedScalingFactor;
       topGates_.layer = l;
-      if (recordRouting_) result_.routing.push_back({l, tokens_, topIds_});
+      if (recordRouting_)
+        result_.routing.push_back({l, tokens_, topIds_});
       break;
     }
-    case OpCode::DenseFfn: denseFfn(l); break;
-    case OpCode::M2nSend: m2nSend(l); break;
+    case OpCode::DenseFfn:
+      denseFfn(l);
+      break;
+    case OpCode::M2nSend:
+      m2nSend(l);
+      break;
     case OpCode::ResidualSend: {
       need(h_, l, "h (after residual_add)");
       const int dst = placement_.nextAttentionGroup(l).ranks[index_];
@@ -255,8 +291,9 @@ private:
       const int src = placement_.attentionGroupOfLayer(l).ranks[index_];
       RowsMessage m = recvRows(ExchangeKind::Residual, l, src);
       if (m.tokenIds != tokens_)
-        throw ExecError("residual from rank " + std::to_string(src) + " carries " + std::to_string(m.tokenIds.size()) +
-                        " tokens that are not this rank's " + std::to_string(n));
+        throw ExecError("residual from rank " + std::to_string(src) + " carries " +
+                        std::to_string(m.tokenIds.size()) + " tokens that are not this rank's " +
+                        std::to_string(n));
       pending_.data = std::move(m.rows);
       pending_.layer = l;
       // No N2M: x_{l+1} = r_l (docs/architecture.md, "Exchanges").
@@ -267,41 +304,55 @@ private:
       }
       break;
     }
-    case OpCode::N2mRecv: n2mRecv(l); break;
-    case OpCode::EmbedRecv: embedRecv(); break;
-    case OpCode::HeadSend: headSend(); break;
+    case OpCode::N2mRecv:
+      n2mRecv(l);
+      break;
+    case OpCode::EmbedRecv:
+      embedRecv();
+      break;
+    case OpCode::HeadSend:
+      headSend();
+      break;
     case OpCode::Head: {
       need(finalNorm_, -1, "the final norm output");
-      const Component& c = component(model_.head);
+      const Component &c = component(model_.head);
       freshAssign(result_.logits, n * model_.vocabSize);
-      cpu::linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize, result_.logits.data());
+      cpu::linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize,
+                  result_.logits.data());
       break;
     }
-    default: throw ExecError("not an attention instruction");
+    default:
+      throw ExecError("not an attention instruction");
     }
   }
 
-  void norm(int componentIndex, const Buffer& in, Buffer& out, int64_t layer) {
-    const Component& c = component(componentIndex);
+  void norm(int componentIndex, const Buffer &in, Buffer &out, int64_t layer) {
+    const Component &c = component(componentIndex);
     freshAssign(out.data, in.data.size());
-    cpu::rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps, out.data.data());
+    cpu::rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps,
+                 out.data.data());
     out.layer = layer;
   }
 
   void attention(int64_t l) {
-    const Component& c = component(model_.layers[l].attention);
-    if (c.kind == ComponentKind::MlaAttention) return mlaAttention(l, c);
+    const Component &c = component(model_.layers[l].attention);
+    if (c.kind == ComponentKind::MlaAttention)
+      return mlaAttention(l, c);
     const int64_t n = tokenCount(), H = model_.hiddenSize, hd = model_.headDim;
     const int64_t qWidth = model_.numHeads * hd, kvWidth = model_.numKvHeads * hd;
-    std::vector<float> q = freshFloats(n * qWidth), k = freshFloats(n * kvWidth), v = freshFloats(n * kvWidth), heads = freshFloats(n * qWidth);
-    const float* in = attnNorm_.data.data();
+    std::vector<float> q = freshFloats(n * qWidth), k = freshFloats(n * kvWidth),
+                       v = freshFloats(n * kvWidth), heads = freshFloats(n * qWidth);
+    const float *in = attnNorm_.data.data();
     cpu::linear(in, n, H, weight(c.wq), qWidth, q.data());
     cpu::linear(in, n, H, weight(c.wk), kvWidth, k.data());
     cpu::linear(in, n, H, weight(c.wv), kvWidth, v.data());
     // Model families: projection biases (GPT-OSS), per-head q/k RMSNorm before RoPE (Qwen3).
-    if (c.bq >= 0) cpu::addBias(q.data(), n, qWidth, weight(c.bq));
-    if (c.bk >= 0) cpu::addBias(k.data(), n, kvWidth, weight(c.bk));
-    if (c.bv >= 0) cpu::addBias(v.data(), n, kvWidth, weight(c.bv));
+    if (c.bq >= 0)
+      cpu::addBias(q.data(), n, qWidth, weight(c.bq));
+    if (c.bk >= 0)
+      cpu::addBias(k.data(), n, kvWidth, weight(c.bk));
+    if (c.bv >= 0)
+      cpu::addBias(v.data(), n, kvWidth, weight(c.bv));
     if (c.qNorm >= 0) {
       cpu::rmsNorm(q.data(), n * model_.numHeads, hd, weight(c.qNorm), c.qkNormEps, q.data());
       cpu::rmsNorm(k.data(), n * model_.numKvHeads, hd, weight(c.kNorm), c.qkNormEps, k.data());
@@ -316,26 +367,29 @@ private:
     for (int64_t start = 0; start < n; start += seqLen_) {
       if (variant)
         cpu::causalAttentionVariant(q.data() + start * qWidth, k.data() + start * kvWidth,
-                                    v.data() + start * kvWidth, seqLen_, model_.numHeads, model_.numKvHeads, hd,
-                                    c.sinks >= 0 ? weight(c.sinks) : nullptr, c.slidingWindow,
-                                    heads.data() + start * qWidth);
+                                    v.data() + start * kvWidth, seqLen_, model_.numHeads,
+                                    model_.numKvHeads, hd, c.sinks >= 0 ? weight(c.sinks) : nullptr,
+                                    c.slidingWindow, heads.data() + start * qWidth);
       else
-        cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth, v.data() + start * kvWidth,
-                             seqLen_, model_.numHeads, model_.numKvHeads, hd, heads.data() + start * qWidth);
+        cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth,
+                             v.data() + start * kvWidth, seqLen_, model_.numHeads,
+                             model_.numKvHeads, hd, heads.data() + start * qWidth);
     }
     freshAssign(attnOut_.data, n * H);
     cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
-    if (c.bo >= 0) cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
+    if (c.bo >= 0)
+      cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
     attnOut_.layer = l;
   }
 
   // DeepSeek-V2's multi-head latent attention (MoeOps.td, moe.mla_attention).
-  void mlaAttention(int64_t l, const Component& c) {
+  void mlaAttention(int64_t l, const Component &c) {
     const int64_t n = tokenCount(), H = model_.hiddenSize, heads = model_.numHeads;
     const int64_t nope = model_.qkNopeHeadDim, rope = model_.qkRopeHeadDim, vd = model_.vHeadDim;
     const int64_t rank = model_.kvLoraRank, qd = nope + rope;
-    const float* in = attnNorm_.data.data();
-    std::vector<float> q = freshFloats(n * heads * qd), ckv = freshFloats(n * (rank + rope)), latent = freshFloats(n * rank), kv = freshFloats(n * heads * (nope + vd));
+    const float *in = attnNorm_.data.data();
+    std::vector<float> q = freshFloats(n * heads * qd), ckv = freshFloats(n * (rank + rope)),
+                       latent = freshFloats(n * rank), kv = freshFloats(n * heads * (nope + vd));
     cpu::linear(in, n, H, weight(c.wq), heads * qd, q.data());
     cpu::linear(in, n, H, weight(c.wkvA), rank + rope, ckv.data());
     for (int64_t t = 0; t < n; ++t)
@@ -344,7 +398,8 @@ private:
     cpu::linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
     // The decoupled RoPE part: q_pe per head, k_pe shared by all heads.
     std::vector<float> qPe = freshFloats(n * heads * rope), kPe = freshFloats(n * rope);
-    auto deinterleave = [&](const float* src, float* dst) { // [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...]
+    auto deinterleave = [&](const float *src,
+                            float *dst) { // [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...]
       for (int64_t i = 0; i < rope / 2; ++i) {
         dst[i] = src[2 * i];
         dst[rope / 2 + i] = src[2 * i + 1];
@@ -352,14 +407,18 @@ private:
     };
     for (int64_t t = 0; t < n; ++t) {
       for (int64_t h = 0; h < heads; ++h) {
-        const float* src = q.data() + (t * heads + h) * qd + nope;
-        float* dst = qPe.data() + (t * heads + h) * rope;
-        if (c.ropeInterleaved) deinterleave(src, dst);
-        else std::copy_n(src, rope, dst);
+        const float *src = q.data() + (t * heads + h) * qd + nope;
+        float *dst = qPe.data() + (t * heads + h) * rope;
+        if (c.ropeInterleaved)
+          deinterleave(src, dst);
+        else
+          std::copy_n(src, rope, dst);
       }
-      const float* src = ckv.data() + t * (rank + rope) + rank;
-      if (c.ropeInterleaved) deinterleave(src, kPe.data() + t * rope);
-      else std::copy_n(src, rope, kPe.data() + t * rope);
+      const float *src = ckv.data() + t * (rank + rope) + rank;
+      if (c.ropeInterleaved)
+        deinterleave(src, kPe.data() + t * rope);
+      else
+        std::copy_n(src, rope, kPe.data() + t * rope);
     }
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
@@ -367,7 +426,8 @@ private:
     cpu::rope(qPe.data(), n, heads, rope, positions.data(), model_.ropeTheta);
     cpu::rope(kPe.data(), n, 1, rope, positions.data(), model_.ropeTheta);
     // Q = [q_nope | q_pe], K = [k_nope | k_pe], V per head.
-    std::vector<float> Q = freshFloats(n * heads * qd), K = freshFloats(n * heads * qd), V = freshFloats(n * heads * vd), o = freshFloats(n * heads * vd);
+    std::vector<float> Q = freshFloats(n * heads * qd), K = freshFloats(n * heads * qd),
+                       V = freshFloats(n * heads * vd), o = freshFloats(n * heads * vd);
     for (int64_t t = 0; t < n; ++t)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t th = t * heads + h;
@@ -379,8 +439,8 @@ private:
       }
     for (int64_t start = 0; start < n; start += seqLen_)
       cpu::causalAttentionGeneral(Q.data() + start * heads * qd, K.data() + start * heads * qd,
-                                  V.data() + start * heads * vd, seqLen_, heads, heads, qd, vd, c.softmaxScale,
-                                  nullptr, 0, o.data() + start * heads * vd);
+                                  V.data() + start * heads * vd, seqLen_, heads, heads, qd, vd,
+                                  c.softmaxScale, nullptr, 0, o.data() + start * heads * vd);
     freshAssign(attnOut_.data, n * H);
     cpu::linear(o.data(), n, heads * vd, weight(c.wo), H, attnOut_.data.data());
     attnOut_.layer = l;
@@ -392,37 +452,42 @@ private:
   void denseFfn(int64_t l) {
     need(ffnNorm_, l, "ffn_norm output");
     need(h_, l, "h (after residual_add)");
-    const LayerComponents& lc = model_.layers[l];
-    const Component& c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
+    const LayerComponents &lc = model_.layers[l];
+    const Component &c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
     const int64_t n = tokenCount(), H = model_.hiddenSize;
     std::vector<float> y = freshFloats(n * H);
     cpu::FfnWeights w;
     w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
-    cpu::ffnForward(ffnNorm_.data.data(), n, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
+    cpu::ffnForward(ffnNorm_.data.data(), n, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f,
+                    y.data());
     for (int64_t i = 0; i < n * H; ++i)
       h_.data[i] += y[i];
   }
 
   // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there,
   // and, when the layer's dense FFN or shared experts run on the FFN side, every token whose home
-  // F-rank (homeFfnIndex) it is, even with no expert there (n_local = 0; a dense layer: all tokens).
+  // F-rank (homeFfnIndex) it is, even with no expert there (n_local = 0; a dense layer: all
+  // tokens).
   void m2nSend(int64_t l) {
     need(ffnNorm_, l, "ffn_norm output");
     const bool routed = !model_.layers[l].dense, home = ffnSideDense(l);
-    if (routed) need(topGates_, l, "router output");
+    if (routed)
+      need(topGates_, l, "router output");
     const int64_t n = tokenCount(), H = model_.hiddenSize, k = routed ? model_.topK : 0;
-    const std::vector<int>& owner = placement_.expertToRank[l];
-    const std::vector<int>& franks = placement_.ffnGroupOfLayer(l).ranks;
+    const std::vector<int> &owner = placement_.expertToRank[l];
+    const std::vector<int> &franks = placement_.ffnGroupOfLayer(l).ranks;
     for (size_t fi = 0; fi < franks.size(); ++fi) {
       const int f = franks[fi];
       M2nMessage m;
       for (int64_t t = 0; t < n; ++t) {
         std::vector<ExpertGate> route;
         for (int64_t j = 0; j < k; ++j)
-          if (owner[topIds_[t * k + j]] == f) route.push_back({topIds_[t * k + j], topGates_.data[t * k + j]});
-        if (route.empty() && !(home && homeFfnIndex(l, tokens_[t]) == static_cast<int64_t>(fi))) continue;
+          if (owner[topIds_[t * k + j]] == f)
+            route.push_back({topIds_[t * k + j], topGates_.data[t * k + j]});
+        if (route.empty() && !(home && homeFfnIndex(l, tokens_[t]) == static_cast<int64_t>(fi)))
+          continue;
         std::sort(route.begin(), route.end(),
-                  [](const ExpertGate& a, const ExpertGate& b) { return a.expert < b.expert; });
+                  [](const ExpertGate &a, const ExpertGate &b) { return a.expert < b.expert; });
         m.tokenIds.push_back(tokens_[t]);
         m.x.insert(m.x.end(), ffnNorm_.data.begin() + t * H, ffnNorm_.data.begin() + (t + 1) * H);
         m.routes.push_back(std::move(route));
@@ -437,7 +502,7 @@ private:
     const int64_t H = model_.hiddenSize, n = tokenCount();
     x_.data.assign(n * H, 0.0f);
     std::vector<char> seen(n, 0);
-    const std::vector<int>& senders = placement_.embeddingRunner().ranks;
+    const std::vector<int> &senders = placement_.embeddingRunner().ranks;
     auto posted = postAll(ExchangeKind::Embedding, model_.numLayers, senders);
     for (size_t fi = 0; fi < senders.size(); ++fi) {
       const int f = senders[fi];
@@ -446,13 +511,15 @@ private:
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0 || seen[row])
           throw ExecError("embedding from rank " + std::to_string(f) + " carries token " +
-                          std::to_string(m.tokenIds[i]) + (row < 0 ? ", which does not live on this rank" : " twice"));
+                          std::to_string(m.tokenIds[i]) +
+                          (row < 0 ? ", which does not live on this rank" : " twice"));
         seen[row] = 1;
         std::copy_n(m.rows.begin() + i * H, H, x_.data.begin() + row * H);
       }
     }
     for (int64_t t = 0; t < n; ++t)
-      if (!seen[t]) throw ExecError("no embedding row arrived for token " + std::to_string(tokens_[t]));
+      if (!seen[t])
+        throw ExecError("no embedding row arrived for token " + std::to_string(tokens_[t]));
     x_.layer = 0;
   }
 
@@ -460,7 +527,7 @@ private:
   void headSend() {
     need(x_, model_.numLayers, "the output of the last layer (x_L)");
     const int64_t H = model_.hiddenSize, n = tokenCount();
-    const std::vector<int>& franks = placement_.headRunner().ranks;
+    const std::vector<int> &franks = placement_.headRunner().ranks;
     const int64_t df = static_cast<int64_t>(franks.size());
     for (int64_t j = 0; j < df; ++j) {
       RowsMessage m;
@@ -477,7 +544,7 @@ private:
   void n2mRecv(int64_t l) {
     need(pending_, l, "the residual (residual_recv)");
     const int64_t H = model_.hiddenSize;
-    const std::vector<int>& senders = placement_.ffnGroupOfLayer(l).ranks;
+    const std::vector<int> &senders = placement_.ffnGroupOfLayer(l).ranks;
     auto posted = postAll(ExchangeKind::N2m, l, senders);
     for (size_t fi = 0; fi < senders.size(); ++fi) {
       const int f = senders[fi];
@@ -485,10 +552,10 @@ private:
       for (size_t i = 0; i < m.tokenIds.size(); ++i) {
         const int64_t row = localRow(m.tokenIds[i]);
         if (row < 0)
-          throw ExecError("N2M from rank " + std::to_string(f) + " carries token " + std::to_string(m.tokenIds[i]) +
-                          ", which does not live on this rank");
-        float* dst = pending_.data.data() + row * H;
-        const float* src = m.rows.data() + i * H;
+          throw ExecError("N2M from rank " + std::to_string(f) + " carries token " +
+                          std::to_string(m.tokenIds[i]) + ", which does not live on this rank");
+        float *dst = pending_.data.data() + row * H;
+        const float *src = m.rows.data() + i * H;
         for (int64_t j = 0; j < H; ++j)
           dst[j] += src[j];
       }
@@ -500,35 +567,51 @@ private:
 
   // ---- ffn role ------------------------------------------------------------------------------
 
-  void runFfn(const Instruction& ins) {
+  void runFfn(const Instruction &ins) {
     switch (ins.op) {
-    case OpCode::M2nRecv: m2nRecv(ins.layer); break;
-    case OpCode::Experts: experts(ins.layer); break;
-    case OpCode::DenseFfn: ffnSideDenseFfn(ins.layer); break;
-    case OpCode::N2mSend: n2mSend(ins.layer); break;
-    case OpCode::Embed: ffnEmbed(); break;
-    case OpCode::EmbedSend: embedSend(); break;
-    case OpCode::HeadRecv: headRecv(); break;
+    case OpCode::M2nRecv:
+      m2nRecv(ins.layer);
+      break;
+    case OpCode::Experts:
+      experts(ins.layer);
+      break;
+    case OpCode::DenseFfn:
+      ffnSideDenseFfn(ins.layer);
+      break;
+    case OpCode::N2mSend:
+      n2mSend(ins.layer);
+      break;
+    case OpCode::Embed:
+      ffnEmbed();
+      break;
+    case OpCode::EmbedSend:
+      embedSend();
+      break;
+    case OpCode::HeadRecv:
+      headRecv();
+      break;
     case OpCode::RmsNorm: { // the final norm, on the head's FFN group
       need(edgeLayer_, model_.numLayers, "x_L (head_recv)");
-      const Component& c = component(model_.finalNorm);
+      const Component &c = component(model_.finalNorm);
       edgeNorm_.resize(edgeX_.size());
-      cpu::rmsNorm(edgeX_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize, weight(c.weight), c.eps,
-                   edgeNorm_.data());
+      cpu::rmsNorm(edgeX_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
+                   weight(c.weight), c.eps, edgeNorm_.data());
       result_.tokenIds = edgeTokens_;
       result_.hidden = edgeX_;
       normed_ = true;
       break;
     }
     case OpCode::Head: {
-      if (!normed_) throw ExecError("needs the final norm output, which has not been computed on this rank");
-      const Component& c = component(model_.head);
+      if (!normed_)
+        throw ExecError("needs the final norm output, which has not been computed on this rank");
+      const Component &c = component(model_.head);
       result_.logits.assign(edgeTokens_.size() * model_.vocabSize, 0.0f);
-      cpu::linear(edgeNorm_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize, weight(c.weight),
-                  model_.vocabSize, result_.logits.data());
+      cpu::linear(edgeNorm_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
+                  weight(c.weight), model_.vocabSize, result_.logits.data());
       break;
     }
-    default: throw ExecError("not an ffn instruction");
+    default:
+      throw ExecError("not an ffn instruction");
     }
   }
 
@@ -536,7 +619,7 @@ private:
 
   // The embedding rows x_0 of this F-rank's home sequences (s mod D_F), tokens ascending.
   void ffnEmbed() {
-    const Component& c = component(model_.embedding);
+    const Component &c = component(model_.embedding);
     const int64_t H = model_.hiddenSize;
     edgeTokens_.clear();
     std::vector<int64_t> ids;
@@ -547,15 +630,17 @@ private:
           ids.push_back(ids_[s * seqLen_ + p]);
         }
     edgeX_.assign(edgeTokens_.size() * H, 0.0f);
-    cpu::embedding(weight(c.weight), model_.vocabSize, H, ids.data(), static_cast<int64_t>(ids.size()), edgeX_.data());
+    cpu::embedding(weight(c.weight), model_.vocabSize, H, ids.data(),
+                   static_cast<int64_t>(ids.size()), edgeX_.data());
     edgeLayer_ = 0;
   }
 
-  // To every A-rank i of layer 0's attention group (ascending): the rows of its sequences (s mod D_A = i).
+  // To every A-rank i of layer 0's attention group (ascending): the rows of its sequences (s mod
+  // D_A = i).
   void embedSend() {
     need(edgeLayer_, 0, "the embedding rows (embed)");
     const int64_t H = model_.hiddenSize, da = placement_.attentionSize();
-    const std::vector<int>& aranks = placement_.attentionGroupOfLayer(0).ranks;
+    const std::vector<int> &aranks = placement_.attentionGroupOfLayer(0).ranks;
     for (size_t i = 0; i < aranks.size(); ++i) {
       RowsMessage m;
       for (size_t t = 0; t < edgeTokens_.size(); ++t)
@@ -572,22 +657,25 @@ private:
   void headRecv() {
     const int64_t H = model_.hiddenSize;
     std::vector<std::pair<int64_t, std::vector<float>>> rows;
-    const std::vector<int>& senders = placement_.nextAttentionGroup(model_.numLayers - 1).ranks;
+    const std::vector<int> &senders = placement_.nextAttentionGroup(model_.numLayers - 1).ranks;
     auto posted = postAll(ExchangeKind::Head, model_.numLayers, senders);
     for (size_t ai = 0; ai < senders.size(); ++ai) {
       const int a = senders[ai];
       RowsMessage m = takeRows(ExchangeKind::Head, model_.numLayers, a, posted[ai]);
       for (size_t t = 0; t < m.tokenIds.size(); ++t) {
-        if (m.tokenIds[t] < 0 || m.tokenIds[t] >= batch_ * seqLen_ || !homeOfSequence(m.tokenIds[t] / seqLen_))
+        if (m.tokenIds[t] < 0 || m.tokenIds[t] >= batch_ * seqLen_ ||
+            !homeOfSequence(m.tokenIds[t] / seqLen_))
           throw ExecError("head message from rank " + std::to_string(a) + " carries token " +
                           std::to_string(m.tokenIds[t]) + ", whose head does not run on this rank");
-        rows.push_back({m.tokenIds[t], std::vector<float>(m.rows.begin() + t * H, m.rows.begin() + (t + 1) * H)});
+        rows.push_back({m.tokenIds[t],
+                        std::vector<float>(m.rows.begin() + t * H, m.rows.begin() + (t + 1) * H)});
       }
     }
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
     edgeTokens_.clear();
     edgeX_.clear();
-    for (auto& [id, row] : rows) {
+    for (auto &[id, row] : rows) {
       if (!edgeTokens_.empty() && edgeTokens_.back() == id)
         throw ExecError("token " + std::to_string(id) + " arrived twice for the head");
       edgeTokens_.push_back(id);
@@ -599,14 +687,15 @@ private:
   // From every A-rank of layer l's attention group, ascending rank order.
   void m2nRecv(int64_t l) {
     received_.clear();
-    const std::vector<int>& senders = placement_.attentionGroupOfLayer(l).ranks;
+    const std::vector<int> &senders = placement_.attentionGroupOfLayer(l).ranks;
     auto posted = postAll(ExchangeKind::M2n, l, senders);
     for (size_t ai = 0; ai < senders.size(); ++ai) {
       const int a = senders[ai];
       M2nMessage m = takeM2n(l, a, posted[ai]);
-      for (const auto& route : m.routes)
-        for (const ExpertGate& eg : route)
-          if (eg.expert < 0 || eg.expert >= model_.numExperts || placement_.expertToRank[l][eg.expert] != rank_)
+      for (const auto &route : m.routes)
+        for (const ExpertGate &eg : route)
+          if (eg.expert < 0 || eg.expert >= model_.numExperts ||
+              placement_.expertToRank[l][eg.expert] != rank_)
             throw ExecError("M2N from rank " + std::to_string(a) + " routes a token to expert " +
                             std::to_string(eg.expert) + ", which is not on this rank");
       received_.push_back(std::move(m));
@@ -620,11 +709,12 @@ private:
   }
 
   // FFN side of a dense layer's FFN or a layer's shared experts: FFN(x) of every received token
-  // whose home F-rank this is, added onto its N2M vector (tokens in message order, senders ascending).
+  // whose home F-rank this is, added onto its N2M vector (tokens in message order, senders
+  // ascending).
   void ffnSideDenseFfn(int64_t l) {
     need(receivedLayer_, l, "the M2N messages (m2n_recv)");
-    const LayerComponents& lc = model_.layers[l];
-    const Component& c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
+    const LayerComponents &lc = model_.layers[l];
+    const Component &c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
     const int64_t H = model_.hiddenSize, myIndex = index_;
     std::vector<std::pair<size_t, size_t>> rows; // (sender, token) of this rank's home tokens
     std::vector<float> x;
@@ -640,7 +730,7 @@ private:
     w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
     cpu::ffnForward(x.data(), count, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
     for (int64_t r = 0; r < count; ++r) {
-      float* out = outputs_[rows[r].first].data() + rows[r].second * H;
+      float *out = outputs_[rows[r].first].data() + rows[r].second * H;
       for (int64_t j = 0; j < H; ++j)
         out[j] += y[r * H + j];
     }
@@ -652,9 +742,10 @@ private:
   void experts(int64_t l) {
     need(receivedLayer_, l, "the M2N messages (m2n_recv)");
     const int64_t H = model_.hiddenSize;
-    const Component& c = component(model_.layers[l].experts);
-    for (const ExpertWeights& ew : c.experts) {
-      if (placement_.expertToRank[l][ew.expert] != rank_) continue;
+    const Component &c = component(model_.layers[l].experts);
+    for (const ExpertWeights &ew : c.experts) {
+      if (placement_.expertToRank[l][ew.expert] != rank_)
+        continue;
       struct Use {
         size_t source, token;
         float gate;
@@ -663,20 +754,23 @@ private:
       std::vector<float> x;
       for (size_t s = 0; s < received_.size(); ++s)
         for (size_t t = 0; t < received_[s].tokenIds.size(); ++t)
-          for (const ExpertGate& eg : received_[s].routes[t])
+          for (const ExpertGate &eg : received_[s].routes[t])
             if (eg.expert == ew.expert) {
               uses.push_back({s, t, eg.gate});
-              x.insert(x.end(), received_[s].x.begin() + t * H, received_[s].x.begin() + (t + 1) * H);
+              x.insert(x.end(), received_[s].x.begin() + t * H,
+                       received_[s].x.begin() + (t + 1) * H);
             }
       const int64_t rows = static_cast<int64_t>(uses.size());
       std::vector<float> y = freshFloats(rows * H);
       if (!isGated(c.activation)) { // onnxruntime's non-gated experts: w1 -> act -> w2
         cpu::plainFfnForward(x.data(), rows, H, model_.expertHidden, weight(ew.w1),
                              ew.b1 >= 0 ? weight(ew.b1) : nullptr, weight(ew.w2),
-                             ew.b2 >= 0 ? weight(ew.b2) : nullptr, plainActivation(c.activation), y.data());
-      } else if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 && ew.b2 < 0) {
-        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3), weight(ew.w2),
-                          y.data());
+                             ew.b2 >= 0 ? weight(ew.b2) : nullptr, plainActivation(c.activation),
+                             y.data());
+      } else if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 &&
+                 ew.b3 < 0 && ew.b2 < 0) {
+        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3),
+                          weight(ew.w2), y.data());
       } else { // the families' expert forms (biases, GPT-OSS's clamped SwiGLU on fused gate/up)
         cpu::FfnWeights w;
         w.w1 = weight(ew.w1), w.w2 = weight(ew.w2), w.fusedGateUp = c.fusedGateUp;
@@ -684,11 +778,12 @@ private:
         w.b1 = ew.b1 >= 0 ? weight(ew.b1) : nullptr;
         w.b3 = ew.b3 >= 0 ? weight(ew.b3) : nullptr;
         w.b2 = ew.b2 >= 0 ? weight(ew.b2) : nullptr;
-        cpu::ffnForward(x.data(), rows, H, model_.expertHidden, w, c.activation == ExpertActivation::SwigluOai,
-                        c.swigluLimit, c.swigluAlpha, y.data());
+        cpu::ffnForward(x.data(), rows, H, model_.expertHidden, w,
+                        c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha,
+                        y.data());
       }
       for (int64_t r = 0; r < rows; ++r) {
-        float* out = outputs_[uses[r].source].data() + uses[r].token * H;
+        float *out = outputs_[uses[r].source].data() + uses[r].token * H;
         for (int64_t j = 0; j < H; ++j)
           out[j] += uses[r].gate * y[r * H + j];
       }
@@ -699,25 +794,27 @@ private:
 
   // Back to the A-rank with the same index in the group that receives layer l's output.
   void n2mSend(int64_t l) {
-    if (!model_.layers[l].dense) need(expertsLayer_, l, "the expert outputs (experts)");
-    if (ffnSideDense(l)) need(denseLayer_, l, "the FFN-side dense FFN / shared experts (dense_ffn)");
-    const Group& next = placement_.nextAttentionGroup(l);
+    if (!model_.layers[l].dense)
+      need(expertsLayer_, l, "the expert outputs (experts)");
+    if (ffnSideDense(l))
+      need(denseLayer_, l, "the FFN-side dense FFN / shared experts (dense_ffn)");
+    const Group &next = placement_.nextAttentionGroup(l);
     for (size_t s = 0; s < received_.size(); ++s) {
       send(ExchangeKind::N2m, l, next.ranks[s], RowsMessage{received_[s].tokenIds, outputs_[s]});
     }
   }
 
-  const Plan& plan_;
-  const ModelSpec& model_;
-  const Placement& placement_;
-  const RankWeights& weights_;
-  CommStream& comm_; // the rank's comm stream: the only caller of its Comm
-  const std::vector<int64_t>& ids_;
+  const Plan &plan_;
+  const ModelSpec &model_;
+  const Placement &placement_;
+  const RankWeights &weights_;
+  CommStream &comm_; // the rank's comm stream: the only caller of its Comm
+  const std::vector<int64_t> &ids_;
   const int64_t batch_, seqLen_;
   const std::chrono::milliseconds timeout_;
   const bool recordRouting_;
   const int rank_;
-  const Group& group_;
+  const Group &group_;
   const int64_t index_;
 
   // attention role
@@ -739,11 +836,13 @@ private:
 
 } // namespace
 
-RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
-                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting) {
+RankResult runRank(const Plan &plan, const RankWeights &weights, Comm &comm,
+                   const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
+                   std::chrono::milliseconds recvTimeout, bool recordRouting) {
   // The compute stream is this thread; the comm stream is its own worker (CommStream.h).
   CommStream stream(comm);
-  RankResult result = Worker(plan, weights, stream, ids, batch, seqLen, recvTimeout, recordRouting).run();
+  RankResult result =
+      Worker(plan, weights, stream, ids, batch, seqLen, recvTimeout, recordRouting).run();
   stream.flush(); // every send handed on before the rank reports done
   return result;
 }

@@ -51,8 +51,8 @@ struct ExpertRecord {
   int64_t tokens = 0;
 };
 
-/// Routing hook (observatory): the router's top-k expert ids of one layer on one A-rank, recorded only
-/// when runRank is called with recordRouting = true.
+/// Routing hook (observatory): the router's top-k expert ids of one layer on one A-rank, recorded
+/// only when runRank is called with recordRouting = true.
 struct RoutingRecord {
   int64_t layer = 0;
   std::vector<int64_t> tokenIds; ///< flat token ids ([batch, seq] row-major), ascending
@@ -76,9 +76,10 @@ struct RankResult {
 /// Throws ExecError naming the rank and the instruction (an M2N/N2M message over its bound:
 /// "... exchange m2n.0 (m2n layer 0): rank R would send N tokens to rank D, above its capacity
 /// bound C ..."), CommError for a timed-out receive, and
-/// CommAborted when another rank failed first. With `recordRouting`, every `router` instruction also
-/// appends its top-k ids to RankResult::routing.
-RankResult runRank(const Plan& plan, const RankWeights& weights, Comm& comm, const std::vector<int64_t>& ids,
-                   int64_t batch, int64_t seqLen, std::chrono::milliseconds recvTimeout, bool recordRouting = false);
+/// CommAborted when another rank failed first. With `recordRouting`, every `router` instruction
+/// also appends its top-k ids to RankResult::routing.
+RankResult runRank(const Plan &plan, const RankWeights &weights, Comm &comm,
+                   const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
+                   std::chrono::milliseconds recvTimeout, bool recordRouting = false);
 
 } // namespace disagmoe

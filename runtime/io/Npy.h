@@ -22,7 +22,7 @@ public:
 enum class NpyDtype { Float32, Int64, Int32 };
 
 /// "<f4", "<i8" or "<i4".
-const char* npyDescr(NpyDtype dtype);
+const char *npyDescr(NpyDtype dtype);
 /// Bytes per element: 4, 8 or 4.
 int64_t npyItemSize(NpyDtype dtype);
 
@@ -38,20 +38,22 @@ struct NpyHeader {
 };
 
 /// Reads and checks the header only. Throws NpyError if the file is missing, is not a .npy of
-/// version 1 or 2, has an unsupported dtype, is Fortran-ordered, or is shorter than its header says.
-NpyHeader readNpyHeader(const std::string& path);
+/// version 1 or 2, has an unsupported dtype, is Fortran-ordered, or is shorter than its header
+/// says.
+NpyHeader readNpyHeader(const std::string &path);
 
 /// Reads a '<f4' array. Throws NpyError for any other dtype.
-Tensor readNpyFloat32(const std::string& path);
+Tensor readNpyFloat32(const std::string &path);
 
 /// Reads an integer array ('<i8' or '<i4', widened to int64); `shape` receives its shape.
-std::vector<int64_t> readNpyInt64(const std::string& path, std::vector<int64_t>& shape);
+std::vector<int64_t> readNpyInt64(const std::string &path, std::vector<int64_t> &shape);
 
 /// Writes a '<f4' array (format 1.0), atomically: a temporary file in the same directory is
 /// written, then renamed onto `path`, so readers never see a partial file.
-void writeNpyFloat32(const std::string& path, const Tensor& tensor);
+void writeNpyFloat32(const std::string &path, const Tensor &tensor);
 
 /// Writes a '<i8' array of `shape` from `data` (numel(shape) values), atomically like above.
-void writeNpyInt64(const std::string& path, const std::vector<int64_t>& shape, const std::vector<int64_t>& data);
+void writeNpyInt64(const std::string &path, const std::vector<int64_t> &shape,
+                   const std::vector<int64_t> &data);
 
 } // namespace disagmoe

@@ -3,7 +3,8 @@
 // the executor never meets an inconsistent plan.
 //
 // Errors: every problem is a PlanError with one line "<plan path>: <json.field.path>: <problem>",
-// e.g. "plan.json: model.weights[12].length: 4096 does not match shape [64,128] float32 (32768 bytes)".
+// e.g. "plan.json: model.weights[12].length: 4096 does not match shape [64,128] float32 (32768
+// bytes)".
 #pragma once
 
 #include "runtime/plan/RouterScoring.h"
@@ -22,10 +23,19 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-constexpr const char* kPlanFormat = "disagmoe-plan";
+constexpr const char *kPlanFormat = "disagmoe-plan";
 constexpr int64_t kPlanVersion = 1;
 
-enum class ComponentKind { Embedding, RmsNorm, Attention, Router, Experts, Head, DenseFfn, MlaAttention };
+enum class ComponentKind {
+  Embedding,
+  RmsNorm,
+  Attention,
+  Router,
+  Experts,
+  Head,
+  DenseFfn,
+  MlaAttention
+};
 /// What a `dense_ffn` component is: the whole FFN of a dense layer, or a layer's shared experts.
 enum class DenseFfnRole { Dense, Shared };
 /// The experts' activation: SwiGLU, GPT-OSS's clamped SwiGLU (limit, alpha, up + 1), or one of the
@@ -33,7 +43,9 @@ enum class DenseFfnRole { Dense, Shared };
 /// (tanh-approximated GELU), silu, identity (runtime/backends/cpu/FamilyKernels.h).
 enum class ExpertActivation { Swiglu, SwigluOai, Relu, GeluTanh, Silu, Identity };
 /// True for the gated forms (Swiglu, SwigluOai), which have a w3 (or a fused gate/up w1).
-inline bool isGated(ExpertActivation a) { return a == ExpertActivation::Swiglu || a == ExpertActivation::SwigluOai; }
+inline bool isGated(ExpertActivation a) {
+  return a == ExpertActivation::Swiglu || a == ExpertActivation::SwigluOai;
+}
 enum class NormRole { None, AttnNorm, FfnNorm, FinalNorm };
 enum class GroupRole { Attention, Ffn };
 enum class Stream { Forward, Backward, Comm };
@@ -60,7 +72,8 @@ enum class OpCode {
   // program it adds onto h, in the ffn program (side "ffn") onto the N2M vectors
   DenseFfn,
   // FFN-side embedding and head (placement.embedding_side / head_side "ffn"): the F-ranks send
-  // x_0 (embed_send) to the A-ranks (embed_recv); the A-ranks send x_L (head_send) to them (head_recv)
+  // x_0 (embed_send) to the A-ranks (embed_recv); the A-ranks send x_L (head_send) to them
+  // (head_recv)
   EmbedSend,
   EmbedRecv,
   HeadSend,
@@ -68,12 +81,12 @@ enum class OpCode {
 };
 
 /// The JSON spellings ("rms_norm", "ffn_norm", "m2n", ...).
-const char* toString(ComponentKind kind);
-const char* toString(NormRole role);
-const char* toString(GroupRole role);
-const char* toString(ExchangeKind kind);
-const char* toString(OpCode op);
-const char* toString(DenseFfnRole role);
+const char *toString(ComponentKind kind);
+const char *toString(NormRole role);
+const char *toString(GroupRole role);
+const char *toString(ExchangeKind kind);
+const char *toString(OpCode op);
+const char *toString(DenseFfnRole role);
 
 /// One entry of `model.weights`: where a weight's bytes are and which ranks hold it.
 struct WeightSpec {
@@ -91,17 +104,20 @@ struct WeightSpec {
 /// One expert's weights, as indices into ModelSpec::weights.
 struct ExpertWeights {
   int64_t expert = 0;
-  int w1 = -1, w3 = -1, w2 = -1; ///< w3 is -1 with fusedGateUp (w1 then holds [hidden, 2*expert_hidden])
+  int w1 = -1, w3 = -1,
+      w2 = -1; ///< w3 is -1 with fusedGateUp (w1 then holds [hidden, 2*expert_hidden])
   int b1 = -1, b3 = -1, b2 = -1; ///< optional biases
 };
 
-/// One entry of `model.components`. Weight fields are indices into ModelSpec::weights; unused ones are -1.
+/// One entry of `model.components`. Weight fields are indices into ModelSpec::weights; unused ones
+/// are -1.
 struct Component {
   ComponentKind kind = ComponentKind::Embedding;
   int64_t layer = -1; ///< -1 for embedding, final norm and head
   NormRole role = NormRole::None;
   float eps = 0;   ///< rms_norm only
-  int weight = -1; ///< embedding [vocab,hidden], rms_norm [hidden], router [hidden,experts], head [hidden,vocab]
+  int weight = -1; ///< embedding [vocab,hidden], rms_norm [hidden], router [hidden,experts], head
+                   ///< [hidden,vocab]
   int wq = -1, wk = -1, wv = -1, wo = -1; ///< attention
   std::vector<ExpertWeights> experts;     ///< experts: all num_experts, ascending expert id
 
@@ -109,16 +125,16 @@ struct Component {
   int bq = -1, bk = -1, bv = -1, bo = -1; ///< attention projection biases
   int qNorm = -1, kNorm = -1;             ///< attention: per-head q/k RMSNorm weights [head_dim]
   float qkNormEps = 0;
-  int sinks = -1;                         ///< attention: per-head sink logits [heads]
-  int64_t slidingWindow = 0;              ///< attention: 0 = full causal
-  int bias = -1;                          ///< router: logits bias [experts]
-  float routedScalingFactor = 1.0f;       ///< router: gates multiplied by this
+  int sinks = -1;                   ///< attention: per-head sink logits [heads]
+  int64_t slidingWindow = 0;        ///< attention: 0 = full causal
+  int bias = -1;                    ///< router: logits bias [experts]
+  float routedScalingFactor = 1.0f; ///< router: gates multiplied by this
   ExpertActivation activation = ExpertActivation::Swiglu; ///< experts
   float swigluLimit = 0, swigluAlpha = 0;                 ///< experts, SwigluOai
-  bool fusedGateUp = false;               ///< experts: w1 = interleaved [gate|up] columns
+  bool fusedGateUp = false;                     ///< experts: w1 = interleaved [gate|up] columns
   DenseFfnRole denseRole = DenseFfnRole::Dense; ///< dense_ffn
-  int64_t ffnHidden = 0;                  ///< dense_ffn: inner width
-  int w1 = -1, w3 = -1, w2 = -1;          ///< dense_ffn weights
+  int64_t ffnHidden = 0;                        ///< dense_ffn: inner width
+  int w1 = -1, w3 = -1, w2 = -1;                ///< dense_ffn weights
   /// dense_ffn `side`: false (attention, default) runs it on the A-ranks of the layer's attention
   /// group; true ("ffn") on the F-ranks of its FFN group, each token on F-rank (sequence mod D_F).
   bool onFfnSide = false;
@@ -162,8 +178,9 @@ struct ModelSpec {
 
 struct Group {
   GroupRole role = GroupRole::Attention;
-  int64_t index = 0;           ///< 0..n-1 within its role
-  std::vector<int> ranks;      ///< global ranks, strictly ascending; a rank's position is its index in the group
+  int64_t index = 0; ///< 0..n-1 within its role
+  std::vector<int>
+      ranks; ///< global ranks, strictly ascending; a rank's position is its index in the group
   std::vector<int64_t> layers; ///< layers whose attention (or FFN) part this group runs
 };
 
@@ -183,18 +200,20 @@ struct Placement {
 
   /// D_A: the size shared by all attention groups.
   int64_t attentionSize() const;
-  const Group& attentionGroupOfLayer(int64_t layer) const { return groups[layerAttention[layer]]; }
-  const Group& ffnGroupOfLayer(int64_t layer) const { return groups[layerFfn[layer]]; }
+  const Group &attentionGroupOfLayer(int64_t layer) const { return groups[layerAttention[layer]]; }
+  const Group &ffnGroupOfLayer(int64_t layer) const { return groups[layerFfn[layer]]; }
   /// The attention group that receives layer `layer`'s output (residual and N2M): the group running
   /// layer+1, or after the last layer the head group (head on the FFN side: the attention group
   /// running layer 0, which sends x_L on). With interleaved layers that is (layer+1) mod p.
-  const Group& nextAttentionGroup(int64_t layer) const;
+  const Group &nextAttentionGroup(int64_t layer) const;
   /// The groups that run the embedding and the final norm + head (either side).
-  const Group& embeddingRunner() const {
+  const Group &embeddingRunner() const {
     return groups[(embeddingOnFfn ? ffnGroups : attentionGroups)[embeddingGroup]];
   }
-  const Group& headRunner() const { return groups[(headOnFfn ? ffnGroups : attentionGroups)[headGroup]]; }
-  const Group& groupOf(int rank) const { return groups[groupOfRank[rank]]; }
+  const Group &headRunner() const {
+    return groups[(headOnFfn ? ffnGroups : attentionGroups)[headGroup]];
+  }
+  const Group &groupOf(int rank) const { return groups[groupOfRank[rank]]; }
   /// Position of `rank` within its group.
   int64_t indexInGroup(int rank) const;
 };
@@ -216,9 +235,10 @@ struct ExchangeSpec {
   std::string id;
   ExchangeKind kind = ExchangeKind::M2n;
   int64_t layer = 0;
-  int64_t srcGroup = 0, dstGroup = 0; ///< group indices (m2n: attention -> ffn; n2m: ffn -> attention)
-  int64_t capacityTokens = 0;         ///< most tokens in any one message of this exchange
-  int64_t bytesPerToken = 0;          ///< most payload bytes per token (see bytesPerTokenOf)
+  int64_t srcGroup = 0,
+          dstGroup = 0;       ///< group indices (m2n: attention -> ffn; n2m: ffn -> attention)
+  int64_t capacityTokens = 0; ///< most tokens in any one message of this exchange
+  int64_t bytesPerToken = 0;  ///< most payload bytes per token (see bytesPerTokenOf)
 };
 
 /// `memory.ranks`: per global rank, the stated weight bytes (checked against the manifest) and the
@@ -237,11 +257,12 @@ struct Plan {
   Programs programs;
   std::vector<ExchangeSpec> exchanges;
   MemorySpec memory;
-  /// The optional `schedule` section (AF-Pipe training schedule), verified at load (PlanSchedule.h).
+  /// The optional `schedule` section (AF-Pipe training schedule), verified at load
+  /// (PlanSchedule.h).
   std::optional<sched::Schedule> schedule;
 
   /// The exchange of `kind` for `layer` (validation guarantees exactly one).
-  const ExchangeSpec& exchange(ExchangeKind kind, int64_t layer) const;
+  const ExchangeSpec &exchange(ExchangeKind kind, int64_t layer) const;
 };
 
 /// Bytes per token the messages of an exchange carry besides their 8-byte count:
@@ -252,9 +273,9 @@ int64_t bytesPerTokenOf(ExchangeKind kind, int64_t hiddenSize, int64_t topK);
 /// Loads `planDirOrJson` (a directory holding plan.json, or the JSON file itself), validates every
 /// field, checks that each weight's file exists and holds offset+length bytes, and that
 /// memory.weight_bytes matches the manifest. Throws PlanError.
-Plan loadPlan(const std::string& planDirOrJson);
+Plan loadPlan(const std::string &planDirOrJson);
 
 /// Same, from JSON text; `planPath` names the plan in messages and anchors relative weight files.
-Plan parsePlan(const std::string& jsonText, const std::string& planPath);
+Plan parsePlan(const std::string &jsonText, const std::string &planPath);
 
 } // namespace disagmoe

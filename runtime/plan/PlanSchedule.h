@@ -1,8 +1,8 @@
 //===- PlanSchedule.h - load-time reading and verification of a plan's `schedule` -*- C++ -*-===//
 //
 // Called by parsePlan (Plan.cpp) after every other section has been validated, so that a plan whose
-// schedule would hang or overflow a rank is refused when it is loaded, with one line naming the rank
-// pair and the instruction, instead of at the receive deadline (--timeout) of a run.
+// schedule would hang or overflow a rank is refused when it is loaded, with one line naming the
+// rank pair and the instruction, instead of at the receive deadline (--timeout) of a run.
 //
 // Checks (docs/plan-format.md, "schedule"): the section parses (sched::parseScheduleJson); the
 // verifier passes (sched::verifySchedule with the placement's world size: each send matched by one
@@ -23,6 +23,6 @@
 namespace disagmoe {
 
 /// Reads `root["schedule"]` when present into plan.schedule and verifies it; throws PlanError.
-void parseScheduleSection(Plan& plan, const nlohmann::json& root);
+void parseScheduleSection(Plan &plan, const nlohmann::json &root);
 
 } // namespace disagmoe

@@ -13,27 +13,38 @@ using json = nlohmann::json;
 
 const char *toString(Stream s) {
   switch (s) {
-  case Stream::Forward: return "forward";
-  case Stream::Backward: return "backward";
-  case Stream::Comm: return "comm";
+  case Stream::Forward:
+    return "forward";
+  case Stream::Backward:
+    return "backward";
+  case Stream::Comm:
+    return "comm";
   }
   return "?";
 }
 const char *toString(Phase p) {
   switch (p) {
-  case Phase::Forward: return "forward";
-  case Phase::Backward: return "backward";
-  case Phase::Update: return "update";
+  case Phase::Forward:
+    return "forward";
+  case Phase::Backward:
+    return "backward";
+  case Phase::Update:
+    return "update";
   }
   return "?";
 }
 const char *toString(Kind k) {
   switch (k) {
-  case Kind::Compute: return "compute";
-  case Kind::Send: return "send";
-  case Kind::Recv: return "recv";
-  case Kind::AllToAll: return "all_to_all";
-  case Kind::AllReduce: return "all_reduce";
+  case Kind::Compute:
+    return "compute";
+  case Kind::Send:
+    return "send";
+  case Kind::Recv:
+    return "recv";
+  case Kind::AllToAll:
+    return "all_to_all";
+  case Kind::AllReduce:
+    return "all_reduce";
   }
   return "?";
 }
@@ -67,8 +78,8 @@ std::string describe(const Schedule &s, int program, int index) {
   const Program &p = s.programs[program];
   const Instr &i = p.instrs[index];
   std::ostringstream os;
-  os << p.role << "[" << index << "] (group " << groupName(s, i.group) << "): " << toString(i.kind) << " "
-     << i.op << " " << toString(i.phase);
+  os << p.role << "[" << index << "] (group " << groupName(s, i.group) << "): " << toString(i.kind)
+     << " " << i.op << " " << toString(i.phase);
   if (i.mb >= 0)
     os << " mb " << i.mb;
   if (i.layer >= 0)
@@ -90,16 +101,24 @@ json instrToJson(const Instr &i) {
   o["stream"] = toString(i.stream);
   o["phase"] = toString(i.phase);
   o["group"] = i.group;
-  if (i.mb >= 0) o["mb"] = i.mb;
-  if (i.layer >= 0) o["layer"] = i.layer;
-  if (i.kind == Kind::Send || i.kind == Kind::Recv) o["peer"] = i.peer;
+  if (i.mb >= 0)
+    o["mb"] = i.mb;
+  if (i.layer >= 0)
+    o["layer"] = i.layer;
+  if (i.kind == Kind::Send || i.kind == Kind::Recv)
+    o["peer"] = i.peer;
   if (i.kind == Kind::Send || i.kind == Kind::Recv || i.kind == Kind::AllReduce)
     o["peers"] = toString(i.peers);
-  if (i.flops != 0) o["flops"] = i.flops;
-  if (i.memBytes != 0) o["mem_bytes"] = i.memBytes;
-  if (i.kind != Kind::Compute) o["bytes"] = i.bytes;
-  if (i.activationBytes != 0) o["activation_bytes"] = i.activationBytes;
-  if (!i.after.empty()) o["after"] = i.after;
+  if (i.flops != 0)
+    o["flops"] = i.flops;
+  if (i.memBytes != 0)
+    o["mem_bytes"] = i.memBytes;
+  if (i.kind != Kind::Compute)
+    o["bytes"] = i.bytes;
+  if (i.activationBytes != 0)
+    o["activation_bytes"] = i.activationBytes;
+  if (!i.after.empty())
+    o["after"] = i.after;
   return o;
 }
 
@@ -157,7 +176,8 @@ public:
     }
     return static_cast<int>(d);
   }
-  std::string string(const json &o, const std::string &path, const char *key, bool required = true) {
+  std::string string(const json &o, const std::string &path, const char *key,
+                     bool required = true) {
     const json *v = field(o, path, key, required);
     if (!v)
       return "";
@@ -210,7 +230,8 @@ std::string scheduleToJson(const Schedule &s, int indent) {
                           {"gpus_per_node", s.hw.gpusPerNode}};
   json groups = json::array();
   for (const Group &g : s.groups) {
-    json o{{"role", g.role}, {"index", g.index}, {"ranks", g.ranks}, {"static_bytes", g.staticBytes}};
+    json o{
+        {"role", g.role}, {"index", g.index}, {"ranks", g.ranks}, {"static_bytes", g.staticBytes}};
     if (g.nicBandwidth > 0)
       o["nic_bandwidth"] = g.nicBandwidth;
     if (g.headLogitsBytes > 0)
@@ -298,7 +319,8 @@ bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {
             g.ranks.push_back(std::move(list));
           }
           if (!ok)
-            r.fail(p + ".ranks", "expected a non-empty array (one per replica) of non-empty arrays of ranks");
+            r.fail(p + ".ranks",
+                   "expected a non-empty array (one per replica) of non-empty arrays of ranks");
         }
         s.groups.push_back(std::move(g));
       }
@@ -319,7 +341,8 @@ bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {
           const json &io = (*it)[k];
           const std::string p = pp + "[" + std::to_string(k) + "]";
           Instr i;
-          static const Kind kinds[] = {Kind::Compute, Kind::Send, Kind::Recv, Kind::AllToAll, Kind::AllReduce};
+          static const Kind kinds[] = {Kind::Compute, Kind::Send, Kind::Recv, Kind::AllToAll,
+                                       Kind::AllReduce};
           static const Stream streams[] = {Stream::Forward, Stream::Backward, Stream::Comm};
           static const Phase phases[] = {Phase::Forward, Phase::Backward, Phase::Update};
           static const Peers peers[] = {Peers::All, Peers::Same};

@@ -49,20 +49,21 @@ const char *toString(Peers p);
 /// The machine the schedule was compiled for (per GPU, per direction; bytes, bytes/s, FLOP/s).
 struct Hardware {
   std::string name;
-  double peakFlops = 0;      ///< dense bf16
+  double peakFlops = 0; ///< dense bf16
   double hbmBandwidth = 0;
   double hbmBytes = 0;
   double nvlinkBandwidth = 0; ///< per GPU per direction
-  double nicBandwidth = 0;    ///< NIC bandwidth per GPU per direction (node NICs / GPUs, PCIe-capped)
+  double nicBandwidth = 0; ///< NIC bandwidth per GPU per direction (node NICs / GPUs, PCIe-capped)
   int gpusPerNode = 8;
 };
 
 struct Group {
-  std::string role;  ///< "attention", "ffn" (AF-Pipe) or "stage" (baselines)
-  int index = 0;     ///< within its role
+  std::string role; ///< "attention", "ffn" (AF-Pipe) or "stage" (baselines)
+  int index = 0;    ///< within its role
   /// ranks[replica][i]: global rank of position i in this group of pipeline replica `replica`.
   std::vector<std::vector<int>> ranks;
-  double staticBytes = 0;  ///< weights, gradients and optimizer state per rank (trainable parameters only)
+  double staticBytes =
+      0; ///< weights, gradients and optimizer state per rank (trainable parameters only)
   /// The head's bf16 logits of one micro-batch (2 * vocab bytes per token, Memory.h) on the group
   /// running the head, held from its forward to its backward and counted once at the peak. They
   /// grow with the sequence, so they are not part of staticBytes (nor of the optimizer's traffic).
@@ -75,15 +76,19 @@ struct Instr {
   Kind kind = Kind::Compute;
   Stream stream = Stream::Forward;
   Phase phase = Phase::Forward;
-  std::string op; ///< compute: attention, experts, head, stage, optimizer; exchange: m2n, n2m, residual, ...
+  std::string op; ///< compute: attention, experts, head, stage, optimizer; exchange: m2n, n2m,
+                  ///< residual, ...
   int group = 0;  ///< index into Schedule::groups; must have the program's role
   int mb = -1, layer = -1;
-  int peer = -1;  ///< Send/Recv: the other group
+  int peer = -1; ///< Send/Recv: the other group
   Peers peers = Peers::All;
-  double flops = 0, memBytes = 0; ///< Compute: FLOPs and HBM bytes per rank (time = max of the two rooflines)
-  double bytes = 0;               ///< exchanges: see Kind
-  double activationBytes = 0;     ///< forward Compute: activations kept until this micro-batch's backward
-  std::vector<int> after;         ///< indices (in this program) of instructions of the same group to wait for
+  double flops = 0,
+         memBytes = 0; ///< Compute: FLOPs and HBM bytes per rank (time = max of the two rooflines)
+  double bytes = 0;    ///< exchanges: see Kind
+  double activationBytes =
+      0; ///< forward Compute: activations kept until this micro-batch's backward
+  std::vector<int>
+      after; ///< indices (in this program) of instructions of the same group to wait for
 };
 
 struct Program {
@@ -95,7 +100,7 @@ struct Schedule {
   std::string kind; ///< "afpipe", "1f1b-interleaved", "1f1b-interleaved-overlap", "dualpipe"
   int replicas = 1, microBatches = 0, virtualStages = 1, pipelineStages = 0;
   double capacityBytes = 0; ///< usable memory per rank (0: not checked)
-  double modelFlops = 0;    ///< training FLOPs of one step, all replicas, without recomputation (MFU)
+  double modelFlops = 0; ///< training FLOPs of one step, all replicas, without recomputation (MFU)
   double computeEfficiency = 1; ///< fraction of peak FLOP/s compute instructions reach
   /// How a rank's forward and backward streams share its GPU: "equal" (concurrent kernels split it
   /// evenly), "backward" (the backward stream preempts: CUDA stream priorities) or "exclusive" (one
@@ -111,7 +116,8 @@ struct Schedule {
   const Program *program(const std::string &role) const;
 };
 
-/// One line naming an instruction: "attention[12] (group attention 0): send m2n forward mb 1 layer 0 to ffn 0".
+/// One line naming an instruction: "attention[12] (group attention 0): send m2n forward mb 1 layer
+/// 0 to ffn 0".
 std::string describe(const Schedule &s, int program, int index);
 
 /// Options of the verifier.
@@ -128,9 +134,10 @@ struct VerifyOptions {
 /// every rank has compute work, and that peak memory fits Schedule::capacityBytes.
 std::string verifySchedule(const Schedule &s, const VerifyOptions &options = {});
 
-/// Upper bound of the bytes a rank of `group` holds at once: staticBytes + headLogitsBytes + the most micro-batches
-/// whose activations can be live together (from the stream orders and dependencies) times the
-/// largest per-micro-batch activation bytes; `inflight` receives that micro-batch count.
+/// Upper bound of the bytes a rank of `group` holds at once: staticBytes + headLogitsBytes + the
+/// most micro-batches whose activations can be live together (from the stream orders and
+/// dependencies) times the largest per-micro-batch activation bytes; `inflight` receives that
+/// micro-batch count.
 double peakMemory(const Schedule &s, int group, int *inflight = nullptr);
 
 /// JSON text of the schedule section and its parser (docs/plan-format.md, "schedule").

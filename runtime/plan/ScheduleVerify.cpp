@@ -18,7 +18,8 @@
 namespace disagmoe::sched {
 namespace {
 
-// Bytes in the largest unit that keeps them readable (a tiny test plan's activations are not "0.00 GB").
+// Bytes in the largest unit that keeps them readable (a tiny test plan's activations are not "0.00
+// GB").
 std::string gb(double bytes) {
   char buf[64];
   if (bytes >= 1e9)
@@ -43,11 +44,12 @@ bool isExchange(Kind k) { return k != Kind::Compute; }
 
 /// "rank 0 -> rank 4" for the first pair of ranks of an exchange between two groups.
 std::string rankPair(const Schedule &s, int src, int dst) {
-  return "rank " + std::to_string(s.groups[src].ranks[0][0]) + " (" + groupName(s, src) + ") -> rank " +
-         std::to_string(s.groups[dst].ranks[0][0]) + " (" + groupName(s, dst) + ")";
+  return "rank " + std::to_string(s.groups[src].ranks[0][0]) + " (" + groupName(s, src) +
+         ") -> rank " + std::to_string(s.groups[dst].ranks[0][0]) + " (" + groupName(s, dst) + ")";
 }
 
-std::string checkStructure(const Schedule &s, const VerifyOptions &o, std::vector<int> &roleOfGroup) {
+std::string checkStructure(const Schedule &s, const VerifyOptions &o,
+                           std::vector<int> &roleOfGroup) {
   if (s.groups.empty())
     return "schedule.groups: empty";
   if (s.replicas < 1)
@@ -55,18 +57,20 @@ std::string checkStructure(const Schedule &s, const VerifyOptions &o, std::vecto
   std::map<int, std::string> owner;
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const Group &G = s.groups[g];
-    std::string name = "schedule.groups[" + std::to_string(g) + "] (" + groupName(s, static_cast<int>(g)) + ")";
+    std::string name =
+        "schedule.groups[" + std::to_string(g) + "] (" + groupName(s, static_cast<int>(g)) + ")";
     if (static_cast<int>(G.ranks.size()) != s.replicas)
-      return name + ": ranks has " + std::to_string(G.ranks.size()) + " replica lists, expected replicas = " +
-             std::to_string(s.replicas);
+      return name + ": ranks has " + std::to_string(G.ranks.size()) +
+             " replica lists, expected replicas = " + std::to_string(s.replicas);
     for (size_t k = 0; k < G.ranks.size(); ++k) {
       if (G.ranks[k].size() != G.ranks[0].size() || G.ranks[k].empty())
-        return name + ": replica " + std::to_string(k) + " has " + std::to_string(G.ranks[k].size()) +
-               " ranks, replica 0 has " + std::to_string(G.ranks[0].size());
+        return name + ": replica " + std::to_string(k) + " has " +
+               std::to_string(G.ranks[k].size()) + " ranks, replica 0 has " +
+               std::to_string(G.ranks[0].size());
       for (int r : G.ranks[k]) {
         if (o.worldSize > 0 && (r < 0 || r >= o.worldSize))
-          return name + ": rank " + std::to_string(r) + " is outside the world of " + std::to_string(o.worldSize) +
-                 " ranks";
+          return name + ": rank " + std::to_string(r) + " is outside the world of " +
+                 std::to_string(o.worldSize) + " ranks";
         auto [it, fresh] = owner.emplace(r, name);
         if (!fresh)
           return name + ": rank " + std::to_string(r) + " is also in " + it->second;
@@ -79,7 +83,8 @@ std::string checkStructure(const Schedule &s, const VerifyOptions &o, std::vecto
   if (o.worldSize > 0)
     for (int r = 0; r < o.worldSize; ++r)
       if (!owner.count(r))
-        return "rank " + std::to_string(r) + " is in no schedule group: it would be left without work";
+        return "rank " + std::to_string(r) +
+               " is in no schedule group: it would be left without work";
   roleOfGroup.assign(s.groups.size(), -1);
   for (size_t p = 0; p < s.programs.size(); ++p) {
     const Program &P = s.programs[p];
@@ -101,16 +106,18 @@ std::string checkStructure(const Schedule &s, const VerifyOptions &o, std::vecto
       const Instr &I = P.instrs[i];
       auto where = [&] { return describe(s, static_cast<int>(p), i); };
       if (I.group < 0 || I.group >= static_cast<int>(s.groups.size()))
-        return P.role + "[" + std::to_string(i) + "]: group " + std::to_string(I.group) + " does not exist";
+        return P.role + "[" + std::to_string(i) + "]: group " + std::to_string(I.group) +
+               " does not exist";
       if (s.groups[I.group].role != P.role)
-        return where() + ": its group has role \"" + s.groups[I.group].role + "\", not \"" + P.role + "\"";
+        return where() + ": its group has role \"" + s.groups[I.group].role + "\", not \"" +
+               P.role + "\"";
       if (I.kind == Kind::Send || I.kind == Kind::Recv) {
         if (I.peer < 0 || I.peer >= static_cast<int>(s.groups.size()))
           return where() + ": peer group " + std::to_string(I.peer) + " does not exist";
         if (I.peers == Peers::Same && s.groups[I.peer].size() != s.groups[I.group].size())
           return where() + ": pairs rank i with rank i but the groups have " +
-                 std::to_string(s.groups[I.group].size()) + " and " + std::to_string(s.groups[I.peer].size()) +
-                 " ranks";
+                 std::to_string(s.groups[I.group].size()) + " and " +
+                 std::to_string(s.groups[I.peer].size()) + " ranks";
       }
       if (!(I.flops >= 0) || !(I.bytes >= 0) || !(I.memBytes >= 0) || !(I.activationBytes >= 0))
         return where() + ": negative or invalid size";
@@ -128,7 +135,8 @@ std::string checkStructure(const Schedule &s, const VerifyOptions &o, std::vecto
   return "";
 }
 
-/// All exchanges of a group must be on one stream, so that their program order is their issue order.
+/// All exchanges of a group must be on one stream, so that their program order is their issue
+/// order.
 std::string checkExchangeStreams(const Schedule &s) {
   std::vector<Ref> first(s.groups.size());
   for (size_t p = 0; p < s.programs.size(); ++p)
@@ -143,8 +151,9 @@ std::string checkExchangeStreams(const Schedule &s) {
       }
       const Instr &F = s.programs[f.prog].instrs[f.idx];
       if (F.stream != I.stream)
-        return describe(s, static_cast<int>(p), static_cast<int>(i)) + ": on the " + toString(I.stream) +
-               " stream, but " + describe(s, f.prog, f.idx) + " is on the " + toString(F.stream) +
+        return describe(s, static_cast<int>(p), static_cast<int>(i)) + ": on the " +
+               toString(I.stream) + " stream, but " + describe(s, f.prog, f.idx) + " is on the " +
+               toString(F.stream) +
                " stream: a group's exchanges must share one stream so that their order is defined";
     }
   return "";
@@ -207,32 +216,37 @@ std::string checkMatching(const Schedule &s, const Pairs &pairs) {
           elsewhere |= sameMessage(a, s.programs[r.prog].instrs[r.idx]);
         return pair + ": message #" + std::to_string(k) + ": " + describe(s, S[k].prog, S[k].idx) +
                " is matched by " + describe(s, R[k].prog, R[k].idx) +
-               (elsewhere ? " (the receive of " + message(a) + " is posted at another position: receives must be "
-                                                               "posted in the order of the sends)"
+               (elsewhere ? " (the receive of " + message(a) +
+                                " is posted at another position: receives must be "
+                                "posted in the order of the sends)"
                           : " (" + groupName(s, dst) + " posts no receive for " + message(a) + ")");
       }
       if (a.peers != b.peers)
-        return pair + ": " + describe(s, S[k].prog, S[k].idx) + " pairs ranks '" + toString(a.peers) +
-               "' but its receive " + describe(s, R[k].prog, R[k].idx) + " pairs them '" + toString(b.peers) + "'";
+        return pair + ": " + describe(s, S[k].prog, S[k].idx) + " pairs ranks '" +
+               toString(a.peers) + "' but its receive " + describe(s, R[k].prog, R[k].idx) +
+               " pairs them '" + toString(b.peers) + "'";
       if (a.bytes != b.bytes) {
         char buf[160];
         std::snprintf(buf, sizeof buf, " sends %.0f bytes per rank pair but ", a.bytes);
         char buf2[96];
         std::snprintf(buf2, sizeof buf2, " expects %.0f bytes", b.bytes);
-        return pair + ": " + describe(s, S[k].prog, S[k].idx) + buf + describe(s, R[k].prog, R[k].idx) + buf2;
+        return pair + ": " + describe(s, S[k].prog, S[k].idx) + buf +
+               describe(s, R[k].prog, R[k].idx) + buf2;
       }
     }
     if (S.size() > n) {
       const Instr &a = s.programs[S[n].prog].instrs[S[n].idx];
-      return pair + ": " + describe(s, S[n].prog, S[n].idx) + " has no matching receive (" + groupName(s, dst) +
-             " posts " + std::to_string(R.size()) + " receives from " + groupName(s, src) + ", which sends " +
-             std::to_string(S.size()) + "; the receive of " + message(a) + " is missing)";
+      return pair + ": " + describe(s, S[n].prog, S[n].idx) + " has no matching receive (" +
+             groupName(s, dst) + " posts " + std::to_string(R.size()) + " receives from " +
+             groupName(s, src) + ", which sends " + std::to_string(S.size()) + "; the receive of " +
+             message(a) + " is missing)";
     }
     if (R.size() > n) {
       const Instr &b = s.programs[R[n].prog].instrs[R[n].idx];
-      return pair + ": " + describe(s, R[n].prog, R[n].idx) + " has no matching send (" + groupName(s, src) +
-             " sends " + std::to_string(S.size()) + " messages to " + groupName(s, dst) + ", which posts " +
-             std::to_string(R.size()) + " receives; the send of " + message(b) + " is missing)";
+      return pair + ": " + describe(s, R[n].prog, R[n].idx) + " has no matching send (" +
+             groupName(s, src) + " sends " + std::to_string(S.size()) + " messages to " +
+             groupName(s, dst) + ", which posts " + std::to_string(R.size()) +
+             " receives; the send of " + message(b) + " is missing)";
     }
   }
   return "";
@@ -334,7 +348,8 @@ std::string checkCompletes(const Schedule &s, const Pairs &pairs) {
           if (I.kind == Kind::Recv) {
             auto pos = pairPos[p][i];
             auto sd = sendDone.find(pos.first);
-            if (sd != sendDone.end() && pos.second < static_cast<int>(sd->second.size()) && sd->second[pos.second])
+            if (sd != sendDone.end() && pos.second < static_cast<int>(sd->second.size()) &&
+                sd->second[pos.second])
               complete(p, i);
             else
               waiting[pos.first][pos.second] = {p, i};
@@ -367,11 +382,12 @@ std::string checkCompletes(const Schedule &s, const Pairs &pairs) {
               break;
             }
           if (why.empty())
-            why = "the instruction before it on the " + std::string(toString(I.stream)) + " stream never completes";
+            why = "the instruction before it on the " + std::string(toString(I.stream)) +
+                  " stream never completes";
         } else if (I.kind == Kind::Recv) {
           auto pos = pairPos[p][i];
-          why = "its matching send (message #" + std::to_string(pos.second) + " from " + groupName(s, I.peer) +
-                ") is never reached";
+          why = "its matching send (message #" + std::to_string(pos.second) + " from " +
+                groupName(s, I.peer) + ") is never reached";
         } else {
           why = "it never completes";
         }
@@ -391,7 +407,8 @@ std::string checkWork(const Schedule &s) {
         work[I.group] = 1;
   for (size_t g = 0; g < s.groups.size(); ++g)
     if (!work[g])
-      return "rank " + std::to_string(s.groups[g].ranks[0][0]) + " (" + groupName(s, static_cast<int>(g)) +
+      return "rank " + std::to_string(s.groups[g].ranks[0][0]) + " (" +
+             groupName(s, static_cast<int>(g)) +
              ") has no compute instruction: it would be left without work";
   return "";
 }
@@ -426,12 +443,14 @@ double peakMemory(const Schedule &s, int group, int *inflightOut) {
   for (int j = 0; j < M; ++j)
     if (firstFwd[j] >= 0)
       startOrder.push_back(j);
-  std::sort(startOrder.begin(), startOrder.end(), [&](int a, int b) { return firstFwd[a] < firstFwd[b]; });
+  std::sort(startOrder.begin(), startOrder.end(),
+            [&](int a, int b) { return firstFwd[a] < firstFwd[b]; });
   std::vector<int> endOrder;
   for (int j = 0; j < M; ++j)
     if (lastBwd[j] >= 0)
       endOrder.push_back(j);
-  std::sort(endOrder.begin(), endOrder.end(), [&](int a, int b) { return lastBwd[a] < lastBwd[b]; });
+  std::sort(endOrder.begin(), endOrder.end(),
+            [&](int a, int b) { return lastBwd[a] < lastBwd[b]; });
   bool oneBwdStream = true, sameStream = true;
   for (int j : endOrder)
     oneBwdStream &= ins[lastBwd[j]].stream == ins[lastBwd[endOrder[0]]].stream;
@@ -453,7 +472,8 @@ double peakMemory(const Schedule &s, int group, int *inflightOut) {
           guaranteed = std::max(guaranteed, it->second);
       }
       if (sameStream) // every earlier instruction of the stream has finished
-        for (size_t e = guaranteed + 1; e < endOrder.size() && lastBwd[endOrder[e]] < firstFwd[startOrder[k]]; ++e)
+        for (size_t e = guaranteed + 1;
+             e < endOrder.size() && lastBwd[endOrder[e]] < firstFwd[startOrder[k]]; ++e)
           guaranteed = static_cast<int>(e);
     }
     live = static_cast<int>(k) + 1 - (guaranteed + 1);
@@ -485,10 +505,13 @@ std::string verifySchedule(const Schedule &s, const VerifyOptions &o) {
       if (peak > s.capacityBytes) {
         const Group &G = s.groups[g];
         double act = inflight ? (peak - G.staticBytes - G.headLogitsBytes) / inflight : 0;
-        const std::string logits = G.headLogitsBytes > 0 ? " + " + gb(G.headLogitsBytes) + " of head logits" : "";
+        const std::string logits =
+            G.headLogitsBytes > 0 ? " + " + gb(G.headLogitsBytes) + " of head logits" : "";
         return "rank " + std::to_string(G.ranks[0][0]) + " (" + groupName(s, static_cast<int>(g)) +
-               "): peak memory " + gb(peak) + " (" + gb(G.staticBytes) + " weights, gradients and "
-               "optimizer state" + logits + " + " + std::to_string(inflight) + " micro-batches in flight x " + gb(act) +
+               "): peak memory " + gb(peak) + " (" + gb(G.staticBytes) +
+               " weights, gradients and "
+               "optimizer state" +
+               logits + " + " + std::to_string(inflight) + " micro-batches in flight x " + gb(act) +
                " of activations) exceeds the usable " + gb(s.capacityBytes);
       }
     }

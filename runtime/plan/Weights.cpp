@@ -9,34 +9,37 @@
 namespace disagmoe {
 namespace {
 
-std::string where(const WeightSpec& spec) {
-  return "weight \"" + spec.name + "\" (" + spec.path + ", offset " + std::to_string(spec.offset) + ", length " +
-         std::to_string(spec.length) + ")";
+std::string where(const WeightSpec &spec) {
+  return "weight \"" + spec.name + "\" (" + spec.path + ", offset " + std::to_string(spec.offset) +
+         ", length " + std::to_string(spec.length) + ")";
 }
 
 } // namespace
 
-Tensor readWeight(const WeightSpec& spec) {
+Tensor readWeight(const WeightSpec &spec) {
   Tensor raw(spec.transposed ? std::vector<int64_t>{spec.shape[1], spec.shape[0]} : spec.shape);
   if (static_cast<uint64_t>(raw.numel()) * sizeof(float) != spec.length)
     throw WeightError(where(spec) + ": length does not match shape " + shapeToString(spec.shape));
   int fd = ::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw WeightError(where(spec) + ": cannot open file: " + std::strerror(errno));
-  char* dst = reinterpret_cast<char*>(raw.data.data());
+  if (fd < 0)
+    throw WeightError(where(spec) + ": cannot open file: " + std::strerror(errno));
+  char *dst = reinterpret_cast<char *>(raw.data.data());
   uint64_t done = 0;
   while (done < spec.length) {
     ssize_t n = ::pread(fd, dst + done, spec.length - done, static_cast<off_t>(spec.offset + done));
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n <= 0) {
-      std::string why =
-          n < 0 ? std::strerror(errno) : "file ends after " + std::to_string(spec.offset + done) + " bytes";
+      std::string why = n < 0 ? std::strerror(errno)
+                              : "file ends after " + std::to_string(spec.offset + done) + " bytes";
       ::close(fd);
       throw WeightError(where(spec) + ": short read: " + why);
     }
     done += static_cast<uint64_t>(n);
   }
   ::close(fd);
-  if (!spec.transposed) return raw;
+  if (!spec.transposed)
+    return raw;
 
   // Disk holds [out, in]; the runtime wants [in, out].
   const int64_t rows = spec.shape[0], cols = spec.shape[1];
@@ -47,15 +50,16 @@ Tensor readWeight(const WeightSpec& spec) {
   return t;
 }
 
-RankWeights::RankWeights(const Plan& plan, int rank) : rank_(rank), plan_(&plan) {
+RankWeights::RankWeights(const Plan &plan, int rank) : rank_(rank), plan_(&plan) {
   tensors_.resize(plan.model.weights.size());
   for (size_t i = 0; i < plan.model.weights.size(); ++i) {
-    const WeightSpec& spec = plan.model.weights[i];
-    if (std::binary_search(spec.ranks.begin(), spec.ranks.end(), rank)) tensors_[i] = readWeight(spec);
+    const WeightSpec &spec = plan.model.weights[i];
+    if (std::binary_search(spec.ranks.begin(), spec.ranks.end(), rank))
+      tensors_[i] = readWeight(spec);
   }
 }
 
-const Tensor& RankWeights::get(int index) const {
+const Tensor &RankWeights::get(int index) const {
   if (index < 0 || static_cast<size_t>(index) >= tensors_.size() || tensors_[index].empty())
     throw WeightError("rank " + std::to_string(rank_) + " does not hold weight " +
                       (plan_ && index >= 0 && static_cast<size_t>(index) < tensors_.size()
@@ -66,7 +70,7 @@ const Tensor& RankWeights::get(int index) const {
 
 uint64_t RankWeights::bytes() const {
   uint64_t total = 0;
-  for (const Tensor& t : tensors_)
+  for (const Tensor &t : tensors_)
     total += static_cast<uint64_t>(t.numel()) * sizeof(float);
   return total;
 }

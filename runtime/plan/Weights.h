@@ -20,24 +20,24 @@ public:
 /// Reads one weight: `length` bytes of little-endian float32 at `offset` of `path` (pread), then
 /// transposes a 2-D weight marked `transposed`. Returns a tensor of `spec.shape`.
 /// Throws WeightError if the file is missing or shorter than offset + length.
-Tensor readWeight(const WeightSpec& spec);
+Tensor readWeight(const WeightSpec &spec);
 
 /// The weights one rank holds, indexed like ModelSpec::weights.
 class RankWeights {
 public:
   RankWeights() = default;
   /// Reads every weight of `plan` that lists `rank`. `plan` must outlive this object.
-  RankWeights(const Plan& plan, int rank);
+  RankWeights(const Plan &plan, int rank);
 
   int rank() const { return rank_; }
   /// The tensor of weight `index`. Throws WeightError if this rank does not hold it.
-  const Tensor& get(int index) const;
+  const Tensor &get(int index) const;
   /// Total fp32 bytes held.
   uint64_t bytes() const;
 
 private:
   int rank_ = -1;
-  const Plan* plan_ = nullptr;
+  const Plan *plan_ = nullptr;
   std::vector<Tensor> tensors_; // empty tensor: not held here
 };
 

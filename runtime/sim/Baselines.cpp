@@ -1,4 +1,5 @@
-//===- Baselines.cpp - Megatron EP + (interleaved) 1F1B, with and without overlap; DualPipe ----===//
+//===- Baselines.cpp - Megatron EP + (interleaved) 1F1B, with and without overlap; DualPipe
+//----===//
 #include "runtime/sim/Baselines.h"
 
 #include "runtime/cost/Roofline.h"
@@ -13,9 +14,12 @@ using namespace sched;
 
 const char *toString(Baseline b) {
   switch (b) {
-  case Baseline::Megatron: return "megatron";
-  case Baseline::MegatronOverlap: return "megatron-overlap";
-  case Baseline::DualPipe: return "dualpipe";
+  case Baseline::Megatron:
+    return "megatron";
+  case Baseline::MegatronOverlap:
+    return "megatron-overlap";
+  case Baseline::DualPipe:
+    return "dualpipe";
   }
   return "?";
 }
@@ -57,26 +61,29 @@ std::vector<std::pair<bool, int>> oneFOneB(int pp, int vpp, int m, int s) {
 
 } // namespace
 
-bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c, Schedule &out,
-                   std::string &error, bool verify) {
+bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c,
+                   Schedule &out, std::string &error, bool verify) {
   const int L = static_cast<int>(model.numLayers());
   const bool dual = c.kind == Baseline::DualPipe;
-  const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp), ep = static_cast<int>(c.ep);
+  const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp),
+            ep = static_cast<int>(c.ep);
   const int R = static_cast<int>(c.replicas), m = static_cast<int>(c.microbatches);
   if (pp < 1 || vpp < 1 || ep < 1 || R < 1 || m < 1 || L < pp * vpp) {
-    error = std::string(toString(c.kind)) + ": need pp, vpp, ep, replicas, micro-batches >= 1 and a layer per chunk";
+    error = std::string(toString(c.kind)) +
+            ": need pp, vpp, ep, replicas, micro-batches >= 1 and a layer per chunk";
     return false;
   }
   if (vpp > 1 && m % pp) {
-    error = std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" + std::to_string(m) +
-            ") divisible by pp (" + std::to_string(pp) + ")";
+    error = std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" +
+            std::to_string(m) + ") divisible by pp (" + std::to_string(pp) + ")";
     return false;
   }
   if (dual && (m % 2 || pp % 2)) {
     error = "dualpipe: needs an even number of stages and of micro-batches";
     return false;
   }
-  const double seqsPerRank = static_cast<double>(c.sequencesPerStep) / (static_cast<double>(R) * m * ep);
+  const double seqsPerRank =
+      static_cast<double>(c.sequencesPerStep) / (static_cast<double>(R) * m * ep);
   const double T = seqsPerRank * static_cast<double>(c.seqLen);
   const double h = static_cast<double>(model.hidden);
   const int64_t E = model.numExperts();
@@ -94,13 +101,15 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     if (x.moe) {
       x.expFwd = cost::routedExpertForwardFlops(model, l, T * ep) * share;
       x.expBwd = bwdMult * x.expFwd;
-      // Each token goes to its top-k experts and comes back: bf16 rows, spread evenly over the EP group.
+      // Each token goes to its top-k experts and comes back: bf16 rows, spread evenly over the EP
+      // group.
       x.a2aBytes = T * static_cast<double>(ls.topK) * cost::kBf16Bytes * h / ep;
       x.act += cost::expertActivationBytesPerPair(model, l, c.recompute) * T * ls.topK * share * ep;
       x.expertParams = static_cast<double>((E + ep - 1) / ep) * model.expertParams(l);
     }
   }
-  const double headFwd = cost::headForwardFlops(model, T), vocabRows = static_cast<double>(model.vocab) * h;
+  const double headFwd = cost::headForwardFlops(model, T),
+               vocabRows = static_cast<double>(model.vocab) * h;
   const double p2pBytes = 8 + T * cost::kBf16Bytes * h;
   // Chunks: VS virtual stages of contiguous layers (the first ones one layer longer).
   const int VS = pp * vpp;
@@ -122,7 +131,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   base.capacityBytes = hw.hbmBytes > c.reserveBytes ? hw.hbmBytes - c.reserveBytes : 0;
   base.computeEfficiency = c.computeEfficiency;
   {
-    const double B = static_cast<double>(c.sequencesPerStep), Tall = B * static_cast<double>(c.seqLen);
+    const double B = static_cast<double>(c.sequencesPerStep),
+                 Tall = B * static_cast<double>(c.seqLen);
     double flops = 3.0 * cost::headForwardFlops(model, Tall);
     for (int l = 0; l < L; ++l) {
       flops += 3.0 * cost::attentionSideForwardFlops(model, l, B, c.seqLen).total();
@@ -134,7 +144,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   ScheduleBuilder b(base);
   const cost::MemoryOptions &mo = c.memory;
   auto staticOf = [&](double params, double dp) {
-    return params * (mo.weightBytes + mo.gradientBytes + mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
+    return params * (mo.weightBytes + mo.gradientBytes +
+                     mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
   };
   std::vector<int> G(pp);
   for (int s = 0; s < pp; ++s) {
@@ -185,7 +196,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     int first = -1;
     for (int l : chunk[vs]) {
       const LayerCost &x = lc[l];
-      int a = chain(b.compute(g, FWD, Phase::Forward, "attention", mb, l, x.attnFwd, 0, x.act, pr()));
+      int a =
+          chain(b.compute(g, FWD, Phase::Forward, "attention", mb, l, x.attnFwd, 0, x.act, pr()));
       if (first < 0)
         first = a;
       if (x.moe) {
@@ -197,7 +209,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     if (vs == VS - 1)
       chain(b.compute(g, FWD, Phase::Forward, "head", mb, L, headFwd, 0, 0, pr()));
     else
-      chain(b.send(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Forward, mb, vs + 1, p2pBytes, COMM, pr()));
+      chain(b.send(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Forward, mb, vs + 1,
+                   p2pBytes, COMM, pr()));
     fwdFirst[key(d, j, vs)] = first;
     fwdLast[key(d, j, vs)] = prev;
   };
@@ -216,7 +229,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     if (vs == VS - 1)
       chain(b.compute(g, BWD, Phase::Backward, "head", mb, L, 2 * headFwd, 0, 0, pr()));
     else
-      chain(b.recv(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Backward, mb, vs, p2pBytes, COMM, pr()));
+      chain(b.recv(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Backward, mb, vs, p2pBytes,
+                   COMM, pr()));
     for (int k2 = static_cast<int>(chunk[vs].size()) - 1; k2 >= 0; --k2) {
       int l = chunk[vs][k2];
       const LayerCost &x = lc[l];
@@ -225,10 +239,12 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
         chain(b.compute(g, BWD, Phase::Backward, "experts", mb, l, x.expBwd, 0, 0, pr()));
         chain(b.allToAll(g, "dispatch", Phase::Backward, mb, l, x.a2aBytes, COMM, pr()));
       }
-      lastCompute = chain(b.compute(g, BWD, Phase::Backward, "attention", mb, l, x.attnBwd, 0, 0, pr()));
+      lastCompute =
+          chain(b.compute(g, BWD, Phase::Backward, "attention", mb, l, x.attnBwd, 0, 0, pr()));
     }
     if (vs > 0)
-      chain(b.send(g, G[stageOf(d, vs - 1)], Peers::Same, "p2p", Phase::Backward, mb, vs - 1, p2pBytes, COMM, pr()));
+      chain(b.send(g, G[stageOf(d, vs - 1)], Peers::Same, "p2p", Phase::Backward, mb, vs - 1,
+                   p2pBytes, COMM, pr()));
     bwdLast[key(d, j, vs)] = lastCompute; // the window waits for the compute, not its send
     lastBwdOfChunk[d][vs] = prev;
   };
@@ -260,9 +276,11 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
       }
       // 1F1B's in-flight bound for the streams that do not serialise it: forward unit warm-up + i
       // waits for backward unit i - 1 (DualPipe: the other direction supplies the overlap); the
-      // overlapped 1F1B runs forward unit warm-up + i + 1 beside backward unit i, one more in flight.
+      // overlapped 1F1B runs forward unit warm-up + i + 1 beside backward unit i, one more in
+      // flight.
       if (!single) {
-        int nw = vpp == 1 ? std::min(pp - q - 1, mPerDir) : std::min((pp - q - 1) * 2 + (vpp - 1) * pp, mPerDir * vpp);
+        int nw = vpp == 1 ? std::min(pp - q - 1, mPerDir)
+                          : std::min((pp - q - 1) * 2 + (vpp - 1) * pp, mPerDir * vpp);
         if (!dual)
           ++nw;
         for (int i = 1; nw + i < mPerDir * vpp; ++i)
@@ -286,15 +304,15 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
         attn += vocabRows + h;
       int after = lastBwdOfChunk[d][vs];
       stageDeps[s].push_back(after);
-      stageDeps[s].push_back(b.allReduce(g, Peers::All, "grad_attention", chunk[vs].front(), mo.gradientBytes * attn,
-                                         COMM, 1e18, {after}));
+      stageDeps[s].push_back(b.allReduce(g, Peers::All, "grad_attention", chunk[vs].front(),
+                                         mo.gradientBytes * attn, COMM, 1e18, {after}));
       if (exp > 0)
         stageDeps[s].push_back(b.allReduce(g, Peers::Same, "grad_experts", chunk[vs].front(),
                                            mo.gradientBytes * exp, COMM, 1e18, {after}));
     }
   for (int s = 0; s < pp; ++s)
-    b.compute(G[s], Stream::Forward, Phase::Update, "optimizer", -1, -1, 0, 2 * b.schedule().groups[G[s]].staticBytes,
-              0, 2e18, stageDeps[s]);
+    b.compute(G[s], Stream::Forward, Phase::Update, "optimizer", -1, -1, 0,
+              2 * b.schedule().groups[G[s]].staticBytes, 0, 2e18, stageDeps[s]);
   if (!b.build(/*listScheduleCompute=*/dual, /*orderCommByReadiness=*/!single, out, error))
     return false;
   if (verify) {
@@ -307,8 +325,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   return true;
 }
 
-std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model, int64_t gpus,
-                                               const BaselineConfig &base) {
+std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
+                                               int64_t gpus, const BaselineConfig &base) {
   std::vector<BaselineConfig> out;
   const int64_t L = model.numLayers();
   for (int64_t pp = 1; pp * base.ep <= gpus; ++pp) {
@@ -317,7 +335,8 @@ std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelS
     const int64_t R = gpus / (pp * base.ep);
     if (base.sequencesPerStep % (R * base.ep))
       continue;
-    const int64_t m = base.sequencesPerStep / (R * base.ep); // one sequence per rank per micro-batch
+    const int64_t m =
+        base.sequencesPerStep / (R * base.ep); // one sequence per rank per micro-batch
     if (kind == Baseline::DualPipe) {
       if (pp % 2 || m % 2 || m < 2 * pp || L < pp)
         continue;

@@ -1,4 +1,5 @@
-//===- Baselines.h - the schedules DisagMoE is compared against, on the same simulator -*- C++ -*-===//
+//===- Baselines.h - the schedules DisagMoE is compared against, on the same simulator -*- C++
+//-*-===//
 //
 // Each baseline runs the same model, cluster and global batch as AF-Pipe, with attention and
 // experts co-located on every GPU (the conventional layout):
@@ -42,10 +43,10 @@ bool parseBaseline(const std::string &name, Baseline &out);
 
 struct BaselineConfig {
   Baseline kind = Baseline::Megatron;
-  int64_t pp = 1;       ///< pipeline stages
-  int64_t vpp = 1;      ///< virtual chunks per stage (interleaved 1F1B); 1 for DualPipe
-  int64_t ep = 16;      ///< expert parallelism = ranks per stage group
-  int64_t replicas = 1; ///< outer data parallelism
+  int64_t pp = 1;           ///< pipeline stages
+  int64_t vpp = 1;          ///< virtual chunks per stage (interleaved 1F1B); 1 for DualPipe
+  int64_t ep = 16;          ///< expert parallelism = ranks per stage group
+  int64_t replicas = 1;     ///< outer data parallelism
   int64_t microbatches = 0; ///< per replica
   int64_t seqLen = 4096;
   int64_t sequencesPerStep = 0; ///< all replicas
@@ -57,13 +58,14 @@ struct BaselineConfig {
 
 /// Builds (and verifies) a baseline schedule of `model` on `hw`; ranks: stage s of replica r holds
 /// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes.
-bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw, const BaselineConfig &config,
-                   sched::Schedule &out, std::string &error, bool verify = true);
+bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw,
+                   const BaselineConfig &config, sched::Schedule &out, std::string &error,
+                   bool verify = true);
 
 /// The configurations worth trying for `kind` on `gpus` GPUs: every pp with ep * pp dividing the
 /// GPUs and the micro-batches, vpp in {1, 2, 4} (megatron) with at least one layer per chunk.
-std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model, int64_t gpus,
-                                               const BaselineConfig &base);
+std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
+                                               int64_t gpus, const BaselineConfig &base);
 
 } // namespace disagmoe::sim
 

@@ -11,8 +11,9 @@ namespace disagmoe::sim {
 
 using namespace sched;
 
-int ScheduleBuilder::addGroup(const std::string &role, int index, std::vector<std::vector<int>> ranks,
-                              double staticBytes, double nicBandwidth) {
+int ScheduleBuilder::addGroup(const std::string &role, int index,
+                              std::vector<std::vector<int>> ranks, double staticBytes,
+                              double nicBandwidth) {
   Group g;
   g.role = role;
   g.index = index;
@@ -30,8 +31,8 @@ int ScheduleBuilder::add(Instr in, double priority) {
 }
 
 // The fields every instruction kind sets; the callers add their own.
-Instr ScheduleBuilder::instr(Kind kind, int group, Stream stream, Phase phase, const std::string &op, int mb,
-                             int layer, std::vector<int> after) {
+Instr ScheduleBuilder::instr(Kind kind, int group, Stream stream, Phase phase,
+                             const std::string &op, int mb, int layer, std::vector<int> after) {
   Instr in;
   in.kind = kind;
   in.stream = stream;
@@ -44,9 +45,9 @@ Instr ScheduleBuilder::instr(Kind kind, int group, Stream stream, Phase phase, c
   return in;
 }
 
-int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::string &op, int mb, int layer,
-                             double flops, double memBytes, double activationBytes, double priority,
-                             std::vector<int> after) {
+int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::string &op, int mb,
+                             int layer, double flops, double memBytes, double activationBytes,
+                             double priority, std::vector<int> after) {
   Instr in = instr(Kind::Compute, group, stream, phase, op, mb, layer, std::move(after));
   in.flops = flops;
   in.memBytes = memBytes;
@@ -54,8 +55,9 @@ int ScheduleBuilder::compute(int group, Stream stream, Phase phase, const std::s
   return add(std::move(in), priority);
 }
 
-int ScheduleBuilder::send(int group, int peer, Peers peers, const std::string &op, Phase phase, int mb, int layer,
-                          double bytes, Stream stream, double priority, std::vector<int> after) {
+int ScheduleBuilder::send(int group, int peer, Peers peers, const std::string &op, Phase phase,
+                          int mb, int layer, double bytes, Stream stream, double priority,
+                          std::vector<int> after) {
   Instr in = instr(Kind::Send, group, stream, phase, op, mb, layer, std::move(after));
   in.peer = peer;
   in.peers = peers;
@@ -63,32 +65,40 @@ int ScheduleBuilder::send(int group, int peer, Peers peers, const std::string &o
   return add(std::move(in), priority);
 }
 
-int ScheduleBuilder::recv(int group, int peer, Peers peers, const std::string &op, Phase phase, int mb, int layer,
-                          double bytes, Stream stream, double priority, std::vector<int> after) {
+int ScheduleBuilder::recv(int group, int peer, Peers peers, const std::string &op, Phase phase,
+                          int mb, int layer, double bytes, Stream stream, double priority,
+                          std::vector<int> after) {
   int h = send(group, peer, peers, op, phase, mb, layer, bytes, stream, priority, std::move(after));
   instrs_[h].kind = Kind::Recv;
   return h;
 }
 
-int ScheduleBuilder::allToAll(int group, const std::string &op, Phase phase, int mb, int layer, double bytes,
-                              Stream stream, double priority, std::vector<int> after) {
+int ScheduleBuilder::allToAll(int group, const std::string &op, Phase phase, int mb, int layer,
+                              double bytes, Stream stream, double priority,
+                              std::vector<int> after) {
   Instr in = instr(Kind::AllToAll, group, stream, phase, op, mb, layer, std::move(after));
   in.bytes = bytes;
   return add(std::move(in), priority);
 }
 
-int ScheduleBuilder::allReduce(int group, Peers peers, const std::string &op, int layer, double bytes, Stream stream,
-                               double priority, std::vector<int> after) {
-  Instr in = instr(Kind::AllReduce, group, stream, Phase::Update, op, /*mb=*/-1, layer, std::move(after));
+int ScheduleBuilder::allReduce(int group, Peers peers, const std::string &op, int layer,
+                               double bytes, Stream stream, double priority,
+                               std::vector<int> after) {
+  Instr in =
+      instr(Kind::AllReduce, group, stream, Phase::Update, op, /*mb=*/-1, layer, std::move(after));
   in.peers = peers;
   in.bytes = bytes;
   return add(std::move(in), priority);
 }
 
-void ScheduleBuilder::after(int handle, int dependency) { instrs_[handle].after.push_back(dependency); }
+void ScheduleBuilder::after(int handle, int dependency) {
+  instrs_[handle].after.push_back(dependency);
+}
 
-bool ScheduleBuilder::build(bool listScheduleCompute, bool orderCommByReadiness, Schedule &out, std::string &error) {
-  // Programs per role in order of first appearance; within a program, by (group, priority, creation).
+bool ScheduleBuilder::build(bool listScheduleCompute, bool orderCommByReadiness, Schedule &out,
+                            std::string &error) {
+  // Programs per role in order of first appearance; within a program, by (group, priority,
+  // creation).
   std::map<std::string, int> progOf;
   out = s_;
   out.programs.clear();

@@ -1,4 +1,5 @@
-//===- ScheduleBuilder.h - building schedules: instructions, priorities, frozen orders -*- C++ -*-===//
+//===- ScheduleBuilder.h - building schedules: instructions, priorities, frozen orders -*- C++
+//-*-===//
 //
 // Schedule generators (the AF-Pipe pass in passes/schedule and the baselines in runtime/sim/
 // Baselines.h) create instructions with dependencies and a priority per stream; build() lays the
@@ -20,23 +21,26 @@ namespace disagmoe::sim {
 
 class ScheduleBuilder {
 public:
-  /// `base` holds the header (kind, replicas, hardware, ...) and the groups; programs are built here.
+  /// `base` holds the header (kind, replicas, hardware, ...) and the groups; programs are built
+  /// here.
   explicit ScheduleBuilder(sched::Schedule base) : s_(std::move(base)) {}
 
   sched::Schedule &schedule() { return s_; }
-  int addGroup(const std::string &role, int index, std::vector<std::vector<int>> ranks, double staticBytes,
-               double nicBandwidth = 0);
+  int addGroup(const std::string &role, int index, std::vector<std::vector<int>> ranks,
+               double staticBytes, double nicBandwidth = 0);
 
   /// Each returns the instruction's handle. `priority` orders a compute stream (smaller first).
-  int compute(int group, sched::Stream stream, sched::Phase phase, const std::string &op, int mb, int layer,
-              double flops, double memBytes, double activationBytes, double priority,
+  int compute(int group, sched::Stream stream, sched::Phase phase, const std::string &op, int mb,
+              int layer, double flops, double memBytes, double activationBytes, double priority,
               std::vector<int> after = {});
-  int send(int group, int peer, sched::Peers peers, const std::string &op, sched::Phase phase, int mb, int layer,
-           double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
-  int recv(int group, int peer, sched::Peers peers, const std::string &op, sched::Phase phase, int mb, int layer,
-           double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
-  int allToAll(int group, const std::string &op, sched::Phase phase, int mb, int layer, double bytes,
-               sched::Stream stream, double priority, std::vector<int> after = {});
+  int send(int group, int peer, sched::Peers peers, const std::string &op, sched::Phase phase,
+           int mb, int layer, double bytes, sched::Stream stream, double priority,
+           std::vector<int> after = {});
+  int recv(int group, int peer, sched::Peers peers, const std::string &op, sched::Phase phase,
+           int mb, int layer, double bytes, sched::Stream stream, double priority,
+           std::vector<int> after = {});
+  int allToAll(int group, const std::string &op, sched::Phase phase, int mb, int layer,
+               double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
   int allReduce(int group, sched::Peers peers, const std::string &op, int layer, double bytes,
                 sched::Stream stream, double priority, std::vector<int> after = {});
   void after(int handle, int dependency);
@@ -45,7 +49,8 @@ public:
   /// Lays out the programs (per role; per group, streams in priority order) and, with
   /// `listScheduleCompute` / `orderCommByReadiness`, runs the simulator once with dynamic streams
   /// and freezes the resulting orders. Returns false with `error` when that run does not complete.
-  bool build(bool listScheduleCompute, bool orderCommByReadiness, sched::Schedule &out, std::string &error);
+  bool build(bool listScheduleCompute, bool orderCommByReadiness, sched::Schedule &out,
+             std::string &error);
 
 private:
   int add(sched::Instr in, double priority);

@@ -66,7 +66,8 @@ bool OpTimes::load(const std::string &path, std::string &error) {
     error = path + ": format: expected \"disagmoe-op-times\"";
     return false;
   }
-  if (!root.contains("version") || !root["version"].is_number_integer() || root["version"].get<int>() != 1) {
+  if (!root.contains("version") || !root["version"].is_number_integer() ||
+      root["version"].get<int>() != 1) {
     error = path + ": version: expected 1";
     return false;
   }
@@ -94,9 +95,12 @@ bool OpTimes::load(const std::string &path, std::string &error) {
       x.role = e["role"].get<std::string>();
     }
     std::string phase = e.value("phase", "forward");
-    if (phase == "forward") x.phase = Phase::Forward;
-    else if (phase == "backward") x.phase = Phase::Backward;
-    else if (phase == "update") x.phase = Phase::Update;
+    if (phase == "forward")
+      x.phase = Phase::Forward;
+    else if (phase == "backward")
+      x.phase = Phase::Backward;
+    else if (phase == "update")
+      x.phase = Phase::Update;
     else {
       error = where + ".phase: \"" + phase + "\" is not forward, backward or update";
       return false;
@@ -123,7 +127,8 @@ const std::string kExchangePrefix = OpTimes::kExchangePrefix;
 struct MsgKey {
   int src, dst, op, phase, mb, layer;
   bool operator==(const MsgKey &o) const {
-    return src == o.src && dst == o.dst && op == o.op && phase == o.phase && mb == o.mb && layer == o.layer;
+    return src == o.src && dst == o.dst && op == o.op && phase == o.phase && mb == o.mb &&
+           layer == o.layer;
   }
 };
 struct MsgKeyHash {
@@ -150,11 +155,12 @@ public:
 private:
   struct GI {
     int prog, idx, group, stream, op;
-    double work = 0;  // compute seconds at the full rate
-    int deps = 0;     // unfinished dependencies
-    int state = 0;    // 0 waiting, 1 started/issued, 2 done
+    double work = 0; // compute seconds at the full rate
+    int deps = 0;    // unfinished dependencies
+    int state = 0;   // 0 waiting, 1 started/issued, 2 done
     int transfer = -1;
-    double fixed = -1; // a send's measured seconds (op-times "exchange:<op>"); -1: the network model
+    double fixed =
+        -1; // a send's measured seconds (op-times "exchange:<op>"); -1: the network model
   };
   struct Transfer {
     bool delivered = false;
@@ -206,9 +212,12 @@ private:
     if (dt > 0) {
       GroupStats &st = res_.groups[g];
       bool comp = !G.ps.empty(), comm = G.commFlows > 0;
-      if (comp) st.busy += dt;
-      if (comm) st.commActive += dt;
-      if (comm && !comp) st.exposedComm += dt;
+      if (comp)
+        st.busy += dt;
+      if (comm)
+        st.commActive += dt;
+      if (comm && !comp)
+        st.exposedComm += dt;
     }
     G.last = now_;
   }
@@ -229,12 +238,14 @@ private:
   void psSchedule(int g);
   // With SimOptions::hostCores every group's rate depends on every other's: all of them.
   void psUpdateAll(int g) {
-    if (o_.hostCores <= 0) return psUpdate(g);
+    if (o_.hostCores <= 0)
+      return psUpdate(g);
     for (size_t k = 0; k < gs_.size(); ++k)
       psUpdate(static_cast<int>(k));
   }
   void psScheduleAll(int g) {
-    if (o_.hostCores <= 0) return psSchedule(g);
+    if (o_.hostCores <= 0)
+      return psSchedule(g);
     for (size_t k = 0; k < gs_.size(); ++k)
       psSchedule(static_cast<int>(k));
   }
@@ -270,7 +281,8 @@ private:
 
 Loads Sim::loadsFor(const Instr &in) {
   int code = static_cast<int>(in.kind) * 2 + static_cast<int>(in.peers);
-  auto key = std::make_tuple(in.group, in.kind == Kind::Send || in.kind == Kind::Recv ? in.peer : -1, code, 0);
+  auto key = std::make_tuple(
+      in.group, in.kind == Kind::Send || in.kind == Kind::Recv ? in.peer : -1, code, 0);
   auto it = loadCache_.find(key);
   if (it != loadCache_.end())
     return it->second;
@@ -281,8 +293,10 @@ Loads Sim::loadsFor(const Instr &in) {
     for (int q : peers) {
       if (q == self)
         continue;
-      if (node(q) == node(self)) ++b;
-      else ++a;
+      if (node(q) == node(self))
+        ++b;
+      else
+        ++a;
     }
     nic = std::max(nic, a);
     nvl = std::max(nvl, b);
@@ -300,8 +314,10 @@ Loads Sim::loadsFor(const Instr &in) {
           int a = A.ranks[r][i], b = B.ranks[r][i];
           if (a == b)
             continue;
-          if (node(a) == node(b)) L.nvlOut = L.nvlIn = 1;
-          else L.nicOut = L.nicIn = 1;
+          if (node(a) == node(b))
+            L.nvlOut = L.nvlIn = 1;
+          else
+            L.nicOut = L.nicIn = 1;
         }
       }
     }
@@ -334,8 +350,10 @@ Loads Sim::loadsFor(const Instr &in) {
       for (int q : set)
         spans |= node(q) != node(set[0]);
       double f = 2 * (n - 1) / n;
-      if (spans) L.nicOut = L.nicIn = std::max(L.nicOut, f);
-      else L.nvlOut = L.nvlIn = std::max(L.nvlOut, f);
+      if (spans)
+        L.nicOut = L.nicIn = std::max(L.nicOut, f);
+      else
+        L.nvlOut = L.nvlIn = std::max(L.nvlOut, f);
     }
   }
   loadCache_[key] = L;
@@ -343,8 +361,8 @@ Loads Sim::loadsFor(const Instr &in) {
 }
 
 /// Rate of each running compute instruction: equal shares (processor sharing), or, with
-/// Schedule::Sharing::Backward, the backward stream first (the forward gets what it leaves: nothing).
-/// With Exclusive, at most one runs (advance() starts no second one).
+/// Schedule::Sharing::Backward, the backward stream first (the forward gets what it leaves:
+/// nothing). With Exclusive, at most one runs (advance() starts no second one).
 double Sim::psRate(const GroupState &G, int gid) const {
   if (o_.hostCores > 0) { // every running instruction of every rank is a thread; C cores shared
     double threads = 0;
@@ -389,8 +407,8 @@ void Sim::psSchedule(int g) {
   push(0, g, G.psVer, now_ + next);
 }
 
-// A send (or flow-carried instruction) is done: complete it and, when it carries a transfer, deliver
-// the message and complete a receive already waiting for it.
+// A send (or flow-carried instruction) is done: complete it and, when it carries a transfer,
+// deliver the message and complete a receive already waiting for it.
 void Sim::completeSend(int gid, int transfer) {
   complete(gid);
   if (transfer < 0)
@@ -417,8 +435,10 @@ void Sim::complete(int gid) {
     int d = depList_[k];
     if (--gi_[d].deps == 0) {
       if (dynamicStream(gi_[d].stream))
-        gs_[gi_[d].group].ready[gi_[d].stream].push(
-            {o_.priority ? (*o_.priority)[gi_[d].prog][gi_[d].idx] : static_cast<double>(gi_[d].idx), d});
+        gs_[gi_[d].group].ready[gi_[d].stream].push({o_.priority
+                                                         ? (*o_.priority)[gi_[d].prog][gi_[d].idx]
+                                                         : static_cast<double>(gi_[d].idx),
+                                                     d});
       markDirty(gi_[d].group);
     }
   }
@@ -534,7 +554,8 @@ void Sim::issueExchange(int gid) {
     for (int g : {in.group, in.peer}) { // counts as communication of both groups, as a flow does
       touch(g);
       ++gs_[g].commFlows;
-      if (in.peer == in.group) break;
+      if (in.peer == in.group)
+        break;
     }
     ++res_.flows;
     push(2, gid, 0, now_ + x.fixed);
@@ -615,7 +636,8 @@ void Sim::advance(int g) {
       if (next < 0)
         continue;
       if (exclusive && !G.ps.empty() &&
-          s_.programs[gi_[next].prog].instrs[gi_[next].idx].kind == Kind::Compute && gi_[next].work > 0)
+          s_.programs[gi_[next].prog].instrs[gi_[next].idx].kind == Kind::Compute &&
+          gi_[next].work > 0)
         continue; // the GPU is busy: wait for it
       if (o_.dynamicCompute)
         G.ready[st].pop();
@@ -695,18 +717,24 @@ SimResult Sim::run() {
       for (int d : in.after)
         ++counts[offset_[p] + d];
       if (in.kind == Kind::Compute) {
-        const OpTimes::Entry *e = o_.opTimes ? o_.opTimes->find(P.role, in.op, in.phase, in.layer) : nullptr;
+        const OpTimes::Entry *e =
+            o_.opTimes ? o_.opTimes->find(P.role, in.op, in.phase, in.layer) : nullptr;
         x.work = e ? e->seconds
                    : std::max(peak > 0 ? in.flops / peak : 0.0,
                               s_.hw.hbmBandwidth > 0 ? in.memBytes / s_.hw.hbmBandwidth : 0.0);
       }
       if (in.kind == Kind::Send && o_.opTimes) { // a measured exchange replaces the network model
-        const OpTimes::Entry *e = o_.opTimes->find(P.role, kExchangePrefix + in.op, in.phase, in.layer);
+        const OpTimes::Entry *e =
+            o_.opTimes->find(P.role, kExchangePrefix + in.op, in.phase, in.layer);
         x.fixed = e ? e->seconds : -1;
       }
       if (in.kind == Kind::Send || in.kind == Kind::Recv) {
-        MsgKey k{in.kind == Kind::Send ? in.group : in.peer, in.kind == Kind::Send ? in.peer : in.group, op,
-                 static_cast<int>(in.phase), in.mb, in.layer};
+        MsgKey k{in.kind == Kind::Send ? in.group : in.peer,
+                 in.kind == Kind::Send ? in.peer : in.group,
+                 op,
+                 static_cast<int>(in.phase),
+                 in.mb,
+                 in.layer};
         auto [it, fresh] = transferOf_.emplace(k, static_cast<int>(transfers_.size()));
         if (fresh)
           transfers_.emplace_back();
@@ -726,8 +754,10 @@ SimResult Sim::run() {
         depList_[fill[offset_[p] + d]++] = offset_[p] + static_cast<int>(i);
   for (int gid = 0; gid < total; ++gid)
     if (gi_[gid].deps == 0 && dynamicStream(gi_[gid].stream))
-        gs_[gi_[gid].group].ready[gi_[gid].stream].push(
-            {o_.priority ? (*o_.priority)[gi_[gid].prog][gi_[gid].idx] : static_cast<double>(gi_[gid].idx), gid});
+      gs_[gi_[gid].group].ready[gi_[gid].stream].push(
+          {o_.priority ? (*o_.priority)[gi_[gid].prog][gi_[gid].idx]
+                       : static_cast<double>(gi_[gid].idx),
+           gid});
   for (int g = 0; g < G; ++g)
     markDirty(g);
   drain();
@@ -745,7 +775,8 @@ SimResult Sim::run() {
       for (int g : {in.group, in.peer}) {
         touch(g);
         --gs_[g].commFlows;
-        if (in.peer == in.group) break;
+        if (in.peer == in.group)
+          break;
       }
       completeSend(ev.id, gi_[ev.id].transfer);
       drain();
@@ -779,7 +810,8 @@ SimResult Sim::run() {
       std::vector<int> finished;
       for (size_t k = 0; k < activeFlows_.size();) {
         Flow &F = flows_[activeFlows_[k]];
-        if (F.rem <= 1e-9 || (F.rate > 0 && (F.rem / F.rate <= 1e-12 || now_ + F.rem / F.rate <= now_))) {
+        if (F.rem <= 1e-9 ||
+            (F.rate > 0 && (F.rem / F.rate <= 1e-12 || now_ + F.rem / F.rate <= now_))) {
           finished.push_back(activeFlows_[k]);
           activeFlows_[k] = activeFlows_.back();
           activeFlows_.pop_back();
@@ -815,10 +847,11 @@ SimResult Sim::run() {
           break;
         }
       const GI &f = gi_[first];
-      res_.error = "the simulation stopped at t = " + std::to_string(now_) + " s with unfinished work: " +
-                   sched::describe(s_, f.prog, f.idx) +
-                   (f.state == 1 ? " never completes (its message never arrives)"
-                                 : " never starts (it waits on an instruction that never completes)");
+      res_.error =
+          "the simulation stopped at t = " + std::to_string(now_) +
+          " s with unfinished work: " + sched::describe(s_, f.prog, f.idx) +
+          (f.state == 1 ? " never completes (its message never arrives)"
+                        : " never starts (it waits on an instruction that never completes)");
       return res_;
     }
   res_.stepTime = now_;
@@ -870,8 +903,8 @@ void freezeOrder(Schedule &s, const SimResult &run) {
     for (size_t i = 0; i < s.programs[p].instrs.size(); ++i) {
       const Instr &in = s.programs[p].instrs[i];
       if (in.kind == Kind::Send)
-        sendAt[{in.group, in.peer, in.op, static_cast<int>(in.phase), in.mb, in.layer}] = {run.start[p][i],
-                                                                                           run.startOrder[p][i]};
+        sendAt[{in.group, in.peer, in.op, static_cast<int>(in.phase), in.mb, in.layer}] = {
+            run.start[p][i], run.startOrder[p][i]};
     }
   for (size_t p = 0; p < s.programs.size(); ++p) {
     sched::Program &P = s.programs[p];
@@ -889,7 +922,8 @@ void freezeOrder(Schedule &s, const SimResult &run) {
       const Instr &in = P.instrs[i];
       Key k{in.group, run.start[p][i], run.startOrder[p][i], static_cast<int>(in.stream)};
       if (in.kind == Kind::Recv) {
-        auto it = sendAt.find({in.peer, in.group, in.op, static_cast<int>(in.phase), in.mb, in.layer});
+        auto it =
+            sendAt.find({in.peer, in.group, in.op, static_cast<int>(in.phase), in.mb, in.layer});
         if (it != sendAt.end()) {
           k.t = it->second.t;
           k.seq = it->second.seq;
@@ -902,9 +936,12 @@ void freezeOrder(Schedule &s, const SimResult &run) {
       order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       const Key &x = keys[a], &y = keys[b];
-      if (x.group != y.group) return x.group < y.group;
-      if (x.t != y.t) return x.t < y.t;
-      if (x.seq != y.seq) return x.seq < y.seq;
+      if (x.group != y.group)
+        return x.group < y.group;
+      if (x.t != y.t)
+        return x.t < y.t;
+      if (x.seq != y.seq)
+        return x.seq < y.seq;
       return x.stream < y.stream;
     });
     std::vector<int> newIndex(n);
@@ -922,8 +959,8 @@ void freezeOrder(Schedule &s, const SimResult &run) {
 
 // ---- Chrome trace --------------------------------------------------------------------------
 
-bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &path, std::string &error,
-                      int64_t maxEvents) {
+bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &path,
+                      std::string &error, int64_t maxEvents) {
   if (r.start.size() != s.programs.size()) {
     error = "the simulation did not record instruction times";
     return false;
@@ -948,8 +985,11 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
   };
   for (size_t g = 0; g < s.groups.size(); ++g) {
     sep();
-    std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"rank %d (%s %d, %d ranks)\"}}",
-                 g, s.groups[g].ranks[0][0], s.groups[g].role.c_str(), s.groups[g].index, s.groups[g].size());
+    std::fprintf(f,
+                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"rank %d "
+                 "(%s %d, %d ranks)\"}}",
+                 g, s.groups[g].ranks[0][0], s.groups[g].role.c_str(), s.groups[g].index,
+                 s.groups[g].size());
   }
   int64_t events = 0;
   // Comm lanes per group: greedy interval colouring so that slices on one thread never overlap.
@@ -969,11 +1009,13 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
         continue;
       ++events;
       sep();
-      std::fprintf(f,
-                   "{\"name\":\"%s %s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                   "\"args\":{\"mb\":%d,\"layer\":%d}}",
-                   in.op.c_str(), sched::toString(in.phase), "", sched::toString(in.kind), in.group,
-                   static_cast<int>(in.stream), t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer);
+      std::fprintf(
+          f,
+          "{\"name\":\"%s "
+          "%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+          "\"args\":{\"mb\":%d,\"layer\":%d}}",
+          in.op.c_str(), sched::toString(in.phase), "", sched::toString(in.kind), in.group,
+          static_cast<int>(in.stream), t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer);
     }
   std::sort(comm.begin(), comm.end());
   for (const auto &[t0, p, i] : comm) {
@@ -991,22 +1033,28 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
       lanes[lane] = t1;
     ++events;
     sep();
-    std::fprintf(f,
-                 "{\"name\":\"%s %s %s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
-                 "\"args\":{\"mb\":%d,\"layer\":%d,\"bytes\":%.0f}}",
-                 sched::toString(in.kind), in.op.c_str(), sched::toString(in.phase), in.group, 2 + lane, t0 * 1e6,
-                 (t1 - t0) * 1e6, in.mb, in.layer, in.bytes);
+    std::fprintf(
+        f,
+        "{\"name\":\"%s %s "
+        "%s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
+        "\"args\":{\"mb\":%d,\"layer\":%d,\"bytes\":%.0f}}",
+        sched::toString(in.kind), in.op.c_str(), sched::toString(in.phase), in.group, 2 + lane,
+        t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer, in.bytes);
   }
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const char *names[] = {"forward", "backward"};
     for (int t = 0; t < 2; ++t) {
       sep();
-      std::fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", g, t,
-                   names[t]);
+      std::fprintf(f,
+                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%d,\"args\":{"
+                   "\"name\":\"%s\"}}",
+                   g, t, names[t]);
     }
     for (size_t lane = 0; lane < std::max<size_t>(1, laneEnd[g].size()); ++lane) {
       sep();
-      std::fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%zu,\"args\":{\"name\":\"comm %zu\"}}",
+      std::fprintf(f,
+                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%zu,\"args\":{"
+                   "\"name\":\"comm %zu\"}}",
                    g, 2 + lane, lane);
     }
   }

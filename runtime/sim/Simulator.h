@@ -49,7 +49,8 @@ struct OpTimes {
   };
   std::vector<Entry> entries;
   /// The most specific entry (exact layer before any layer); null when none matches.
-  const Entry *find(const std::string &role, const std::string &op, sched::Phase phase, int layer) const;
+  const Entry *find(const std::string &role, const std::string &op, sched::Phase phase,
+                    int layer) const;
   bool load(const std::string &path, std::string &error);
 };
 
@@ -89,7 +90,8 @@ struct SimResult {
   double mfu = 0; ///< Schedule::modelFlops / (step x ranks x peak)
   int64_t instructions = 0, events = 0, flows = 0;
   double wallSeconds = 0;
-  /// Per program and instruction (with SimOptions::recordTimes): start (issue for exchanges) and end.
+  /// Per program and instruction (with SimOptions::recordTimes): start (issue for exchanges) and
+  /// end.
   std::vector<std::vector<double>> start, end;
   /// Per program and instruction: the global order in which instructions started (ties in time).
   std::vector<std::vector<int64_t>> startOrder;
@@ -103,9 +105,9 @@ SimResult simulate(const sched::Schedule &s, const SimOptions &options = {});
 bool writeChromeTrace(const sched::Schedule &s, const SimResult &r, const std::string &path,
                       std::string &error, int64_t maxEvents = 2000000);
 
-/// Freezes the stream orders of a dynamic run into `s`: each group's instructions sorted per stream by
-/// start time (exchanges by issue time, a receive at the issue time of its send, so that every pair
-/// of groups posts receives in send order), with `after` indices remapped. Needs recordTimes.
+/// Freezes the stream orders of a dynamic run into `s`: each group's instructions sorted per stream
+/// by start time (exchanges by issue time, a receive at the issue time of its send, so that every
+/// pair of groups posts receives in send order), with `after` indices remapped. Needs recordTimes.
 void freezeOrder(sched::Schedule &s, const SimResult &dynamicRun);
 
 } // namespace disagmoe::sim

@@ -8,9 +8,9 @@
 namespace disagmoe {
 namespace {
 
-std::atomic<bool>& flag() {
+std::atomic<bool> &flag() {
   static std::atomic<bool> on{[] {
-    const char* v = std::getenv("DISAGMOE_DEBUG_NAN_FILL");
+    const char *v = std::getenv("DISAGMOE_DEBUG_NAN_FILL");
     return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
   }()};
   return on;
@@ -25,7 +25,7 @@ std::vector<float> freshFloats(size_t n) {
   return std::vector<float>(n, debugNanFill() ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
 }
 
-void freshAssign(std::vector<float>& v, size_t n) {
+void freshAssign(std::vector<float> &v, size_t n) {
   v.assign(n, debugNanFill() ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
 }
 

@@ -20,6 +20,6 @@ void setDebugNanFill(bool on);
 /// `n` floats: quiet NaN in debug mode, 0 otherwise.
 std::vector<float> freshFloats(size_t n);
 /// Replaces `v` by freshFloats(n) (every element, not only new ones as resize would).
-void freshAssign(std::vector<float>& v, size_t n);
+void freshAssign(std::vector<float> &v, size_t n);
 
 } // namespace disagmoe

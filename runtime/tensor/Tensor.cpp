@@ -2,17 +2,18 @@
 
 namespace disagmoe {
 
-int64_t numelOf(const std::vector<int64_t>& shape) {
+int64_t numelOf(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
 }
 
-std::string shapeToString(const std::vector<int64_t>& shape) {
+std::string shapeToString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
+    if (i)
+      s += ",";
     s += std::to_string(shape[i]);
   }
   return s + "]";

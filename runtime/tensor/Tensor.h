@@ -8,12 +8,13 @@
 namespace disagmoe {
 
 /// Number of elements of `shape` (1 for a scalar shape `[]`).
-int64_t numelOf(const std::vector<int64_t>& shape);
+int64_t numelOf(const std::vector<int64_t> &shape);
 
 /// "[64,128]", the form used in every error message.
-std::string shapeToString(const std::vector<int64_t>& shape);
+std::string shapeToString(const std::vector<int64_t> &shape);
 
-/// Row-major fp32 tensor. `data.size() == numelOf(shape)` always holds for tensors the runtime builds.
+/// Row-major fp32 tensor. `data.size() == numelOf(shape)` always holds for tensors the runtime
+/// builds.
 struct Tensor {
   std::vector<int64_t> shape;
   std::vector<float> data;

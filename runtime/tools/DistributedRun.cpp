@@ -3,6 +3,7 @@
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Executor.h"
+#include "runtime/executor/Heartbeat.h"
 #include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/Report.h"
@@ -11,7 +12,6 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
-#include "runtime/executor/Heartbeat.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
@@ -54,46 +54,51 @@ struct Options {
   double lr = -1, weightDecay = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   int64_t microBatches = 1, steps = 1;
   int64_t failRank = -1;
-  double clipGrad = 0, lrMin = 0;        // --clip-grad, --lr-min
-  double auxLossCoef = 0;                // --aux-loss-coef
-  double capacityFactor = 0;             // --capacity-factor (0: dropless)
-  double routerBiasRate = 0;             // --router-bias-update-rate (0: none)
+  double clipGrad = 0, lrMin = 0;          // --clip-grad, --lr-min
+  double auxLossCoef = 0;                  // --aux-loss-coef
+  double capacityFactor = 0;               // --capacity-factor (0: dropless)
+  double routerBiasRate = 0;               // --router-bias-update-rate (0: none)
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
   std::string data, dataFormat, lossLog, checkpoint, resume;
   int64_t checkpointEvery = 0;
-  // --op-times-out / --trace: measured op medians and a Chrome trace (runtime/executor/OpProfile.h).
+  // --op-times-out / --trace: measured op medians and a Chrome trace
+  // (runtime/executor/OpProfile.h).
   std::string opTimesOut, trace;
-  bool loop() const { return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty(); }
+  bool loop() const {
+    return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty();
+  }
 };
 
-int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
+int64_t parseInteger(const std::string &flag, const std::string &text, int64_t lo) {
   size_t used = 0;
   long long v = 0;
   try {
     v = std::stoll(text, &used);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     used = 0;
   }
   if (used != text.size() || text.empty() || v < lo)
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text + "\"");
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text +
+                     "\"");
   return v;
 }
 
-double parseReal(const std::string& flag, const std::string& text, double lo) {
+double parseReal(const std::string &flag, const std::string &text, double lo) {
   size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     used = 0;
   }
   if (used != text.size() || text.empty() || !(v >= lo))
-    throw UsageError(flag + ": expected a number >= " + std::to_string(lo) + ", got \"" + text + "\"");
+    throw UsageError(flag + ": expected a number >= " + std::to_string(lo) + ", got \"" + text +
+                     "\"");
   return v;
 }
 
-Options parseArgs(int argc, char** argv) {
+Options parseArgs(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -106,7 +111,8 @@ Options parseArgs(int argc, char** argv) {
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty()) throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
+      if (!o.plan.empty())
+        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
       o.plan = arg;
       continue;
     }
@@ -116,10 +122,12 @@ Options parseArgs(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else {
-      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      if (i + 1 >= argc)
+        throw UsageError(arg + " needs a value");
       value = argv[++i];
     }
-    if (value.empty()) throw UsageError(name + ": empty value");
+    if (value.empty())
+      throw UsageError(name + ": empty value");
     if (name == "--backend")
       o.backend = value;
     else if (name == "--comm")
@@ -193,71 +201,93 @@ Options parseArgs(int argc, char** argv) {
     else
       throw UsageError("unknown option " + name + " (see --help)");
   }
-  if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  if (o.plan.empty())
+    throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
   if (o.backend == "sim")
-    throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run --train or --comm "
+    throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run "
+                     "--train or --comm "
                      "mpi (they run on --backend cpu)");
-  if (o.backend == "cuda") throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
-  if (o.backend != "cpu") throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
+  if (o.backend == "cuda")
+    throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
+  if (o.backend != "cpu")
+    throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
 #ifndef DISAGMOE_HAVE_NCCL
   if (o.comm == "nccl")
-    throw UsageError("comm \"nccl\" is not built in this version (MPI, the CUDA runtime or NCCL was not found at "
+    throw UsageError("comm \"nccl\" is not built in this version (MPI, the CUDA runtime or NCCL "
+                     "was not found at "
                      "build time; available: local, mpi)");
 #endif
   if (o.comm != "local" && o.comm != "mpi" && o.comm != "nccl")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
   if ((!o.opTimesOut.empty() || !o.trace.empty()) && (o.comm != "local" || !o.train))
-    throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train with --comm local");
+    throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train "
+                     "with --comm local");
 #ifndef DISAGMOE_HAVE_MPI
-  if (o.comm == "mpi") throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
+  if (o.comm == "mpi")
+    throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
 #endif
   if (o.optimizer != "sgd" && o.optimizer != "adamw")
     throw UsageError("--optimizer: expected sgd or adamw, got \"" + o.optimizer + "\"");
   if (!o.train) {
-    if (!o.targets.empty()) throw UsageError("--targets needs --train");
-    if (!o.saveGrads.empty()) throw UsageError("--save-grads needs --train");
-    if (!o.saveWeights.empty()) throw UsageError("--save-weights needs --train");
+    if (!o.targets.empty())
+      throw UsageError("--targets needs --train");
+    if (!o.saveGrads.empty())
+      throw UsageError("--save-grads needs --train");
+    if (!o.saveWeights.empty())
+      throw UsageError("--save-weights needs --train");
   } else if (!o.output.empty()) {
     throw UsageError("--output writes forward logits; it does not combine with --train");
   }
-  if (o.optimizer == "sgd" && o.weightDecay > 0) throw UsageError("--weight-decay applies to adamw only");
-  if (o.loop() && !o.train) throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
+  if (o.optimizer == "sgd" && o.weightDecay > 0)
+    throw UsageError("--weight-decay applies to adamw only");
+  if (o.loop() && !o.train)
+    throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
   if (!o.data.empty() && (!o.input.empty() || !o.targets.empty()))
     throw UsageError("--data gives the batches; it does not combine with --input or --targets");
-  if (!o.dataFormat.empty() && o.data.empty()) throw UsageError("--data-format needs --data");
-  if (o.checkpointEvery && o.checkpoint.empty()) throw UsageError("--checkpoint-every needs --save-checkpoint");
+  if (!o.dataFormat.empty() && o.data.empty())
+    throw UsageError("--data-format needs --data");
+  if (o.checkpointEvery && o.checkpoint.empty())
+    throw UsageError("--checkpoint-every needs --save-checkpoint");
   return o;
 }
 
 // Every output path, before any work: a run that cannot write its results fails at once.
-void checkOutputs(const Options& o) {
-  const std::pair<const char*, const std::string*> files[] = {{"--output", &o.output},
-                                                              {"--trace", &o.trace},
-                                                              {"--op-times-out", &o.opTimesOut},
-                                                              {"--loss-log", &o.lossLog},
-                                                              {"--save-checkpoint", &o.checkpoint}};
-  for (const auto& [flag, path] : files)
-    if (!path->empty()) checkOutputFile(flag, *path);
-  if (!o.saveGrads.empty()) checkOutputDir("--save-grads", o.saveGrads);
-  if (!o.saveWeights.empty()) checkOutputDir("--save-weights", o.saveWeights);
+void checkOutputs(const Options &o) {
+  const std::pair<const char *, const std::string *> files[] = {
+      {"--output", &o.output},
+      {"--trace", &o.trace},
+      {"--op-times-out", &o.opTimesOut},
+      {"--loss-log", &o.lossLog},
+      {"--save-checkpoint", &o.checkpoint}};
+  for (const auto &[flag, path] : files)
+    if (!path->empty())
+      checkOutputFile(flag, *path);
+  if (!o.saveGrads.empty())
+    checkOutputDir("--save-grads", o.saveGrads);
+  if (!o.saveWeights.empty())
+    checkOutputDir("--save-weights", o.saveWeights);
 }
 
 // Every input path, before any work: a directory or FIFO is named, not misread (or waited on).
-void checkInputs(const Options& o) {
-  const std::pair<const char*, const std::string*> files[] = {
-      {"--input", &o.input}, {"--targets", &o.targets}, {"--data", &o.data}, {"--resume", &o.resume}};
-  for (const auto& [flag, path] : files)
-    if (!path->empty()) checkInputFile(flag, *path);
+void checkInputs(const Options &o) {
+  const std::pair<const char *, const std::string *> files[] = {{"--input", &o.input},
+                                                                {"--targets", &o.targets},
+                                                                {"--data", &o.data},
+                                                                {"--resume", &o.resume}};
+  for (const auto &[flag, path] : files)
+    if (!path->empty())
+      checkInputFile(flag, *path);
 }
 
 // The files --save-grads/--save-weights will write (names known once the plan is loaded): an
 // existing symlink, FIFO or device among them is refused before the training, not after it.
-void checkSaveDirFiles(const Options& o, const Plan& plan) {
+void checkSaveDirFiles(const Options &o, const Plan &plan) {
   const std::vector<std::string> keys = train::weightKeys(plan.model);
-  for (const auto& [flag, dir] : {std::pair<const char*, std::string>{"--save-grads", o.saveGrads},
+  for (const auto &[flag, dir] : {std::pair<const char *, std::string>{"--save-grads", o.saveGrads},
                                   {"--save-weights", o.saveWeights}}) {
-    if (dir.empty()) continue;
-    for (const std::string& key : keys)
+    if (dir.empty())
+      continue;
+    for (const std::string &key : keys)
       checkNotSpecialFile(flag, dir + "/" + key + ".npy");
     if (std::string(flag) == "--save-weights" && o.routerBiasRate > 0)
       for (int64_t l = 0; l < plan.model.numLayers; ++l)
@@ -266,7 +296,7 @@ void checkSaveDirFiles(const Options& o, const Plan& plan) {
 }
 
 // The token ids every rank uses: --input, or seeded random ids (identical on every process).
-std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch, int64_t& seqLen) {
+std::vector<int64_t> loadIds(const Options &o, const Plan &plan, int64_t &batch, int64_t &seqLen) {
   batch = o.batch ? o.batch : plan.model.batch;
   seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
   std::vector<int64_t> ids;
@@ -274,34 +304,38 @@ std::vector<int64_t> loadIds(const Options& o, const Plan& plan, int64_t& batch,
     std::vector<int64_t> shape;
     ids = readNpyInt64(o.input, shape);
     if (shape.size() != 2)
-      throw UsageError(o.input + ": expected token ids of shape [batch, seq], got rank " + std::to_string(shape.size()));
+      throw UsageError(o.input + ": expected token ids of shape [batch, seq], got rank " +
+                       std::to_string(shape.size()));
     if ((o.batch && o.batch != shape[0]) || (o.seqLen && o.seqLen != shape[1]))
-      throw UsageError(o.input + ": shape " + shapeToString(shape) + " disagrees with --batch/--seq-len");
+      throw UsageError(o.input + ": shape " + shapeToString(shape) +
+                       " disagrees with --batch/--seq-len");
     batch = shape[0];
     seqLen = shape[1];
   } else {
-    try { // before allocating batch * seqLen ids; the capacity bounds a micro-batch (its largest, at least
-          // ceil(batch / M) sequences: the trainer checks its exact split later)
+    try { // before allocating batch * seqLen ids; the capacity bounds a micro-batch (its largest,
+          // at least ceil(batch / M) sequences: the trainer checks its exact split later)
       int64_t total = 0;
       if (__builtin_mul_overflow(batch, seqLen, &total))
         throw ExecError("input [" + std::to_string(batch) + "," + std::to_string(seqLen) +
                         "] has more than 2^63 - 1 tokens");
       validateShape(plan, batch / o.microBatches + (batch % o.microBatches != 0), seqLen);
-    } catch (const ExecError& e) {
+    } catch (const ExecError &e) {
       throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) +
-                       (o.microBatches > 1 ? " --micro-batches " + std::to_string(o.microBatches) + " (a micro-batch)"
+                       (o.microBatches > 1 ? " --micro-batches " + std::to_string(o.microBatches) +
+                                                 " (a micro-batch)"
                                            : std::string()) +
                        ": " + e.what());
     }
     std::mt19937_64 rng(o.seed);
     ids.resize(static_cast<size_t>(batch * seqLen));
-    for (int64_t& id : ids)
+    for (int64_t &id : ids)
       id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
   }
   return ids;
 }
 
-std::vector<int64_t> loadTargets(const Options& o, const std::vector<int64_t>& ids, int64_t batch, int64_t seqLen) {
+std::vector<int64_t> loadTargets(const Options &o, const std::vector<int64_t> &ids, int64_t batch,
+                                 int64_t seqLen) {
   std::vector<int64_t> targets(ids.size());
   if (o.targets.empty()) {
     cpu::nextTokenTargets(ids.data(), batch, seqLen, targets.data());
@@ -310,39 +344,40 @@ std::vector<int64_t> loadTargets(const Options& o, const std::vector<int64_t>& i
   std::vector<int64_t> shape;
   targets = readNpyInt64(o.targets, shape);
   if (shape != std::vector<int64_t>{batch, seqLen})
-    throw UsageError(o.targets + ": shape " + shapeToString(shape) + " is not the input's [" + std::to_string(batch) +
-                     "," + std::to_string(seqLen) + "]");
+    throw UsageError(o.targets + ": shape " + shapeToString(shape) + " is not the input's [" +
+                     std::to_string(batch) + "," + std::to_string(seqLen) + "]");
   return targets;
 }
 
-void printPlanLine(const Plan& plan) {
-  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
-            << plan.model.numExperts << " experts, top-" << plan.model.topK << ", world size "
-            << plan.placement.worldSize << ")\n";
+void printPlanLine(const Plan &plan) {
+  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
+            << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
+            << ", world size " << plan.placement.worldSize << ")\n";
 }
 
 // ---- forward over one process per rank --------------------------------------------------------
 
 class Writer {
 public:
-  template <typename T> void put(const T& v) {
+  template <typename T> void put(const T &v) {
     static_assert(std::is_trivially_copyable<T>::value, "POD only");
     const size_t at = bytes.size();
     bytes.resize(at + sizeof(T));
     std::memcpy(bytes.data() + at, &v, sizeof(T));
   }
-  template <typename T> void putVector(const std::vector<T>& v) {
+  template <typename T> void putVector(const std::vector<T> &v) {
     put<uint64_t>(v.size());
     const size_t at = bytes.size();
     bytes.resize(at + v.size() * sizeof(T));
-    if (!v.empty()) std::memcpy(bytes.data() + at, v.data(), v.size() * sizeof(T));
+    if (!v.empty())
+      std::memcpy(bytes.data() + at, v.data(), v.size() * sizeof(T));
   }
   Bytes bytes;
 };
 
 class Reader {
 public:
-  explicit Reader(const Bytes& b) : b_(b) {}
+  explicit Reader(const Bytes &b) : b_(b) {}
   template <typename T> T get() {
     T v;
     take(&v, sizeof(T));
@@ -350,23 +385,26 @@ public:
   }
   template <typename T> std::vector<T> getVector() {
     const uint64_t n = get<uint64_t>();
-    if (n > (b_.size() - at_) / sizeof(T)) throw ExecError("malformed result message");
+    if (n > (b_.size() - at_) / sizeof(T))
+      throw ExecError("malformed result message");
     std::vector<T> v(static_cast<size_t>(n));
     take(v.data(), v.size() * sizeof(T));
     return v;
   }
 
 private:
-  void take(void* out, size_t n) {
-    if (n > b_.size() - at_) throw ExecError("malformed result message");
-    if (n) std::memcpy(out, b_.data() + at_, n);
+  void take(void *out, size_t n) {
+    if (n > b_.size() - at_)
+      throw ExecError("malformed result message");
+    if (n)
+      std::memcpy(out, b_.data() + at_, n);
     at_ += n;
   }
-  const Bytes& b_;
+  const Bytes &b_;
   size_t at_ = 0;
 };
 
-Bytes packResult(const RankResult& r) {
+Bytes packResult(const RankResult &r) {
   Writer w;
   w.putVector(r.tokenIds);
   w.putVector(r.hidden);
@@ -376,7 +414,7 @@ Bytes packResult(const RankResult& r) {
   return std::move(w.bytes);
 }
 
-RankResult unpackResult(const Bytes& b) {
+RankResult unpackResult(const Bytes &b) {
   Reader in(b);
   RankResult r;
   r.tokenIds = in.getVector<int64_t>();
@@ -391,27 +429,30 @@ RankResult unpackResult(const Bytes& b) {
 // One process per rank (--comm mpi, nccl): every rank's forward result goes to rank 0, which prints
 // the run. On the tag after every exchange tag of the forward (3 L - 1 per layer, 3 L and 3 L + 1
 // for an FFN-side embedding and head; exchangeTag).
-void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mine, int64_t batch,
-                   int64_t seqLen, std::chrono::steady_clock::time_point start, std::chrono::milliseconds timeout);
+void gatherForward(const Options &o, const Plan &plan, Comm &comm, RankResult mine, int64_t batch,
+                   int64_t seqLen, std::chrono::steady_clock::time_point start,
+                   std::chrono::milliseconds timeout);
 
 // A rank that failed, or saw another fail first, prints one line (one write: processes share the
 // terminal) and ends the job; CommT is MpiComm or NcclComm (abortJob does not return).
-template <typename CommT> [[noreturn]] void abortAfterPeer(CommT& comm, const CommAborted& e) {
+template <typename CommT> [[noreturn]] void abortAfterPeer(CommT &comm, const CommAborted &e) {
   std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
   comm.abortJob(e.what());
 }
 
-template <typename CommT> [[noreturn]] void abortAfterFailure(CommT& comm, int me, const std::exception& e) {
+template <typename CommT>
+[[noreturn]] void abortAfterFailure(CommT &comm, int me, const std::exception &e) {
   std::string what = e.what();
-  if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(me) + ": " + what;
+  if (what.rfind("rank ", 0) != 0)
+    what = "rank " + std::to_string(me) + ": " + what;
   std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
   comm.abortJob("rank " + std::to_string(me) + " failed: " + what);
 }
 #endif
 
 // Executor::run's assembly of every rank's result.
-RunResult assemble(const Plan& plan, const std::vector<RankResult>& results, int64_t batch, int64_t seqLen,
-                   double seconds) {
+RunResult assemble(const Plan &plan, const std::vector<RankResult> &results, int64_t batch,
+                   int64_t seqLen, double seconds) {
   RunResult out;
   out.batch = batch;
   out.seqLen = seqLen;
@@ -419,28 +460,31 @@ RunResult assemble(const Plan& plan, const std::vector<RankResult>& results, int
   const int64_t H = plan.model.hiddenSize, V = plan.model.vocabSize;
   out.hidden = Tensor({batch, seqLen, H});
   out.logits = Tensor({batch, seqLen, V});
-  for (const RankResult& r : results) {
+  for (const RankResult &r : results) {
     if (r.hidden.size() != r.tokenIds.size() * H || r.logits.size() != r.tokenIds.size() * V)
       throw ExecError("malformed result message");
     for (size_t i = 0; i < r.tokenIds.size(); ++i) {
-      if (r.tokenIds[i] < 0 || r.tokenIds[i] >= batch * seqLen) throw ExecError("malformed result message");
+      if (r.tokenIds[i] < 0 || r.tokenIds[i] >= batch * seqLen)
+        throw ExecError("malformed result message");
       std::copy_n(r.hidden.begin() + i * H, H, out.hidden.data.begin() + r.tokenIds[i] * H);
       std::copy_n(r.logits.begin() + i * V, V, out.logits.data.begin() + r.tokenIds[i] * V);
     }
     out.exchanges.insert(out.exchanges.end(), r.sent.begin(), r.sent.end());
     out.experts.insert(out.experts.end(), r.experts.begin(), r.experts.end());
   }
-  std::sort(out.exchanges.begin(), out.exchanges.end(), [](const ExchangeRecord& a, const ExchangeRecord& b) {
-    return std::make_tuple(a.layer, static_cast<int>(a.kind), a.src, a.dst) <
-           std::make_tuple(b.layer, static_cast<int>(b.kind), b.src, b.dst);
-  });
-  std::sort(out.experts.begin(), out.experts.end(), [](const ExpertRecord& a, const ExpertRecord& b) {
-    return std::make_pair(a.layer, a.expert) < std::make_pair(b.layer, b.expert);
-  });
+  std::sort(out.exchanges.begin(), out.exchanges.end(),
+            [](const ExchangeRecord &a, const ExchangeRecord &b) {
+              return std::make_tuple(a.layer, static_cast<int>(a.kind), a.src, a.dst) <
+                     std::make_tuple(b.layer, static_cast<int>(b.kind), b.src, b.dst);
+            });
+  std::sort(out.experts.begin(), out.experts.end(),
+            [](const ExpertRecord &a, const ExpertRecord &b) {
+              return std::make_pair(a.layer, a.expert) < std::make_pair(b.layer, b.expert);
+            });
   return out;
 }
 
-void printForward(const Options& o, const Plan& plan, const RunResult& result) {
+void printForward(const Options &o, const Plan &plan, const RunResult &result) {
   printPlanLine(plan);
   std::cout << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
   std::cout << "memory:\n" << formatMemory(plan) << "\n";
@@ -450,26 +494,27 @@ void printForward(const Options& o, const Plan& plan, const RunResult& result) {
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
-    std::cout << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize << "] written to "
-              << o.output << "\n";
+    std::cout << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize
+              << "] written to " << o.output << "\n";
   }
 }
 
 #if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
-// The plan of a run with one process per rank: loaded, its --save-weights/--save-grads files checked,
-// and its world size equal to mpirun's.
-Plan loadProcessPlan(const Options& o, int worldSize) {
+// The plan of a run with one process per rank: loaded, its --save-weights/--save-grads files
+// checked, and its world size equal to mpirun's.
+Plan loadProcessPlan(const Options &o, int worldSize) {
   Plan plan = loadPlan(o.plan);
   checkSaveDirFiles(o, plan);
   if (worldSize != plan.placement.worldSize)
-    throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) + " ranks, mpirun started " +
-                     std::to_string(worldSize) + " (use mpirun -np " + std::to_string(plan.placement.worldSize) +
-                     ")");
+    throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) +
+                     " ranks, mpirun started " + std::to_string(worldSize) + " (use mpirun -np " +
+                     std::to_string(plan.placement.worldSize) + ")");
   return plan;
 }
 
-void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mine, int64_t batch,
-                   int64_t seqLen, std::chrono::steady_clock::time_point start, std::chrono::milliseconds timeout) {
+void gatherForward(const Options &o, const Plan &plan, Comm &comm, RankResult mine, int64_t batch,
+                   int64_t seqLen, std::chrono::steady_clock::time_point start,
+                   std::chrono::milliseconds timeout) {
   const int tag = static_cast<int>(3 * plan.model.numLayers + 2);
   if (comm.rank() != 0) {
     comm.send(0, tag, packResult(mine));
@@ -479,14 +524,15 @@ void gatherForward(const Options& o, const Plan& plan, Comm& comm, RankResult mi
   all[0] = std::move(mine);
   for (int r = 1; r < comm.worldSize(); ++r)
     all[r] = unpackResult(comm.recv(r, tag, timeout));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
 }
 #endif
 
 // ---- training --------------------------------------------------------------------------------
 
-train::TrainOptions trainOptions(const Options& o) {
+train::TrainOptions trainOptions(const Options &o) {
   train::TrainOptions t;
   t.recvTimeout = std::chrono::seconds(o.timeoutSeconds);
   t.microBatches = o.microBatches;
@@ -507,33 +553,39 @@ train::TrainOptions trainOptions(const Options& o) {
   return t;
 }
 
-void printTrainHeader(const Options& o, const Plan& plan, const train::TrainOptions& t, int64_t batch,
-                      int64_t seqLen) {
+void printTrainHeader(const Options &o, const Plan &plan, const train::TrainOptions &t,
+                      int64_t batch, int64_t seqLen) {
   printPlanLine(plan);
-  std::cout << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches << " micro-batch"
-            << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm << ", optimizer " << o.optimizer << " lr "
-            << t.optimizer.lr;
+  std::cout << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches
+            << " micro-batch" << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm
+            << ", optimizer " << o.optimizer << " lr " << t.optimizer.lr;
   if (t.optimizer.kind == train::OptimizerKind::AdamW)
-    std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps " << t.optimizer.eps
-              << " weight decay " << t.optimizer.weightDecay;
+    std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps "
+              << t.optimizer.eps << " weight decay " << t.optimizer.weightDecay;
   if (o.warmupSteps || o.totalSteps)
-    std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step " << o.totalSteps;
-  if (o.clipGrad > 0) std::cout << ", clip grad norm " << o.clipGrad;
-  if (o.auxLossCoef > 0) std::cout << ", aux loss coef " << o.auxLossCoef;
-  if (o.capacityFactor > 0) std::cout << ", capacity factor " << o.capacityFactor;
-  if (o.routerBiasRate > 0) std::cout << ", router bias update rate " << o.routerBiasRate;
+    std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step "
+              << o.totalSteps;
+  if (o.clipGrad > 0)
+    std::cout << ", clip grad norm " << o.clipGrad;
+  if (o.auxLossCoef > 0)
+    std::cout << ", aux loss coef " << o.auxLossCoef;
+  if (o.capacityFactor > 0)
+    std::cout << ", capacity factor " << o.capacityFactor;
+  if (o.routerBiasRate > 0)
+    std::cout << ", router bias update rate " << o.routerBiasRate;
   std::cout << "\n";
   if (o.totalSteps > 0 && o.steps > o.totalSteps)
-    std::cerr << "disagmoe-run: warning: --steps " << o.steps << " runs past --total-steps " << o.totalSteps
-              << ": steps " << o.totalSteps + 1 << "-" << o.steps << " use --lr-min " << o.lrMin << "\n";
+    std::cerr << "disagmoe-run: warning: --steps " << o.steps << " runs past --total-steps "
+              << o.totalSteps << ": steps " << o.totalSteps + 1 << "-" << o.steps
+              << " use --lr-min " << o.lrMin << "\n";
 }
 
-void printStep(const train::StepResult& r) {
+void printStep(const train::StepResult &r) {
   char line[300];
   std::snprintf(line, sizeof line,
                 "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
-                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens), r.wallSeconds, r.lr,
-                r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
+                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens),
+                r.wallSeconds, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
   std::cout << line;
   if (r.auxLoss != 0) {
     std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
@@ -542,38 +594,46 @@ void printStep(const train::StepResult& r) {
   std::cout << "\n" << train::expertLoadLine(r) << std::flush;
 }
 
-void saveOutputs(const Options& o, const train::Trainer& trainer, bool print) {
+void saveOutputs(const Options &o, const train::Trainer &trainer, bool print) {
   if (!o.saveGrads.empty()) {
     trainer.saveGradients(o.saveGrads);
-    if (print) std::cout << "gradients of the last step written to " << o.saveGrads << "/\n";
+    if (print)
+      std::cout << "gradients of the last step written to " << o.saveGrads << "/\n";
   }
   if (!o.saveWeights.empty()) {
     trainer.saveWeights(o.saveWeights);
-    if (print) std::cout << "weights after the last step written to " << o.saveWeights << "/\n";
+    if (print)
+      std::cout << "weights after the last step written to " << o.saveWeights << "/\n";
   }
 }
 
 // A failure injected by --fail-rank (a test hook).
-void maybeFail(const Options& o, int rank) {
-  if (o.failRank == rank) throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
+void maybeFail(const Options &o, int rank) {
+  if (o.failRank == rank)
+    throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
 }
 
 // --data's batches (nullptr without --data); `print`: the "data:" line.
-std::unique_ptr<train::TokenBatcher> loadTokenData(const Options& o, const Plan& plan, int64_t batch, int64_t seqLen,
-                                                   bool print) {
-  if (o.data.empty()) return nullptr;
+std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
+                                                   int64_t batch, int64_t seqLen, bool print) {
+  if (o.data.empty())
+    return nullptr;
   // The format: --data-format, else megatron for a .bin with an .idx beside it.
   std::string format = o.dataFormat;
   const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
-  if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx")) format = "megatron";
-  if (format.empty()) throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
+  if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx"))
+    format = "megatron";
+  if (format.empty())
+    throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
   auto data = std::make_unique<train::TokenBatcher>(
-      train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch, seqLen, o.data);
-  if (print) std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+      train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
+      seqLen, o.data);
+  if (print)
+    std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
   return data;
 }
 
-train::LoopOptions loopOptions(const Options& o) {
+train::LoopOptions loopOptions(const Options &o) {
   train::LoopOptions lo;
   lo.steps = o.steps;
   lo.lossLog = o.lossLog;
@@ -584,7 +644,7 @@ train::LoopOptions loopOptions(const Options& o) {
   return lo;
 }
 
-int runLocalTrain(const Options& o) {
+int runLocalTrain(const Options &o) {
   const Plan plan = loadPlan(o.plan);
   checkSaveDirFiles(o, plan);
   int64_t batch = 0, seqLen = 0;
@@ -592,16 +652,18 @@ int runLocalTrain(const Options& o) {
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
   train::TrainOptions t = trainOptions(o);
   OpProfile profile(plan.placement.worldSize);
-  if (!o.opTimesOut.empty() || !o.trace.empty()) t.profile = &profile;
+  if (!o.opTimesOut.empty() || !o.trace.empty())
+    t.profile = &profile;
   train::Trainer trainer(plan, t);
   printTrainHeader(o, plan, t, batch, seqLen);
-  if (o.failRank >= 0) throw ExecError("--fail-rank needs --comm mpi");
+  if (o.failRank >= 0)
+    throw ExecError("--fail-rank needs --comm mpi");
   // After the run: the op medians over every step, the trace of the last step.
   const auto writeProfile = [&] {
     if (!o.opTimesOut.empty()) {
       writeOpTimes(plan, profile, o.opTimesOut);
-      std::cout << "measured op times (medians over " << profile.step << " steps) written to " << o.opTimesOut
-                << "\n";
+      std::cout << "measured op times (medians over " << profile.step << " steps) written to "
+                << o.opTimesOut << "\n";
     }
     if (!o.trace.empty()) {
       writeExecutionTrace(plan, profile, profile.step - 1, o.trace);
@@ -610,7 +672,8 @@ int runLocalTrain(const Options& o) {
   };
   if (o.loop()) {
     std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
-    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o), std::cout);
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o),
+                           std::cout);
     saveOutputs(o, trainer, true);
     writeProfile();
     return 0;
@@ -626,23 +689,28 @@ int runLocalTrain(const Options& o) {
 }
 
 #ifdef DISAGMOE_HAVE_MPI
-// The heartbeat under mpi (Heartbeat.h, MpiComm.h): half the receive deadline, as on the local comm.
-std::chrono::milliseconds heartbeatDeadline(const Options& o) { return std::chrono::seconds(o.timeoutSeconds) / 2; }
+// The heartbeat under mpi (Heartbeat.h, MpiComm.h): half the receive deadline, as on the local
+// comm.
+std::chrono::milliseconds heartbeatDeadline(const Options &o) {
+  return std::chrono::seconds(o.timeoutSeconds) / 2;
+}
 
-int runMpi(const Options& o) {
+int runMpi(const Options &o) {
   // A peer process whose heartbeat notes stop: the comm thread reports it, then ends the job.
-  std::unique_ptr<MpiComm> comm = MpiComm::start(heartbeatDeadline(o), [](const std::string& why) {
-    std::cerr << "disagmoe-run: " + why + "\n" << std::flush; // one write: processes share the terminal
+  std::unique_ptr<MpiComm> comm = MpiComm::start(heartbeatDeadline(o), [](const std::string &why) {
+    std::cerr << "disagmoe-run: " + why + "\n"
+              << std::flush; // one write: processes share the terminal
   });
   const int me = comm->rank();
   // This process's own rank stops beating during a step (a worker stuck outside any receive): it
   // names itself and ends the job. DISAGMOE_FAULT_INJECT (tests) injects such faults.
   const FaultInjection fault = FaultInjection::fromEnvironment();
   const auto watched = [&] {
-    return std::make_unique<RankWatch>(*comm, heartbeatDeadline(o), fault, [&](const std::string& why) {
-      std::cerr << "disagmoe-run: " + why + "\n" << std::flush;
-      comm->abortJob(why);
-    });
+    return std::make_unique<RankWatch>(*comm, heartbeatDeadline(o), fault,
+                                       [&](const std::string &why) {
+                                         std::cerr << "disagmoe-run: " + why + "\n" << std::flush;
+                                         comm->abortJob(why);
+                                       });
   };
   try {
     const Plan plan = loadProcessPlan(o, comm->worldSize());
@@ -654,9 +722,10 @@ int runMpi(const Options& o) {
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       train::Trainer trainer(plan, t);
-      if (me == 0) printTrainHeader(o, plan, t, batch, seqLen);
+      if (me == 0)
+        printTrainHeader(o, plan, t, batch, seqLen);
       maybeFail(o, me);
-      const auto step = [&](const std::vector<int64_t>& i, const std::vector<int64_t>& t) {
+      const auto step = [&](const std::vector<int64_t> &i, const std::vector<int64_t> &t) {
         const auto watch = watched();
         return trainer.stepRank(watch->comm(), i, t, batch, seqLen);
       };
@@ -664,22 +733,24 @@ int runMpi(const Options& o) {
         // Every process reads the token file and the checkpoint; rank 0 prints, logs and writes the
         // checkpoint gathered from every rank (Checkpoint.h), on the tag after the step's last ones
         // (TrainStep.cpp: the bias load tags end at 9 L + W + 1).
-        const int checkpointTag =
-            static_cast<int>(9 * plan.model.numLayers + static_cast<int64_t>(plan.model.weights.size()) + 2);
+        const int checkpointTag = static_cast<int>(
+            9 * plan.model.numLayers + static_cast<int64_t>(plan.model.weights.size()) + 2);
         std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, me == 0);
         train::LoopRuntime runtime;
         runtime.step = step;
-        runtime.saveCheckpoint = [&](const std::string& path, const train::CheckpointInfo& info) {
+        runtime.saveCheckpoint = [&](const std::string &path, const train::CheckpointInfo &info) {
           train::saveCheckpointGathered(path, plan, trainer, info, *comm, checkpointTag, timeout);
         };
         runtime.report = me == 0;
-        train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o), runtime,
-                               std::cout);
+        train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
+                               loopOptions(o), runtime, std::cout);
       } else {
         for (int64_t s = 0; s < o.steps; ++s) {
           const train::StepResult r = step(ids, targets);
-          if (me == 0) printStep(r);
-          train::checkFinite(r); // the loss and the norm are global: every rank stops at the same step
+          if (me == 0)
+            printStep(r);
+          train::checkFinite(
+              r); // the loss and the norm are global: every rank stops at the same step
         }
       }
       saveOutputs(o, trainer, me == 0);
@@ -698,29 +769,32 @@ int runMpi(const Options& o) {
     std::cout << std::flush;
     comm->finish();
     return 0;
-  } catch (const CommAborted& e) {
+  } catch (const CommAborted &e) {
     abortAfterPeer(*comm, e);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     abortAfterFailure(*comm, me, e);
   }
 }
 #endif
 
 #ifdef DISAGMOE_HAVE_NCCL
-// The rank sets of the training step's DP all-reduce (TrainStep.cpp, allReduce): the holders of each
-// replicated weight, in one order on every rank (NcclComm::connect splits one communicator each).
-std::vector<std::vector<int>> reduceGroups(const Plan& plan) {
+// The rank sets of the training step's DP all-reduce (TrainStep.cpp, allReduce): the holders of
+// each replicated weight, in one order on every rank (NcclComm::connect splits one communicator
+// each).
+std::vector<std::vector<int>> reduceGroups(const Plan &plan) {
   std::set<std::vector<int>> sets;
-  for (const WeightSpec& w : plan.model.weights)
-    if (w.ranks.size() > 1) sets.insert(w.ranks);
+  for (const WeightSpec &w : plan.model.weights)
+    if (w.ranks.size() > 1)
+      sets.insert(w.ranks);
   return {sets.begin(), sets.end()};
 }
 
 // --comm nccl: one process and one CUDA device per rank (NcclComm.h); the rank's work is the one
 // of --comm mpi, and a failing rank ends the job the same way.
-int runNccl(const Options& o) {
+int runNccl(const Options &o) {
   if (o.loop())
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume do not run on --comm nccl in this version");
+    throw UsageError("--data, --loss-log, --save-checkpoint and --resume do not run on --comm nccl "
+                     "in this version");
   std::unique_ptr<NcclComm> comm = NcclComm::start();
   const int me = comm->rank();
   try {
@@ -728,8 +802,8 @@ int runNccl(const Options& o) {
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     comm->connect(reduceGroups(plan), timeout);
     if (me == 0)
-      std::cout << "nccl: " << comm->worldSize() << " ranks, one CUDA device each (rank 0 on device "
-                << comm->device() << ")\n";
+      std::cout << "nccl: " << comm->worldSize()
+                << " ranks, one CUDA device each (rank 0 on device " << comm->device() << ")\n";
     int64_t batch = 0, seqLen = 0;
     const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
     if (o.train) {
@@ -737,11 +811,13 @@ int runNccl(const Options& o) {
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       train::Trainer trainer(plan, t);
-      if (me == 0) printTrainHeader(o, plan, t, batch, seqLen);
+      if (me == 0)
+        printTrainHeader(o, plan, t, batch, seqLen);
       maybeFail(o, me);
       for (int64_t s = 0; s < o.steps; ++s) {
         const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
-        if (me == 0) printStep(r);
+        if (me == 0)
+          printStep(r);
         train::checkFinite(r);
       }
       saveOutputs(o, trainer, me == 0);
@@ -756,9 +832,9 @@ int runNccl(const Options& o) {
     std::cout << std::flush;
     comm->finish();
     return 0;
-  } catch (const CommAborted& e) {
+  } catch (const CommAborted &e) {
     abortAfterPeer(*comm, e);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     abortAfterFailure(*comm, me, e);
   }
 }
@@ -766,77 +842,118 @@ int runNccl(const Options& o) {
 
 } // namespace
 
-bool handlesArgs(int argc, char** argv) {
+bool handlesArgs(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return false; // disagmoe-run's help
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")
+      return false; // disagmoe-run's help
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--train" || a == "--comm=mpi" || a == "--comm=nccl" ||
-        (a == "--comm" && i + 1 < argc && (std::string(argv[i + 1]) == "mpi" || std::string(argv[i + 1]) == "nccl")))
+        (a == "--comm" && i + 1 < argc &&
+         (std::string(argv[i + 1]) == "mpi" || std::string(argv[i + 1]) == "nccl")))
       return true;
   }
   return false;
 }
 
-const char* distributedUsage() {
-  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer sgd|adamw]\n"
+const char *distributedUsage() {
+  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer "
+         "sgd|adamw]\n"
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
-         "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights DIR]\n"
-         "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min X]\n"
-         "                    [--aux-loss-coef ALPHA] [--capacity-factor C] [--op-times-out FILE] [--trace FILE]\n"
+         "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights "
+         "DIR]\n"
+         "                    [--clip-grad NORM] [--warmup-steps W] [--total-steps T] [--lr-min "
+         "X]\n"
+         "                    [--aux-loss-coef ALPHA] [--capacity-factor C] [--op-times-out FILE] "
+         "[--trace FILE]\n"
          "                    [--router-bias-update-rate U]\n"
          "                    [--debug-nan-fill] [--data FILE --data-format F] [--loss-log FILE]\n"
          "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
-         "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm local|mpi]\n"
-         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output logits.npy]\n"
-         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm nccl [--train ...] [--output logits.npy]\n"
-         "         (one CUDA device per rank: local rank mod device count; messages over NCCL, announced over\n"
-         "         MPI; the DP all-reduce is ncclAllReduce, so results match --comm local to rounding only;\n"
+         "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm "
+         "local|mpi]\n"
+         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output "
+         "logits.npy]\n"
+         "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm nccl [--train ...] "
+         "[--output logits.npy]\n"
+         "         (one CUDA device per rank: local rank mod device count; messages over NCCL, "
+         "announced over\n"
+         "         MPI; the DP all-reduce is ncclAllReduce, so results match --comm local to "
+         "rounding only;\n"
          "         docs/deploy.md)\n"
          "\n"
-         "--train runs training steps (docs/training.md): forward, causal LM loss (mean cross-entropy over\n"
-         "the target tokens; targets default to the next token within each sequence; targets.npy is int64\n"
-         "[batch, seq], negative for none), backward through the exchanges in reverse, all-reduce of the\n"
-         "attention groups' gradients in ascending rank order, then one optimizer step on fp32 master\n"
-         "weights: sgd (default; lr 0.1) or adamw (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01\n"
-         "unless given). --micro-batches splits the batch's sequences (gradients accumulate, scaled by the\n"
-         "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, l0_router,\n"
+         "--train runs training steps (docs/training.md): forward, causal LM loss (mean "
+         "cross-entropy over\n"
+         "the target tokens; targets default to the next token within each sequence; targets.npy "
+         "is int64\n"
+         "[batch, seq], negative for none), backward through the exchanges in reverse, all-reduce "
+         "of the\n"
+         "attention groups' gradients in ascending rank order, then one optimizer step on fp32 "
+         "master\n"
+         "weights: sgd (default; lr 0.1) or adamw (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight "
+         "decay 0.01\n"
+         "unless given). --micro-batches splits the batch's sequences (gradients accumulate, "
+         "scaled by the\n"
+         "global target count). --save-grads/--save-weights write DIR/<key>.npy (embed, l0_q, "
+         "l0_router,\n"
          "l0_expert3_w1, final_norm, head, ...) after the last step.\n"
-         "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's clip_grad_norm_);\n"
+         "--clip-grad clips the gradients to that global L2 norm over all ranks (torch's "
+         "clip_grad_norm_);\n"
          "0 (the default) means no clipping.\n"
-         "--aux-loss-coef ALPHA adds the Switch load-balancing loss ALPHA * E * sum_i f_i P_i per MoE layer\n"
-         "(f_i: share of the top-k assignments, P_i: mean router probability); printed as 'aux loss', not\n"
+         "--aux-loss-coef ALPHA adds the Switch load-balancing loss ALPHA * E * sum_i f_i P_i per "
+         "MoE layer\n"
+         "(f_i: share of the top-k assignments, P_i: mean router probability); printed as 'aux "
+         "loss', not\n"
          "in 'loss'. Every step also prints the per-expert load (top-k assignments per layer).\n"
-         "--capacity-factor C caps each expert at ceil(C * tokens * k / E) assignments per micro-batch and\n"
-         "layer (first choices in token order first, then second choices); the rest are dropped (zero expert\n"
+         "--capacity-factor C caps each expert at ceil(C * tokens * k / E) assignments per "
+         "micro-batch and\n"
+         "layer (first choices in token order first, then second choices); the rest are dropped "
+         "(zero expert\n"
          "output) and counted per layer in the load line. Default (and 0): dropless, no cap.\n"
-         "--router-bias-update-rate U: DeepSeek-V3's auxiliary-loss-free balancing; each router ranks the\n"
-         "experts by score + b (gates from the unbiased score) and after each step b_i += U * sign(mean\n"
+         "--router-bias-update-rate U: DeepSeek-V3's auxiliary-loss-free balancing; each router "
+         "ranks the\n"
+         "experts by score + b (gates from the unbiased score) and after each step b_i += U * "
+         "sign(mean\n"
          "load - load_i); --save-weights also writes l{l}_router_selection_bias.npy.\n"
-         "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps (lr*s/W), then\n"
+         "--warmup-steps W / --total-steps T / --lr-min X: lr rises linearly over W steps "
+         "(lr*s/W), then\n"
          "decays as a cosine to X at step T (T = 0: no decay) and stays there.\n"
-         "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills every\n"
-         "fresh activation and gradient buffer with NaN, so a read of an unwritten element shows as NaN.\n"
-         "--data trains on a token file (format bytes, uint16, uint32, or megatron for PREFIX.bin +\n"
-         "PREFIX.idx; --data-format is needed except for a .bin with its .idx beside it): each step takes\n"
-         "batch windows of seq-len + 1 consecutive tokens, wrapping at the end (a 'data:' line says so).\n"
-         "--steps N then counts to N in total (a resumed run continues to N). --loss-log writes one JSON\n"
-         "line per step; --save-checkpoint writes a safetensors checkpoint (weights, AdamW moments, step,\n"
-         "data position) atomically after the last step and every --checkpoint-every steps; --resume\n"
-         "continues from one bit-identically (every tensor checked against its CRC-32 in the metadata;\n"
-         "under --comm mpi rank 0 writes the checkpoint gathered from every rank, and prints and logs).\n"
+         "--debug-nan-fill (or DISAGMOE_DEBUG_NAN_FILL=1, which also covers the forward run) fills "
+         "every\n"
+         "fresh activation and gradient buffer with NaN, so a read of an unwritten element shows "
+         "as NaN.\n"
+         "--data trains on a token file (format bytes, uint16, uint32, or megatron for PREFIX.bin "
+         "+\n"
+         "PREFIX.idx; --data-format is needed except for a .bin with its .idx beside it): each "
+         "step takes\n"
+         "batch windows of seq-len + 1 consecutive tokens, wrapping at the end (a 'data:' line "
+         "says so).\n"
+         "--steps N then counts to N in total (a resumed run continues to N). --loss-log writes "
+         "one JSON\n"
+         "line per step; --save-checkpoint writes a safetensors checkpoint (weights, AdamW "
+         "moments, step,\n"
+         "data position) atomically after the last step and every --checkpoint-every steps; "
+         "--resume\n"
+         "continues from one bit-identically (every tensor checked against its CRC-32 in the "
+         "metadata;\n"
+         "under --comm mpi rank 0 writes the checkpoint gathered from every rank, and prints and "
+         "logs).\n"
          "In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
          "naming the step, before anything is saved.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
-         "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing rank ends\n"
-         "the job naming itself (--fail-rank R injects such a failure, for tests); a rank silent for\n"
-         "--timeout / 2 (no message operation while not waiting, or no heartbeat note from its process)\n"
+         "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing "
+         "rank ends\n"
+         "the job naming itself (--fail-rank R injects such a failure, for tests); a rank silent "
+         "for\n"
+         "--timeout / 2 (no message operation while not waiting, or no heartbeat note from its "
+         "process)\n"
          "is named and the job ends.\n"
-         "--op-times-out FILE (--comm local) writes the measured per-op medians (seconds) in the format\n"
-         "--backend sim --op-times reads; --trace FILE a Chrome trace of the last step (one track per rank).\n";
+         "--op-times-out FILE (--comm local) writes the measured per-op medians (seconds) in the "
+         "format\n"
+         "--backend sim --op-times reads; --trace FILE a Chrome trace of the last step (one track "
+         "per rank).\n";
 }
 
-int distributedMain(int argc, char** argv) {
+int distributedMain(int argc, char **argv) {
   try {
     const Options o = parseArgs(argc, argv);
     checkOutputs(o);
@@ -844,7 +961,8 @@ int distributedMain(int argc, char** argv) {
 #ifdef DISAGMOE_HAVE_MPI
     if (o.comm == "mpi") {
       if (rankFromEnvironment() < 0)
-        throw UsageError("comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD disagmoe-run PLAN "
+        throw UsageError("comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
+                         "disagmoe-run PLAN "
                          "--comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)");
       return runMpi(o);
     }
@@ -852,16 +970,21 @@ int distributedMain(int argc, char** argv) {
 #ifdef DISAGMOE_HAVE_NCCL
     if (o.comm == "nccl") {
       if (rankFromEnvironment() < 0)
-        throw UsageError("comm \"nccl\" runs one process per rank and CUDA device: launch it as mpirun -np WORLD "
-                         "disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)");
+        throw UsageError("comm \"nccl\" runs one process per rank and CUDA device: launch it as "
+                         "mpirun -np WORLD "
+                         "disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
+                         "SLURM_PROCID, RANK is set)");
       return runNccl(o);
     }
 #endif
     return runLocalTrain(o);
-  } catch (const std::bad_alloc&) { // the shape checks passed, yet a buffer of the step did not fit
-    std::cerr << "disagmoe-run: out of host memory running the plan (a buffer of the token ids, weights, gradients, "
-                 "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
-  } catch (const std::exception& e) {
+  } catch (
+      const std::bad_alloc &) { // the shape checks passed, yet a buffer of the step did not fit
+    std::cerr
+        << "disagmoe-run: out of host memory running the plan (a buffer of the token ids, weights, "
+           "gradients, "
+           "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
+  } catch (const std::exception &e) {
     std::cerr << "disagmoe-run: " << e.what() << "\n";
   }
   return 1;

@@ -19,13 +19,13 @@
 namespace disagmoe::tools {
 
 /// True if the arguments ask for --train or --comm mpi.
-bool handlesArgs(int argc, char** argv);
+bool handlesArgs(int argc, char **argv);
 
 /// The usage text of --train and --comm mpi, printed after disagmoe-run's own by --help.
-const char* distributedUsage();
+const char *distributedUsage();
 
 /// Runs disagmoe-run with these arguments; returns the exit code (errors: one line
 /// "disagmoe-run: <message>" on stderr, exit code 1).
-int distributedMain(int argc, char** argv);
+int distributedMain(int argc, char **argv);
 
 } // namespace disagmoe::tools

@@ -14,54 +14,66 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void fail(const std::string& flag, const std::string& path, const std::string& why) {
+[[noreturn]] void fail(const std::string &flag, const std::string &path, const std::string &why) {
   throw std::runtime_error(flag + " " + path + ": " + why);
 }
 
 // Creates and removes a probe file in `dir` (an existing directory).
-void probe(const std::string& flag, const std::string& path, const fs::path& dir) {
+void probe(const std::string &flag, const std::string &path, const fs::path &dir) {
   std::string name = (dir / ".disagmoe-write-probe-XXXXXX").string();
   const int fd = mkstemp(name.data());
-  if (fd < 0) fail(flag, path, "cannot write in " + dir.string() + ": " + std::strerror(errno));
+  if (fd < 0)
+    fail(flag, path, "cannot write in " + dir.string() + ": " + std::strerror(errno));
   close(fd);
   unlink(name.c_str());
 }
 
 } // namespace
 
-void checkOutputFile(const std::string& flag, const std::string& path) {
+void checkOutputFile(const std::string &flag, const std::string &path) {
   std::error_code ec;
-  // lstat: a symlink is refused itself (the rename would replace it, and its target is never written).
+  // lstat: a symlink is refused itself (the rename would replace it, and its target is never
+  // written).
   const std::string kind = nonRegularFileKind(path, /*followLinks=*/false);
-  if (kind == "a directory") fail(flag, path, "is a directory (expected a file name)");
-  if (!kind.empty()) fail(flag, path, outputRefusal(path));
+  if (kind == "a directory")
+    fail(flag, path, "is a directory (expected a file name)");
+  if (!kind.empty())
+    fail(flag, path, outputRefusal(path));
   fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::exists(parent, ec)) fail(flag, path, "directory " + parent.string() + " does not exist");
-  if (!fs::is_directory(parent, ec)) fail(flag, path, parent.string() + " is not a directory");
+  if (parent.empty())
+    parent = ".";
+  if (!fs::exists(parent, ec))
+    fail(flag, path, "directory " + parent.string() + " does not exist");
+  if (!fs::is_directory(parent, ec))
+    fail(flag, path, parent.string() + " is not a directory");
   probe(flag, path, parent);
 }
 
-void checkOutputDir(const std::string& flag, const std::string& path) {
+void checkOutputDir(const std::string &flag, const std::string &path) {
   std::error_code ec;
   fs::path at = fs::path(path);
   // The nearest existing ancestor: create_directories makes the rest.
   while (!at.empty() && !fs::exists(at, ec))
     at = at.parent_path();
-  if (at.empty()) at = ".";
+  if (at.empty())
+    at = ".";
   if (!fs::is_directory(at, ec))
-    fail(flag, path, at.string() == path ? "exists and is not a directory" : at.string() + " is not a directory");
+    fail(flag, path,
+         at.string() == path ? "exists and is not a directory"
+                             : at.string() + " is not a directory");
   probe(flag, path, at);
 }
 
-void checkNotSpecialFile(const std::string& flag, const std::string& path) {
+void checkNotSpecialFile(const std::string &flag, const std::string &path) {
   const std::string why = outputRefusal(path);
-  if (!why.empty()) fail(flag, path, why);
+  if (!why.empty())
+    fail(flag, path, why);
 }
 
-void checkInputFile(const std::string& flag, const std::string& path) {
+void checkInputFile(const std::string &flag, const std::string &path) {
   const std::string why = inputRefusal(path);
-  if (!why.empty()) fail(flag, path, why);
+  if (!why.empty())
+    fail(flag, path, why);
 }
 
 } // namespace disagmoe::tools

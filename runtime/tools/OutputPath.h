@@ -18,21 +18,21 @@ namespace disagmoe::tools {
 /// PATH will be written as one file: if it exists it must be a regular file (checked with lstat:
 /// a symlink, FIFO, device or socket is refused, never replaced or written through), and its parent
 /// directory must exist and be writable.
-void checkOutputFile(const std::string& flag, const std::string& path);
+void checkOutputFile(const std::string &flag, const std::string &path);
 
 /// PATH will receive files (created with its missing parents): it must be a writable directory,
 /// or its nearest existing ancestor must be a writable directory.
-void checkOutputDir(const std::string& flag, const std::string& path);
+void checkOutputDir(const std::string &flag, const std::string &path);
 
 /// PATH (a file inside an output directory, which need not exist yet) will be written: if it
 /// exists it must be a regular file (lstat), else "exists and is not a regular file (a FIFO):
 /// refusing to replace it". Used for --save-grads/--save-weights once the plan names the files.
-void checkNotSpecialFile(const std::string& flag, const std::string& path);
+void checkNotSpecialFile(const std::string &flag, const std::string &path);
 
 /// PATH will be read (--input, --targets, --data, --resume, --op-times): if it exists it must be a
 /// regular file or a symlink to one; a directory ("is a directory, expected a file") or a FIFO,
 /// device or socket ("is not a regular file (a FIFO)") is refused. A missing file is left to the
 /// reader, whose open names the error.
-void checkInputFile(const std::string& flag, const std::string& path);
+void checkInputFile(const std::string &flag, const std::string &path);
 
 } // namespace disagmoe::tools

@@ -19,12 +19,14 @@
 namespace disagmoe::tools {
 
 struct SimRunOptions {
-  std::string opTimes; ///< "disagmoe-op-times" JSON (docs/results.md, "Calibration"); empty: roofline
-  std::string trace;   ///< Chrome trace output path; empty: none
-  int64_t hostCores = 0; ///< > 0: ranks are threads on that many CPU cores (sim::SimOptions::hostCores)
+  std::string
+      opTimes;       ///< "disagmoe-op-times" JSON (docs/results.md, "Calibration"); empty: roofline
+  std::string trace; ///< Chrome trace output path; empty: none
+  int64_t hostCores =
+      0; ///< > 0: ranks are threads on that many CPU cores (sim::SimOptions::hostCores)
 };
 
 /// Replays `plan.schedule`; returns the process exit code (0).
-int runSimBackend(const Plan& plan, const SimRunOptions& options, std::ostream& out);
+int runSimBackend(const Plan &plan, const SimRunOptions &options, std::ostream &out);
 
 } // namespace disagmoe::tools

@@ -3,7 +3,8 @@
 //   disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]
 //                [--output logits.npy] [--batch B --seq-len S --seed N] [--timeout SECONDS]
 //                [--trace TRACE.json] [--op-times-out OPS.json]   (runtime/executor/OpProfile.h)
-//                [--warmup N]   (N untimed forward runs first; benchmarks time a warm run, bench/train)
+//                [--warmup N]   (N untimed forward runs first; benchmarks time a warm run,
+//                bench/train)
 //   disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]
 //                [--host-cores C]   (ranks as threads sharing C CPU cores, runtime/sim/Simulator.h)
 //
@@ -19,12 +20,12 @@
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/SimBackend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <new>
-#include <algorithm>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -38,17 +39,23 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-const char* kUsage =
+const char *kUsage =
     "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
-    "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout SECONDS]\n"
+    "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout "
+    "SECONDS]\n"
     "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
-    "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: measured\n"
-    "                    per-op medians in the format --backend sim --op-times reads; --warmup: N untimed\n"
+    "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: "
+    "measured\n"
+    "                    per-op medians in the format --backend sim --op-times reads; --warmup: N "
+    "untimed\n"
     "                    runs of the same input before the reported one)\n"
-    "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace TRACE.json]\n"
+    "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace "
+    "TRACE.json]\n"
     "                    [--host-cores C]\n"
-    "                    (replays the plan's schedule on the simulator: step time, busy/idle, bubble, MFU;\n"
-    "                    --host-cores: the ranks are threads sharing C CPU cores, as the cpu backend runs)\n";
+    "                    (replays the plan's schedule on the simulator: step time, busy/idle, "
+    "bubble, MFU;\n"
+    "                    --host-cores: the ranks are threads sharing C CPU cores, as the cpu "
+    "backend runs)\n";
 
 struct Options {
   std::string plan, backend = "cpu", comm = "local", input, output;
@@ -56,27 +63,31 @@ struct Options {
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
   bool seedGiven = false, timeoutGiven = false; // --backend sim refuses what it would ignore
-  std::string opTimes;    // --backend sim: measured op times to replay with
-  std::string trace;      // sim: the simulated step's Chrome trace; cpu: the executed run's
-  std::string opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
-  int64_t warmup = 0;     // untimed forward runs before the reported one (caches and allocator pools warm)
-  int64_t hostCores = 0;  // --backend sim: ranks as threads on this many CPU cores (0: a device per rank)
+  std::string opTimes;                          // --backend sim: measured op times to replay with
+  std::string trace; // sim: the simulated step's Chrome trace; cpu: the executed run's
+  std::string
+      opTimesOut; // --backend cpu: write the measured per-op times (runtime/executor/OpProfile.h)
+  int64_t warmup =
+      0; // untimed forward runs before the reported one (caches and allocator pools warm)
+  int64_t hostCores =
+      0; // --backend sim: ranks as threads on this many CPU cores (0: a device per rank)
 };
 
-int64_t parseInteger(const std::string& flag, const std::string& text, int64_t lo) {
+int64_t parseInteger(const std::string &flag, const std::string &text, int64_t lo) {
   size_t used = 0;
   long long v = 0;
   try {
     v = std::stoll(text, &used);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     used = 0;
   }
   if (used != text.size() || text.empty() || v < lo)
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text + "\"");
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got \"" + text +
+                     "\"");
   return v;
 }
 
-Options parseArgs(int argc, char** argv) {
+Options parseArgs(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -85,7 +96,8 @@ Options parseArgs(int argc, char** argv) {
       std::exit(0);
     }
     if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty()) throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
+      if (!o.plan.empty())
+        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
       o.plan = arg;
       continue;
     }
@@ -96,17 +108,19 @@ Options parseArgs(int argc, char** argv) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    static const char* const kFlags[] = {"--backend", "--comm", "--input", "--output", "--batch",
-                                         "--seq-len", "--seed", "--timeout", "--op-times", "--trace",
-                                         "--op-times-out", "--warmup", "--host-cores"};
+    static const char *const kFlags[] = {
+        "--backend", "--comm",     "--input", "--output",       "--batch",  "--seq-len",   "--seed",
+        "--timeout", "--op-times", "--trace", "--op-times-out", "--warmup", "--host-cores"};
     if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
       throw UsageError("unknown option " + name + " (see --help)");
     if (eq == std::string::npos) {
-      if (i + 1 >= argc) throw UsageError(name + " needs a value");
+      if (i + 1 >= argc)
+        throw UsageError(name + " needs a value");
       value = argv[++i];
     }
-    if (value.empty()) throw UsageError(name + ": empty value");
-    const std::string& arg_ = name;
+    if (value.empty())
+      throw UsageError(name + ": empty value");
+    const std::string &arg_ = name;
     if (arg_ == "--backend")
       o.backend = value;
     else if (arg_ == "--comm")
@@ -136,38 +150,53 @@ Options parseArgs(int argc, char** argv) {
     else
       throw UsageError("unknown option " + arg_);
   }
-  if (o.plan.empty()) throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  if (o.plan.empty())
+    throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
   if (o.backend == "cuda")
-    throw UsageError("backend \"" + o.backend + "\" is not built in this version (available: cpu, sim)");
+    throw UsageError("backend \"" + o.backend +
+                     "\" is not built in this version (available: cpu, sim)");
   if (o.backend != "cpu" && o.backend != "sim")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
-  if (o.backend != "sim" && !o.opTimes.empty()) throw UsageError("--op-times needs --backend sim");
-  if (o.backend != "sim" && o.hostCores) throw UsageError("--host-cores needs --backend sim");
+  if (o.backend != "sim" && !o.opTimes.empty())
+    throw UsageError("--op-times needs --backend sim");
+  if (o.backend != "sim" && o.hostCores)
+    throw UsageError("--host-cores needs --backend sim");
   if (o.warmup > 0 && (o.backend == "sim" || !o.trace.empty() || !o.opTimesOut.empty()))
-    throw UsageError("--warmup runs the cpu forward several times and reports the last run: it takes no --backend "
+    throw UsageError("--warmup runs the cpu forward several times and reports the last run: it "
+                     "takes no --backend "
                      "sim, --trace or --op-times-out (those record one run)");
   if (o.backend == "sim" && !o.opTimesOut.empty())
     throw UsageError("--op-times-out times an executed run: it needs --backend cpu");
   if (o.backend == "sim" && (!o.input.empty() || !o.output.empty()))
     throw UsageError("--backend sim replays the plan's schedule: it takes no --input or --output");
   if (o.backend == "sim" && (o.batch || o.seqLen || o.seedGiven || o.timeoutGiven))
-    throw UsageError("--backend sim replays the plan's compiled schedule: --batch, --seq-len, --seed and --timeout "
-                     "do not apply (compile the plan for another shape with disagmoe compile --batch/--seq-len)");
+    throw UsageError("--backend sim replays the plan's compiled schedule: --batch, --seq-len, "
+                     "--seed and --timeout "
+                     "do not apply (compile the plan for another shape with disagmoe compile "
+                     "--batch/--seq-len)");
   if (o.comm == "mpi" || o.comm == "nccl")
-    throw UsageError("comm \"" + o.comm + "\" is not built in this version (available: local, mpi)");
-  if (o.comm != "local") throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
+    throw UsageError("comm \"" + o.comm +
+                     "\" is not built in this version (available: local, mpi)");
+  if (o.comm != "local")
+    throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
   return o;
 }
 
-int run(const Options& o) {
+int run(const Options &o) {
   // Before any work: a run that cannot write its results fails at once.
-  if (!o.output.empty()) tools::checkOutputFile("--output", o.output);
-  if (!o.trace.empty()) tools::checkOutputFile("--trace", o.trace);
-  if (!o.opTimesOut.empty()) tools::checkOutputFile("--op-times-out", o.opTimesOut);
-  if (!o.input.empty()) tools::checkInputFile("--input", o.input);
-  if (!o.opTimes.empty()) tools::checkInputFile("--op-times", o.opTimes);
+  if (!o.output.empty())
+    tools::checkOutputFile("--output", o.output);
+  if (!o.trace.empty())
+    tools::checkOutputFile("--trace", o.trace);
+  if (!o.opTimesOut.empty())
+    tools::checkOutputFile("--op-times-out", o.opTimesOut);
+  if (!o.input.empty())
+    tools::checkInputFile("--input", o.input);
+  if (!o.opTimes.empty())
+    tools::checkInputFile("--op-times", o.opTimes);
   const Plan plan = loadPlan(o.plan);
-  if (o.backend == "sim") return tools::runSimBackend(plan, {o.opTimes, o.trace, o.hostCores}, std::cout);
+  if (o.backend == "sim")
+    return tools::runSimBackend(plan, {o.opTimes, o.trace, o.hostCores}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;
   int64_t seqLen = o.seqLen ? o.seqLen : plan.model.seqLen;
   std::vector<int64_t> ids;
@@ -178,26 +207,27 @@ int run(const Options& o) {
       throw UsageError(o.input + ": expected token ids of shape [batch, seq], got rank " +
                        std::to_string(shape.size()));
     if ((o.batch && o.batch != shape[0]) || (o.seqLen && o.seqLen != shape[1]))
-      throw UsageError(o.input + ": shape [" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) +
-                       "] disagrees with --batch/--seq-len");
+      throw UsageError(o.input + ": shape [" + std::to_string(shape[0]) + "," +
+                       std::to_string(shape[1]) + "] disagrees with --batch/--seq-len");
     batch = shape[0];
     seqLen = shape[1];
   } else {
     try { // before allocating batch * seqLen ids
       validateShape(plan, batch, seqLen);
-    } catch (const ExecError& e) {
-      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) + ": " + e.what());
+    } catch (const ExecError &e) {
+      throw UsageError("--batch " + std::to_string(batch) + " --seq-len " + std::to_string(seqLen) +
+                       ": " + e.what());
     }
     std::mt19937_64 rng(o.seed);
     ids.resize(static_cast<size_t>(batch * seqLen));
-    for (int64_t& id : ids)
+    for (int64_t &id : ids)
       id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
-    std::cout << "no --input: running on random token ids [" << batch << "," << seqLen << "] (seed " << o.seed
-              << ")\n";
+    std::cout << "no --input: running on random token ids [" << batch << "," << seqLen << "] (seed "
+              << o.seed << ")\n";
   }
   try {
     validateInput(plan, ids, batch, seqLen);
-  } catch (const ExecError& e) {
+  } catch (const ExecError &e) {
     throw UsageError((o.input.empty() ? std::string("generated ids") : o.input) + ": " + e.what());
   }
 
@@ -206,7 +236,8 @@ int run(const Options& o) {
   // Half the receive deadline: a silent rank is named before its peers' receives time out.
   options.heartbeatDeadline = std::chrono::seconds(o.timeoutSeconds) / 2;
   OpProfile profile(plan.placement.worldSize);
-  if (!o.trace.empty() || !o.opTimesOut.empty()) options.profile = &profile;
+  if (!o.trace.empty() || !o.opTimesOut.empty())
+    options.profile = &profile;
   const Executor executor(plan, options);
   int64_t warmupRuns = 0;
   const auto warmupStart = std::chrono::steady_clock::now();
@@ -216,9 +247,9 @@ int run(const Options& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warmupStart).count();
   const RunResult result = executor.run(ids, batch, seqLen);
 
-  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers << " layers, "
-            << plan.model.numExperts << " experts, top-" << plan.model.topK << ", world size "
-            << plan.placement.worldSize << ")\n\n";
+  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
+            << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
+            << ", world size " << plan.placement.worldSize << ")\n\n";
   std::cout << "placement:\n" << formatPlacement(plan, result) << "\n";
   std::cout << "memory:\n" << formatMemory(plan) << "\n";
   std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
@@ -233,8 +264,8 @@ int run(const Options& o) {
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
-    std::cout << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize << "] written to " << o.output
-              << "\n";
+    std::cout << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize
+              << "] written to " << o.output << "\n";
   }
   if (!o.opTimesOut.empty()) {
     writeOpTimes(plan, profile, o.opTimesOut);
@@ -249,15 +280,17 @@ int run(const Options& o) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   // --train and --comm mpi: runtime/tools/DistributedRun.h.
-  if (disagmoe::tools::handlesArgs(argc, argv)) return disagmoe::tools::distributedMain(argc, argv);
+  if (disagmoe::tools::handlesArgs(argc, argv))
+    return disagmoe::tools::distributedMain(argc, argv);
   try {
     return run(parseArgs(argc, argv));
-  } catch (const std::bad_alloc&) { // the shape checks passed, yet a buffer of the run did not fit
-    std::cerr << "disagmoe-run: out of host memory running the plan's forward (a buffer of the token ids, weights, "
+  } catch (const std::bad_alloc &) { // the shape checks passed, yet a buffer of the run did not fit
+    std::cerr << "disagmoe-run: out of host memory running the plan's forward (a buffer of the "
+                 "token ids, weights, "
                  "exchanges or logits could not be allocated): try a smaller --batch/--seq-len\n";
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     std::cerr << "disagmoe-run: " << e.what() << "\n";
   } catch (...) {
     std::cerr << "disagmoe-run: unknown error\n";

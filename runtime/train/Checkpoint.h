@@ -1,11 +1,14 @@
 // Training checkpoints as one safetensors file (runtime/io/Safetensors.h), written atomically
 // (a temporary file beside it, then a rename):
 //
-//   tensors   "<key>"              fp32 master weight (keys of weightKeys: embed, l0_q, l0_expert3_w1, ...)
+//   tensors   "<key>"              fp32 master weight (keys of weightKeys: embed, l0_q,
+//   l0_expert3_w1, ...)
 //             "<key>.exp_avg"      AdamW first moment  (only once AdamW has stepped)
 //             "<key>.exp_avg_sq"   AdamW second moment
-//             "l<l>_router_selection_bias"  fp32 [numExperts], DeepSeek-V3's selection bias of layer
-//                                  l's router (only with a router bias update rate; RankState::routerBias)
+//             "l<l>_router_selection_bias"  fp32 [numExperts], DeepSeek-V3's selection bias of
+//             layer
+//                                  l's router (only with a router bias update rate;
+//                                  RankState::routerBias)
 //   metadata  format "disagmoe-train-checkpoint", version "2", step (optimizer steps taken),
 //             data_position (the token batcher's position; 0 without token data), optimizer
 //             ("sgd" or "adamw"), model (family, layers, experts), data (the token file), and
@@ -46,23 +49,25 @@ struct CheckpointInfo {
 };
 
 /// Writes every tensor of `trainer` (all of them must be held in this process: the local comm).
-void saveCheckpoint(const std::string& path, const Plan& plan, const Trainer& trainer, const CheckpointInfo& info);
+void saveCheckpoint(const std::string &path, const Plan &plan, const Trainer &trainer,
+                    const CheckpointInfo &info);
 
 /// One process per rank: every rank sends rank 0 the tensors whose lowest holder it is (message tag
 /// `tag`, unused by the step); rank 0 writes the file, byte-identical to saveCheckpoint's for the
 /// same state. Every rank calls it at the same point. Throws CheckpointError (rank 0's write) or
 /// CommError (a receive past `timeout`).
-void saveCheckpointGathered(const std::string& path, const Plan& plan, const Trainer& trainer,
-                            const CheckpointInfo& info, Comm& comm, int tag, std::chrono::milliseconds timeout);
+void saveCheckpointGathered(const std::string &path, const Plan &plan, const Trainer &trainer,
+                            const CheckpointInfo &info, Comm &comm, int tag,
+                            std::chrono::milliseconds timeout);
 
 /// Loads `path` into `trainer` (weights, moments and selection bias of the ranks it holds, step
 /// count) and returns its step and data position. Refuses (CheckpointError) a file that is not a
 /// safetensors checkpoint of this format, of another optimizer or model, with a missing, extra or
 /// misshapen tensor, a tensor whose bytes disagree with its CRC-32 ("tensor \"l0_q\": CRC-32 of its
 /// bytes is ..., __metadata__.crc32.l0_q says ... (the file is corrupt)"), or a bad number.
-CheckpointInfo loadCheckpoint(const std::string& path, const Plan& plan, Trainer& trainer);
+CheckpointInfo loadCheckpoint(const std::string &path, const Plan &plan, Trainer &trainer);
 
 /// CRC-32 (zlib's crc32) of `bytes` bytes at `data`, as 8 lower-case hex digits.
-std::string crc32Hex(const void* data, size_t bytes);
+std::string crc32Hex(const void *data, size_t bytes);
 
 } // namespace disagmoe::train

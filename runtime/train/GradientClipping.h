@@ -19,14 +19,15 @@
 namespace disagmoe::train {
 
 /// Tag of the norm gather: after the all-reduce tags (6 L + weight index) and the loss gather's.
-int gradNormTag(const ModelSpec& model);
+int gradNormTag(const ModelSpec &model);
 
 /// The global gradient L2 norm over all ranks (every rank returns the same value). Throws
 /// CommError / ExecError like the all-reduce.
-double globalGradNorm(const Plan& plan, const RankState& state, Comm& comm, std::chrono::milliseconds timeout);
+double globalGradNorm(const Plan &plan, const RankState &state, Comm &comm,
+                      std::chrono::milliseconds timeout);
 
 /// Scales every gradient this rank holds by PyTorch's clip coefficient when `totalNorm` exceeds
 /// `maxNorm` (> 0); returns the coefficient applied (1 when none).
-double clipGradients(RankState& state, double totalNorm, double maxNorm);
+double clipGradients(RankState &state, double totalNorm, double maxNorm);
 
 } // namespace disagmoe::train

@@ -5,22 +5,25 @@
 
 namespace disagmoe::train {
 
-OptimizerKind parseOptimizerKind(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::Sgd;
-  if (name == "adamw") return OptimizerKind::AdamW;
+OptimizerKind parseOptimizerKind(const std::string &name) {
+  if (name == "sgd")
+    return OptimizerKind::Sgd;
+  if (name == "adamw")
+    return OptimizerKind::AdamW;
   throw std::invalid_argument("unknown optimizer \"" + name + "\" (expected sgd or adamw)");
 }
 
-const char* toString(OptimizerKind kind) { return kind == OptimizerKind::Sgd ? "sgd" : "adamw"; }
+const char *toString(OptimizerKind kind) { return kind == OptimizerKind::Sgd ? "sgd" : "adamw"; }
 
-void sgdStep(float* w, const float* g, int64_t n, double lr) {
+void sgdStep(float *w, const float *g, int64_t n, double lr) {
   // param.add_(grad, alpha=-lr): fp32 multiply-add with alpha rounded to fp32.
   const float alpha = static_cast<float>(-lr);
   for (int64_t i = 0; i < n; ++i)
     w[i] = w[i] + alpha * g[i];
 }
 
-void adamwStep(float* w, const float* g, float* m, float* v, int64_t n, int64_t step, const OptimizerConfig& c) {
+void adamwStep(float *w, const float *g, float *m, float *v, int64_t n, int64_t step,
+               const OptimizerConfig &c) {
   // The scalars as PyTorch forms them (Python floats, i.e. double), the tensor ops in fp32.
   const float decay = static_cast<float>(1.0 - c.lr * c.weightDecay);
   const float b1 = static_cast<float>(c.beta1), oneMinusB1 = static_cast<float>(1.0 - c.beta1);

@@ -19,11 +19,11 @@ struct OptimizerConfig {
 };
 
 /// "sgd" or "adamw"; throws std::invalid_argument otherwise.
-OptimizerKind parseOptimizerKind(const std::string& name);
-const char* toString(OptimizerKind kind);
+OptimizerKind parseOptimizerKind(const std::string &name);
+const char *toString(OptimizerKind kind);
 
 /// Plain SGD without momentum or weight decay: w -= lr * g.
-void sgdStep(float* w, const float* g, int64_t n, double lr);
+void sgdStep(float *w, const float *g, int64_t n, double lr);
 
 /// One AdamW step (decoupled weight decay), `step` >= 1 the step number after this update:
 ///   w *= 1 - lr * wd
@@ -31,6 +31,7 @@ void sgdStep(float* w, const float* g, int64_t n, double lr);
 ///   w -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
 /// m and v (the fp32 moment buffers, zero before the first step) are updated in place. A zero
 /// gradient (an expert that received no token) still decays the weight.
-void adamwStep(float* w, const float* g, float* m, float* v, int64_t n, int64_t step, const OptimizerConfig& config);
+void adamwStep(float *w, const float *g, float *m, float *v, int64_t n, int64_t step,
+               const OptimizerConfig &config);
 
 } // namespace disagmoe::train

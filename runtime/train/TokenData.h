@@ -6,10 +6,10 @@
 //   uint16     raw little-endian uint16 tokens, no header (numpy's tofile)
 //   uint32     raw little-endian uint32 tokens, no header
 //   megatron   Megatron-LM's indexed dataset PREFIX.bin + PREFIX.idx (megatron/core/datasets/
-//              indexed_dataset.py, _IndexWriter): the .idx is "MMIDIDX\0\0", u64 version 1, u8 dtype
-//              code (1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 8 uint16), u64 sequence count S,
-//              u64 document count D, int32 lengths[S], int64 byte pointers into .bin[S], int64
-//              document indices[D]; the tokens are the sequences concatenated in index order.
+//              indexed_dataset.py, _IndexWriter): the .idx is "MMIDIDX\0\0", u64 version 1, u8
+//              dtype code (1 uint8, 2 int8, 3 int16, 4 int32, 5 int64, 8 uint16), u64 sequence
+//              count S, u64 document count D, int32 lengths[S], int64 byte pointers into .bin[S],
+//              int64 document indices[D]; the tokens are the sequences concatenated in index order.
 //
 // Batches (TokenBatcher): the file is one token stream; a batch of B sequences of S tokens takes B
 // consecutive windows of S + 1 tokens starting at the data position p (window b starts at p + b S):
@@ -32,21 +32,22 @@ public:
 enum class TokenFormat { Bytes, Uint16, Uint32, Megatron };
 
 /// "bytes", "uint16", "uint32", "megatron"; throws DataError otherwise.
-TokenFormat parseTokenFormat(const std::string& name);
+TokenFormat parseTokenFormat(const std::string &name);
 
 /// Reads every token of `path` (for megatron: PATH.bin and PATH.idx, PATH given with or without the
 /// .bin suffix). Throws DataError naming the file and the field (size not a multiple of the token
 /// width, bad magic/version/dtype, a sequence outside the .bin, a token >= vocabSize).
-std::vector<int64_t> loadTokens(const std::string& path, TokenFormat format, int64_t vocabSize);
+std::vector<int64_t> loadTokens(const std::string &path, TokenFormat format, int64_t vocabSize);
 
 class TokenBatcher {
 public:
   /// Throws DataError when the stream has fewer than batch * seqLen + 1 tokens.
-  TokenBatcher(std::vector<int64_t> tokens, int64_t batch, int64_t seqLen, const std::string& source);
+  TokenBatcher(std::vector<int64_t> tokens, int64_t batch, int64_t seqLen,
+               const std::string &source);
 
   /// The batch at the current position (wrapping first if needed): ids and targets [batch*seqLen];
   /// then advances the position. Returns true when it wrapped to position 0 first.
-  bool next(std::vector<int64_t>& ids, std::vector<int64_t>& targets);
+  bool next(std::vector<int64_t> &ids, std::vector<int64_t> &targets);
 
   int64_t position() const { return position_; }
   /// 1 + the wraps since this batcher started (or since setPosition).

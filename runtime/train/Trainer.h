@@ -47,7 +47,7 @@ struct TrainOptions {
   int onlyRank = -1;
   /// Non-null: step() times every instruction of every rank into it (runtime/executor/OpProfile.h),
   /// tagged with the step number; the all-reduce, clipping and optimizer as one "optimizer" event.
-  OpProfile* profile = nullptr;
+  OpProfile *profile = nullptr;
 };
 
 struct StepResult {
@@ -55,10 +55,10 @@ struct StepResult {
   int64_t targetTokens = 0; ///< N
   int64_t step = 0;         ///< optimizer steps taken so far
   double wallSeconds = 0;
-  double lr = 0;            ///< learning rate this step used (the schedule's)
-  double gradNorm = 0;      ///< global gradient L2 norm before clipping
-  double clipCoef = 1;      ///< clipping factor applied (1: none)
-  double auxLoss = 0;       ///< load-balancing auxiliary loss (0 without auxLossCoef); not in `loss`
+  double lr = 0;       ///< learning rate this step used (the schedule's)
+  double gradNorm = 0; ///< global gradient L2 norm before clipping
+  double clipCoef = 1; ///< clipping factor applied (1: none)
+  double auxLoss = 0;  ///< load-balancing auxiliary loss (0 without auxLossCoef); not in `loss`
   /// [numLayers][numExperts]: token-expert assignments of the global batch (top-k choices, before
   /// any drop), summed over micro-batches and ranks.
   std::vector<std::vector<int64_t>> expertLoad;
@@ -72,61 +72,63 @@ struct StepResult {
 
 class Trainer {
 public:
-  /// Binds the weights of every rank of `plan` (or only options.onlyRank's); `plan` must outlive it.
-  /// Throws ExecError for an invalid schedule or clip norm.
-  explicit Trainer(const Plan& plan, TrainOptions options = {});
+  /// Binds the weights of every rank of `plan` (or only options.onlyRank's); `plan` must outlive
+  /// it. Throws ExecError for an invalid schedule or clip norm.
+  explicit Trainer(const Plan &plan, TrainOptions options = {});
 
   /// One step of all ranks in this process (local comm, one thread per rank). `targets`:
   /// [batch*seqLen], the target id of each position, negative for none (nextTokenTargets gives the
-  /// causal LM's). Throws ExecError for bad input or the first rank failure (ExecError / CommError).
-  StepResult step(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
-                  int64_t seqLen);
+  /// causal LM's). Throws ExecError for bad input or the first rank failure (ExecError /
+  /// CommError).
+  StepResult step(const std::vector<int64_t> &ids, const std::vector<int64_t> &targets,
+                  int64_t batch, int64_t seqLen);
 
   /// One step of `comm.rank()` only (every other rank runs stepRank in its own process at the
   /// same time); the loss is gathered to rank 0 and sent back, so every rank returns the same
   /// StepResult. Bit-identical to step() for the same plan and input.
-  StepResult stepRank(Comm& comm, const std::vector<int64_t>& ids, const std::vector<int64_t>& targets,
-                      int64_t batch, int64_t seqLen);
+  StepResult stepRank(Comm &comm, const std::vector<int64_t> &ids,
+                      const std::vector<int64_t> &targets, int64_t batch, int64_t seqLen);
 
   /// Whether weight `index` has a holder in this process; its current value and last gradient
   /// (after the all-reduce) from the lowest-ranked holder here. Throws ExecError when not held.
   bool holds(int index) const;
-  const Tensor& weight(int index) const;
-  const Tensor& gradient(int index) const;
-  const RankState& state(int rank) const { return states_.at(static_cast<size_t>(rank)); }
+  const Tensor &weight(int index) const;
+  const Tensor &gradient(int index) const;
+  const RankState &state(int rank) const { return states_.at(static_cast<size_t>(rank)); }
 
   /// Optimizer steps taken (the schedule's step count; restored from a checkpoint).
   int64_t steps() const { return steps_; }
-  const TrainOptions& options() const { return options_; }
-  /// AdamW moments of weight `index` from its lowest holder here (empty before the first AdamW step).
-  const Tensor& firstMoment(int index) const;
-  const Tensor& secondMoment(int index) const;
+  const TrainOptions &options() const { return options_; }
+  /// AdamW moments of weight `index` from its lowest holder here (empty before the first AdamW
+  /// step).
+  const Tensor &firstMoment(int index) const;
+  const Tensor &secondMoment(int index) const;
   /// Sets weight `index` and its AdamW moments (nullptr: none yet) on every holder in this process,
   /// for resuming from a checkpoint. Throws ExecError when a shape differs from the plan's.
-  void restore(int index, const Tensor& weight, const Tensor* m, const Tensor* v);
+  void restore(int index, const Tensor &weight, const Tensor *m, const Tensor *v);
   /// Sets the step count of the trainer and of every rank (AdamW's bias correction, the schedule).
   void restoreSteps(int64_t steps);
   /// Sets layer `layer`'s router selection bias (RankState::routerBias, [numExperts]) on every rank
   /// of its attention group held here, for resuming. Throws ExecError for another length.
-  void restoreRouterBias(int64_t layer, const std::vector<float>& bias);
+  void restoreRouterBias(int64_t layer, const std::vector<float> &bias);
 
   /// Writes DIR/<key>.npy (weightKeys) for every weight whose LOWEST holder (spec.ranks[0]) runs in
   /// this process, so one process per rank writes each weight exactly once. Creates DIR. With a
   /// router bias update rate, saveWeights also writes DIR/l{l}_router_selection_bias.npy (float32
   /// [numExperts]) from the lowest rank of layer l's attention group, when it runs here.
-  void saveWeights(const std::string& dir) const;
-  void saveGradients(const std::string& dir) const;
+  void saveWeights(const std::string &dir) const;
+  void saveGradients(const std::string &dir) const;
 
 private:
   StepConfig stepConfig() const; // the optimizer with the schedule's lr for step steps_ + 1
-  StepResult finish(const std::vector<RankStepResult>& results, int64_t N,
+  StepResult finish(const std::vector<RankStepResult> &results, int64_t N,
                     std::chrono::steady_clock::time_point start);
-  void checkInput(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets, int64_t batch,
-                  int64_t seqLen, const std::vector<MicroBatch>& microBatches) const;
-  const RankState* holder(int index) const;
-  void save(const std::string& dir, bool gradients) const;
+  void checkInput(const std::vector<int64_t> &ids, const std::vector<int64_t> &targets,
+                  int64_t batch, int64_t seqLen, const std::vector<MicroBatch> &microBatches) const;
+  const RankState *holder(int index) const;
+  void save(const std::string &dir, bool gradients) const;
 
-  const Plan& plan_;
+  const Plan &plan_;
   TrainOptions options_;
   std::vector<RankState> states_; // [worldSize]; only onlyRank's filled when set
   int64_t steps_ = 0;
@@ -134,13 +136,13 @@ private:
 
 /// "step N expert load: l0 [c0 c1 ...] l1 [...]\n": StepResult::expertLoad, one list per layer;
 /// with a capacity factor followed by " | dropped per layer [d0 d1 ...]" (StepResult::dropped).
-std::string expertLoadLine(const StepResult& r);
+std::string expertLoadLine(const StepResult &r);
 /// The same as a JSON array of arrays ("[[c0, c1], [..]]"), for the loss log.
-std::string expertLoadJson(const StepResult& r);
+std::string expertLoadJson(const StepResult &r);
 /// StepResult::dropped as a JSON array.
-std::string droppedJson(const StepResult& r);
+std::string droppedJson(const StepResult &r);
 
 /// The number of non-negative entries of `targets`.
-int64_t countTargets(const std::vector<int64_t>& targets);
+int64_t countTargets(const std::vector<int64_t> &targets);
 
 } // namespace disagmoe::train

@@ -9,58 +9,66 @@
 
 namespace disagmoe::train {
 
-void checkFinite(const StepResult& r) {
-  if (std::isfinite(r.loss) && std::isfinite(r.gradNorm)) return;
+void checkFinite(const StepResult &r) {
+  if (std::isfinite(r.loss) && std::isfinite(r.gradNorm))
+    return;
   const auto name = [](double v) { return std::isnan(v) ? "NaN" : "Inf"; };
   char why[200];
   if (!std::isfinite(r.loss))
-    std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g)", static_cast<long long>(r.step),
-                  name(r.loss), r.gradNorm, r.lr);
+    std::snprintf(why, sizeof why, "step %lld: loss is %s (gradient norm %g, lr %g)",
+                  static_cast<long long>(r.step), name(r.loss), r.gradNorm, r.lr);
   else
-    std::snprintf(why, sizeof why, "step %lld: gradient norm is %s (loss %g, lr %g)", static_cast<long long>(r.step),
-                  name(r.gradNorm), r.loss, r.lr);
-  const std::string where = r.firstNonFinite.layer >= 0
-                                ? "; the first non-finite value appeared in the output of " + r.firstNonFinite.where
-                                : std::string();
+    std::snprintf(why, sizeof why, "step %lld: gradient norm is %s (loss %g, lr %g)",
+                  static_cast<long long>(r.step), name(r.gradNorm), r.loss, r.lr);
+  const std::string where =
+      r.firstNonFinite.layer >= 0
+          ? "; the first non-finite value appeared in the output of " + r.firstNonFinite.where
+          : std::string();
   throw DivergedError(why + where + "; stopping without writing a checkpoint or weights");
 }
 
-void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
-                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
-                     std::ostream& out) {
+void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                     std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
+                     int64_t seqLen, const LoopOptions &o, std::ostream &out) {
   LoopRuntime local;
-  local.step = [&](const std::vector<int64_t>& i, const std::vector<int64_t>& t) {
+  local.step = [&](const std::vector<int64_t> &i, const std::vector<int64_t> &t) {
     return trainer.step(i, t, batch, seqLen);
   };
-  local.saveCheckpoint = [&](const std::string& path, const CheckpointInfo& info) {
+  local.saveCheckpoint = [&](const std::string &path, const CheckpointInfo &info) {
     saveCheckpoint(path, plan, trainer, info);
   };
-  runTrainingLoop(plan, trainer, data, std::move(ids), std::move(targets), batch, seqLen, o, local, out);
+  runTrainingLoop(plan, trainer, data, std::move(ids), std::move(targets), batch, seqLen, o, local,
+                  out);
 }
 
-void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
-                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& o,
-                     const LoopRuntime& runtime, std::ostream& realOut) {
+void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                     std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
+                     int64_t seqLen, const LoopOptions &o, const LoopRuntime &runtime,
+                     std::ostream &realOut) {
   // Only the reporting process prints; the others run the same loop silently.
   std::ostream nowhere(nullptr);
-  std::ostream& out = runtime.report ? realOut : nowhere;
+  std::ostream &out = runtime.report ? realOut : nowhere;
   if (!o.resume.empty()) {
     const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
-    if (data) data->setPosition(info.dataPosition);
-    out << "resumed from " << o.resume << " at step " << info.step << ", data position " << info.dataPosition
-        << "\n";
+    if (data)
+      data->setPosition(info.dataPosition);
+    out << "resumed from " << o.resume << " at step " << info.step << ", data position "
+        << info.dataPosition << "\n";
     if (info.step >= o.steps)
-      throw std::invalid_argument("--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
-                                  std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
-                                  std::to_string(info.step) + ")");
+      throw std::invalid_argument(
+          "--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
+          std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
+          std::to_string(info.step) + ")");
   }
   std::ofstream log;
   if (!o.lossLog.empty() && runtime.report) {
     // Opening a FIFO for writing blocks until a reader appears, and a symlink would be written
     // through: refuse any existing non-regular file before the open.
-    if (const std::string why = outputRefusal(o.lossLog); !why.empty()) throw DataError(o.lossLog + ": " + why);
+    if (const std::string why = outputRefusal(o.lossLog); !why.empty())
+      throw DataError(o.lossLog + ": " + why);
     log.open(o.lossLog, o.resume.empty() ? std::ios::trunc : std::ios::app);
-    if (!log) throw DataError(o.lossLog + ": cannot open the loss log for writing");
+    if (!log)
+      throw DataError(o.lossLog + ": cannot open the loss log for writing");
   }
   const auto checkpoint = [&] {
     CheckpointInfo info;
@@ -72,17 +80,21 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
   };
   while (trainer.steps() < o.steps) {
     if (data && data->next(ids, targets))
-      out << "data: end of " << o.dataName << " reached after " << data->size() << " tokens; wrapping to position 0 "
+      out << "data: end of " << o.dataName << " reached after " << data->size()
+          << " tokens; wrapping to position 0 "
           << "(epoch " << data->epoch() << ")\n";
     const StepResult r = runtime.step(ids, targets);
     checkFinite(r);
-    const double tokensPerSecond = r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
+    const double tokensPerSecond =
+        r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
     const int64_t position = data ? data->position() : 0;
     char line[400];
     std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data position %lld",
-                  static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss, tokensPerSecond, r.lr,
-                  r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "", static_cast<long long>(position));
+                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data "
+                  "position %lld",
+                  static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss,
+                  tokensPerSecond, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "",
+                  static_cast<long long>(position));
     out << line;
     if (r.auxLoss != 0) {
       std::snprintf(line, sizeof line, " | aux loss %.9g", r.auxLoss);
@@ -91,8 +103,10 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
     out << "\n" << expertLoadLine(r) << std::flush;
     if (log.is_open()) {
       std::snprintf(line, sizeof line,
-                    "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"clip_coef\": %.9g, "
-                    "\"target_tokens\": %lld, \"tokens_per_s\": %.1f, \"seconds\": %.6f, \"data_position\": %lld}\n",
+                    "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                    "\"clip_coef\": %.9g, "
+                    "\"target_tokens\": %lld, \"tokens_per_s\": %.1f, \"seconds\": %.6f, "
+                    "\"data_position\": %lld}\n",
                     static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm, r.clipCoef,
                     static_cast<long long>(r.targetTokens), tokensPerSecond, r.wallSeconds,
                     static_cast<long long>(position));
@@ -102,14 +116,16 @@ void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std
       entry.pop_back();
       char aux[64];
       std::snprintf(aux, sizeof aux, ", \"aux_loss\": %.9g", r.auxLoss);
-      log << entry << aux << ", \"expert_load\": " << expertLoadJson(r) << ", \"dropped\": " << droppedJson(r)
-          << "}\n"
+      log << entry << aux << ", \"expert_load\": " << expertLoadJson(r)
+          << ", \"dropped\": " << droppedJson(r) << "}\n"
           << std::flush;
     }
-    if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 && r.step < o.steps)
+    if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 &&
+        r.step < o.steps)
       checkpoint();
   }
-  if (!o.checkpoint.empty()) checkpoint();
+  if (!o.checkpoint.empty())
+    checkpoint();
 }
 
 } // namespace disagmoe::train

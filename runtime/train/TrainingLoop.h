@@ -23,8 +23,8 @@ public:
 };
 
 struct LoopOptions {
-  int64_t steps = 1;           ///< run until this many optimizer steps in total (a resumed run counts on)
-  std::string lossLog;         ///< JSON lines, one per step; appended to when resuming
+  int64_t steps = 1;   ///< run until this many optimizer steps in total (a resumed run counts on)
+  std::string lossLog; ///< JSON lines, one per step; appended to when resuming
   std::string checkpoint;      ///< written every checkpointEvery steps and after the last step
   int64_t checkpointEvery = 0; ///< 0: only after the last step
   std::string resume;          ///< a checkpoint to continue from
@@ -32,11 +32,12 @@ struct LoopOptions {
 };
 
 /// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:
-///   "step S: loss is NaN (gradient norm G, lr X)[; the first non-finite value appeared in the output
-///   of <instruction> of layer L on rank R]; stopping without writing a checkpoint or weights"
+///   "step S: loss is NaN (gradient norm G, lr X)[; the first non-finite value appeared in the
+///   output of <instruction> of layer L on rank R]; stopping without writing a checkpoint or
+///   weights"
 /// (or "step S: gradient norm is Inf (loss L, lr X)..."). Every `disagmoe-run --train` run calls it
 /// after each step, with or without --data.
-void checkFinite(const StepResult& r);
+void checkFinite(const StepResult &r);
 
 struct CheckpointInfo;
 
@@ -44,8 +45,9 @@ struct CheckpointInfo;
 /// saveCheckpoint, every rank in this process); with one process per rank (--comm mpi) the caller
 /// gives Trainer::stepRank and saveCheckpointGathered, and only rank 0 reports.
 struct LoopRuntime {
-  std::function<StepResult(const std::vector<int64_t>& ids, const std::vector<int64_t>& targets)> step;
-  std::function<void(const std::string& path, const CheckpointInfo& info)> saveCheckpoint;
+  std::function<StepResult(const std::vector<int64_t> &ids, const std::vector<int64_t> &targets)>
+      step;
+  std::function<void(const std::string &path, const CheckpointInfo &info)> saveCheckpoint;
   bool report = true; ///< print the progress lines and write the loss log
 };
 
@@ -59,12 +61,13 @@ struct LoopRuntime {
 /// holds options.steps steps or more (nothing left to run), CheckpointError / DataError / ExecError
 /// otherwise. When the data wraps to position 0 it prints one line
 ///   data: end of FILE reached after T tokens; wrapping to position 0 (epoch E)
-void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
-                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
-                     std::ostream& out);
+void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                     std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
+                     int64_t seqLen, const LoopOptions &options, std::ostream &out);
 /// The same loop over `runtime` (every process of an mpi job calls it with the same arguments).
-void runTrainingLoop(const Plan& plan, Trainer& trainer, TokenBatcher* data, std::vector<int64_t> ids,
-                     std::vector<int64_t> targets, int64_t batch, int64_t seqLen, const LoopOptions& options,
-                     const LoopRuntime& runtime, std::ostream& out);
+void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                     std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
+                     int64_t seqLen, const LoopOptions &options, const LoopRuntime &runtime,
+                     std::ostream &out);
 
 } // namespace disagmoe::train

@@ -1,9 +1,9 @@
 //===- FuzzOnnxImport.cpp - libFuzzer target: loader, importer and raise -===//
 //
 // Feeds arbitrary bytes through the whole frontend as `disagmoe compile` would: the libonnx loader
-// (parse, checks, static shape inference, offsets), the MLIR importer, the verifier and the raising pass.
-// Any crash, hang, sanitizer report or uncaught exception is a bug; errors returned as values are
-// the expected outcome for almost every input.
+// (parse, checks, static shape inference, offsets), the MLIR importer, the verifier and the raising
+// pass. Any crash, hang, sanitizer report or uncaught exception is a bug; errors returned as values
+// are the expected outcome for almost every input.
 //
 // Build: cmake -DDISAGMOE_BUILD_FUZZERS=ON with clang (see tests/fuzz/README.md).
 //

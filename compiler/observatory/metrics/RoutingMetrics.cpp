@@ -5,8 +5,9 @@
 
 namespace disagmoe::observatory {
 
-double maxOverMean(const std::vector<double>& x) {
-  if (x.empty()) return 0;
+double maxOverMean(const std::vector<double> &x) {
+  if (x.empty())
+    return 0;
   double sum = 0, mx = 0;
   for (double v : x) {
     sum += v;
@@ -15,11 +16,13 @@ double maxOverMean(const std::vector<double>& x) {
   return sum > 0 ? mx / (sum / static_cast<double>(x.size())) : 0;
 }
 
-double gini(const std::vector<double>& x) {
-  // With x sorted ascending and ranks i = 1..n, sum_i sum_j |x_i - x_j| = 2 sum_i (2i - n - 1) x_(i),
-  // so G = sum_i (2i - n - 1) x_(i) / (n sum x): the same value as the pairwise formula, in O(n log n).
+double gini(const std::vector<double> &x) {
+  // With x sorted ascending and ranks i = 1..n, sum_i sum_j |x_i - x_j| = 2 sum_i (2i - n - 1)
+  // x_(i), so G = sum_i (2i - n - 1) x_(i) / (n sum x): the same value as the pairwise formula, in
+  // O(n log n).
   const size_t n = x.size();
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   std::vector<double> s(x);
   std::sort(s.begin(), s.end());
   double sum = 0, weighted = 0;
@@ -30,7 +33,9 @@ double gini(const std::vector<double>& x) {
   return sum > 0 ? weighted / (static_cast<double>(n) * sum) : 0;
 }
 
-int expertRank(int64_t expert, int64_t experts, int ep) { return static_cast<int>(expert * ep / experts); }
+int expertRank(int64_t expert, int64_t experts, int ep) {
+  return static_cast<int>(expert * ep / experts);
+}
 
 std::vector<double> SendMatrix::received() const {
   std::vector<double> r(ep, 0.0);
@@ -40,22 +45,23 @@ std::vector<double> SendMatrix::received() const {
   return r;
 }
 
-SendMatrix SendMatrix::fromRouting(const int64_t* topIds, int64_t sequences, int64_t seqLen, int64_t topK,
-                                   int64_t experts, int ep, int64_t firstSequence) {
+SendMatrix SendMatrix::fromRouting(const int64_t *topIds, int64_t sequences, int64_t seqLen,
+                                   int64_t topK, int64_t experts, int ep, int64_t firstSequence) {
   SendMatrix m(ep);
   std::vector<int> rankOf(experts);
   for (int64_t e = 0; e < experts; ++e)
     rankOf[e] = expertRank(e, experts, ep);
   for (int64_t s = 0; s < sequences; ++s) {
-    int64_t* row = m.counts.data() + static_cast<size_t>(sourceRank(firstSequence + s, ep)) * ep;
-    const int64_t* ids = topIds + s * seqLen * topK;
+    int64_t *row = m.counts.data() + static_cast<size_t>(sourceRank(firstSequence + s, ep)) * ep;
+    const int64_t *ids = topIds + s * seqLen * topK;
     for (int64_t i = 0; i < seqLen * topK; ++i)
       ++row[rankOf[ids[i]]];
   }
   return m;
 }
 
-std::vector<int64_t> expertLoads(const int64_t* topIds, int64_t tokens, int64_t topK, int64_t experts) {
+std::vector<int64_t> expertLoads(const int64_t *topIds, int64_t tokens, int64_t topK,
+                                 int64_t experts) {
   std::vector<int64_t> c(experts, 0);
   for (int64_t i = 0; i < tokens * topK; ++i)
     ++c[topIds[i]];
@@ -71,20 +77,24 @@ double digamma(double x) {
   const double f = 1 / (x * x);
   // psi(x) ~ ln x - 1/(2x) - sum B_2n / (2n x^2n)
   const double series =
-      f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (-1.0 / 132 + f * (691.0 / 32760))))));
+      f * (-1.0 / 12 +
+           f * (1.0 / 120 +
+                f * (-1.0 / 252 + f * (1.0 / 240 + f * (-1.0 / 132 + f * (691.0 / 32760))))));
   return result + std::log(x) - 0.5 / x + series;
 }
 
-double dirichletMultinomialLogLikelihood(const std::vector<std::vector<int64_t>>& counts, double alpha) {
+double dirichletMultinomialLogLikelihood(const std::vector<std::vector<int64_t>> &counts,
+                                         double alpha) {
   double ll = 0;
-  for (const auto& row : counts) {
+  for (const auto &row : counts) {
     const double k = static_cast<double>(row.size());
     double n = 0, terms = 0;
     for (int64_t c : row) {
       n += static_cast<double>(c);
       terms += std::lgamma(static_cast<double>(c) + alpha) - std::lgamma(alpha);
     }
-    if (n == 0) continue;
+    if (n == 0)
+      continue;
     ll += std::lgamma(k * alpha) - std::lgamma(n + k * alpha) + terms;
   }
   return ll;
@@ -92,18 +102,21 @@ double dirichletMultinomialLogLikelihood(const std::vector<std::vector<int64_t>>
 
 namespace {
 
-// d/dalpha of the log-likelihood: sum_b [K psi(K a) - K psi(N_b + K a) + sum_e (psi(c_be + a) - psi(a))].
-// psi(c + a) - psi(a) is summed exactly as sum_{j<c} 1/(a + j) for small c, which keeps the score
-// accurate near its root at large alpha.
-double score(const std::vector<std::vector<int64_t>>& counts, const std::vector<int64_t>& totals, double a) {
+// d/dalpha of the log-likelihood: sum_b [K psi(K a) - K psi(N_b + K a) + sum_e (psi(c_be + a) -
+// psi(a))]. psi(c + a) - psi(a) is summed exactly as sum_{j<c} 1/(a + j) for small c, which keeps
+// the score accurate near its root at large alpha.
+double score(const std::vector<std::vector<int64_t>> &counts, const std::vector<int64_t> &totals,
+             double a) {
   const double psiA = digamma(a);
   double d = 0;
   for (size_t b = 0; b < counts.size(); ++b) {
-    if (totals[b] == 0) continue;
+    if (totals[b] == 0)
+      continue;
     const double k = static_cast<double>(counts[b].size());
     double sum = 0;
     for (int64_t c : counts[b]) {
-      if (c == 0) continue;
+      if (c == 0)
+        continue;
       if (c <= 16) {
         for (int64_t j = 0; j < c; ++j)
           sum += 1 / (a + static_cast<double>(j));
@@ -118,15 +131,17 @@ double score(const std::vector<std::vector<int64_t>>& counts, const std::vector<
 
 } // namespace
 
-AlphaFit fitSymmetricDirichletAlpha(const std::vector<std::vector<int64_t>>& counts) {
+AlphaFit fitSymmetricDirichletAlpha(const std::vector<std::vector<int64_t>> &counts) {
   AlphaFit fit;
   std::vector<int64_t> totals(counts.size(), 0);
   for (size_t b = 0; b < counts.size(); ++b) {
     for (int64_t c : counts[b])
       totals[b] += c;
-    if (totals[b] > 0) ++fit.batches;
+    if (totals[b] > 0)
+      ++fit.batches;
   }
-  if (fit.batches == 0) return fit;
+  if (fit.batches == 0)
+    return fit;
   double lo = std::log(kMinAlpha), hi = std::log(kMaxAlpha);
   if (score(counts, totals, kMaxAlpha) >= 0) {
     fit.alpha = kMaxAlpha;
@@ -147,18 +162,25 @@ AlphaFit fitSymmetricDirichletAlpha(const std::vector<std::vector<int64_t>>& cou
 }
 
 RoutingClass classify(double realTextGini) {
-  if (realTextGini < 0) return RoutingClass::Unclassified;
-  if (realTextGini < kResilientMaxGini) return RoutingClass::DataResilient;
-  if (realTextGini >= kConcentratedMinGini) return RoutingClass::PersistentlyConcentrated;
+  if (realTextGini < 0)
+    return RoutingClass::Unclassified;
+  if (realTextGini < kResilientMaxGini)
+    return RoutingClass::DataResilient;
+  if (realTextGini >= kConcentratedMinGini)
+    return RoutingClass::PersistentlyConcentrated;
   return RoutingClass::Intermediate;
 }
 
 std::string toString(RoutingClass c) {
   switch (c) {
-  case RoutingClass::DataResilient: return "data-resilient";
-  case RoutingClass::Intermediate: return "intermediate";
-  case RoutingClass::PersistentlyConcentrated: return "persistently concentrated";
-  case RoutingClass::Unclassified: return "unclassified";
+  case RoutingClass::DataResilient:
+    return "data-resilient";
+  case RoutingClass::Intermediate:
+    return "intermediate";
+  case RoutingClass::PersistentlyConcentrated:
+    return "persistently concentrated";
+  case RoutingClass::Unclassified:
+    return "unclassified";
   }
   return "unclassified";
 }

@@ -70,7 +70,8 @@ struct Item {
 };
 
 /// LPT over items (sorted by decreasing load), respecting slots and distinct ranks per expert.
-ExpertPlacement lpt(const std::vector<Item> &itemsIn, int64_t experts, int64_t ranks, int64_t slots) {
+ExpertPlacement lpt(const std::vector<Item> &itemsIn, int64_t experts, int64_t ranks,
+                    int64_t slots) {
   std::vector<Item> items = itemsIn;
   std::stable_sort(items.begin(), items.end(),
                    [](const Item &a, const Item &b) { return a.load > b.load; });
@@ -150,7 +151,8 @@ ExpertPlacement placeBalanced(const std::vector<int64_t> &loads, int64_t ranks, 
   std::vector<std::vector<Item>> on(ranks);
   for (int64_t e = 0; e < E; ++e)
     for (int64_t r : p.ranksOf[e])
-      on[r].push_back({e, static_cast<double>(loads[e]) / static_cast<double>(p.ranksOf[e].size())});
+      on[r].push_back(
+          {e, static_cast<double>(loads[e]) / static_cast<double>(p.ranksOf[e].size())});
   auto holds = [&](int64_t r, int64_t e) {
     for (const Item &it : on[r])
       if (it.expert == e)

@@ -42,9 +42,12 @@ std::string gb(double bytes) {
 std::vector<cost::Recomputation> detail::recomputeChoices(const PlannerOptions &o, bool ffnSide) {
   using cost::Recomputation;
   switch (o.recompute) {
-  case Recompute::Never: return {Recomputation::None};
-  case Recompute::Always: return {Recomputation::Full};
-  case Recompute::Selective: return {Recomputation::Selective};
+  case Recompute::Never:
+    return {Recomputation::None};
+  case Recompute::Always:
+    return {Recomputation::Full};
+  case Recompute::Selective:
+    return {Recomputation::Selective};
   default:
     if (ffnSide)
       return {Recomputation::None, Recomputation::Selective, Recomputation::Full,
@@ -78,12 +81,15 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
     return false;
   }
   if (o.globalTokens % o.seqLen) {
-    error = "--global-tokens " + std::to_string(o.globalTokens) + " is not a multiple of --seq-len " +
-            std::to_string(o.seqLen) + " (a step holds whole sequences)";
+    error = "--global-tokens " + std::to_string(o.globalTokens) +
+            " is not a multiple of --seq-len " + std::to_string(o.seqLen) +
+            " (a step holds whole sequences)";
     return false;
   }
   const int64_t B = o.globalTokens / o.seqLen;
-  auto name = [](const char *flag, int64_t v) { return std::string(flag) + " " + std::to_string(v); };
+  auto name = [](const char *flag, int64_t v) {
+    return std::string(flag) + " " + std::to_string(v);
+  };
   // Contradictory fixed options, named.
   if (o.fixedAttnGpus && o.fixedFfnGpus && o.fixedAttnGpus + o.fixedFfnGpus > W) {
     error = name("--attn-gpus", o.fixedAttnGpus) + " and " + name("--ffn-gpus", o.fixedFfnGpus) +
@@ -91,7 +97,8 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
     return false;
   }
   if (o.fixedGroups > L) {
-    error = name("--groups", o.fixedGroups) + " exceeds the model's " + std::to_string(L) + " layers";
+    error =
+        name("--groups", o.fixedGroups) + " exceeds the model's " + std::to_string(L) + " layers";
     return false;
   }
   for (auto [flag, v] : {std::pair<const char *, int64_t>{"--attn-gpus", o.fixedAttnGpus},
@@ -166,16 +173,24 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
   }
   if (out.empty()) {
     std::string fixed;
-    if (o.fixedGroups) fixed += " " + name("--groups", o.fixedGroups);
-    if (o.fixedAttnGpus) fixed += " " + name("--attn-gpus", o.fixedAttnGpus);
-    if (o.fixedFfnGpus) fixed += " " + name("--ffn-gpus", o.fixedFfnGpus);
-    if (o.fixedMicrobatches) fixed += " " + name("--microbatches", o.fixedMicrobatches);
-    if (o.fixedReplicas) fixed += " " + name("--replicas", o.fixedReplicas);
-    if (o.fixedCp) fixed += " " + name("--cp", o.fixedCp);
-    error = "no configuration satisfies the integer constraints (" + std::to_string(B) +
- " sequences per step split evenly over replicas x A-ranks / cp x micro-batches, at least "
-            "2p micro-batches, at most " + std::to_string(E) + " F-ranks per group, at most " + std::to_string(W) + " GPUs)" +
-            (fixed.empty() ? "" : " with" + fixed);
+    if (o.fixedGroups)
+      fixed += " " + name("--groups", o.fixedGroups);
+    if (o.fixedAttnGpus)
+      fixed += " " + name("--attn-gpus", o.fixedAttnGpus);
+    if (o.fixedFfnGpus)
+      fixed += " " + name("--ffn-gpus", o.fixedFfnGpus);
+    if (o.fixedMicrobatches)
+      fixed += " " + name("--microbatches", o.fixedMicrobatches);
+    if (o.fixedReplicas)
+      fixed += " " + name("--replicas", o.fixedReplicas);
+    if (o.fixedCp)
+      fixed += " " + name("--cp", o.fixedCp);
+    error =
+        "no configuration satisfies the integer constraints (" + std::to_string(B) +
+        " sequences per step split evenly over replicas x A-ranks / cp x micro-batches, at least "
+        "2p micro-batches, at most " +
+        std::to_string(E) + " F-ranks per group, at most " + std::to_string(W) + " GPUs)" +
+        (fixed.empty() ? "" : " with" + fixed);
     return false;
   }
   return true;
@@ -405,7 +420,8 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
   out.nicBandwidth = cl.nic.bandwidth;
   out.attnPcieCap = static_cast<double>(c.attnRanks) * cl.gpu.pcieBandwidth;
   out.ffnPcieCap = static_cast<double>(c.ffnRanks) * cl.gpu.pcieBandwidth;
-  out.K = static_cast<double>(c.microbatches) + static_cast<double>(2 * p - 1) / static_cast<double>(v);
+  out.K =
+      static_cast<double>(c.microbatches) + static_cast<double>(2 * p - 1) / static_cast<double>(v);
   const double bwGpu = cl.perGpuNetworkBandwidth();
   auto allReduce = [&](double bytes, int64_t n) {
     return n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / bwGpu : 0.0;
@@ -466,10 +482,10 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
   out.fits = out.attnMemory.total() <= usable && out.ffnMemory.total() <= usable;
   compress(out.attnLayers, &out.attnExtra);
   compress(out.ffnLayers, nullptr);
-  out.attnLowerBound = out.K * busy(out.attnLayers, &out.attnExtra,
-                                    std::numeric_limits<double>::infinity()) + out.D;
-  out.ffnLowerBound = out.K * busy(out.ffnLayers, nullptr,
-                                   std::numeric_limits<double>::infinity()) + out.D;
+  out.attnLowerBound =
+      out.K * busy(out.attnLayers, &out.attnExtra, std::numeric_limits<double>::infinity()) + out.D;
+  out.ffnLowerBound =
+      out.K * busy(out.ffnLayers, nullptr, std::numeric_limits<double>::infinity()) + out.D;
   auto caps = nicCaps(problem, c);
   out.capA = caps.first;
   out.capF = caps.second;
@@ -507,7 +523,8 @@ Evaluation detail::evaluateCosts(const Problem &problem, const CandidateCosts &c
     if (m.layers[l].isMoe())
       modelFlops += 3.0 * cost::routedExpertForwardFlops(m, l, B * static_cast<double>(o.seqLen));
   }
-  e.mfu = modelFlops / (e.stepTime * static_cast<double>(c.cand.gpus()) * problem.cluster.gpu.peakFlops);
+  e.mfu = modelFlops /
+          (e.stepTime * static_cast<double>(c.cand.gpus()) * problem.cluster.gpu.peakFlops);
   return e;
 }
 
@@ -582,28 +599,28 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
         fitF.push_back(r);
     }
     for (cost::Recomputation rf : fitF)
-    for (cost::Recomputation ra : levelsA) {
-      candidateMemory(problem, c, ra, rf, a, f);
-      if (a.total() > usable)
-        continue;
-      CandidateCosts costs = buildCosts(problem, c, ra, rf);
-      if (!costs.fits)
-        continue;
-      // Every NIC split: no monotonicity assumed, this is the oracle.
-      for (int64_t nA = 1; nA <= costs.capA; ++nA) {
-        double a = costs.sideA(nA);
-        int64_t lastF = std::min(costs.capF, N - nA);
-        for (int64_t nF = everyNicPair ? 1 : lastF; nF >= 1 && nF <= lastF; ++nF) {
-          double step = std::max(a, costs.sideF(nF));
-          if (s.ok && (step > s.eval.stepTime ||
-                       (step == s.eval.stepTime && c.gpus() >= s.config.cand.gpus())))
-            continue;
-          s.ok = true;
-          s.config = Config{c, ra, rf, nA, nF};
-          s.eval.stepTime = step;
+      for (cost::Recomputation ra : levelsA) {
+        candidateMemory(problem, c, ra, rf, a, f);
+        if (a.total() > usable)
+          continue;
+        CandidateCosts costs = buildCosts(problem, c, ra, rf);
+        if (!costs.fits)
+          continue;
+        // Every NIC split: no monotonicity assumed, this is the oracle.
+        for (int64_t nA = 1; nA <= costs.capA; ++nA) {
+          double a = costs.sideA(nA);
+          int64_t lastF = std::min(costs.capF, N - nA);
+          for (int64_t nF = everyNicPair ? 1 : lastF; nF >= 1 && nF <= lastF; ++nF) {
+            double step = std::max(a, costs.sideF(nF));
+            if (s.ok && (step > s.eval.stepTime ||
+                         (step == s.eval.stepTime && c.gpus() >= s.config.cand.gpus())))
+              continue;
+            s.ok = true;
+            s.config = Config{c, ra, rf, nA, nF};
+            s.eval.stepTime = step;
+          }
         }
       }
-    }
   }
   if (!s.ok)
     s.error = explainInfeasible(problem, cands);
@@ -695,21 +712,45 @@ std::vector<Config> neighbours(const Problem &problem, const Config &c) {
     Config n = c;
     n.cand.groups += d;
     add(n);
-    n = c; n.cand.attnRanks += d; add(n);
-    n = c; n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2; add(n);
-    n = c; n.cand.ffnRanks = d > 0 ? c.cand.ffnRanks * 2 : c.cand.ffnRanks / 2; add(n);
-    n = c; n.cand.ffnRanks += d; add(n);
-    n = c; n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2;
-    n.cand.microbatches = d > 0 ? c.cand.microbatches / 2 : c.cand.microbatches * 2; add(n);
-    n = c; n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2; add(n);
-    n = c; n.cand.replicas = d > 0 ? c.cand.replicas * 2 : c.cand.replicas / 2; add(n);
+    n = c;
+    n.cand.attnRanks += d;
+    add(n);
+    n = c;
+    n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2;
+    add(n);
+    n = c;
+    n.cand.ffnRanks = d > 0 ? c.cand.ffnRanks * 2 : c.cand.ffnRanks / 2;
+    add(n);
+    n = c;
+    n.cand.ffnRanks += d;
+    add(n);
+    n = c;
+    n.cand.attnRanks = d > 0 ? c.cand.attnRanks * 2 : c.cand.attnRanks / 2;
+    n.cand.microbatches = d > 0 ? c.cand.microbatches / 2 : c.cand.microbatches * 2;
+    add(n);
+    n = c;
+    n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2;
+    add(n);
+    n = c;
+    n.cand.replicas = d > 0 ? c.cand.replicas * 2 : c.cand.replicas / 2;
+    add(n);
     // CP doubled or halved, alone and with the micro-batch count following it.
-    n = c; n.cand.cp = d > 0 ? c.cand.cp * 2 : c.cand.cp / 2; add(n);
-    n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2; add(n);
+    n = c;
+    n.cand.cp = d > 0 ? c.cand.cp * 2 : c.cand.cp / 2;
+    add(n);
+    n.cand.microbatches = d > 0 ? c.cand.microbatches * 2 : c.cand.microbatches / 2;
+    add(n);
     for (int64_t step : {int64_t(1), node}) {
-      n = c; n.attnNics += d * step; add(n);
-      n = c; n.ffnNics += d * step; add(n);
-      n = c; n.attnNics += d * step; n.ffnNics -= d * step; add(n);
+      n = c;
+      n.attnNics += d * step;
+      add(n);
+      n = c;
+      n.ffnNics += d * step;
+      add(n);
+      n = c;
+      n.attnNics += d * step;
+      n.ffnNics -= d * step;
+      add(n);
     }
   }
   // Each side's recomputation level one step lighter or heavier.
@@ -811,12 +852,13 @@ ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t g
     os << "divisibility binds: no configuration satisfies the integer constraints";
   } else if (out.bestUnlimitedStep < chosenStep) {
     out.reason = ShareBound::Reason::Memory;
-    os << "memory binds: the fastest of the " << out.candidates << " configurations with that share ("
-       << out.bestUnlimitedStep << " s per step against the chosen " << chosenStep
-       << " s, recomputation " << cost::recomputationName(lightA) << "/"
-       << cost::recomputationName(lightF) << ") needs "
-       << gb(out.bestUnlimitedBytes + problem.options.reserveBytes) << " per GPU, the " << problem.cluster.gpu.name << " has "
-       << gb(problem.cluster.gpu.hbmBytes) << "; " << out.fitting << " fit";
+    os << "memory binds: the fastest of the " << out.candidates
+       << " configurations with that share (" << out.bestUnlimitedStep
+       << " s per step against the chosen " << chosenStep << " s, recomputation "
+       << cost::recomputationName(lightA) << "/" << cost::recomputationName(lightF) << ") needs "
+       << gb(out.bestUnlimitedBytes + problem.options.reserveBytes) << " per GPU, the "
+       << problem.cluster.gpu.name << " has " << gb(problem.cluster.gpu.hbmBytes) << "; "
+       << out.fitting << " fit";
     if (out.fitting)
       os << ", the fastest of them " << out.bestFitStep << " s";
   } else {

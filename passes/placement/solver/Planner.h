@@ -27,7 +27,8 @@
 //        (2p - 1) stage times of U/v each (v = ceil(L/p) layers per group) — the interleaved 1F1B
 //        bubble (PP - 1) * (t_f + t_b) / v of Narayanan et al. 2021 §2.2.2 with PP = 2p;
 //   D    gradient synchronisation after the drain: a ring all-reduce of fp32 gradients over each
-//        parameter's DP replicas, 2 (n-1)/n * bytes / per-GPU NIC bandwidth (Patarasuk & Yuan 2009).
+//        parameter's DP replicas, 2 (n-1)/n * bytes / per-GPU NIC bandwidth (Patarasuk & Yuan
+//        2009).
 // All times in seconds, FLOP/s, bytes, bytes/s. Plain C++ (no MLIR, no Z3 in this header);
 // functions never throw.
 //
@@ -63,9 +64,9 @@ struct PlannerOptions {
   int64_t fixedCp = 0; ///< context-parallel degree (0 = free: the solver picks from {1, 2, 4, 8})
   double timeLimitSeconds = 60; ///< Z3 safety net: past it, the best configuration found so far
   /// Under the roofline the largest micro-batch count (one sequence per CP group of cp A-ranks per
-  /// micro-batch) dominates every smaller one: the same GPUs, a smaller bubble share and fewer activations in
-  /// flight (docs/placement.md, "Exactness"). Candidates keep only it unless this is set (the
-  /// tests set it to check the pruning) or --microbatches fixes m.
+  /// micro-batch) dominates every smaller one: the same GPUs, a smaller bubble share and fewer
+  /// activations in flight (docs/placement.md, "Exactness"). Candidates keep only it unless this is
+  /// set (the tests set it to check the pruning) or --microbatches fixes m.
   bool allMicrobatchCounts = false;
 };
 
@@ -91,15 +92,15 @@ struct Config {
 
 /// Everything the planner knows about one configuration.
 struct Evaluation {
-  double stepTime = 0;              ///< seconds
-  double attnBusy = 0, ffnBusy = 0; ///< U_a, U_f: seconds per micro-batch (busiest group)
+  double stepTime = 0;                    ///< seconds
+  double attnBusy = 0, ffnBusy = 0;       ///< U_a, U_f: seconds per micro-batch (busiest group)
   double attnCompute = 0, ffnCompute = 0; ///< compute-only parts of U_a, U_f
   double attnComm = 0, ffnComm = 0;       ///< communication-only parts (each layer's bytes / bw)
-  double bubbleFactor = 0;          ///< K = m + (2p - 1) / v
-  double gradSync = 0;              ///< D
-  double attnFlops = 0, ffnFlops = 0; ///< training FLOPs per micro-batch of the busiest group
-  double attnBytes = 0, ffnBytes = 0; ///< exchange bytes per micro-batch (larger direction)
-  double attnBandwidth = 0, ffnBandwidth = 0; ///< bytes/s of a group's NICs
+  double bubbleFactor = 0;                ///< K = m + (2p - 1) / v
+  double gradSync = 0;                    ///< D
+  double attnFlops = 0, ffnFlops = 0;     ///< training FLOPs per micro-batch of the busiest group
+  double attnBytes = 0, ffnBytes = 0;     ///< exchange bytes per micro-batch (larger direction)
+  double attnBandwidth = 0, ffnBandwidth = 0;  ///< bytes/s of a group's NICs
   cost::MemoryBreakdown attnMemory, ffnMemory; ///< busiest GPU of each side
   bool fitsMemory = false;
   double mfu = 0; ///< model FLOPs (no recomputation) / (step time * GPUs * peak)
@@ -125,7 +126,7 @@ std::pair<int64_t, int64_t> nicCaps(const Problem &problem, const Candidate &can
 
 struct Solution {
   bool ok = false;
-  std::string error;   ///< why there is no solution (infeasible input: smallest memory needed)
+  std::string error; ///< why there is no solution (infeasible input: smallest memory needed)
   Config config;
   Evaluation eval;
   bool optimal = false; ///< proven optimal (false: time limit hit, best found so far)
@@ -141,8 +142,8 @@ struct Solution {
 /// which makes it usable as the benchmark's peer on 128+ GPUs.
 Solution solveExhaustive(const Problem &problem, bool everyNicPair = true) noexcept;
 
-/// For each attention GPU count M, the best configuration with exactly M attention GPUs (exhaustive,
-/// `everyNicPair` false), ascending M: the runner-ups that explain why a split won.
+/// For each attention GPU count M, the best configuration with exactly M attention GPUs
+/// (exhaustive, `everyNicPair` false), ascending M: the runner-ups that explain why a split won.
 std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept;
 
 /// The Z3 model (Z3Placement.cpp): one Boolean per candidate (with each side's recomputation level:
@@ -201,10 +202,10 @@ std::string explainInfeasible(const Problem &problem, const std::vector<Candidat
 struct ShareBound {
   enum class Reason { Divisibility, Memory, Slower } reason = Reason::Slower;
   int64_t candidates = 0, fitting = 0; ///< with that share; of them, fitting memory
-  double bestFitStep = 0;       ///< fastest of those that fit (seconds; inf if none)
-  double bestUnlimitedStep = 0; ///< fastest with the memory limit lifted (seconds)
-  double bestUnlimitedBytes = 0; ///< per-GPU memory that one needs (larger side, bytes)
-  std::string text; ///< one line naming the reason with the numbers
+  double bestFitStep = 0;              ///< fastest of those that fit (seconds; inf if none)
+  double bestUnlimitedStep = 0;        ///< fastest with the memory limit lifted (seconds)
+  double bestUnlimitedBytes = 0;       ///< per-GPU memory that one needs (larger side, bytes)
+  std::string text;                    ///< one line naming the reason with the numbers
 };
 ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t gpus,
                              double chosenStep) noexcept;

@@ -10,7 +10,8 @@
 namespace disagmoe::placement::detail {
 
 /// The costs of one (candidate, recomputation) pair that do not depend on the NIC split, and the
-/// two monotone side-time functions of the NIC counts. stepTime(nA, nF) = max(sideA(nA), sideF(nF)).
+/// two monotone side-time functions of the NIC counts. stepTime(nA, nF) = max(sideA(nA),
+/// sideF(nF)).
 struct CandidateCosts {
   Candidate cand;
   cost::Recomputation attnRecompute = cost::Recomputation::None;
@@ -51,9 +52,9 @@ CandidateCosts buildCosts(const Problem &problem, const Candidate &cand,
 std::vector<cost::Recomputation> recomputeChoices(const PlannerOptions &o, bool ffnSide);
 
 /// Busiest GPU's memory of each side of `cand` at the given levels (what buildCosts stores).
-void candidateMemory(const Problem &problem, const Candidate &cand, cost::Recomputation attnRecompute,
-                     cost::Recomputation ffnRecompute, cost::MemoryBreakdown &attn,
-                     cost::MemoryBreakdown &ffn);
+void candidateMemory(const Problem &problem, const Candidate &cand,
+                     cost::Recomputation attnRecompute, cost::Recomputation ffnRecompute,
+                     cost::MemoryBreakdown &attn, cost::MemoryBreakdown &ffn);
 
 /// Each side's lightest allowed level whose memory fits; false when a side fits at none. Exact for
 /// the step time: a lighter level never has a longer stage time (fewer FLOPs, the same bytes) and

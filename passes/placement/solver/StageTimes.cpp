@@ -13,9 +13,8 @@ bool matches(const MeasuredStageTimes::Entry &e, const Problem &p, const Config 
   return e.seqLen == p.options.seqLen && e.replicas == c.cand.replicas &&
          e.groups == c.cand.groups && e.attnRanks == c.cand.attnRanks &&
          e.ffnRanks == c.cand.ffnRanks && e.microbatches == c.cand.microbatches &&
-         e.cp == c.cand.cp &&
-         e.attnRecompute == c.attnRecompute && e.ffnRecompute == c.ffnRecompute &&
-         (!e.attnNics || e.attnNics == c.attnNics) &&
+         e.cp == c.cand.cp && e.attnRecompute == c.attnRecompute &&
+         e.ffnRecompute == c.ffnRecompute && (!e.attnNics || e.attnNics == c.attnNics) &&
          (!e.ffnNics || e.ffnNics == c.ffnNics);
 }
 
@@ -110,8 +109,9 @@ bool MeasuredStageTimes::load(const std::string &path, std::string &error) noexc
                                       cost::Recomputation::Full, cost::Recomputation::Redispatch})
           if (name == cost::recomputationName(r))
             return r;
-        throw std::runtime_error(at + key + ": expected true, false, \"none\", \"selective\", "
-                                            "\"full\" or \"redispatch\"");
+        throw std::runtime_error(at + key +
+                                 ": expected true, false, \"none\", \"selective\", "
+                                 "\"full\" or \"redispatch\"");
       };
       cost::Recomputation both = level("recompute", cost::Recomputation::None);
       e.attnRecompute = level("attn_recompute", both);
@@ -133,9 +133,12 @@ bool MeasuredStageTimes::save(const std::string &path, std::string &error) const
     nlohmann::json doc = {{"format", "disagmoe-stage-times"}, {"version", 1}};
     doc["entries"] = nlohmann::json::array();
     for (const Entry &e : entries) {
-      nlohmann::json j = {{"seq_len", e.seqLen},       {"replicas", e.replicas},
-                          {"groups", e.groups},         {"attn_ranks", e.attnRanks},
-                          {"ffn_ranks", e.ffnRanks},    {"microbatches", e.microbatches},
+      nlohmann::json j = {{"seq_len", e.seqLen},
+                          {"replicas", e.replicas},
+                          {"groups", e.groups},
+                          {"attn_ranks", e.attnRanks},
+                          {"ffn_ranks", e.ffnRanks},
+                          {"microbatches", e.microbatches},
                           {"attn_recompute", cost::recomputationName(e.attnRecompute)},
                           {"ffn_recompute", cost::recomputationName(e.ffnRecompute)},
                           {"attention_s", e.attnSeconds},

@@ -22,7 +22,7 @@ class MeasuredStageTimes : public StageTimeSource {
 public:
   struct Entry {
     int64_t seqLen = 0, replicas = 1, groups = 1, attnRanks = 1, ffnRanks = 1, microbatches = 1;
-    int64_t cp = 1; ///< context-parallel degree
+    int64_t cp = 1;                    ///< context-parallel degree
     int64_t attnNics = 0, ffnNics = 0; ///< 0: any
     cost::Recomputation attnRecompute = cost::Recomputation::None;
     cost::Recomputation ffnRecompute = cost::Recomputation::None;

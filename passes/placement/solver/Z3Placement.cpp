@@ -26,8 +26,8 @@
 #include <z3++.h>
 
 #include <chrono>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace disagmoe::placement {
@@ -53,7 +53,8 @@ struct Z3Model {
     for (size_t i = 0; i < costs.size(); ++i) {
       z3::expr b = ctx.bool_const(("b" + std::to_string(i)).c_str());
       chosen.push_back(b);
-      solver.add(z3::implies(b, nA <= ctx.int_val(costs[i].capA) && nF <= ctx.int_val(costs[i].capF)));
+      solver.add(
+          z3::implies(b, nA <= ctx.int_val(costs[i].capA) && nF <= ctx.int_val(costs[i].capF)));
     }
     solver.add(z3::atleast(chosen, 1));
     solver.add(z3::atmost(chosen, 1));
@@ -62,7 +63,8 @@ struct Z3Model {
 
   /// One satisfiability question; fills `out` on sat.
   z3::check_result query(double tau, bool strict, int64_t maxGpus, Config &out) {
-    double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       timedOut = true;
       return z3::unknown;
@@ -117,8 +119,7 @@ struct Z3Model {
       if (k.cand.replicas == c.cand.replicas && k.cand.groups == c.cand.groups &&
           k.cand.attnRanks == c.cand.attnRanks && k.cand.ffnRanks == c.cand.ffnRanks &&
           k.cand.microbatches == c.cand.microbatches && k.cand.cp == c.cand.cp &&
-          k.attnRecompute == c.attnRecompute &&
-          k.ffnRecompute == c.ffnRecompute)
+          k.attnRecompute == c.attnRecompute && k.ffnRecompute == c.ffnRecompute)
         return std::max(k.sideA(c.attnNics), k.sideF(c.ffnNics));
     return std::numeric_limits<double>::infinity();
   }
@@ -147,7 +148,8 @@ Solution solveZ3(const Problem &problem) noexcept {
           continue;
         CandidateCosts k = buildCosts(problem, c, ra, rf);
         double total = k.attnBytesBusiest + k.ffnBytesBusiest;
-        int64_t nA = total > 0 ? static_cast<int64_t>(std::llround(N * k.attnBytesBusiest / total)) : 1;
+        int64_t nA =
+            total > 0 ? static_cast<int64_t>(std::llround(N * k.attnBytesBusiest / total)) : 1;
         nA = std::max<int64_t>(1, std::min({nA, k.capA, N - 1}));
         int64_t nF = std::min(k.capF, N - nA);
         if (nF >= 1)

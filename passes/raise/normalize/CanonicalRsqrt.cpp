@@ -4,8 +4,8 @@
 // (passes/raise/RaiseOnnxToMoe.cpp, matchNorm). The other spellings of 1/sqrt(x) become that one.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/raise/normalize/NormalizePatterns.h"
 #include "passes/raise/GraphMatchers.h"
+#include "passes/raise/normalize/NormalizePatterns.h"
 
 using namespace mlir;
 
@@ -26,8 +26,8 @@ struct ReciprocalOfSqrt : OpRewritePattern<NodeOp> {
     if (!sqrt || !isNode(sqrt, "Sqrt", 1, 1) || !elem)
       return failure();
     Value one = createScalarConstant(rewriter, node, "one", elem, 1.0);
-    NodeOp div =
-        createNode(rewriter, node, "Div", node.getNodeName(), {one, root}, node.getResult(0).getType());
+    NodeOp div = createNode(rewriter, node, "Div", node.getNodeName(), {one, root},
+                            node.getResult(0).getType());
     rewriter.replaceOp(node, div.getResults());
     return success();
   }

@@ -14,20 +14,34 @@ namespace {
 Type elementTypeOf(MLIRContext *ctx, int64_t to) {
   Builder b(ctx);
   switch (to) {
-  case 1: return b.getF32Type();
-  case 2: return b.getIntegerType(8, /*isSigned=*/false);
-  case 3: return b.getIntegerType(8);
-  case 4: return b.getIntegerType(16, false);
-  case 5: return b.getIntegerType(16);
-  case 6: return b.getIntegerType(32);
-  case 7: return b.getIntegerType(64);
-  case 9: return b.getI1Type();
-  case 10: return b.getF16Type();
-  case 11: return b.getF64Type();
-  case 12: return b.getIntegerType(32, false);
-  case 13: return b.getIntegerType(64, false);
-  case 16: return b.getBF16Type();
-  default: return Type();
+  case 1:
+    return b.getF32Type();
+  case 2:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case 3:
+    return b.getIntegerType(8);
+  case 4:
+    return b.getIntegerType(16, false);
+  case 5:
+    return b.getIntegerType(16);
+  case 6:
+    return b.getIntegerType(32);
+  case 7:
+    return b.getIntegerType(64);
+  case 9:
+    return b.getI1Type();
+  case 10:
+    return b.getF16Type();
+  case 11:
+    return b.getF64Type();
+  case 12:
+    return b.getIntegerType(32, false);
+  case 13:
+    return b.getIntegerType(64, false);
+  case 16:
+    return b.getBF16Type();
+  default:
+    return Type();
   }
 }
 

@@ -20,10 +20,9 @@ FloatType floatElementType(Value v) {
 
 NodeOp createNode(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
                   ValueRange inputs, Type resultType) {
-  return rewriter.create<NodeOp>(anchor.getLoc(), TypeRange{resultType},
-                                 rewriter.getStringAttr(opType), inputs,
-                                 rewriter.getStringAttr(name), rewriter.getStringAttr(""),
-                                 rewriter.getDictionaryAttr({}));
+  return rewriter.create<NodeOp>(
+      anchor.getLoc(), TypeRange{resultType}, rewriter.getStringAttr(opType), inputs,
+      rewriter.getStringAttr(name), rewriter.getStringAttr(""), rewriter.getDictionaryAttr({}));
 }
 
 Value createScalarConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,

@@ -12,33 +12,35 @@
 namespace disagmoe::cpu {
 
 /// y[r] += b for every row r. y [rows, cols], b [cols].
-void addBias(float* y, int64_t rows, int64_t cols, const float* b);
+void addBias(float *y, int64_t rows, int64_t cols, const float *b);
 
 /// Causal grouped-query attention of ONE sequence (after RoPE), with the families' options:
 ///  - `sinks` (nullable) [heads]: a logit per query head that joins every softmax denominator and
 ///    contributes no value (GPT-OSS: cat(scores, sink) -> softmax -> drop the sink column);
 ///  - `window` (0 = none): query t attends keys s with t - window < s <= t.
 /// Shapes as causalAttention in Kernels.h.
-void causalAttentionVariant(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
-                            int64_t kvHeads, int64_t headDim, const float* sinks, int64_t window, float* out);
+void causalAttentionVariant(const float *q, const float *k, const float *v, int64_t seqLen,
+                            int64_t heads, int64_t kvHeads, int64_t headDim, const float *sinks,
+                            int64_t window, float *out);
 
 /// The general form: q and k heads of `qkDim`, v heads of `vDim` (MLA: qkDim = nope + rope), an
 /// explicit softmax `scale`, optional sinks and window as above.
 /// q [seqLen, heads*qkDim], k [seqLen, kvHeads*qkDim], v [seqLen, kvHeads*vDim],
 /// out [seqLen, heads*vDim].
-void causalAttentionGeneral(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads,
-                            int64_t kvHeads, int64_t qkDim, int64_t vDim, double scale, const float* sinks,
-                            int64_t window, float* out);
+void causalAttentionGeneral(const float *q, const float *k, const float *v, int64_t seqLen,
+                            int64_t heads, int64_t kvHeads, int64_t qkDim, int64_t vDim,
+                            double scale, const float *sinks, int64_t window, float *out);
 
 /// Query rows per block of the attention kernels (forward and backward): the probabilities of one
-/// head are formed for this many rows at a time, so memory stays kAttentionRowBlock x seqLen floats.
+/// head are formed for this many rows at a time, so memory stays kAttentionRowBlock x seqLen
+/// floats.
 constexpr int64_t kAttentionRowBlock = 64;
 
 /// The shape and options of one causalAttentionGeneral call.
 struct AttentionShape {
   int64_t seqLen, heads, kvHeads, qkDim, vDim;
   double scale;
-  const float* sinks; ///< nullable, [heads]
+  const float *sinks; ///< nullable, [heads]
   int64_t window;     ///< 0 = none
 };
 
@@ -49,8 +51,8 @@ struct AttentionShape {
 /// masked keys (s > t, or outside the window) exactly 0. sinkProb (nullable) [t1 - t0]: the sink's
 /// probability per row (0 without sinks). Same arithmetic as PyTorch's fp32 matmul + softmax up to
 /// summation order; the backward kernels call it to recompute exactly the forward's P.
-int64_t attentionProbs(const float* q, const float* k, const AttentionShape& a, int64_t h, int64_t t0, int64_t t1,
-                       float* probs, float* sinkProb);
+int64_t attentionProbs(const float *q, const float *k, const AttentionShape &a, int64_t h,
+                       int64_t t0, int64_t t1, float *probs, float *sinkProb);
 
 /// The weights of one expert or dense FFN. w1 [hidden, inner] (or [hidden, 2*inner] with
 /// fusedGateUp: gate at even columns, up at odd ones), w3 [hidden, inner] (null when fused),
@@ -66,8 +68,8 @@ struct FfnWeights {
 ///  - oai = true:  g' = min(g, limit), u' = clamp(u, -limit, limit),
 ///                 act(g, u) = (u' + 1) * g' * sigmoid(alpha * g') (GPT-OSS's reference swiglu).
 /// x [rows, hidden], out [rows, hidden] (must not alias x).
-void ffnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights& w, bool oai,
-                float limit, float alpha, float* out);
+void ffnForward(const float *x, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights &w,
+                bool oai, float limit, float alpha, float *out);
 
 /// The non-gated activations of onnxruntime's com.microsoft.MoE (activation_type relu, gelu, silu,
 /// identity), as its CPU provider computes them (onnxruntime/contrib_ops/cpu/moe/moe_utils.cc,
@@ -81,7 +83,8 @@ float plainActivation(float a, PlainActivation act);
 /// One non-gated expert over `rows` tokens: out = act(x W1 + b1) W2 + b2 (fc1 -> act -> fc2).
 /// x [rows, hidden], w1 [hidden, inner], b1 [inner] (nullable), w2 [inner, hidden], b2 [hidden]
 /// (nullable), out [rows, hidden] (must not alias x).
-void plainFfnForward(const float* x, int64_t rows, int64_t hidden, int64_t inner, const float* w1, const float* b1,
-                     const float* w2, const float* b2, PlainActivation act, float* out);
+void plainFfnForward(const float *x, int64_t rows, int64_t hidden, int64_t inner, const float *w1,
+                     const float *b1, const float *w2, const float *b2, PlainActivation act,
+                     float *out);
 
 } // namespace disagmoe::cpu

@@ -13,48 +13,52 @@
 
 namespace disagmoe::cpu {
 
-void embedding(const float* table, int64_t vocab, int64_t hidden, const int64_t* ids, int64_t tokens, float* out) {
+void embedding(const float *table, int64_t vocab, int64_t hidden, const int64_t *ids,
+               int64_t tokens, float *out) {
   for (int64_t t = 0; t < tokens; ++t) {
     if (ids[t] < 0 || ids[t] >= vocab)
-      throw KernelError("embedding: token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
-                        std::to_string(vocab) + ")");
+      throw KernelError("embedding: token id " + std::to_string(ids[t]) +
+                        " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
     std::copy_n(table + ids[t] * hidden, hidden, out + t * hidden);
   }
 }
 
-void rmsNorm(const float* x, int64_t rows, int64_t hidden, const float* w, float eps, float* y) {
+void rmsNorm(const float *x, int64_t rows, int64_t hidden, const float *w, float eps, float *y) {
   for (int64_t t = 0; t < rows; ++t) {
-    const float* xr = x + t * hidden;
+    const float *xr = x + t * hidden;
     double sumSq = 0;
     for (int64_t j = 0; j < hidden; ++j)
       sumSq += static_cast<double>(xr[j]) * xr[j];
     // PyTorch computes the mean and rsqrt in fp32; rounding the statistic to fp32 first matches it.
     float variance = static_cast<float>(sumSq / static_cast<double>(hidden));
     float inv = 1.0f / std::sqrt(variance + eps);
-    float* yr = y + t * hidden;
+    float *yr = y + t * hidden;
     for (int64_t j = 0; j < hidden; ++j)
       yr[j] = w[j] * (xr[j] * inv);
   }
 }
 
-void linear(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y) {
-  if (rows == 0 || out == 0) return;
+void linear(const float *x, int64_t rows, int64_t in, const float *w, int64_t out, float *y) {
+  if (rows == 0 || out == 0)
+    return;
   if (in == 0) {
     std::fill_n(y, rows * out, 0.0f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(out),
-              static_cast<int>(in), 1.0f, x, static_cast<int>(in), w, static_cast<int>(out), 0.0f, y,
-              static_cast<int>(out));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+              static_cast<int>(out), static_cast<int>(in), 1.0f, x, static_cast<int>(in), w,
+              static_cast<int>(out), 0.0f, y, static_cast<int>(out));
 }
 
-RopeTable::RopeTable(const int64_t* positions, int64_t tokens, int64_t headDim, double theta) : half(headDim / 2) {
+RopeTable::RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim, double theta)
+    : half(headDim / 2) {
   // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle (in double, rounded).
   std::vector<float> invFreq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i)
     invFreq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
   rowOf.resize(static_cast<size_t>(tokens));
-  std::vector<std::pair<int64_t, int64_t>> seen; // (position, row), positions repeat once per sequence
+  std::vector<std::pair<int64_t, int64_t>>
+      seen; // (position, row), positions repeat once per sequence
   for (int64_t t = 0; t < tokens; ++t) {
     auto it = std::lower_bound(seen.begin(), seen.end(), std::make_pair(positions[t], INT64_MIN));
     if (it != seen.end() && it->first == positions[t]) {
@@ -72,14 +76,15 @@ RopeTable::RopeTable(const int64_t* positions, int64_t tokens, int64_t headDim, 
   }
 }
 
-void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t* positions, double theta) {
+void rope(float *x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t *positions,
+          double theta) {
   const RopeTable table(positions, tokens, headDim, theta);
   const int64_t half = table.half;
   for (int64_t t = 0; t < tokens; ++t) {
-    const float* cosv = table.cos(t);
-    const float* sinv = table.sin(t);
+    const float *cosv = table.cos(t);
+    const float *sinv = table.sin(t);
     for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * headDim;
+      float *v = x + (t * heads + h) * headDim;
       for (int64_t i = 0; i < half; ++i) {
         float a = v[i], b = v[i + half];
         v[i] = a * cosv[i] - b * sinv[i];
@@ -89,16 +94,16 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t headDim, const int64_
   }
 }
 
-void causalAttention(const float* q, const float* k, const float* v, int64_t seqLen, int64_t heads, int64_t kvHeads,
-                     int64_t headDim, float* out) {
+void causalAttention(const float *q, const float *k, const float *v, int64_t seqLen, int64_t heads,
+                     int64_t kvHeads, int64_t headDim, float *out) {
   causalAttentionGeneral(q, k, v, seqLen, heads, kvHeads, headDim, headDim,
                          1.0 / std::sqrt(static_cast<double>(headDim)), nullptr, 0, out);
 }
 
-void softmax(const float* x, int64_t rows, int64_t cols, float* y) {
+void softmax(const float *x, int64_t rows, int64_t cols, float *y) {
   std::vector<double> e(static_cast<size_t>(cols));
   for (int64_t t = 0; t < rows; ++t) {
-    const float* xr = x + t * cols;
+    const float *xr = x + t * cols;
     const float maxValue = *std::max_element(xr, xr + cols);
     double sum = 0;
     for (int64_t j = 0; j < cols; ++j) {
@@ -110,24 +115,27 @@ void softmax(const float* x, int64_t rows, int64_t cols, float* y) {
   }
 }
 
-void topK(const float* row, int64_t n, int64_t k, int64_t* ids, float* values) {
+void topK(const float *row, int64_t n, int64_t k, int64_t *ids, float *values) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   // Stable on index: a strictly greater value wins, otherwise the lower index comes first.
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int64_t a, int64_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
   for (int64_t i = 0; i < k; ++i) {
     ids[i] = order[i];
     values[i] = row[order[i]];
   }
 }
 
-void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
-                 float* gates, const float* selectionBias) {
-  std::vector<float> scores(static_cast<size_t>(experts)), biased(selectionBias ? scores.size() : 0);
+void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
+                 RouterScoring scoring, int64_t *ids, float *gates, const float *selectionBias) {
+  std::vector<float> scores(static_cast<size_t>(experts)),
+      biased(selectionBias ? scores.size() : 0);
   // Top-k of `s` (+ the selection bias, when given); rowGates gets the UNBIASED chosen scores.
-  const auto choose = [&](const float* s, int64_t* rowIds, float* rowGates) {
-    if (!selectionBias) return topK(s, experts, k, rowIds, rowGates);
+  const auto choose = [&](const float *s, int64_t *rowIds, float *rowGates) {
+    if (!selectionBias)
+      return topK(s, experts, k, rowIds, rowGates);
     for (int64_t e = 0; e < experts; ++e)
       biased[e] = s[e] + selectionBias[e];
     topK(biased.data(), experts, k, rowIds, rowGates);
@@ -135,9 +143,9 @@ void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k
       rowGates[i] = s[rowIds[i]];
   };
   for (int64_t t = 0; t < tokens; ++t) {
-    const float* row = logits + t * experts;
-    int64_t* rowIds = ids + t * k;
-    float* rowGates = gates + t * k;
+    const float *row = logits + t * experts;
+    int64_t *rowIds = ids + t * k;
+    float *rowGates = gates + t * k;
     if (scoring == RouterScoring::TopkSoftmax) {
       choose(row, rowIds, rowGates);
       softmax(rowGates, 1, k, rowGates);
@@ -156,9 +164,10 @@ void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k
   }
 }
 
-void swigluExpert(const float* x, int64_t rows, int64_t hidden, int64_t expertHidden, const float* w1, const float* w3,
-                  const float* w2, float* out) {
-  if (rows == 0) return;
+void swigluExpert(const float *x, int64_t rows, int64_t hidden, int64_t expertHidden,
+                  const float *w1, const float *w3, const float *w2, float *out) {
+  if (rows == 0)
+    return;
   std::vector<float> gate(static_cast<size_t>(rows * expertHidden));
   std::vector<float> up(gate.size());
   linear(x, rows, hidden, w1, expertHidden, gate.data());

@@ -18,11 +18,12 @@ template <typename T> __device__ T warpMax(T v) {
 }
 
 /// Sum over the block, in a fixed order for a fixed blockDim (so results repeat bit for bit).
-template <typename T> __device__ T blockSum(T v, T* scratch) {
+template <typename T> __device__ T blockSum(T v, T *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   v = warpSum(v);
   __syncthreads(); // scratch may still be read by a previous reduction
-  if (lane == 0) scratch[warp] = v;
+  if (lane == 0)
+    scratch[warp] = v;
   __syncthreads();
   T total = scratch[0];
   for (int w = 1; w < warps; ++w)
@@ -30,11 +31,12 @@ template <typename T> __device__ T blockSum(T v, T* scratch) {
   return total;
 }
 
-template <typename T> __device__ T blockMax(T v, T* scratch) {
+template <typename T> __device__ T blockMax(T v, T *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   v = warpMax(v);
   __syncthreads();
-  if (lane == 0) scratch[warp] = v;
+  if (lane == 0)
+    scratch[warp] = v;
   __syncthreads();
   T best = scratch[0];
   for (int w = 1; w < warps; ++w)

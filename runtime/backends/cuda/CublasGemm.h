@@ -20,8 +20,8 @@ class CublasHandle {
 public:
   CublasHandle();
   ~CublasHandle();
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
+  CublasHandle(const CublasHandle &) = delete;
+  CublasHandle &operator=(const CublasHandle &) = delete;
   void setStream(cudaStream_t stream);
   cublasHandle_t get() const { return handle_; }
 
@@ -31,13 +31,13 @@ private:
 
 /// C = alpha * op(A) op(B) + beta * C, row-major (`g` gives shapes and strides), A and B bf16,
 /// accumulation in fp32, C fp32.
-void gemmBf16(CublasHandle& handle, const RowMajorGemm& g, const __nv_bfloat16* a, const __nv_bfloat16* b, float* c,
-              float alpha = 1.0f, float beta = 0.0f);
+void gemmBf16(CublasHandle &handle, const RowMajorGemm &g, const __nv_bfloat16 *a,
+              const __nv_bfloat16 *b, float *c, float alpha = 1.0f, float beta = 0.0f);
 /// The same with a bf16 C (fp32 accumulation, rounded to bf16 once at the end).
-void gemmBf16(CublasHandle& handle, const RowMajorGemm& g, const __nv_bfloat16* a, const __nv_bfloat16* b,
-              __nv_bfloat16* c, float alpha = 1.0f, float beta = 0.0f);
+void gemmBf16(CublasHandle &handle, const RowMajorGemm &g, const __nv_bfloat16 *a,
+              const __nv_bfloat16 *b, __nv_bfloat16 *c, float alpha = 1.0f, float beta = 0.0f);
 /// C = alpha * op(A) op(B) + beta * C, all fp32, row-major.
-void gemmF32(CublasHandle& handle, const RowMajorGemm& g, const float* a, const float* b, float* c,
+void gemmF32(CublasHandle &handle, const RowMajorGemm &g, const float *a, const float *b, float *c,
              float alpha = 1.0f, float beta = 0.0f);
 
 } // namespace disagmoe::cuda

@@ -7,17 +7,18 @@ namespace disagmoe::cuda {
 namespace {
 
 __global__ void __launch_bounds__(kAttentionThreads)
-    attentionKernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                    int64_t seqLen, int64_t heads, int64_t kvHeads, int64_t qkDim, int64_t vDim, int64_t window,
-                    float scale, const float* __restrict__ sinks, float* __restrict__ out) {
+    attentionKernel(const float *__restrict__ q, const float *__restrict__ k,
+                    const float *__restrict__ v, int64_t seqLen, int64_t heads, int64_t kvHeads,
+                    int64_t qkDim, int64_t vDim, int64_t window, float scale,
+                    const float *__restrict__ sinks, float *__restrict__ out) {
   extern __shared__ float shared[];
-  float* qRow = shared;         // [qkDim]
-  float* tile = shared + qkDim; // [kAttentionKeyTile] scores, then probabilities
+  float *qRow = shared;         // [qkDim]
+  float *tile = shared + qkDim; // [kAttentionKeyTile] scores, then probabilities
   __shared__ float scratch[kAttentionThreads / 32];
   const int64_t t = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int64_t g = h / (heads / kvHeads);
   const int64_t rowBase = b * seqLen;
-  const float* qv = q + ((rowBase + t) * heads + h) * qkDim;
+  const float *qv = q + ((rowBase + t) * heads + h) * qkDim;
   for (int64_t d = threadIdx.x; d < qkDim; d += blockDim.x)
     qRow[d] = qv[d];
   __syncthreads();
@@ -30,7 +31,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
     const int64_t count = min(int64_t{kAttentionKeyTile}, t + 1 - start);
     float localMax = -INFINITY;
     for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-      const float* kv = k + ((rowBase + start + j) * kvHeads + g) * qkDim;
+      const float *kv = k + ((rowBase + start + j) * kvHeads + g) * qkDim;
       float dot = 0;
       for (int64_t d = 0; d < qkDim; ++d)
         dot += qRow[d] * kv[d];
@@ -47,9 +48,10 @@ __global__ void __launch_bounds__(kAttentionThreads)
     denom = denom * correction + blockSum(localSum, scratch); // blockSum syncs: tile is complete
     for (int r = 0; r < kAttentionValuesPerThread; ++r) {
       const int64_t d = threadIdx.x + r * int64_t{blockDim.x};
-      if (d >= vDim) break;
+      if (d >= vDim)
+        break;
       float a = acc[r] * correction;
-      const float* vv = v + ((rowBase + start) * kvHeads + g) * vDim + d;
+      const float *vv = v + ((rowBase + start) * kvHeads + g) * vDim + d;
       for (int64_t j = 0; j < count; ++j)
         a += tile[j] * vv[j * kvHeads * vDim];
       acc[r] = a;
@@ -57,23 +59,26 @@ __global__ void __launch_bounds__(kAttentionThreads)
     runningMax = newMax;
     __syncthreads(); // the next tile overwrites `tile`
   }
-  float* o = out + ((rowBase + t) * heads + h) * vDim;
+  float *o = out + ((rowBase + t) * heads + h) * vDim;
   for (int r = 0; r < kAttentionValuesPerThread; ++r) {
     const int64_t d = threadIdx.x + r * int64_t{blockDim.x};
-    if (d < vDim) o[d] = acc[r] / denom;
+    if (d < vDim)
+      o[d] = acc[r] / denom;
   }
 }
 
 } // namespace
 
-void causalAttention(const float* q, const float* k, const float* v, const AttentionShape& shape, float scale,
-                     const float* sinks, float* out, cudaStream_t stream) {
+void causalAttention(const float *q, const float *k, const float *v, const AttentionShape &shape,
+                     float scale, const float *sinks, float *out, cudaStream_t stream) {
   checkAttention(shape);
-  if (shape.batch == 0 || shape.seqLen == 0) return;
+  if (shape.batch == 0 || shape.seqLen == 0)
+    return;
   const dim3 grid(static_cast<unsigned>(shape.seqLen), static_cast<unsigned>(shape.heads),
                   static_cast<unsigned>(shape.batch));
-  attentionKernel<<<grid, kAttentionThreads, static_cast<size_t>(attentionSharedBytes(shape)), stream>>>(
-      q, k, v, shape.seqLen, shape.heads, shape.kvHeads, shape.qkDim, shape.vDim, shape.window, scale, sinks, out);
+  attentionKernel<<<grid, kAttentionThreads, static_cast<size_t>(attentionSharedBytes(shape)),
+                    stream>>>(q, k, v, shape.seqLen, shape.heads, shape.kvHeads, shape.qkDim,
+                              shape.vDim, shape.window, scale, sinks, out);
   DISAGMOE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,6 +1,7 @@
 // Causal grouped-query attention on the device, fp32, with the CPU kernel's options and semantics
 // (runtime/backends/cpu/FamilyKernels.h `causalAttentionGeneral`):
-//   out[t, h] = sum_{s in S(t)} softmax_s(q[t,h] . k[s,g] * scale) v[s,g],  g = h / (heads / kvHeads)
+//   out[t, h] = sum_{s in S(t)} softmax_s(q[t,h] . k[s,g] * scale) v[s,g],  g = h / (heads /
+//   kvHeads)
 // (HF `repeat_kv`), S(t) = {s : s <= t} or, with a window w > 0, {s : t - w < s <= t};
 // `sinks` [heads] (nullable, GPT-OSS) adds exp(sink_h - max) to every denominator and no value.
 // A simple correct kernel: one block of kAttentionThreads threads per (query position, query head,
@@ -21,7 +22,7 @@
 
 namespace disagmoe::cuda {
 
-void causalAttention(const float* q, const float* k, const float* v, const AttentionShape& shape, float scale,
-                     const float* sinks, float* out, cudaStream_t stream = 0);
+void causalAttention(const float *q, const float *k, const float *v, const AttentionShape &shape,
+                     float scale, const float *sinks, float *out, cudaStream_t stream = 0);
 
 } // namespace disagmoe::cuda

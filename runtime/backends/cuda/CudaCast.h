@@ -12,7 +12,7 @@
 
 namespace disagmoe::cuda {
 
-void toBf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream = 0);
-void toFloat(const __nv_bfloat16* x, float* y, int64_t n, cudaStream_t stream = 0);
+void toBf16(const float *x, __nv_bfloat16 *y, int64_t n, cudaStream_t stream = 0);
+void toFloat(const __nv_bfloat16 *x, float *y, int64_t n, cudaStream_t stream = 0);
 
 } // namespace disagmoe::cuda

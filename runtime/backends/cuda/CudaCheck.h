@@ -19,12 +19,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Throws CudaError "<call> failed at <file>:<line>: <name>: <description>" unless status is success.
-void checkCuda(cudaError_t status, const char* call, const char* file, int line);
-void checkCublas(cublasStatus_t status, const char* call, const char* file, int line);
+/// Throws CudaError "<call> failed at <file>:<line>: <name>: <description>" unless status is
+/// success.
+void checkCuda(cudaError_t status, const char *call, const char *file, int line);
+void checkCublas(cublasStatus_t status, const char *call, const char *file, int line);
 
 /// cuBLAS's name for a status (cublasGetStatusName), e.g. "CUBLAS_STATUS_INVALID_VALUE".
-const char* cublasStatusName(cublasStatus_t status);
+const char *cublasStatusName(cublasStatus_t status);
 
 } // namespace disagmoe::cuda
 

@@ -27,20 +27,21 @@ struct DevicePermutation {
   DeviceBuffer<int32_t> sourceRow, combineStart, combineRow;
   DeviceBuffer<float> combineGate;
 
-  static DevicePermutation upload(const DispatchPlan& plan);
+  static DevicePermutation upload(const DispatchPlan &plan);
 };
 
 /// permuted[p] = x[sourceRow[p]] for p < rows. x [tokens, hidden], permuted [rows, hidden].
-void dispatchRows(const float* x, int64_t hidden, const int32_t* sourceRow, int64_t rows, float* permuted,
-                  cudaStream_t stream = 0);
+void dispatchRows(const float *x, int64_t hidden, const int32_t *sourceRow, int64_t rows,
+                  float *permuted, cudaStream_t stream = 0);
 /// The same for bf16 activations (what the exchanges carry).
-void dispatchRows(const __nv_bfloat16* x, int64_t hidden, const int32_t* sourceRow, int64_t rows,
-                  __nv_bfloat16* permuted, cudaStream_t stream = 0);
+void dispatchRows(const __nv_bfloat16 *x, int64_t hidden, const int32_t *sourceRow, int64_t rows,
+                  __nv_bfloat16 *permuted, cudaStream_t stream = 0);
 
 /// out[t] = sum_{r in combineStart[t]..combineStart[t+1]} combineGate[r] * y[combineRow[r]] in that
 /// order, from zero. y [rows, hidden] fp32 (the experts' outputs in dispatch order),
 /// out [tokens, hidden] fp32 (overwritten; a token with no route gets zeros).
-void combineRows(const float* y, int64_t hidden, const int32_t* combineStart, const int32_t* combineRow,
-                 const float* combineGate, int64_t tokens, float* out, cudaStream_t stream = 0);
+void combineRows(const float *y, int64_t hidden, const int32_t *combineStart,
+                 const int32_t *combineRow, const float *combineGate, int64_t tokens, float *out,
+                 cudaStream_t stream = 0);
 
 } // namespace disagmoe::cuda

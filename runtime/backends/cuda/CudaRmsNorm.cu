@@ -7,10 +7,10 @@
 namespace disagmoe::cuda {
 namespace {
 
-__global__ void rmsNormKernel(const float* __restrict__ x, const float* __restrict__ w,
-                              float* __restrict__ y, int64_t hidden, float eps) {
+__global__ void rmsNormKernel(const float *__restrict__ x, const float *__restrict__ w,
+                              float *__restrict__ y, int64_t hidden, float eps) {
   extern __shared__ float partial[];
-  const float* row = x + blockIdx.x * hidden;
+  const float *row = x + blockIdx.x * hidden;
   float sum = 0.f;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
     sum += row[i] * row[i];
@@ -22,12 +22,12 @@ __global__ void rmsNormKernel(const float* __restrict__ x, const float* __restri
     __syncthreads();
   }
   const float scale = rsqrtf(partial[0] / static_cast<float>(hidden) + eps);
-  float* out = y + blockIdx.x * hidden;
+  float *out = y + blockIdx.x * hidden;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
     out[i] = row[i] * scale * w[i];
 }
 
-bool check(cudaError_t status, const char* call, std::string& error) {
+bool check(cudaError_t status, const char *call, std::string &error) {
   if (status == cudaSuccess)
     return true;
   error = std::string(call) + ": " + cudaGetErrorString(status);
@@ -50,8 +50,8 @@ int deviceCount() noexcept {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-bool rmsNorm(const float* x, const float* w, float* y, int64_t tokens, int64_t hidden, float eps,
-             std::string& error) {
+bool rmsNorm(const float *x, const float *w, float *y, int64_t tokens, int64_t hidden, float eps,
+             std::string &error) {
   const size_t bytes = static_cast<size_t>(tokens * hidden) * sizeof(float);
   float *dx = nullptr, *dw = nullptr, *dy = nullptr;
   bool ok = check(cudaMalloc(&dx, bytes), "cudaMalloc(x)", error) &&
@@ -63,7 +63,7 @@ bool rmsNorm(const float* x, const float* w, float* y, int64_t tokens, int64_t h
   if (ok && tokens > 0) {
     const int block = rmsNormBlockSize(hidden);
     rmsNormKernel<<<static_cast<unsigned>(tokens), block, block * sizeof(float)>>>(dx, dw, dy,
-                                                                                 hidden, eps);
+                                                                                   hidden, eps);
     ok = check(cudaGetLastError(), "rmsNormKernel launch", error) &&
          check(cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(y)", error);
   }

@@ -23,7 +23,7 @@ int deviceCount() noexcept;
 /// Runs RMSNorm on device 0 for host arrays x [tokens, hidden], w [hidden] -> y [tokens, hidden]
 /// (fp32, row-major): copies in, launches, copies out. Returns false with `error` naming the CUDA
 /// call that failed.
-bool rmsNorm(const float* x, const float* w, float* y, int64_t tokens, int64_t hidden, float eps,
-             std::string& error);
+bool rmsNorm(const float *x, const float *w, float *y, int64_t tokens, int64_t hidden, float eps,
+             std::string &error);
 
 } // namespace disagmoe::cuda

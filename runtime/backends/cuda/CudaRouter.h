@@ -18,11 +18,13 @@
 namespace disagmoe::cuda {
 
 /// Per row of x [rows, n] fp32: ids [rows, k] int64 and values [rows, k] fp32 of the top k.
-void topK(const float* x, int64_t rows, int64_t n, int64_t k, int64_t* ids, float* values, cudaStream_t stream = 0);
+void topK(const float *x, int64_t rows, int64_t n, int64_t k, int64_t *ids, float *values,
+          cudaStream_t stream = 0);
 
-/// Router gates from logits [tokens, experts] fp32: ids [tokens, k] int64 (descending score, ties to
-/// the lower id) and gates [tokens, k] fp32 per `scoring`; selectionBias [experts] fp32 or null.
-void routerGates(const float* logits, int64_t tokens, int64_t experts, int64_t k, RouterScoring scoring, int64_t* ids,
-                 float* gates, const float* selectionBias = nullptr, cudaStream_t stream = 0);
+/// Router gates from logits [tokens, experts] fp32: ids [tokens, k] int64 (descending score, ties
+/// to the lower id) and gates [tokens, k] fp32 per `scoring`; selectionBias [experts] fp32 or null.
+void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
+                 RouterScoring scoring, int64_t *ids, float *gates,
+                 const float *selectionBias = nullptr, cudaStream_t stream = 0);
 
 } // namespace disagmoe::cuda

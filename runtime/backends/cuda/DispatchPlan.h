@@ -25,12 +25,13 @@ public:
 /// Indices are int32 (what the kernels take); P = the number of routes kept (<= tokens * k).
 struct DispatchPlan {
   int64_t tokens = 0, numExperts = 0;
-  std::vector<int64_t> counts;        ///< [numExperts]: tokens routed to expert e
-  std::vector<int64_t> offsets;       ///< [numExperts + 1]: exclusive prefix sum of counts
-  std::vector<int32_t> sourceRow;     ///< [P]: the token of permuted row p (dispatch gather)
-  std::vector<int32_t> combineStart;  ///< [tokens + 1]: token t's routes are combineStart[t]..[t+1]
-  std::vector<int32_t> combineRow;    ///< [P]: permuted row of each route, ascending expert id per token
-  std::vector<float> combineGate;     ///< [P]: gate weight of each route, same order as combineRow
+  std::vector<int64_t> counts;       ///< [numExperts]: tokens routed to expert e
+  std::vector<int64_t> offsets;      ///< [numExperts + 1]: exclusive prefix sum of counts
+  std::vector<int32_t> sourceRow;    ///< [P]: the token of permuted row p (dispatch gather)
+  std::vector<int32_t> combineStart; ///< [tokens + 1]: token t's routes are combineStart[t]..[t+1]
+  std::vector<int32_t>
+      combineRow; ///< [P]: permuted row of each route, ascending expert id per token
+  std::vector<float> combineGate; ///< [P]: gate weight of each route, same order as combineRow
 
   int64_t rows() const { return static_cast<int64_t>(sourceRow.size()); }
 };
@@ -39,7 +40,7 @@ struct DispatchPlan {
 /// with no route here (an expert on another rank); gates of such slots are ignored.
 /// Throws DispatchError when an id is >= numExperts, a token names one expert twice, tokens * k
 /// exceeds INT32_MAX, or tokens, k or numExperts is negative (numExperts 0 with no routes is fine).
-DispatchPlan planDispatch(const int64_t* expertIds, const float* gates, int64_t tokens, int64_t k,
+DispatchPlan planDispatch(const int64_t *expertIds, const float *gates, int64_t tokens, int64_t k,
                           int64_t numExperts);
 
 } // namespace disagmoe::cuda

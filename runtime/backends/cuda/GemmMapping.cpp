@@ -7,19 +7,19 @@
 namespace disagmoe::cuda {
 namespace {
 
-void require(bool ok, const std::string& field, int64_t value, const std::string& rule) {
+void require(bool ok, const std::string &field, int64_t value, const std::string &rule) {
   if (!ok)
     throw GemmShapeError("GEMM: " + field + " = " + std::to_string(value) + " (" + rule + ")");
 }
 
-int asInt(const char* field, int64_t value) {
+int asInt(const char *field, int64_t value) {
   require(value <= INT_MAX, field, value, "cuBLAS takes int: must be <= 2147483647");
   return static_cast<int>(value);
 }
 
 } // namespace
 
-ColumnMajorGemm toColumnMajor(const RowMajorGemm& g) {
+ColumnMajorGemm toColumnMajor(const RowMajorGemm &g) {
   require(g.m >= 0, "m", g.m, "must be >= 0");
   require(g.n >= 0, "n", g.n, "must be >= 0");
   require(g.k >= 0, "k", g.k, "must be >= 0");
@@ -28,7 +28,8 @@ ColumnMajorGemm toColumnMajor(const RowMajorGemm& g) {
           "must be >= max(1, stored width of A = " + std::to_string(widthA) + ")");
   require(g.ldb >= std::max<int64_t>(1, widthB), "ldb", g.ldb,
           "must be >= max(1, stored width of B = " + std::to_string(widthB) + ")");
-  require(g.ldc >= std::max<int64_t>(1, g.n), "ldc", g.ldc, "must be >= max(1, n = " + std::to_string(g.n) + ")");
+  require(g.ldc >= std::max<int64_t>(1, g.n), "ldc", g.ldc,
+          "must be >= max(1, n = " + std::to_string(g.n) + ")");
   ColumnMajorGemm c;
   c.transA = g.transB; // the call's first operand is row-major B
   c.transB = g.transA;

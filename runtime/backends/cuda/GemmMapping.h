@@ -42,9 +42,10 @@ public:
 /// Validates `g` (dims >= 0; every dimension and leading dimension <= INT32_MAX, as cuBLAS takes
 /// int; lda >= stored width of A, ldb >= stored width of B, ldc >= n, each >= 1) and maps it to
 /// the column-major call. Throws GemmShapeError naming the offending field and its value.
-ColumnMajorGemm toColumnMajor(const RowMajorGemm& g);
+ColumnMajorGemm toColumnMajor(const RowMajorGemm &g);
 
 /// The common case: dense row-major C[m, n] = A[m, k] B[k, n] (lda = k, ldb = n, ldc = n).
-RowMajorGemm denseRowMajor(int64_t m, int64_t n, int64_t k, bool transA = false, bool transB = false);
+RowMajorGemm denseRowMajor(int64_t m, int64_t n, int64_t k, bool transA = false,
+                           bool transB = false);
 
 } // namespace disagmoe::cuda

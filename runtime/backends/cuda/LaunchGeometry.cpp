@@ -5,9 +5,11 @@
 namespace disagmoe::cuda {
 namespace {
 
-void require(bool ok, const char* kernel, const char* field, int64_t value, const std::string& rule) {
+void require(bool ok, const char *kernel, const char *field, int64_t value,
+             const std::string &rule) {
   if (!ok)
-    throw KernelArgumentError(std::string(kernel) + ": " + field + " = " + std::to_string(value) + " (" + rule + ")");
+    throw KernelArgumentError(std::string(kernel) + ": " + field + " = " + std::to_string(value) +
+                              " (" + rule + ")");
 }
 
 } // namespace
@@ -21,22 +23,25 @@ int rowBlockSize(int64_t cols) {
 }
 
 int64_t blocksFor(int64_t n, int block) {
-  require(block >= 1 && block <= kMaxThreadsPerBlock, "blocksFor", "block", block, "must be in [1, 1024]");
+  require(block >= 1 && block <= kMaxThreadsPerBlock, "blocksFor", "block", block,
+          "must be in [1, 1024]");
   require(n >= 0, "blocksFor", "n", n, "must be >= 0");
   const int64_t blocks = (n + block - 1) / block;
   require(blocks <= kMaxGridX, "blocksFor", "n", n, "needs more than 2^31-1 blocks");
   return blocks;
 }
 
-void checkRows(const char* kernel, int64_t rows, int64_t cols) {
-  require(rows >= 0 && rows <= kMaxGridX, kernel, "rows", rows, "must be in [0, 2^31-1]: one block per row");
+void checkRows(const char *kernel, int64_t rows, int64_t cols) {
+  require(rows >= 0 && rows <= kMaxGridX, kernel, "rows", rows,
+          "must be in [0, 2^31-1]: one block per row");
   require(cols >= 1, kernel, "cols", cols, "must be >= 1");
 }
 
 void checkRope(int64_t tokens, int64_t heads, int64_t headDim, double theta) {
   require(tokens >= 0, "rope", "tokens", tokens, "must be >= 0");
   require(heads >= 1, "rope", "heads", heads, "must be >= 1");
-  require(headDim >= 2 && headDim % 2 == 0, "rope", "headDim", headDim, "must be even and >= 2 (rotate-half)");
+  require(headDim >= 2 && headDim % 2 == 0, "rope", "headDim", headDim,
+          "must be even and >= 2 (rotate-half)");
   if (!(theta > 0))
     throw KernelArgumentError("rope: theta = " + std::to_string(theta) + " (must be > 0)");
   require(tokens * heads <= kMaxGridX, "rope", "tokens*heads", tokens * heads, "must be <= 2^31-1");
@@ -48,10 +53,13 @@ void checkTopK(int64_t rows, int64_t n, int64_t k) {
   require(k >= 1 && k <= n, "topK", "k", k, "must be in [1, n = " + std::to_string(n) + "]");
 }
 
-void checkAttention(const AttentionShape& s) {
-  require(s.batch >= 0 && s.batch <= kMaxGridYZ, "attention", "batch", s.batch, "must be in [0, 65535]");
-  require(s.seqLen >= 0 && s.seqLen <= kMaxGridX, "attention", "seqLen", s.seqLen, "must be in [0, 2^31-1]");
-  require(s.heads >= 1 && s.heads <= kMaxGridYZ, "attention", "heads", s.heads, "must be in [1, 65535]");
+void checkAttention(const AttentionShape &s) {
+  require(s.batch >= 0 && s.batch <= kMaxGridYZ, "attention", "batch", s.batch,
+          "must be in [0, 65535]");
+  require(s.seqLen >= 0 && s.seqLen <= kMaxGridX, "attention", "seqLen", s.seqLen,
+          "must be in [0, 2^31-1]");
+  require(s.heads >= 1 && s.heads <= kMaxGridYZ, "attention", "heads", s.heads,
+          "must be in [1, 65535]");
   require(s.kvHeads >= 1, "attention", "kvHeads", s.kvHeads, "must be >= 1");
   require(s.heads % s.kvHeads == 0, "attention", "heads", s.heads,
           "must be a multiple of kvHeads = " + std::to_string(s.kvHeads));
@@ -63,7 +71,7 @@ void checkAttention(const AttentionShape& s) {
           "query row and score tile exceed 48 KiB of shared memory");
 }
 
-int64_t attentionSharedBytes(const AttentionShape& s) {
+int64_t attentionSharedBytes(const AttentionShape &s) {
   return (s.qkDim + kAttentionKeyTile) * static_cast<int64_t>(sizeof(float));
 }
 

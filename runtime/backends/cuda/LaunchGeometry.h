@@ -31,7 +31,7 @@ int rowBlockSize(int64_t cols);
 int64_t blocksFor(int64_t n, int block);
 
 /// Throws unless 0 <= rows <= kMaxGridX (row kernels launch one block per row) and cols >= 1.
-void checkRows(const char* kernel, int64_t rows, int64_t cols);
+void checkRows(const char *kernel, int64_t rows, int64_t cols);
 
 /// RoPE (rotate-half) on x [tokens, heads, headDim]: headDim must be even and >= 2, heads >= 1,
 /// tokens >= 0, theta > 0.
@@ -50,15 +50,16 @@ struct AttentionShape {
 inline constexpr int kAttentionThreads = 128;
 inline constexpr int kAttentionKeyTile = 256;
 inline constexpr int kAttentionValuesPerThread = 4;
-inline constexpr int64_t kAttentionMaxVDim = int64_t{kAttentionThreads} * kAttentionValuesPerThread; // 512
+inline constexpr int64_t kAttentionMaxVDim =
+    int64_t{kAttentionThreads} * kAttentionValuesPerThread; // 512
 
 /// Throws unless batch >= 0, seqLen >= 0, heads >= 1, kvHeads >= 1, heads % kvHeads == 0,
 /// 1 <= qkDim, 1 <= vDim <= kAttentionMaxVDim, window >= 0, grid within limits (seqLen <= 2^31-1,
 /// heads and batch <= 65535) and shared memory (attentionSharedBytes) <= 48 KiB.
-void checkAttention(const AttentionShape& s);
+void checkAttention(const AttentionShape &s);
 
 /// Dynamic shared memory of one attention block in bytes: the query row (qkDim floats) and one
 /// tile of scores (kAttentionKeyTile floats).
-int64_t attentionSharedBytes(const AttentionShape& s);
+int64_t attentionSharedBytes(const AttentionShape &s);
 
 } // namespace disagmoe::cuda

@@ -29,7 +29,7 @@ public:
 
   /// Wakes every waiting recv and makes it (and every later recv) throw CommAborted with `reason`.
   /// Used when one rank fails, so the others stop instead of waiting for their deadline.
-  void abort(const std::string& reason);
+  void abort(const std::string &reason);
 
 private:
   friend class LocalComm;
@@ -37,13 +37,14 @@ private:
 
   void deliver(int src, int dst, int tag, Bytes message);
   Bytes take(int src, int dst, int tag, std::chrono::milliseconds timeout);
-  int takeAny(int dst, const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout);
+  int takeAny(int dst, const std::vector<std::pair<int, int>> &sources, Bytes &out,
+              std::chrono::milliseconds timeout);
   void wake(int dst);
 
   const int worldSize_;
   std::mutex mutex_;
   std::deque<std::condition_variable> arrived_; // one per destination rank
-  std::vector<char> woken_;                     // per destination rank: wake() since its last takeAny
+  std::vector<char> woken_; // per destination rank: wake() since its last takeAny
   std::map<Key, std::deque<Bytes>> mailboxes_;
   bool aborted_ = false;
   std::string abortReason_;

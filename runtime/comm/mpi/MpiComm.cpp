@@ -16,12 +16,14 @@
 namespace disagmoe {
 
 int rankFromEnvironment() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"}) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) continue;
-    char* end = nullptr;
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"}) {
+    const char *v = std::getenv(name);
+    if (!v || !*v)
+      continue;
+    char *end = nullptr;
     const long r = std::strtol(v, &end, 10);
-    if (*end == '\0' && r >= 0 && r < (1L << 30)) return static_cast<int>(r);
+    if (*end == '\0' && r >= 0 && r < (1L << 30))
+      return static_cast<int>(r);
   }
   return -1;
 }
@@ -69,7 +71,7 @@ struct MpiComm::State {
   std::thread thread;
   // Heartbeat (MpiComm.h): deadline 0 = off. lastNote/peerDone: comm thread only.
   std::chrono::milliseconds heartbeatDeadline{0};
-  std::function<void(const std::string&)> onSilentPeer;
+  std::function<void(const std::string &)> onSilentPeer;
   std::vector<std::chrono::steady_clock::time_point> lastNote;
   std::vector<bool> peerDone;
   std::chrono::steady_clock::time_point nextNote;
@@ -80,7 +82,7 @@ struct MpiComm::State {
   std::list<InFlight> inFlight;
 
   void run();
-  bool poll(); // one round of progress; true if anything happened
+  bool poll();                             // one round of progress; true if anything happened
   std::vector<int> heartbeatPeers() const; // whom this rank sends notes to and watches
   void heartbeat(Phase p);                 // sends due notes, declares a silent peer
 };
@@ -92,11 +94,11 @@ bool MpiComm::State::poll() {
     std::lock_guard<std::mutex> lock(mutex);
     batch.swap(queue);
   }
-  for (Outgoing& o : batch) {
+  for (Outgoing &o : batch) {
     inFlight.push_back({MPI_REQUEST_NULL, std::move(o.bytes)});
-    InFlight& f = inFlight.back();
-    MPI_Isend(f.bytes.data(), static_cast<int>(f.bytes.size()), MPI_BYTE, o.dst, o.tag, o.control ? control : data,
-              &f.request);
+    InFlight &f = inFlight.back();
+    MPI_Isend(f.bytes.data(), static_cast<int>(f.bytes.size()), MPI_BYTE, o.dst, o.tag,
+              o.control ? control : data, &f.request);
     busy = true;
   }
   for (MPI_Comm c : {control, data}) {
@@ -104,11 +106,13 @@ bool MpiComm::State::poll() {
       int flag = 0;
       MPI_Status status;
       MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c, &flag, &status);
-      if (!flag) break;
+      if (!flag)
+        break;
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
       Bytes bytes(static_cast<size_t>(count));
-      MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, c, MPI_STATUS_IGNORE);
+      MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, c,
+               MPI_STATUS_IGNORE);
       busy = true;
       std::lock_guard<std::mutex> lock(mutex);
       if (c == control && status.MPI_TAG == kNoteTag) {
@@ -116,7 +120,8 @@ bool MpiComm::State::poll() {
       } else if (c == control && status.MPI_TAG == kDoneTag) {
         peerDone[status.MPI_SOURCE] = true;
       } else if (c == control) {
-        if (abortReason.empty()) abortReason = std::string(bytes.begin(), bytes.end());
+        if (abortReason.empty())
+          abortReason = std::string(bytes.begin(), bytes.end());
       } else {
         mailboxes[{status.MPI_SOURCE, status.MPI_TAG}].push_back(std::move(bytes));
       }
@@ -139,7 +144,8 @@ bool MpiComm::State::poll() {
 std::vector<int> MpiComm::State::heartbeatPeers() const {
   std::vector<int> peers;
   for (int r = 0; r < world; ++r)
-    if (r != rank && (rank == 0 || r == 0)) peers.push_back(r);
+    if (r != rank && (rank == 0 || r == 0))
+      peers.push_back(r);
   return peers;
 }
 
@@ -160,17 +166,22 @@ void MpiComm::State::heartbeat(Phase p) {
   }
   for (int r : peers) {
     const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastNote[r]);
-    if (peerDone[r] || quiet <= heartbeatDeadline) continue;
-    const std::string reason = "rank " + std::to_string(r) + " is silent: no heartbeat note from its process for " +
+    if (peerDone[r] || quiet <= heartbeatDeadline)
+      continue;
+    const std::string reason = "rank " + std::to_string(r) +
+                               " is silent: no heartbeat note from its process for " +
                                std::to_string(quiet.count()) + " ms (deadline " +
                                std::to_string(heartbeatDeadline.count()) + " ms; noticed by rank " +
                                std::to_string(rank) + ")";
-    if (onSilentPeer) onSilentPeer(reason);
+    if (onSilentPeer)
+      onSilentPeer(reason);
     std::lock_guard<std::mutex> lock(mutex);
-    if (phase != Phase::Running && phase != Phase::Finishing) return;
+    if (phase != Phase::Running && phase != Phase::Finishing)
+      return;
     const Bytes note(reason.begin(), reason.end());
     for (int other = 0; other < world; ++other)
-      if (other != rank) queue.push_back({other, 0, true, note});
+      if (other != rank)
+        queue.push_back({other, 0, true, note});
     abortReason = reason; // this rank's own waiting receives end too
     abortExitCode = 1;
     abortDeadline = now + std::chrono::milliseconds(1000);
@@ -203,7 +214,8 @@ void MpiComm::State::run() {
     }
     commReady.notify_all();
   }
-  if (rc != MPI_SUCCESS) return;
+  if (rc != MPI_SUCCESS)
+    return;
 
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool barrierPosted = false;
@@ -228,7 +240,8 @@ void MpiComm::State::run() {
       if (sent || late) {
         const int code = abortExitCode;
         lock.unlock();
-        if (sent) std::this_thread::sleep_for(std::chrono::milliseconds(200)); // let peers report first
+        if (sent)
+          std::this_thread::sleep_for(std::chrono::milliseconds(200)); // let peers report first
         MPI_Abort(MPI_COMM_WORLD, code);
         std::_Exit(code);
       }
@@ -238,17 +251,20 @@ void MpiComm::State::run() {
         std::lock_guard<std::mutex> lock(mutex);
         queued = !queue.empty();
       }
-      if (!barrierPosted && inFlight.empty() && !queued && (heartbeatDeadline.count() == 0 || sentDone)) {
+      if (!barrierPosted && inFlight.empty() && !queued &&
+          (heartbeatDeadline.count() == 0 || sentDone)) {
         MPI_Ibarrier(data, &barrier);
         barrierPosted = true;
       }
       if (barrierPosted) {
         int done = 0;
         MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (done) break;
+        if (done)
+          break;
       } else if (std::chrono::steady_clock::now() >= finishDeadline) {
         std::lock_guard<std::mutex> lock(mutex);
-        finishError = "rank " + std::to_string(rank) + ": mpi comm: " + std::to_string(inFlight.size()) +
+        finishError = "rank " + std::to_string(rank) +
+                      ": mpi comm: " + std::to_string(inFlight.size()) +
                       " sends did not complete before the deadline";
         phase = Phase::Aborting;
         abortDeadline = std::chrono::steady_clock::now();
@@ -276,9 +292,9 @@ void MpiComm::State::run() {
 MpiComm::MpiComm() : state_(std::make_unique<State>()) {}
 
 std::unique_ptr<MpiComm> MpiComm::start(std::chrono::milliseconds heartbeatDeadline,
-                                        std::function<void(const std::string&)> onSilentPeer) {
+                                        std::function<void(const std::string &)> onSilentPeer) {
   std::unique_ptr<MpiComm> comm(new MpiComm());
-  State& s = *comm->state_;
+  State &s = *comm->state_;
   s.heartbeatDeadline = heartbeatDeadline;
   s.onSilentPeer = std::move(onSilentPeer);
   s.thread = std::thread([&s] { s.run(); });
@@ -313,57 +329,67 @@ MpiComm::~MpiComm() {
     } catch (...) {
     }
   }
-  if (state_->thread.joinable()) state_->thread.join();
+  if (state_->thread.joinable())
+    state_->thread.join();
 }
 
 void MpiComm::send(int dst, int tag, Bytes message) {
   if (dst < 0 || dst >= worldSize_ || tag < 0)
-    throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dst) + " (tag " +
-                    std::to_string(tag) + ") is outside the world of " + std::to_string(worldSize_) + " ranks");
+    throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dst) +
+                    " (tag " + std::to_string(tag) + ") is outside the world of " +
+                    std::to_string(worldSize_) + " ranks");
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (state_->phase != Phase::Running)
-    throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dst) + " after the comm ended");
+    throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dst) +
+                    " after the comm ended");
   state_->queue.push_back({dst, tag, false, std::move(message)});
 }
 
 Bytes MpiComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
-  const std::string what =
-      "rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(src) + " (tag " + std::to_string(tag) + ")";
+  const std::string what = "rank " + std::to_string(rank_) + ": recv from rank " +
+                           std::to_string(src) + " (tag " + std::to_string(tag) + ")";
   if (src < 0 || src >= worldSize_)
     throw CommError(what + ": no such rank in a world of " + std::to_string(worldSize_));
-  State& s = *state_;
+  State &s = *state_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lock(s.mutex);
   while (true) {
-    if (!s.abortReason.empty()) throw CommAborted(what + " aborted: " + s.abortReason);
+    if (!s.abortReason.empty())
+      throw CommAborted(what + " aborted: " + s.abortReason);
     auto box = s.mailboxes.find({src, tag});
     if (box != s.mailboxes.end() && !box->second.empty()) {
       Bytes message = std::move(box->second.front());
       box->second.pop_front();
       return message;
     }
-    if (s.phase != Phase::Running) throw CommError(what + ": the comm ended");
+    if (s.phase != Phase::Running)
+      throw CommError(what + ": the comm ended");
     if (s.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
       box = s.mailboxes.find({src, tag});
-      if (box != s.mailboxes.end() && !box->second.empty()) continue;
-      if (!s.abortReason.empty()) continue;
+      if (box != s.mailboxes.end() && !box->second.empty())
+        continue;
+      if (!s.abortReason.empty())
+        continue;
       throw CommTimeout(what + " timed out after " + std::to_string(timeout.count()) + " ms");
     }
   }
 }
 
-int MpiComm::recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) {
-  for (const auto& [src, tag] : sources)
+int MpiComm::recvAny(const std::vector<std::pair<int, int>> &sources, Bytes &out,
+                     std::chrono::milliseconds timeout) {
+  for (const auto &[src, tag] : sources)
     if (src < 0 || src >= worldSize_)
-      throw CommError("rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(src) + " (tag " +
-                      std::to_string(tag) + "): no such rank in a world of " + std::to_string(worldSize_));
-  State& s = *state_;
+      throw CommError("rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(src) +
+                      " (tag " + std::to_string(tag) + "): no such rank in a world of " +
+                      std::to_string(worldSize_));
+  State &s = *state_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lock(s.mutex);
   while (true) {
     if (!s.abortReason.empty())
-      throw CommAborted("rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(sources.front().first) +
-                        " (tag " + std::to_string(sources.front().second) + ") aborted: " + s.abortReason);
+      throw CommAborted("rank " + std::to_string(rank_) + ": recv from rank " +
+                        std::to_string(sources.front().first) + " (tag " +
+                        std::to_string(sources.front().second) + ") aborted: " + s.abortReason);
     for (size_t i = 0; i < sources.size(); ++i) {
       auto box = s.mailboxes.find(sources[i]);
       if (box != s.mailboxes.end() && !box->second.empty()) {
@@ -372,18 +398,20 @@ int MpiComm::recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out
         return static_cast<int>(i);
       }
     }
-    if (s.phase != Phase::Running) throw CommError("rank " + std::to_string(rank_) + ": recv: the comm ended");
+    if (s.phase != Phase::Running)
+      throw CommError("rank " + std::to_string(rank_) + ": recv: the comm ended");
     if (s.woken) {
       s.woken = false;
       return -1;
     }
     if (s.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
       bool any = !s.abortReason.empty();
-      for (const auto& key : sources) {
+      for (const auto &key : sources) {
         auto box = s.mailboxes.find(key);
         any = any || (box != s.mailboxes.end() && !box->second.empty());
       }
-      if (!any) return -1;
+      if (!any)
+        return -1;
     }
   }
 }
@@ -395,9 +423,10 @@ void MpiComm::wake() {
 }
 
 void MpiComm::finish(std::chrono::milliseconds timeout) {
-  State& s = *state_;
+  State &s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.phase != Phase::Running) return;
+  if (s.phase != Phase::Running)
+    return;
   s.finishDeadline = std::chrono::steady_clock::now() + timeout;
   s.phase = Phase::Finishing;
   s.commReady.wait(lock, [&] { return s.finished || !s.finishError.empty(); });
@@ -412,20 +441,22 @@ void MpiComm::finish(std::chrono::milliseconds timeout) {
   s.thread.join();
 }
 
-void MpiComm::abortJob(const std::string& reason, int exitCode, std::chrono::milliseconds grace) {
-  State& s = *state_;
+void MpiComm::abortJob(const std::string &reason, int exitCode, std::chrono::milliseconds grace) {
+  State &s = *state_;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.phase == Phase::Running || s.phase == Phase::Finishing) {
       const Bytes note(reason.begin(), reason.end());
       for (int r = 0; r < s.world; ++r)
-        if (r != s.rank) s.queue.push_back({r, 0, true, note});
+        if (r != s.rank)
+          s.queue.push_back({r, 0, true, note});
       s.abortExitCode = exitCode;
       s.abortDeadline = std::chrono::steady_clock::now() + grace;
       s.phase = Phase::Aborting;
     }
   }
-  if (s.thread.joinable()) s.thread.join(); // MPI_Abort ends the process from the comm thread
+  if (s.thread.joinable())
+    s.thread.join(); // MPI_Abort ends the process from the comm thread
   std::_Exit(exitCode);
 }
 

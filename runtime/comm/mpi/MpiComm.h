@@ -49,8 +49,9 @@ public:
   /// start or disagrees with rankFromEnvironment().
   /// heartbeatDeadline > 0 turns on the heartbeat (above); onSilentPeer is called from the comm
   /// thread, once, before the abort (it must not call this comm).
-  static std::unique_ptr<MpiComm> start(std::chrono::milliseconds heartbeatDeadline = std::chrono::milliseconds(0),
-                                        std::function<void(const std::string&)> onSilentPeer = {});
+  static std::unique_ptr<MpiComm>
+  start(std::chrono::milliseconds heartbeatDeadline = std::chrono::milliseconds(0),
+        std::function<void(const std::string &)> onSilentPeer = {});
   /// finish() if neither finish() nor abortJob() ran.
   ~MpiComm() override;
 
@@ -58,7 +59,8 @@ public:
   int worldSize() const override { return worldSize_; }
   void send(int dst, int tag, Bytes message) override;
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override;
-  int recvAny(const std::vector<std::pair<int, int>>& sources, Bytes& out, std::chrono::milliseconds timeout) override;
+  int recvAny(const std::vector<std::pair<int, int>> &sources, Bytes &out,
+              std::chrono::milliseconds timeout) override;
   void wake() override;
 
   /// Orderly end: every queued send completes, all ranks meet in a barrier (while still receiving),
@@ -68,7 +70,7 @@ public:
   /// Ends the whole job because this rank failed: tells every other rank `reason` (their recvs
   /// throw CommAborted "... aborted: <reason>"), waits up to `grace` for the notes to leave, then
   /// MPI_Abort(exitCode). Does not return.
-  [[noreturn]] void abortJob(const std::string& reason, int exitCode = 1,
+  [[noreturn]] void abortJob(const std::string &reason, int exitCode = 1,
                              std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
 
   /// Set once an abort note from another rank arrived: its reason, else "".

@@ -48,7 +48,7 @@ private:
     bool complete;
     Bytes bytes;
   };
-  std::vector<std::deque<Entry>> fifo_; // per source
+  std::vector<std::deque<Entry>> fifo_;   // per source
   std::map<std::uint64_t, int> sourceOf_; // open slots
   std::uint64_t next_ = 0;
 };

@@ -32,12 +32,12 @@ int selectDevice(int localRank, int globalRank, int deviceCount);
 /// The bootstrap id as rank 0 broadcasts it: "DMNCCLID", NCCL's version code (int32 little-endian,
 /// NCCL_VERSION_CODE), the 128 id bytes, and their FNV-1a 64-bit hash. 148 bytes.
 constexpr std::size_t kSerialisedIdBytes = 8 + 4 + kUniqueIdBytes + 8;
-Bytes serialiseUniqueId(const UniqueId& id, int ncclVersion);
+Bytes serialiseUniqueId(const UniqueId &id, int ncclVersion);
 
 /// The inverse of serialiseUniqueId. Throws CommError "rank R: NCCL bootstrap id from rank 0: ..."
 /// for a wrong length, magic or hash, or a version other than `ncclVersion` (a rank linked
 /// against another NCCL would hang in ncclCommInitRank instead of failing).
-UniqueId parseUniqueId(const Bytes& bytes, int ncclVersion, int rank);
+UniqueId parseUniqueId(const Bytes &bytes, int ncclVersion, int rank);
 
 /// The control message (over MPI) that announces one payload (over NCCL) from the sender to the
 /// receiver: "size first, then payload". 16 bytes: magic 0x4E43484D ("MHCN"), the tag (int32),
@@ -47,10 +47,10 @@ struct Header {
   std::uint64_t size = 0;
 };
 constexpr std::size_t kHeaderBytes = 16;
-Bytes encodeHeader(const Header& h);
+Bytes encodeHeader(const Header &h);
 /// Throws CommError "rank R: malformed message header from rank S (...)" for a wrong length,
 /// magic or a negative tag.
-Header decodeHeader(const Bytes& bytes, int rank, int src);
+Header decodeHeader(const Bytes &bytes, int rank, int src);
 
 /// The peers with which `rank` builds its two per-direction communicators (rank -> peer,
 /// peer -> rank), in the order it must do so: pairs (a, b), a < b, in lexicographic order. Every

@@ -19,7 +19,8 @@
 
 namespace disagmoe {
 
-static_assert(sizeof(ncclUniqueId) == nccl::kUniqueIdBytes, "NcclBootstrap.h's kUniqueIdBytes is not NCCL's");
+static_assert(sizeof(ncclUniqueId) == nccl::kUniqueIdBytes,
+              "NcclBootstrap.h's kUniqueIdBytes is not NCCL's");
 
 namespace {
 
@@ -35,40 +36,43 @@ std::string mpiError(int code) {
   return std::string(text, static_cast<size_t>(len));
 }
 
-void cudaCheck(cudaError_t rc, const std::string& what) {
-  if (rc != cudaSuccess) throw CommError(what + ": " + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")");
+void cudaCheck(cudaError_t rc, const std::string &what) {
+  if (rc != cudaSuccess)
+    throw CommError(what + ": " + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")");
 }
 
-void ncclCheck(ncclResult_t rc, const std::string& what) {
-  if (rc != ncclSuccess && rc != ncclInProgress) throw CommError(what + ": " + ncclGetErrorString(rc));
+void ncclCheck(ncclResult_t rc, const std::string &what) {
+  if (rc != ncclSuccess && rc != ncclInProgress)
+    throw CommError(what + ": " + ncclGetErrorString(rc));
 }
 
 // Page-locked host buffers for staging, reused by power-of-two size class.
 class PinnedPool {
 public:
   ~PinnedPool() {
-    for (auto& [cap, list] : free_)
-      for (void* p : list)
+    for (auto &[cap, list] : free_)
+      for (void *p : list)
         cudaFreeHost(p);
   }
-  std::pair<void*, size_t> acquire(size_t bytes) {
+  std::pair<void *, size_t> acquire(size_t bytes) {
     size_t cap = 4096;
     while (cap < bytes)
       cap *= 2;
-    auto& list = free_[cap];
+    auto &list = free_[cap];
     if (!list.empty()) {
-      void* p = list.back();
+      void *p = list.back();
       list.pop_back();
       return {p, cap};
     }
-    void* p = nullptr;
-    cudaCheck(cudaMallocHost(&p, cap), "nccl comm: cudaMallocHost of " + std::to_string(cap) + " bytes");
+    void *p = nullptr;
+    cudaCheck(cudaMallocHost(&p, cap),
+              "nccl comm: cudaMallocHost of " + std::to_string(cap) + " bytes");
     return {p, cap};
   }
-  void release(void* p, size_t cap) { free_[cap].push_back(p); }
+  void release(void *p, size_t cap) { free_[cap].push_back(p); }
 
 private:
-  std::map<size_t, std::vector<void*>> free_;
+  std::map<size_t, std::vector<void *>> free_;
 };
 
 struct Direction {
@@ -83,7 +87,7 @@ struct Pending { // a queued send
 
 struct SendOp {
   int dst;
-  void* pinned;
+  void *pinned;
   size_t cap;
   cudaEvent_t done;
 };
@@ -92,7 +96,7 @@ struct RecvOp {
   int src, tag;
   size_t size;
   uint64_t slot; // in the ArrivalQueue
-  void* pinned;
+  void *pinned;
   size_t cap;
   cudaEvent_t done;
 };
@@ -106,7 +110,7 @@ struct ReduceRequest {
 
 struct ReduceOp {
   std::shared_ptr<ReduceRequest> request;
-  void* pinned;
+  void *pinned;
   size_t cap;
   cudaEvent_t done;
 };
@@ -120,8 +124,8 @@ struct MpiSend {
 
 struct NcclComm::State {
   std::mutex mutex;
-  std::condition_variable arrived;   // workers wait for messages, sums, phase changes
-  std::condition_variable commReady; // the comm thread's progress (start, connect, finish)
+  std::condition_variable arrived;        // workers wait for messages, sums, phase changes
+  std::condition_variable commReady;      // the comm thread's progress (start, connect, finish)
   std::deque<std::vector<Pending>> queue; // one entry per send() or exchange()
   std::deque<std::shared_ptr<ReduceRequest>> reduces;
   std::map<std::pair<int, int>, std::deque<Bytes>> mailboxes; // (src, tag)
@@ -140,9 +144,9 @@ struct NcclComm::State {
   std::list<MpiSend> mpiSends;
   ncclComm_t worldComm = nullptr;
   std::map<std::vector<int>, Direction> groups;
-  std::vector<Direction> out, in; // per peer
+  std::vector<Direction> out, in;               // per peer
   std::unique_ptr<nccl::ArrivalQueue> arrivals; // delivery order of announced messages
-  std::list<RecvOp> recvOps;                   // payloads in flight
+  std::list<RecvOp> recvOps;                    // payloads in flight
   std::list<SendOp> sendOps;
   std::list<ReduceOp> reduceOps;
   std::unique_ptr<PinnedPool> pool;
@@ -152,7 +156,8 @@ struct NcclComm::State {
   void connectDevices();
   bool poll(); // one round of progress; true if anything happened
   void postMpi(int dst, int tag, MPI_Comm comm, Bytes bytes);
-  void waitStream(cudaStream_t s, std::chrono::steady_clock::time_point deadline, const std::string& what);
+  void waitStream(cudaStream_t s, std::chrono::steady_clock::time_point deadline,
+                  const std::string &what);
   void abortNccl();
   void destroyNccl();
   std::string who() const { return "rank " + std::to_string(rank); }
@@ -160,17 +165,20 @@ struct NcclComm::State {
 
 void NcclComm::State::postMpi(int dst, int tag, MPI_Comm comm, Bytes bytes) {
   mpiSends.push_back({MPI_REQUEST_NULL, std::move(bytes)});
-  MpiSend& s = mpiSends.back();
+  MpiSend &s = mpiSends.back();
   MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, dst, tag, comm, &s.request);
 }
 
 void NcclComm::State::waitStream(cudaStream_t s, std::chrono::steady_clock::time_point deadline,
-                                 const std::string& what) {
+                                 const std::string &what) {
   while (true) {
     const cudaError_t rc = cudaStreamQuery(s);
-    if (rc == cudaSuccess) return;
-    if (rc != cudaErrorNotReady) cudaCheck(rc, what);
-    if (std::chrono::steady_clock::now() >= deadline) throw CommError(what + ": did not complete before the deadline");
+    if (rc == cudaSuccess)
+      return;
+    if (rc != cudaErrorNotReady)
+      cudaCheck(rc, what);
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw CommError(what + ": did not complete before the deadline");
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
@@ -181,13 +189,15 @@ void NcclComm::State::connectDevices() {
   const int localRank = nccl::localRankFromEnvironment();
   int count = 0;
   const cudaError_t countRc = cudaGetDeviceCount(&count);
-  if (countRc != cudaSuccess) count = 0;
+  if (countRc != cudaSuccess)
+    count = 0;
   try {
     device = nccl::selectDevice(localRank, rank, count);
-  } catch (const CommError& e) {
-    if (countRc == cudaSuccess) throw;
-    throw CommError(std::string(e.what()) + " (" + cudaGetErrorName(countRc) + ": " + cudaGetErrorString(countRc) +
-                    ")");
+  } catch (const CommError &e) {
+    if (countRc == cudaSuccess)
+      throw;
+    throw CommError(std::string(e.what()) + " (" + cudaGetErrorName(countRc) + ": " +
+                    cudaGetErrorString(countRc) + ")");
   }
   cudaCheck(cudaSetDevice(device), me + ": cudaSetDevice(" + std::to_string(device) + ")");
   pool = std::make_unique<PinnedPool>();
@@ -204,27 +214,33 @@ void NcclComm::State::connectDevices() {
     idBytes = nccl::serialiseUniqueId(raw, version);
   }
   int rc = MPI_Bcast(idBytes.data(), static_cast<int>(idBytes.size()), MPI_BYTE, 0, data);
-  if (rc != MPI_SUCCESS) throw CommError(me + ": MPI_Bcast of the NCCL id: " + mpiError(rc));
+  if (rc != MPI_SUCCESS)
+    throw CommError(me + ": MPI_Bcast of the NCCL id: " + mpiError(rc));
   {
     const nccl::UniqueId raw = nccl::parseUniqueId(idBytes, version, rank);
     ncclUniqueId id;
     std::memcpy(&id, raw.data(), raw.size());
-    ncclCheck(ncclCommInitRank(&worldComm, world, id, rank), me + ": ncclCommInitRank of the world");
+    ncclCheck(ncclCommInitRank(&worldComm, world, id, rank),
+              me + ": ncclCommInitRank of the world");
   }
   ncclUp = true;
 
   // One communicator per registered reduce group (a split of the world; every rank splits).
-  for (const std::vector<int>& g : reduceGroups) {
-    if (groups.count(g)) continue;
+  for (const std::vector<int> &g : reduceGroups) {
+    if (groups.count(g))
+      continue;
     const bool member = std::binary_search(g.begin(), g.end(), rank);
     Direction d;
     if (static_cast<int>(g.size()) == world) {
       d.comm = worldComm;
     } else {
       const int color = member ? static_cast<int>(groups.size()) : NCCL_SPLIT_NOCOLOR;
-      ncclCheck(ncclCommSplit(worldComm, color, rank, &d.comm, nullptr), me + ": ncclCommSplit of a reduce group");
+      ncclCheck(ncclCommSplit(worldComm, color, rank, &d.comm, nullptr),
+                me + ": ncclCommSplit of a reduce group");
     }
-    if (member) cudaCheck(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), me + ": cudaStreamCreate");
+    if (member)
+      cudaCheck(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking),
+                me + ": cudaStreamCreate");
     groups[g] = d;
   }
 
@@ -233,14 +249,14 @@ void NcclComm::State::connectDevices() {
   in.assign(static_cast<size_t>(world), Direction{});
   arrivals = std::make_unique<nccl::ArrivalQueue>(world);
   const auto deadline = std::chrono::steady_clock::now() + connectTimeout;
-  void* warm = nullptr;
+  void *warm = nullptr;
   cudaCheck(cudaMalloc(&warm, 2), me + ": cudaMalloc");
   for (int peer : nccl::pairInitOrder(rank, world)) {
     const std::string pair = me + ": communicators with rank " + std::to_string(peer);
     ncclUniqueId ids[2]; // [0]: lower -> higher, [1]: higher -> lower
     if (rank < peer) {
       Bytes both;
-      for (ncclUniqueId& id : ids) {
+      for (ncclUniqueId &id : ids) {
         ncclCheck(ncclGetUniqueId(&id), pair + ": ncclGetUniqueId");
         nccl::UniqueId raw;
         std::memcpy(raw.data(), &id, raw.size());
@@ -248,29 +264,36 @@ void NcclComm::State::connectDevices() {
         both.insert(both.end(), b.begin(), b.end());
       }
       rc = MPI_Send(both.data(), static_cast<int>(both.size()), MPI_BYTE, peer, kIdTag, data);
-      if (rc != MPI_SUCCESS) throw CommError(pair + ": MPI_Send of the ids: " + mpiError(rc));
+      if (rc != MPI_SUCCESS)
+        throw CommError(pair + ": MPI_Send of the ids: " + mpiError(rc));
     } else {
       Bytes both(2 * nccl::kSerialisedIdBytes);
-      rc = MPI_Recv(both.data(), static_cast<int>(both.size()), MPI_BYTE, peer, kIdTag, data, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) throw CommError(pair + ": MPI_Recv of the ids: " + mpiError(rc));
+      rc = MPI_Recv(both.data(), static_cast<int>(both.size()), MPI_BYTE, peer, kIdTag, data,
+                    MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        throw CommError(pair + ": MPI_Recv of the ids: " + mpiError(rc));
       for (int k = 0; k < 2; ++k) {
-        const Bytes b(both.begin() + k * nccl::kSerialisedIdBytes, both.begin() + (k + 1) * nccl::kSerialisedIdBytes);
+        const Bytes b(both.begin() + k * nccl::kSerialisedIdBytes,
+                      both.begin() + (k + 1) * nccl::kSerialisedIdBytes);
         const nccl::UniqueId raw = nccl::parseUniqueId(b, version, rank);
         std::memcpy(&ids[k], raw.data(), raw.size());
       }
     }
     const bool lower = rank < peer;
-    Direction& up = lower ? out[peer] : in[peer];   // lower -> higher: the lower rank is rank 0
-    Direction& down = lower ? in[peer] : out[peer]; // higher -> lower: the higher rank is rank 0
+    Direction &up = lower ? out[peer] : in[peer];   // lower -> higher: the lower rank is rank 0
+    Direction &down = lower ? in[peer] : out[peer]; // higher -> lower: the higher rank is rank 0
     ncclCheck(ncclCommInitRank(&up.comm, 2, ids[0], lower ? 0 : 1), pair + ": ncclCommInitRank");
     ncclCheck(ncclCommInitRank(&down.comm, 2, ids[1], lower ? 1 : 0), pair + ": ncclCommInitRank");
-    for (Direction* d : {&out[peer], &in[peer]})
-      cudaCheck(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), pair + ": cudaStreamCreate");
+    for (Direction *d : {&out[peer], &in[peer]})
+      cudaCheck(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
+                pair + ": cudaStreamCreate");
     // Warm-up: NCCL connects a peer lazily on its first send/recv; do it now, both ranks together.
     ncclCheck(ncclGroupStart(), pair + ": ncclGroupStart");
-    ncclCheck(ncclSend(warm, 1, ncclUint8, 1, out[peer].comm, out[peer].stream), pair + ": warm-up ncclSend");
-    ncclCheck(ncclRecv(static_cast<char*>(warm) + 1, 1, ncclUint8, 0, in[peer].comm, in[peer].stream),
-              pair + ": warm-up ncclRecv");
+    ncclCheck(ncclSend(warm, 1, ncclUint8, 1, out[peer].comm, out[peer].stream),
+              pair + ": warm-up ncclSend");
+    ncclCheck(
+        ncclRecv(static_cast<char *>(warm) + 1, 1, ncclUint8, 0, in[peer].comm, in[peer].stream),
+        pair + ": warm-up ncclRecv");
     ncclCheck(ncclGroupEnd(), pair + ": ncclGroupEnd");
     waitStream(out[peer].stream, deadline, pair + ": warm-up send");
     waitStream(in[peer].stream, deadline, pair + ": warm-up recv");
@@ -285,7 +308,8 @@ bool NcclComm::State::poll() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     batches.swap(queue);
-    if (fatalError.empty()) newReduces.swap(reduces);
+    if (fatalError.empty())
+      newReduces.swap(reduces);
   }
   // Headers that arrived: their recvs are posted in this round's group, in arrival order.
   std::vector<std::pair<int, nccl::Header>> headers;
@@ -293,7 +317,8 @@ bool NcclComm::State::poll() {
     int flag = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, kHeaderTag, data, &flag, &status);
-    if (!flag) break;
+    if (!flag)
+      break;
     Bytes b(nccl::kHeaderBytes + 1);
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
@@ -306,64 +331,74 @@ bool NcclComm::State::poll() {
     int flag = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control, &flag, &status);
-    if (!flag) break;
+    if (!flag)
+      break;
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     Bytes b(static_cast<size_t>(count));
-    MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control, MPI_STATUS_IGNORE);
+    MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control,
+             MPI_STATUS_IGNORE);
     std::lock_guard<std::mutex> lock(mutex);
-    if (abortReason.empty()) abortReason = std::string(b.begin(), b.end());
+    if (abortReason.empty())
+      abortReason = std::string(b.begin(), b.end());
     arrived.notify_all();
     busy = true;
   }
 
   // Headers first (the receivers post their recvs as soon as these arrive), zero-byte messages
   // are complete with their header.
-  std::vector<Pending*> payloads;
-  for (auto& batch : batches)
-    for (Pending& p : batch) {
+  std::vector<Pending *> payloads;
+  for (auto &batch : batches)
+    for (Pending &p : batch) {
       postMpi(p.dst, kHeaderTag, data, nccl::encodeHeader({p.tag, p.bytes.size()}));
-      if (!p.bytes.empty()) payloads.push_back(&p);
+      if (!p.bytes.empty())
+        payloads.push_back(&p);
       busy = true;
     }
   // Every header takes its place in its source's FIFO now, in arrival order (ArrivalQueue.h).
   std::vector<RecvOp> payloadRecvs;
-  for (auto& [src, h] : headers) {
+  for (auto &[src, h] : headers) {
     const uint64_t slot = arrivals->announce(src, h.tag, h.size);
-    if (h.size > 0) payloadRecvs.push_back({src, h.tag, static_cast<size_t>(h.size), slot, nullptr, 0, nullptr});
+    if (h.size > 0)
+      payloadRecvs.push_back({src, h.tag, static_cast<size_t>(h.size), slot, nullptr, 0, nullptr});
   }
 
   const std::string me = who();
   if (!payloads.empty() || !payloadRecvs.empty()) {
     // Before the group: stage sends into device buffers; after it: copy recvs back to the host.
-    std::vector<void*> sendDev(payloads.size()), recvDev(payloadRecvs.size());
-    std::vector<std::pair<void*, size_t>> sendPinned(payloads.size()), recvPinned(payloadRecvs.size());
+    std::vector<void *> sendDev(payloads.size()), recvDev(payloadRecvs.size());
+    std::vector<std::pair<void *, size_t>> sendPinned(payloads.size()),
+        recvPinned(payloadRecvs.size());
     for (size_t i = 0; i < payloads.size(); ++i) {
-      const Pending& p = *payloads[i];
+      const Pending &p = *payloads[i];
       const size_t n = p.bytes.size();
       sendPinned[i] = pool->acquire(n);
       std::memcpy(sendPinned[i].first, p.bytes.data(), n);
       cudaStream_t s = out[p.dst].stream;
-      cudaCheck(cudaMallocAsync(&sendDev[i], n, s), me + ": cudaMallocAsync for a send to rank " + std::to_string(p.dst));
+      cudaCheck(cudaMallocAsync(&sendDev[i], n, s),
+                me + ": cudaMallocAsync for a send to rank " + std::to_string(p.dst));
       cudaCheck(cudaMemcpyAsync(sendDev[i], sendPinned[i].first, n, cudaMemcpyHostToDevice, s),
                 me + ": cudaMemcpyAsync for a send to rank " + std::to_string(p.dst));
     }
     for (size_t i = 0; i < payloadRecvs.size(); ++i) {
-      const RecvOp& r = payloadRecvs[i];
+      const RecvOp &r = payloadRecvs[i];
       recvPinned[i] = pool->acquire(r.size);
       cudaCheck(cudaMallocAsync(&recvDev[i], r.size, in[r.src].stream),
                 me + ": cudaMallocAsync for a recv from rank " + std::to_string(r.src));
     }
     ncclCheck(ncclGroupStart(), me + ": ncclGroupStart");
     for (size_t i = 0; i < payloads.size(); ++i) {
-      const Pending& p = *payloads[i];
-      ncclCheck(ncclSend(sendDev[i], p.bytes.size(), ncclUint8, 1, out[p.dst].comm, out[p.dst].stream),
-                me + ": ncclSend to rank " + std::to_string(p.dst) + " (tag " + std::to_string(p.tag) + ")");
+      const Pending &p = *payloads[i];
+      ncclCheck(
+          ncclSend(sendDev[i], p.bytes.size(), ncclUint8, 1, out[p.dst].comm, out[p.dst].stream),
+          me + ": ncclSend to rank " + std::to_string(p.dst) + " (tag " + std::to_string(p.tag) +
+              ")");
     }
     for (size_t i = 0; i < payloadRecvs.size(); ++i) {
-      const RecvOp& r = payloadRecvs[i];
+      const RecvOp &r = payloadRecvs[i];
       ncclCheck(ncclRecv(recvDev[i], r.size, ncclUint8, 0, in[r.src].comm, in[r.src].stream),
-                me + ": ncclRecv from rank " + std::to_string(r.src) + " (tag " + std::to_string(r.tag) + ")");
+                me + ": ncclRecv from rank " + std::to_string(r.src) + " (tag " +
+                    std::to_string(r.tag) + ")");
     }
     ncclCheck(ncclGroupEnd(), me + ": ncclGroupEnd");
     for (size_t i = 0; i < payloads.size(); ++i) {
@@ -371,7 +406,8 @@ bool NcclComm::State::poll() {
       cudaStream_t s = out[dst].stream;
       SendOp op{dst, sendPinned[i].first, sendPinned[i].second, nullptr};
       cudaCheck(cudaFreeAsync(sendDev[i], s), me + ": cudaFreeAsync");
-      cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming), me + ": cudaEventCreate");
+      cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming),
+                me + ": cudaEventCreate");
       cudaCheck(cudaEventRecord(op.done, s), me + ": cudaEventRecord");
       sendOps.push_back(op);
     }
@@ -380,28 +416,33 @@ bool NcclComm::State::poll() {
       cudaStream_t s = in[op.src].stream;
       op.pinned = recvPinned[i].first;
       op.cap = recvPinned[i].second;
-      cudaCheck(cudaMemcpyAsync(op.pinned, recvDev[i], op.size, cudaMemcpyDeviceToHost, s), me + ": cudaMemcpyAsync");
+      cudaCheck(cudaMemcpyAsync(op.pinned, recvDev[i], op.size, cudaMemcpyDeviceToHost, s),
+                me + ": cudaMemcpyAsync");
       cudaCheck(cudaFreeAsync(recvDev[i], s), me + ": cudaFreeAsync");
-      cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming), me + ": cudaEventCreate");
+      cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming),
+                me + ": cudaEventCreate");
       cudaCheck(cudaEventRecord(op.done, s), me + ": cudaEventRecord");
       recvOps.push_back(op);
     }
   }
 
-  for (const auto& request : newReduces) {
-    const Direction& g = groups.at(request->ranks);
+  for (const auto &request : newReduces) {
+    const Direction &g = groups.at(request->ranks);
     const size_t bytes = request->values.size() * sizeof(float);
     ReduceOp op{request, nullptr, 0, nullptr};
     auto pinned = pool->acquire(bytes);
     op.pinned = pinned.first;
     op.cap = pinned.second;
     std::memcpy(op.pinned, request->values.data(), bytes);
-    void* dev = nullptr;
+    void *dev = nullptr;
     cudaCheck(cudaMallocAsync(&dev, bytes, g.stream), me + ": cudaMallocAsync for an all-reduce");
-    cudaCheck(cudaMemcpyAsync(dev, op.pinned, bytes, cudaMemcpyHostToDevice, g.stream), me + ": cudaMemcpyAsync");
-    ncclCheck(ncclAllReduce(dev, dev, request->values.size(), ncclFloat32, ncclSum, g.comm, g.stream),
-              me + ": ncclAllReduce over " + std::to_string(request->ranks.size()) + " ranks");
-    cudaCheck(cudaMemcpyAsync(op.pinned, dev, bytes, cudaMemcpyDeviceToHost, g.stream), me + ": cudaMemcpyAsync");
+    cudaCheck(cudaMemcpyAsync(dev, op.pinned, bytes, cudaMemcpyHostToDevice, g.stream),
+              me + ": cudaMemcpyAsync");
+    ncclCheck(
+        ncclAllReduce(dev, dev, request->values.size(), ncclFloat32, ncclSum, g.comm, g.stream),
+        me + ": ncclAllReduce over " + std::to_string(request->ranks.size()) + " ranks");
+    cudaCheck(cudaMemcpyAsync(op.pinned, dev, bytes, cudaMemcpyDeviceToHost, g.stream),
+              me + ": cudaMemcpyAsync");
     cudaCheck(cudaFreeAsync(dev, g.stream), me + ": cudaFreeAsync");
     cudaCheck(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming), me + ": cudaEventCreate");
     cudaCheck(cudaEventRecord(op.done, g.stream), me + ": cudaEventRecord");
@@ -410,9 +451,10 @@ bool NcclComm::State::poll() {
   }
 
   // Completions: sends free their staging; recvs (in posting order per source) fill mailboxes.
-  const auto finished = [&](cudaEvent_t e, const std::string& what) {
+  const auto finished = [&](cudaEvent_t e, const std::string &what) {
     const cudaError_t rc = cudaEventQuery(e);
-    if (rc == cudaErrorNotReady) return false;
+    if (rc == cudaErrorNotReady)
+      return false;
     cudaCheck(rc, what);
     cudaEventDestroy(e);
     return true;
@@ -428,7 +470,7 @@ bool NcclComm::State::poll() {
   }
   for (auto it = recvOps.begin(); it != recvOps.end();) {
     if (finished(it->done, me + ": recv from rank " + std::to_string(it->src))) {
-      const uint8_t* p = static_cast<const uint8_t*>(it->pinned);
+      const uint8_t *p = static_cast<const uint8_t *>(it->pinned);
       arrivals->complete(it->slot, Bytes(p, p + it->size));
       pool->release(it->pinned, it->cap);
       it = recvOps.erase(it);
@@ -441,7 +483,7 @@ bool NcclComm::State::poll() {
     std::vector<nccl::ArrivalQueue::Delivered> ready = arrivals->takeDeliverable();
     if (!ready.empty()) {
       std::lock_guard<std::mutex> lock(mutex);
-      for (auto& d : ready)
+      for (auto &d : ready)
         mailboxes[{d.src, d.tag}].push_back(std::move(d.bytes));
       arrived.notify_all();
       busy = true;
@@ -451,7 +493,8 @@ bool NcclComm::State::poll() {
     if (finished(it->done, me + ": all-reduce")) {
       {
         std::lock_guard<std::mutex> lock(mutex);
-        std::memcpy(it->request->values.data(), it->pinned, it->request->values.size() * sizeof(float));
+        std::memcpy(it->request->values.data(), it->pinned,
+                    it->request->values.size() * sizeof(float));
         it->request->done = true;
         arrived.notify_all();
       }
@@ -464,11 +507,13 @@ bool NcclComm::State::poll() {
   }
 
   // Asynchronous NCCL errors (a peer that died, a network failure) fail every later call.
-  const auto asyncCheck = [&](ncclComm_t c, const std::string& what) {
-    if (!c) return;
+  const auto asyncCheck = [&](ncclComm_t c, const std::string &what) {
+    if (!c)
+      return;
     ncclResult_t state = ncclSuccess;
     ncclCommGetAsyncError(c, &state);
-    if (state != ncclSuccess && state != ncclInProgress) throw CommError(what + ": " + ncclGetErrorString(state));
+    if (state != ncclSuccess && state != ncclInProgress)
+      throw CommError(what + ": " + ncclGetErrorString(state));
   };
   for (size_t p = 0; p < out.size(); ++p) {
     asyncCheck(out[p].comm, me + ": nccl communicator to rank " + std::to_string(p));
@@ -490,33 +535,44 @@ bool NcclComm::State::poll() {
 }
 
 void NcclComm::State::abortNccl() {
-  if (!ncclUp) return;
-  for (auto& d : out)
-    if (d.comm) ncclCommAbort(d.comm);
-  for (auto& d : in)
-    if (d.comm) ncclCommAbort(d.comm);
-  for (auto& [g, d] : groups)
-    if (d.comm && d.comm != worldComm) ncclCommAbort(d.comm);
-  if (worldComm) ncclCommAbort(worldComm);
+  if (!ncclUp)
+    return;
+  for (auto &d : out)
+    if (d.comm)
+      ncclCommAbort(d.comm);
+  for (auto &d : in)
+    if (d.comm)
+      ncclCommAbort(d.comm);
+  for (auto &[g, d] : groups)
+    if (d.comm && d.comm != worldComm)
+      ncclCommAbort(d.comm);
+  if (worldComm)
+    ncclCommAbort(worldComm);
   ncclUp = false;
 }
 
 void NcclComm::State::destroyNccl() {
-  if (!ncclUp) return;
-  for (auto* dirs : {&out, &in})
-    for (auto& d : *dirs) {
-      if (d.stream) cudaStreamSynchronize(d.stream);
-      if (d.comm) ncclCommDestroy(d.comm);
-      if (d.stream) cudaStreamDestroy(d.stream);
+  if (!ncclUp)
+    return;
+  for (auto *dirs : {&out, &in})
+    for (auto &d : *dirs) {
+      if (d.stream)
+        cudaStreamSynchronize(d.stream);
+      if (d.comm)
+        ncclCommDestroy(d.comm);
+      if (d.stream)
+        cudaStreamDestroy(d.stream);
     }
-  for (auto& [g, d] : groups) {
+  for (auto &[g, d] : groups) {
     if (d.stream) {
       cudaStreamSynchronize(d.stream);
       cudaStreamDestroy(d.stream);
     }
-    if (d.comm && d.comm != worldComm) ncclCommDestroy(d.comm);
+    if (d.comm && d.comm != worldComm)
+      ncclCommDestroy(d.comm);
   }
-  if (worldComm) ncclCommDestroy(worldComm);
+  if (worldComm)
+    ncclCommDestroy(worldComm);
   pool.reset();
   ncclUp = false;
 }
@@ -540,7 +596,8 @@ void NcclComm::State::run() {
     }
     commReady.notify_all();
   }
-  if (rc != MPI_SUCCESS) return;
+  if (rc != MPI_SUCCESS)
+    return;
 
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool barrierPosted = false;
@@ -555,12 +612,13 @@ void NcclComm::State::run() {
       std::string error;
       try {
         connectDevices();
-      } catch (const std::exception& e) {
+      } catch (const std::exception &e) {
         error = e.what();
       }
       std::lock_guard<std::mutex> lock(mutex);
       connectError = error;
-      if (phase == Phase::Connecting) phase = error.empty() ? Phase::Running : Phase::Connected;
+      if (phase == Phase::Connecting)
+        phase = error.empty() ? Phase::Running : Phase::Connected;
       commReady.notify_all();
       continue;
     }
@@ -574,7 +632,7 @@ void NcclComm::State::run() {
       if (!failed) {
         try {
           busy = poll();
-        } catch (const std::exception& e) {
+        } catch (const std::exception &e) {
           std::lock_guard<std::mutex> lock(mutex);
           fatalError = e.what();
           arrived.notify_all();
@@ -590,18 +648,21 @@ void NcclComm::State::run() {
         int count = 0;
         MPI_Get_count(&status, MPI_BYTE, &count);
         Bytes b(static_cast<size_t>(count));
-        MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control, MPI_STATUS_IGNORE);
+        MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control,
+                 MPI_STATUS_IGNORE);
         std::lock_guard<std::mutex> lock(mutex);
-        if (abortReason.empty()) abortReason = std::string(b.begin(), b.end());
+        if (abortReason.empty())
+          abortReason = std::string(b.begin(), b.end());
         arrived.notify_all();
       }
       std::deque<std::vector<Pending>> notes;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (p == Phase::Aborting) notes.swap(queue);
+        if (p == Phase::Aborting)
+          notes.swap(queue);
       }
-      for (auto& batch : notes)
-        for (Pending& n : batch)
+      for (auto &batch : notes)
+        for (Pending &n : batch)
           postMpi(n.dst, 0, control, std::move(n.bytes));
       for (auto it = mpiSends.begin(); it != mpiSends.end();) {
         int done = 0;
@@ -616,7 +677,8 @@ void NcclComm::State::run() {
         const int code = abortExitCode;
         lock.unlock();
         abortNccl();
-        if (sent) std::this_thread::sleep_for(std::chrono::milliseconds(200)); // let peers report first
+        if (sent)
+          std::this_thread::sleep_for(std::chrono::milliseconds(200)); // let peers report first
         MPI_Abort(MPI_COMM_WORLD, code);
         std::_Exit(code);
       }
@@ -636,7 +698,8 @@ void NcclComm::State::run() {
       if (barrierPosted) {
         int done = 0;
         MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (done) break;
+        if (done)
+          break;
       } else if (!fatal.empty() || std::chrono::steady_clock::now() >= finishDeadline) {
         std::lock_guard<std::mutex> lock(mutex);
         finishError = !fatal.empty() ? fatal
@@ -670,7 +733,7 @@ NcclComm::NcclComm() : state_(std::make_unique<State>()) {}
 
 std::unique_ptr<NcclComm> NcclComm::start() {
   std::unique_ptr<NcclComm> comm(new NcclComm());
-  State& s = *comm->state_;
+  State &s = *comm->state_;
   s.thread = std::thread([&s] { s.run(); });
   std::unique_lock<std::mutex> lock(s.mutex);
   s.commReady.wait(lock, [&] { return s.phase != Phase::Starting; });
@@ -685,21 +748,25 @@ std::unique_ptr<NcclComm> NcclComm::start() {
   return comm;
 }
 
-void NcclComm::connect(const std::vector<std::vector<int>>& reduceGroups, std::chrono::milliseconds timeout) {
-  State& s = *state_;
-  for (const auto& g : reduceGroups)
+void NcclComm::connect(const std::vector<std::vector<int>> &reduceGroups,
+                       std::chrono::milliseconds timeout) {
+  State &s = *state_;
+  for (const auto &g : reduceGroups)
     for (size_t i = 0; i < g.size(); ++i)
       if (g[i] < 0 || g[i] >= worldSize_ || (i > 0 && g[i] <= g[i - 1]))
         throw CommError("rank " + std::to_string(rank_) +
-                        ": nccl comm: a reduce group's ranks must be strictly ascending ranks of the world of " +
+                        ": nccl comm: a reduce group's ranks must be strictly ascending ranks of "
+                        "the world of " +
                         std::to_string(worldSize_));
   std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.phase != Phase::Connected) throw CommError("rank " + std::to_string(rank_) + ": nccl comm: connect() twice");
+  if (s.phase != Phase::Connected)
+    throw CommError("rank " + std::to_string(rank_) + ": nccl comm: connect() twice");
   s.reduceGroups = reduceGroups;
   s.connectTimeout = timeout;
   s.phase = Phase::Connecting;
   s.commReady.wait(lock, [&] { return s.phase != Phase::Connecting; });
-  if (!s.connectError.empty()) throw CommError(s.connectError);
+  if (!s.connectError.empty())
+    throw CommError(s.connectError);
   device_ = s.device;
 }
 
@@ -715,99 +782,119 @@ NcclComm::~NcclComm() {
     } catch (...) {
     }
   }
-  if (state_->thread.joinable()) state_->thread.join();
+  if (state_->thread.joinable())
+    state_->thread.join();
 }
 
 void NcclComm::send(int dst, int tag, Bytes message) {
   exchange({{dst, tag, std::move(message)}}, {}, std::chrono::milliseconds(0));
 }
 
-std::vector<Bytes> NcclComm::exchange(std::vector<OutgoingMessage> sends, const std::vector<IncomingMessage>& recvs,
+std::vector<Bytes> NcclComm::exchange(std::vector<OutgoingMessage> sends,
+                                      const std::vector<IncomingMessage> &recvs,
                                       std::chrono::milliseconds timeout) {
   std::vector<Pending> batch;
-  for (OutgoingMessage& m : sends) {
+  for (OutgoingMessage &m : sends) {
     if (m.dst < 0 || m.dst >= worldSize_ || m.tag < 0)
-      throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(m.dst) + " (tag " +
-                      std::to_string(m.tag) + ") is outside the world of " + std::to_string(worldSize_) + " ranks");
+      throw CommError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(m.dst) +
+                      " (tag " + std::to_string(m.tag) + ") is outside the world of " +
+                      std::to_string(worldSize_) + " ranks");
     batch.push_back({m.dst, m.tag, std::move(m.bytes)});
   }
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->phase != Phase::Running)
-      throw CommError("rank " + std::to_string(rank_) + ": nccl comm: send before connect() or after the comm ended");
+      throw CommError("rank " + std::to_string(rank_) +
+                      ": nccl comm: send before connect() or after the comm ended");
     std::vector<Pending> remote;
-    for (Pending& p : batch)
-      if (p.dst == rank_) state_->mailboxes[{rank_, p.tag}].push_back(std::move(p.bytes));
-      else remote.push_back(std::move(p));
-    if (!remote.empty()) state_->queue.push_back(std::move(remote)); // one group (NcclComm.h)
+    for (Pending &p : batch)
+      if (p.dst == rank_)
+        state_->mailboxes[{rank_, p.tag}].push_back(std::move(p.bytes));
+      else
+        remote.push_back(std::move(p));
+    if (!remote.empty())
+      state_->queue.push_back(std::move(remote)); // one group (NcclComm.h)
     state_->arrived.notify_all();
   }
   std::vector<Bytes> received;
   received.reserve(recvs.size());
-  for (const IncomingMessage& m : recvs)
+  for (const IncomingMessage &m : recvs)
     received.push_back(recv(m.src, m.tag, timeout));
   return received;
 }
 
 Bytes NcclComm::recv(int src, int tag, std::chrono::milliseconds timeout) {
-  const std::string what =
-      "rank " + std::to_string(rank_) + ": recv from rank " + std::to_string(src) + " (tag " + std::to_string(tag) + ")";
+  const std::string what = "rank " + std::to_string(rank_) + ": recv from rank " +
+                           std::to_string(src) + " (tag " + std::to_string(tag) + ")";
   if (src < 0 || src >= worldSize_)
     throw CommError(what + ": no such rank in a world of " + std::to_string(worldSize_));
-  State& s = *state_;
+  State &s = *state_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lock(s.mutex);
   while (true) {
-    if (!s.abortReason.empty()) throw CommAborted(what + " aborted: " + s.abortReason);
+    if (!s.abortReason.empty())
+      throw CommAborted(what + " aborted: " + s.abortReason);
     auto box = s.mailboxes.find({src, tag});
     if (box != s.mailboxes.end() && !box->second.empty()) {
       Bytes message = std::move(box->second.front());
       box->second.pop_front();
       return message;
     }
-    if (!s.fatalError.empty()) throw CommError(what + ": " + s.fatalError);
-    if (s.phase != Phase::Running) throw CommError(what + ": the comm is not running");
+    if (!s.fatalError.empty())
+      throw CommError(what + ": " + s.fatalError);
+    if (s.phase != Phase::Running)
+      throw CommError(what + ": the comm is not running");
     if (s.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
       box = s.mailboxes.find({src, tag});
-      if (box != s.mailboxes.end() && !box->second.empty()) continue;
-      if (!s.abortReason.empty() || !s.fatalError.empty()) continue;
+      if (box != s.mailboxes.end() && !box->second.empty())
+        continue;
+      if (!s.abortReason.empty() || !s.fatalError.empty())
+        continue;
       throw CommTimeout(what + " timed out after " + std::to_string(timeout.count()) + " ms");
     }
   }
 }
 
-void NcclComm::allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+void NcclComm::allReduceSum(const std::vector<int> &ranks, int tag, float *data, std::size_t n,
                             std::chrono::milliseconds timeout) {
-  const std::string what = "rank " + std::to_string(rank_) + ": all-reduce (tag " + std::to_string(tag) + ")";
-  State& s = *state_;
+  const std::string what =
+      "rank " + std::to_string(rank_) + ": all-reduce (tag " + std::to_string(tag) + ")";
+  State &s = *state_;
   if (!std::binary_search(ranks.begin(), ranks.end(), rank_))
     throw CommError(what + ": this rank is not one of the reducing ranks");
-  if (ranks.size() == 1 || n == 0) return;
+  if (ranks.size() == 1 || n == 0)
+    return;
   auto request = std::make_shared<ReduceRequest>();
   request->ranks = ranks;
   request->values.assign(data, data + n);
   std::unique_lock<std::mutex> lock(s.mutex);
   // The group map is written once by connect() before Running and only read afterwards.
   if (!s.groups.count(ranks))
-    throw CommError(what + ": the ranks were not registered as a reduce group in NcclComm::connect");
-  if (s.phase != Phase::Running) throw CommError(what + ": the comm is not running");
+    throw CommError(what +
+                    ": the ranks were not registered as a reduce group in NcclComm::connect");
+  if (s.phase != Phase::Running)
+    throw CommError(what + ": the comm is not running");
   s.reduces.push_back(request);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!request->done) {
-    if (!s.abortReason.empty()) throw CommAborted(what + " aborted: " + s.abortReason);
-    if (!s.fatalError.empty()) throw CommError(what + ": " + s.fatalError);
+    if (!s.abortReason.empty())
+      throw CommAborted(what + " aborted: " + s.abortReason);
+    if (!s.fatalError.empty())
+      throw CommError(what + ": " + s.fatalError);
     if (s.arrived.wait_until(lock, deadline) == std::cv_status::timeout && !request->done) {
-      throw CommError(what + " over ranks " + std::to_string(ranks.front()) + ".." + std::to_string(ranks.back()) +
-                      " timed out after " + std::to_string(timeout.count()) + " ms");
+      throw CommError(what + " over ranks " + std::to_string(ranks.front()) + ".." +
+                      std::to_string(ranks.back()) + " timed out after " +
+                      std::to_string(timeout.count()) + " ms");
     }
   }
   std::copy(request->values.begin(), request->values.end(), data);
 }
 
 void NcclComm::finish(std::chrono::milliseconds timeout) {
-  State& s = *state_;
+  State &s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.phase != Phase::Running && s.phase != Phase::Connected) return;
+  if (s.phase != Phase::Running && s.phase != Phase::Connected)
+    return;
   s.finishDeadline = std::chrono::steady_clock::now() + timeout;
   s.phase = Phase::Finishing;
   s.commReady.wait(lock, [&] { return s.finished || !s.finishError.empty(); });
@@ -821,8 +908,8 @@ void NcclComm::finish(std::chrono::milliseconds timeout) {
   s.thread.join();
 }
 
-void NcclComm::abortJob(const std::string& reason, int exitCode, std::chrono::milliseconds grace) {
-  State& s = *state_;
+void NcclComm::abortJob(const std::string &reason, int exitCode, std::chrono::milliseconds grace) {
+  State &s = *state_;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.phase != Phase::Done && s.phase != Phase::Starting) {
@@ -830,14 +917,16 @@ void NcclComm::abortJob(const std::string& reason, int exitCode, std::chrono::mi
       s.queue.clear();
       std::vector<Pending> notes;
       for (int r = 0; r < s.world; ++r)
-        if (r != s.rank) notes.push_back({r, 0, note});
+        if (r != s.rank)
+          notes.push_back({r, 0, note});
       s.queue.push_back(std::move(notes));
       s.abortExitCode = exitCode;
       s.abortDeadline = std::chrono::steady_clock::now() + grace;
       s.phase = Phase::Aborting;
     }
   }
-  if (s.thread.joinable()) s.thread.join(); // MPI_Abort ends the process from the comm thread
+  if (s.thread.joinable())
+    s.thread.join(); // MPI_Abort ends the process from the comm thread
   std::_Exit(exitCode);
 }
 

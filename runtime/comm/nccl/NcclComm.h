@@ -16,10 +16,11 @@
 // sender -> receiver communicator, which carries nothing else. The sender posts its ncclSend
 // right after the header; the receiver posts ncclRecv when the header arrives; headers of one
 // pair arrive in send order (MPI's non-overtaking rule) and are delivered in that order
-// (ArrivalQueue.h), so the k-th ncclSend of a direction meets its k-th ncclRecv, and as every op waits only on its own partner no wait can close a
-// cycle (one stream per direction). Payloads cross pinned host staging buffers: host ->
-// pinned -> device (cudaMemcpyAsync) -> ncclSend ... ncclRecv -> device -> pinned -> host. A
-// zero-byte message is the header alone; a message to this rank goes straight to its mailbox.
+// (ArrivalQueue.h), so the k-th ncclSend of a direction meets its k-th ncclRecv, and as every op
+// waits only on its own partner no wait can close a cycle (one stream per direction). Payloads
+// cross pinned host staging buffers: host -> pinned -> device (cudaMemcpyAsync) -> ncclSend ...
+// ncclRecv -> device -> pinned -> host. A zero-byte message is the header alone; a message to this
+// rank goes straight to its mailbox.
 //
 // Grouping. Only the comm thread calls MPI, CUDA and NCCL. Each round it posts every queued send
 // and every recv whose header arrived inside one ncclGroupStart/ncclGroupEnd, so the sends of an
@@ -65,7 +66,8 @@ public:
   /// bounds the warm-up. Throws CommError ("--comm nccl needs a CUDA device on every rank:
   /// cudaGetDeviceCount returned 0 on rank R", an NCCL error naming the call and the peer, a
   /// bootstrap id of another NCCL version, ...); the caller then calls abortJob.
-  void connect(const std::vector<std::vector<int>>& reduceGroups, std::chrono::milliseconds timeout);
+  void connect(const std::vector<std::vector<int>> &reduceGroups,
+               std::chrono::milliseconds timeout);
 
   /// The CUDA device connect() chose (-1 before).
   int device() const { return device_; }
@@ -74,9 +76,10 @@ public:
   int worldSize() const override { return worldSize_; }
   void send(int dst, int tag, Bytes message) override;
   Bytes recv(int src, int tag, std::chrono::milliseconds timeout) override;
-  std::vector<Bytes> exchange(std::vector<OutgoingMessage> sends, const std::vector<IncomingMessage>& recvs,
+  std::vector<Bytes> exchange(std::vector<OutgoingMessage> sends,
+                              const std::vector<IncomingMessage> &recvs,
                               std::chrono::milliseconds timeout) override;
-  void allReduceSum(const std::vector<int>& ranks, int tag, float* data, std::size_t n,
+  void allReduceSum(const std::vector<int> &ranks, int tag, float *data, std::size_t n,
                     std::chrono::milliseconds timeout) override;
 
   /// Orderly end: every queued send completes, all ranks meet in an MPI barrier, the
@@ -87,7 +90,7 @@ public:
   /// Ends the whole job because this rank failed: abort notes with `reason` to every other rank
   /// (their calls throw CommAborted), ncclCommAbort on every communicator, then MPI_Abort(exitCode)
   /// after at most `grace`. Does not return.
-  [[noreturn]] void abortJob(const std::string& reason, int exitCode = 1,
+  [[noreturn]] void abortJob(const std::string &reason, int exitCode = 1,
                              std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
 
 private:

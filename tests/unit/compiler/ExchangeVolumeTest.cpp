@@ -54,9 +54,9 @@ double enumeratedDestinations(const std::vector<int64_t> &perRank, int64_t k) {
 
 TEST(ExchangeVolume, ClosedFormEqualsEnumerationOverAllExpertSubsets) {
   const std::vector<std::pair<std::vector<int64_t>, int64_t>> cases = {
-      {{4, 4}, 2},         {{2, 2, 2, 2}, 2}, {{2, 2, 2, 2}, 4}, {{8}, 2},
-      {{3, 3, 2}, 2},      {{1, 1, 1, 1, 1, 1, 1, 1}, 3},        {{4, 4, 4, 4}, 6},
-      {{5, 3, 3, 3, 2}, 4}, {{8, 8}, 8}};
+      {{4, 4}, 2},       {{2, 2, 2, 2}, 2},    {{2, 2, 2, 2}, 4},
+      {{8}, 2},          {{3, 3, 2}, 2},       {{1, 1, 1, 1, 1, 1, 1, 1}, 3},
+      {{4, 4, 4, 4}, 6}, {{5, 3, 3, 3, 2}, 4}, {{8, 8}, 8}};
   for (const auto &[perRank, k] : cases)
     EXPECT_NEAR(expectedDestinationRanks(perRank, k), enumeratedDestinations(perRank, k), 1e-12)
         << "ranks " << perRank.size() << " k " << k;

@@ -61,8 +61,8 @@ void expectWeightMatchesGolden(const json::Object &plan, llvm::StringRef name,
                                const std::string &npyFile) {
   const json::Object *w = weightEntry(plan, name);
   ASSERT_NE(w, nullptr) << name.str();
-  auto bytes = fileBytes(w->getString("file")->str(), *w->getInteger("offset"),
-                         *w->getInteger("length"));
+  auto bytes =
+      fileBytes(w->getString("file")->str(), *w->getInteger("offset"), *w->getInteger("length"));
   const std::string path = kSample + "/golden/" + npyFile;
   disagmoe::NpyHeader header = disagmoe::readNpyHeader(path);
   std::vector<char> golden = fileBytes(path, header.dataOffset, header.dataBytes);

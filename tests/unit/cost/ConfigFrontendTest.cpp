@@ -20,8 +20,8 @@ const std::string kConfigs = std::string(DISAGMOE_SOURCE_DIR) + "/samples/config
 
 struct Expected {
   const char *file;
-  double totalB;       ///< models.json computed_params.total_B
-  double activeB;      ///< models.json computed_params.active_excl_input_embedding_B
+  double totalB;  ///< models.json computed_params.total_B
+  double activeB; ///< models.json computed_params.active_excl_input_embedding_B
   int64_t layers, experts, topK;
 };
 

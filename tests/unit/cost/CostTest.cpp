@@ -35,9 +35,16 @@ ModelShape tinyModel() {
   m.hidden = 16;
   m.vocab = 32;
   LayerShape dense;
-  dense.heads = 4; dense.kvHeads = 2; dense.headDim = 4; dense.denseHidden = 24;
+  dense.heads = 4;
+  dense.kvHeads = 2;
+  dense.headDim = 4;
+  dense.denseHidden = 24;
   LayerShape moe = dense;
-  moe.denseHidden = 0; moe.experts = 8; moe.topK = 2; moe.expertHidden = 12; moe.sharedHidden = 6;
+  moe.denseHidden = 0;
+  moe.experts = 8;
+  moe.topK = 2;
+  moe.expertHidden = 12;
+  moe.sharedHidden = 6;
   m.layers = {dense, moe};
   return m;
 }
@@ -83,13 +90,25 @@ TEST(Hardware, ClusterErrorsNameTheField) {
   HardwareCatalog c = catalog();
   ClusterSpec cl;
   std::string error;
-  EXPECT_FALSE(loadCluster(writeFile("bad1.yaml", "gpu: V100\nnodes: 1\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\n"), c, cl, error));
+  EXPECT_FALSE(loadCluster(
+      writeFile("bad1.yaml",
+                "gpu: V100\nnodes: 1\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\n"),
+      c, cl, error));
   EXPECT_NE(error.find("gpu: unknown GPU 'V100'"), std::string::npos) << error;
-  EXPECT_FALSE(loadCluster(writeFile("bad2.yaml", "gpu: H800\nnodes: 0\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\n"), c, cl, error));
+  EXPECT_FALSE(loadCluster(
+      writeFile("bad2.yaml",
+                "gpu: H800\nnodes: 0\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\n"),
+      c, cl, error));
   EXPECT_NE(error.find("nodes: must be at least 1"), std::string::npos) << error;
-  EXPECT_FALSE(loadCluster(writeFile("bad3.yaml", "gpu: H800\nnodes: 2\ngpus_per_node: 8\nnic: CX7-400G\n"), c, cl, error));
+  EXPECT_FALSE(
+      loadCluster(writeFile("bad3.yaml", "gpu: H800\nnodes: 2\ngpus_per_node: 8\nnic: CX7-400G\n"),
+                  c, cl, error));
   EXPECT_NE(error.find("nics_per_node: missing"), std::string::npos) << error;
-  EXPECT_FALSE(loadCluster(writeFile("bad4.yaml", "gpu: H800\nnodes: 2\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\nnicks: 3\n"), c, cl, error));
+  EXPECT_FALSE(loadCluster(
+      writeFile(
+          "bad4.yaml",
+          "gpu: H800\nnodes: 2\ngpus_per_node: 8\nnic: CX7-400G\nnics_per_node: 8\nnicks: 3\n"),
+      c, cl, error));
   EXPECT_NE(error.find("nicks: unknown key"), std::string::npos) << error;
   EXPECT_FALSE(loadCluster(kTmp + "/missing.yaml", c, cl, error));
   EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
@@ -144,7 +163,9 @@ TEST(Roofline, AttentionScoreTermGrowsQuadraticallyAndTheRestLinearly) {
 }
 
 TEST(Roofline, ExpectedDistinctRanksMatchesEnumeration) {
-  struct Case { int64_t e, k, r; };
+  struct Case {
+    int64_t e, k, r;
+  };
   for (Case c : {Case{8, 2, 3}, Case{8, 2, 4}, Case{6, 3, 4}, Case{10, 4, 5}, Case{8, 8, 2}}) {
     // Enumerate every k-subset of experts (contiguous split: expert e on rank floor(e*R/E)).
     double total = 0, subsets = 0;
@@ -198,10 +219,12 @@ TEST(Memory, AttentionGpuHoldsWeightsGradientsShardedOptimizerAndActivations) {
   // Full: the layer input of each in-flight micro-batch, and the layer being recomputed.
   EXPECT_DOUBLE_EQ(rc.activations, (2 * h * 3 + act) * 50);
   // Full while the FFN side redispatches: the M2N payload (2h + 12 top_k) is kept as well.
-  MemoryBreakdown rd = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, full, Recomputation::Redispatch);
+  MemoryBreakdown rd =
+      attentionGpuMemory(m, {1}, false, false, 4, 50, 3, full, Recomputation::Redispatch);
   EXPECT_DOUBLE_EQ(rd.activations, ((2 * h + 2 * h + 12 * 2) * 3 + act) * 50);
   // Selective: norm outputs and shared SwiGLU silu/product recomputed (4h and 4I fewer).
-  MemoryBreakdown sel = attentionGpuMemory(m, {1}, false, false, 4, 50, 3, Recomputation::Selective, none);
+  MemoryBreakdown sel =
+      attentionGpuMemory(m, {1}, false, false, 4, 50, 3, Recomputation::Selective, none);
   EXPECT_DOUBLE_EQ(sel.activations, (act - 4 * h - 4 * 6) * 50 * 3);
   MemoryOptions noZero;
   noZero.zero1 = false;
@@ -279,7 +302,8 @@ TEST(RoutingProfile, RoundTripsAndChecksSums) {
   EXPECT_EQ(q.layers[1].expertLoads, (std::vector<int64_t>{1, 2, 3, 14}));
   EXPECT_EQ(q.tokens, 10);
   EXPECT_FALSE(readRoutingProfile(path, q, error, 8));
-  EXPECT_NE(error.find("layers[0].expert_loads: 4 experts, the model has 8"), std::string::npos) << error;
+  EXPECT_NE(error.find("layers[0].expert_loads: 4 experts, the model has 8"), std::string::npos)
+      << error;
 }
 
 TEST(RoutingProfile, RefusesBadFiles) {

@@ -79,7 +79,7 @@ TEST_F(OnnxImporter, FoldsShapeComputations) {
   EXPECT_EQ(m.opTypes.count("Unsqueeze"), 0u);
   EXPECT_EQ(m.opTypes.count("Concat"), 0u);
   EXPECT_EQ(m.opTypes.count("Equal"), 0u);
-  EXPECT_EQ(m.opTypes["Gather"], 1);  // the embedding
+  EXPECT_EQ(m.opTypes["Gather"], 1); // the embedding
   EXPECT_FALSE(m.byName.count("zero_c"));
   ASSERT_TRUE(m.byName.count("concat"));
   onnxir::NodeOp target = m.byName.at("concat");
@@ -96,7 +96,8 @@ TEST_F(OnnxImporter, FoldsShapeComputations) {
   EXPECT_EQ(is4.getOpType(), "Constant");
   auto bits = llvm::cast<DenseElementsAttr>(is4.getOnnxAttrs().get("value"));
   EXPECT_TRUE(bits.getElementType().isInteger(1));
-  EXPECT_EQ(llvm::to_vector(bits.getValues<bool>()), (SmallVector<bool>{false, false, false, true}));
+  EXPECT_EQ(llvm::to_vector(bits.getValues<bool>()),
+            (SmallVector<bool>{false, false, false, true}));
   EXPECT_EQ(m.byName.at("cast_mask").getOpType(), "Cast");
   auto out = m.module->lookupSymbol<func::FuncOp>("main").getFunctionType().getResult(0);
   EXPECT_EQ(llvm::cast<RankedTensorType>(out).getShape(), (ArrayRef<int64_t>{2, 8, 2, 4}));
@@ -108,7 +109,8 @@ TEST_F(OnnxImporter, NoFoldingKeepsEveryNode) {
   EXPECT_EQ(m.opTypes["Shape"], 2);
   EXPECT_EQ(m.opTypes["Concat"], 1);
   EXPECT_EQ(m.byName.at("concat").getOpType(), "Concat");
-  auto type = llvm::dyn_cast<RankedTensorType>(m.byName.at("split_heads").getOutputs()[0].getType());
+  auto type =
+      llvm::dyn_cast<RankedTensorType>(m.byName.at("split_heads").getOutputs()[0].getType());
   ASSERT_TRUE(type);
   EXPECT_EQ(type.getShape(), (ArrayRef<int64_t>{2, 8, 2, 4}));
 }

@@ -15,8 +15,8 @@
 namespace disagmoe_test {
 bool loadWithoutExceptions(const std::string &path, std::string &error, size_t &numNodes);
 std::string runFuzzerStages(const std::string &path, std::string &error); // FuzzStages.cpp
-bool compileUpToRaise(const std::string &path, std::string &error);        // FuzzStages.cpp
-}
+bool compileUpToRaise(const std::string &path, std::string &error);       // FuzzStages.cpp
+} // namespace disagmoe_test
 
 using namespace disagmoe::onnxfe;
 
@@ -52,12 +52,16 @@ std::vector<float> asFloats(const std::vector<char> &bytes) {
 
 void expectTopological(const Graph &g) {
   std::set<std::string> defined;
-  for (const auto &i : g.inputs) defined.insert(i.name);
-  for (const auto &i : g.initializers) defined.insert(i.info.name);
+  for (const auto &i : g.inputs)
+    defined.insert(i.name);
+  for (const auto &i : g.initializers)
+    defined.insert(i.info.name);
   for (const auto &n : g.nodes) {
     for (const auto &in : n.inputs)
-      EXPECT_TRUE(in.empty() || defined.count(in)) << "node " << n.name << " uses " << in << " before its producer";
-    for (const auto &o : n.outputs) defined.insert(o);
+      EXPECT_TRUE(in.empty() || defined.count(in))
+          << "node " << n.name << " uses " << in << " before its producer";
+    for (const auto &o : n.outputs)
+      defined.insert(o);
   }
 }
 
@@ -76,7 +80,8 @@ protected:
     LoadResult r = loadOnnxModel(model(name), opts, g);
     EXPECT_FALSE(r.ok) << name << " loaded, but should not";
     EXPECT_EQ(r.error.find('\n'), std::string::npos) << "error should be one line: " << r.error;
-    EXPECT_EQ(r.error.rfind(model(name) + ": ", 0), 0u) << "error should start with the file: " << r.error;
+    EXPECT_EQ(r.error.rfind(model(name) + ": ", 0), 0u)
+        << "error should start with the file: " << r.error;
     return r.error;
   }
 
@@ -86,11 +91,11 @@ protected:
         return &i;
     return nullptr;
   }
-
 };
 
-#define EXPECT_HAS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "expected '" << (needle) << "' in: " << (haystack)
+#define EXPECT_HAS(haystack, needle)                                                               \
+  EXPECT_NE((haystack).find(needle), std::string::npos)                                            \
+      << "expected '" << (needle) << "' in: " << (haystack)
 
 // --- Files that are not (complete) ONNX models --------------------------------------
 
@@ -154,7 +159,8 @@ TEST_F(OnnxLoader, Cycle) {
 
 TEST_F(OnnxLoader, UndefinedInput) {
   std::string e = loadError("undefined_input.onnx");
-  EXPECT_HAS(e, "node 'add_ghost' (Add): input 'ghost' is not produced by any node, initializer or graph input");
+  EXPECT_HAS(e, "node 'add_ghost' (Add): input 'ghost' is not produced by any node, initializer or "
+                "graph input");
 }
 
 TEST_F(OnnxLoader, UnnamedNodesAreNamedByIndex) {
@@ -280,7 +286,8 @@ TEST_F(OnnxLoader, GoodModel) {
   ASSERT_NE(bias, nullptr);
   EXPECT_TRUE(bias->hasFileRange);
   EXPECT_EQ(bias->length, 16u);
-  EXPECT_EQ(asFloats(readRange(file, bias->offset, bias->length)), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(asFloats(readRange(file, bias->offset, bias->length)),
+            (std::vector<float>{1, 2, 3, 4}));
   ASSERT_NE(bias->data, nullptr);
   EXPECT_EQ(asFloats(bias->data->bytes), (std::vector<float>{1, 2, 3, 4}));
 
@@ -300,8 +307,10 @@ TEST_F(OnnxLoader, GoodModel) {
   // Nodes, in file order (already sorted), with the Constant's tensor.
   ASSERT_EQ(g.nodes.size(), 6u);
   std::vector<std::string> names;
-  for (const auto &n : g.nodes) names.push_back(n.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"embed", "proj", "add_bias", "shape_const", "reshape1", "reshape2"}));
+  for (const auto &n : g.nodes)
+    names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"embed", "proj", "add_bias", "shape_const", "reshape1",
+                                             "reshape2"}));
   const Node &c = g.nodes[3];
   EXPECT_EQ(c.opType, "Constant");
   EXPECT_EQ(c.domain, "");
@@ -376,13 +385,14 @@ TEST_F(OnnxLoader, ResolveInputShapeFillsSymbolicDims) {
   LoadOptions opts;
   int calls = 0;
   ValueInfo seen;
-  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims, std::string &) {
+  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims,
+                               std::string &) {
     ++calls;
     seen = declared;
     dims = declared.dims;
     for (int64_t &d : dims)
       if (d < 0)
-        d = 3;  // a default for each symbolic dim
+        d = 3; // a default for each symbolic dim
     return true;
   };
   Graph g;
@@ -404,14 +414,15 @@ TEST_F(OnnxLoader, ResolveInputShapeFillsSymbolicDims) {
     EXPECT_GE(seconds, 0.0);
   }
   // The default engine (Static) types the filled graph, so its phase comes after "fill".
-  EXPECT_EQ(names, (std::vector<std::string>{"parse", "initializers", "graph checks", "onnx checker",
-                                             "fill", "shape inference"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"parse", "initializers", "graph checks",
+                                             "onnx checker", "fill", "shape inference"}));
 }
 
 TEST_F(OnnxLoader, ResolveInputShapeSeesDimParams) {
   LoadOptions opts;
   opts.dimParams = {{"batch", 2}};
-  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims, std::string &) {
+  opts.resolveInputShape = [&](const ValueInfo &declared, std::vector<int64_t> &dims,
+                               std::string &) {
     EXPECT_EQ(declared.dims, (std::vector<int64_t>{2, -1}));
     dims = {2, 5};
     return true;
@@ -494,7 +505,7 @@ TEST_F(OnnxLoader, StaticShapesFoldShapeComputations) {
   EXPECT_EQ(g.knownValues.at("is4")->bytes, (std::vector<char>{0, 0, 0, 1}));
   // Data values are not tracked, and constants are already constants.
   EXPECT_FALSE(g.knownValues.count("h"));
-  EXPECT_FALSE(g.knownValues.count("mask"));  // float
+  EXPECT_FALSE(g.knownValues.count("mask")); // float
   EXPECT_FALSE(g.knownValues.count("zero"));
 }
 
@@ -553,11 +564,11 @@ TEST_F(OnnxLoader, ExternalData) {
   EXPECT_EQ(emb->file, bin);
   EXPECT_EQ(emb->offset, 64u);
   EXPECT_EQ(emb->length, 32u);
-  EXPECT_EQ(emb->data, nullptr);  // never read at load time
+  EXPECT_EQ(emb->data, nullptr); // never read at load time
   EXPECT_TRUE(w->external);
   EXPECT_EQ(w->file, bin);
   EXPECT_EQ(w->offset, 96u);
-  EXPECT_EQ(w->length, 128u);  // no "length" key: from dims
+  EXPECT_EQ(w->length, 128u); // no "length" key: from dims
   EXPECT_EQ(w->data, nullptr);
   std::vector<float> e = asFloats(readRange(bin, emb->offset, emb->length));
   EXPECT_EQ(e, (std::vector<float>{0, 0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f}));
@@ -613,9 +624,11 @@ TEST_F(OnnxLoader, UsableFromCodeWithoutExceptions) {
 // --- The sample export ------------------------------------------------------------------
 
 TEST(OnnxLoaderSample, MixtralTiny) {
-  const std::string path = std::string(DISAGMOE_SOURCE_DIR) + "/samples/models/mixtral_tiny/model.onnx";
+  const std::string path =
+      std::string(DISAGMOE_SOURCE_DIR) + "/samples/models/mixtral_tiny/model.onnx";
   if (!exists(path))
-    GTEST_SKIP() << path << " does not exist (generate it with samples/models/mixtral_tiny/export.py)";
+    GTEST_SKIP() << path
+                 << " does not exist (generate it with samples/models/mixtral_tiny/export.py)";
   LoadOptions opts;
   opts.dimParams = {{"batch", 2}, {"seq", 8}};
   Graph g;
@@ -629,9 +642,12 @@ TEST(OnnxLoaderSample, MixtralTiny) {
     size_t inits = 0, nodes = 0;
     std::string key;
     while (expect >> key) {
-      if (key == "initializers") expect >> inits;
-      else if (key == "nodes") expect >> nodes;
-      else expect.ignore(1 << 20, '\n');
+      if (key == "initializers")
+        expect >> inits;
+      else if (key == "nodes")
+        expect >> nodes;
+      else
+        expect.ignore(1 << 20, '\n');
     }
     EXPECT_EQ(g.initializers.size(), inits);
     EXPECT_EQ(g.nodes.size(), nodes);
@@ -645,20 +661,20 @@ TEST(OnnxLoaderSample, MixtralTiny) {
     ASSERT_TRUE(init.hasFileRange) << init.info.name;
     uint64_t size = fileSize(init.file);
     EXPECT_LE(init.offset + init.length, size) << init.info.name;
-    EXPECT_EQ(static_cast<int64_t>(init.length),
-              [&] {
-                int64_t n = elemTypeSize(init.info.type);
-                for (int64_t d : init.info.dims) n *= d;
-                return n;
-              }())
-        << init.info.name;
+    EXPECT_EQ(static_cast<int64_t>(init.length), [&] {
+      int64_t n = elemTypeSize(init.info.type);
+      for (int64_t d : init.info.dims)
+        n *= d;
+      return n;
+    }()) << init.info.name;
   }
   size_t staticValues = 0, dynamicValues = 0;
   for (const auto &[name, vi] : g.valueInfo)
     (vi.isStatic() ? staticValues : dynamicValues)++;
   EXPECT_GT(staticValues, 0u);
-  std::cout << "[ INFO     ] mixtral_tiny: " << g.nodes.size() << " nodes, " << g.initializers.size()
-            << " initializers, " << staticValues << " static / " << dynamicValues << " non-static values\n";
+  std::cout << "[ INFO     ] mixtral_tiny: " << g.nodes.size() << " nodes, "
+            << g.initializers.size() << " initializers, " << staticValues << " static / "
+            << dynamicValues << " non-static values\n";
   expectTopological(g);
 }
 
@@ -668,14 +684,14 @@ TEST(OnnxLoaderSample, MixtralTiny) {
 TEST(OnnxLoaderSample, StaticShapesAgreeWithOnnx) {
   const std::string root = std::string(DISAGMOE_SOURCE_DIR) + "/samples/models/";
   std::vector<std::string> paths;
-  for (const char *rel : {"mixtral_tiny/model.onnx", "mixtral_e32/model.onnx",
-                          "mixtral_variants/opset13_fold/model.onnx",
-                          "mixtral_variants/opset14_nofold_softmax_topk/model.onnx",
-                          "mixtral_variants/opset15_nofold/model.onnx",
-                          "mixtral_variants/opset16_topk_softmax/model.onnx",
-                          "mixtral_variants/opset17_external/model.onnx",
-                          "qwen3_moe_tiny/model.onnx", "deepseek_moe_tiny/model.onnx",
-                          "gpt_oss_tiny/model.onnx"})
+  for (const char *rel :
+       {"mixtral_tiny/model.onnx", "mixtral_e32/model.onnx",
+        "mixtral_variants/opset13_fold/model.onnx",
+        "mixtral_variants/opset14_nofold_softmax_topk/model.onnx",
+        "mixtral_variants/opset15_nofold/model.onnx",
+        "mixtral_variants/opset16_topk_softmax/model.onnx",
+        "mixtral_variants/opset17_external/model.onnx", "qwen3_moe_tiny/model.onnx",
+        "deepseek_moe_tiny/model.onnx", "gpt_oss_tiny/model.onnx"})
     if (exists(root + rel))
       paths.push_back(root + rel);
   if (paths.empty())
@@ -724,8 +740,8 @@ struct FuzzRegression {
   const char *message;     // nullptr: accepted; else a substring of the one-line error
 };
 // All three are mutations of the traced DeepSeek moe_infer_v1 export
-// (samples/models/deepseek_moe_tiny/moe_infer_v1, 739 nodes, same size): once the loader's fixes let
-// them through load, import and verify, the raise stage refuses them as it refuses that export
+// (samples/models/deepseek_moe_tiny/moe_infer_v1, 739 nodes, same size): once the loader's fixes
+// let them through load, import and verify, the raise stage refuses them as it refuses that export
 // (tests/lit/raise/refuse-moe-infer.test): its per-expert counts are constants baked from the
 // traced batch.
 constexpr const char *kBakedCounts =
@@ -750,7 +766,8 @@ TEST(OnnxLoaderFuzzRegressions, EachInputEndsAsRecorded) {
   ::closedir(d);
   ASSERT_FALSE(present.empty()) << dir << " is empty";
   for (const std::string &name : present)
-    EXPECT_TRUE(listed.count(name)) << dir << "/" << name << " has no recorded outcome in kFuzzRegressions";
+    EXPECT_TRUE(listed.count(name))
+        << dir << "/" << name << " has no recorded outcome in kFuzzRegressions";
   for (const FuzzRegression &r : kFuzzRegressions) {
     SCOPED_TRACE(r.file);
     const std::string path = dir + "/" + r.file;
@@ -759,7 +776,8 @@ TEST(OnnxLoaderFuzzRegressions, EachInputEndsAsRecorded) {
     const std::string stage = disagmoe_test::runFuzzerStages(path, error);
     EXPECT_EQ(stage, r.fuzzerStage) << error;
     if (stage != "ok")
-      EXPECT_FALSE(error.empty()) << "the " << stage << " stage refused the input without a message";
+      EXPECT_FALSE(error.empty()) << "the " << stage
+                                  << " stage refused the input without a message";
     const bool ok = disagmoe_test::compileUpToRaise(path, error);
     if (!r.message) {
       EXPECT_TRUE(ok) << error;

@@ -14,7 +14,7 @@ using namespace disagmoe::observatory;
 namespace {
 
 // The definition, O(n^2): G = sum_i sum_j |x_i - x_j| / (2 n^2 mean).
-double giniPairwise(const std::vector<double>& x) {
+double giniPairwise(const std::vector<double> &x) {
   const double n = static_cast<double>(x.size());
   double sum = 0, diff = 0;
   for (double a : x) {
@@ -51,12 +51,12 @@ TEST(Gini, MatchesPairwiseDefinitionAndIsScaleAndOrderInvariant) {
   std::exponential_distribution<double> draw(1.0);
   for (int trial = 0; trial < 50; ++trial) {
     std::vector<double> x(3 + trial % 40);
-    for (double& v : x)
+    for (double &v : x)
       v = draw(rng);
     const double g = gini(x);
     EXPECT_NEAR(g, giniPairwise(x), 1e-12);
     std::vector<double> scaled(x);
-    for (double& v : scaled)
+    for (double &v : scaled)
       v *= 123.0;
     EXPECT_NEAR(gini(scaled), g, 1e-12);
     std::shuffle(x.begin(), x.end(), rng);
@@ -84,10 +84,13 @@ TEST(MaxOverMean, ClosedFormsAndRelabellingInvariance) {
       int64_t e;
       do {
         e = pick(rng);
-      } while (std::find(ids.begin() + t * k, ids.begin() + t * k + j, e) != ids.begin() + t * k + j);
+      } while (std::find(ids.begin() + t * k, ids.begin() + t * k + j, e) !=
+               ids.begin() + t * k + j);
       ids[t * k + j] = e;
     }
-  const auto toDouble = [](const std::vector<int64_t>& c) { return std::vector<double>(c.begin(), c.end()); };
+  const auto toDouble = [](const std::vector<int64_t> &c) {
+    return std::vector<double>(c.begin(), c.end());
+  };
   const double base = maxOverMean(toDouble(expertLoads(ids.data(), tokens, k, experts)));
   EXPECT_GT(base, 1.5);
   for (int trial = 0; trial < 10; ++trial) {
@@ -97,16 +100,17 @@ TEST(MaxOverMean, ClosedFormsAndRelabellingInvariance) {
     std::vector<int64_t> relabelled(ids.size());
     for (size_t i = 0; i < ids.size(); ++i)
       relabelled[i] = perm[ids[i]];
-    EXPECT_DOUBLE_EQ(maxOverMean(toDouble(expertLoads(relabelled.data(), tokens, k, experts))), base);
+    EXPECT_DOUBLE_EQ(maxOverMean(toDouble(expertLoads(relabelled.data(), tokens, k, experts))),
+                     base);
   }
 }
 
 TEST(SendMatrix, CountsEveryAssignmentOnceBySourceAndExpertRank) {
   // 4 sequences of 3 tokens, top-2 over 8 experts, EP 2: experts 0-3 on rank 0, 4-7 on rank 1;
   // sequences 0 and 2 on rank 0, 1 and 3 on rank 1.
-  const std::vector<int64_t> ids = {0, 4, 1, 2, 7, 6, // seq 0: 0,4 | 1,2 | 7,6
-                                    3, 5, 5, 6, 0, 1, // seq 1
-                                    4, 5, 6, 7, 4, 7, // seq 2
+  const std::vector<int64_t> ids = {0, 4, 1, 2, 7, 6,  // seq 0: 0,4 | 1,2 | 7,6
+                                    3, 5, 5, 6, 0, 1,  // seq 1
+                                    4, 5, 6, 7, 4, 7,  // seq 2
                                     0, 1, 2, 3, 3, 2}; // seq 3
   const SendMatrix m = SendMatrix::fromRouting(ids.data(), 4, 3, 2, 8, 2);
   EXPECT_EQ(m.at(0, 0), 3); // seq 0: 0,1,2; seq 2: none
@@ -142,17 +146,17 @@ TEST(Digamma, Identities) {
 
 // Per-batch expert counts drawn from a Dirichlet-multinomial with a known symmetric alpha:
 // p ~ Dirichlet(alpha * 1_K) by normalised Gamma(alpha, 1) draws, then N categorical draws from p.
-std::vector<std::vector<int64_t>> drawDirichletMultinomial(double alpha, int experts, int batches, int perBatch,
-                                                          uint64_t seed) {
+std::vector<std::vector<int64_t>> drawDirichletMultinomial(double alpha, int experts, int batches,
+                                                           int perBatch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::gamma_distribution<double> gammaDraw(alpha, 1.0);
   std::vector<std::vector<int64_t>> counts(batches, std::vector<int64_t>(experts, 0));
   std::vector<double> p(experts);
-  for (auto& row : counts) {
+  for (auto &row : counts) {
     double sum = 0;
     do {
       sum = 0;
-      for (double& v : p)
+      for (double &v : p)
         sum += (v = gammaDraw(rng));
     } while (sum <= 0);
     std::discrete_distribution<int> pick(p.begin(), p.end());
@@ -167,14 +171,15 @@ TEST(DirichletAlpha, RecoversKnownAlphaWithinFivePercent) {
   for (double alpha : {0.1, 1.0, 10.0}) {
     const auto counts = drawDirichletMultinomial(alpha, 16, 2000, 400, 20260529);
     int zeros = 0;
-    for (const auto& row : counts)
+    for (const auto &row : counts)
       zeros += static_cast<int>(std::count(row.begin(), row.end(), 0));
     const AlphaFit fit = fitSymmetricDirichletAlpha(counts);
     std::printf("[ alpha    ] true %-5g fitted %.4f (%.2f%%), %d zero counts\n", alpha, fit.alpha,
                 100 * (fit.alpha / alpha - 1), zeros);
     EXPECT_FALSE(fit.atUpperBound || fit.atLowerBound);
     EXPECT_NEAR(fit.alpha / alpha, 1.0, 0.05) << alpha;
-    if (alpha == 0.1) EXPECT_GT(zeros, 10000);
+    if (alpha == 0.1)
+      EXPECT_GT(zeros, 10000);
     // The fit is a maximum: nearby alphas have lower likelihood.
     EXPECT_GT(fit.logLikelihood, dirichletMultinomialLogLikelihood(counts, fit.alpha * 1.02));
     EXPECT_GT(fit.logLikelihood, dirichletMultinomialLogLikelihood(counts, fit.alpha / 1.02));

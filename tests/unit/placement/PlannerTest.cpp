@@ -25,8 +25,12 @@ cost::ModelShape miniModel() {
   m.hidden = 512;
   m.vocab = 8000;
   cost::LayerShape l;
-  l.heads = 8; l.kvHeads = 2; l.headDim = 64;
-  l.experts = 8; l.topK = 2; l.expertHidden = 1024;
+  l.heads = 8;
+  l.kvHeads = 2;
+  l.headDim = 64;
+  l.experts = 8;
+  l.topK = 2;
+  l.expertHidden = 1024;
   for (int i = 0; i < 6; ++i)
     m.layers.push_back(l);
   m.layers[1].window = 256; // one sliding-window layer
@@ -98,7 +102,7 @@ TEST(PlannerSweep, Z3MatchesExhaustiveOnEveryClusterUpTo32Gpus) {
         }
       }
   EXPECT_GT(compared, 80);
-  EXPECT_GT(infeasible, 0); // the sweep reaches clusters where memory binds
+  EXPECT_GT(infeasible, 0);         // the sweep reaches clusters where memory binds
   EXPECT_GE(levelPairs.size(), 4u); // and optima at several recomputation levels of each side
 }
 
@@ -172,7 +176,8 @@ TEST(Planner, RecomputationLevelsAddTheirComputeAndExchange) {
   // Forward expert FLOPs of the group: 6 T k h I per layer; training 3x, Full 4x.
   const double expertFwd = L * 6 * tokens * k * h * I;
   EXPECT_NEAR(none.ffnFlops, 3 * expertFwd, 1e-9 * expertFwd);
-  EXPECT_NEAR(at(Recomputation::None, Recomputation::Full).ffnFlops, 4 * expertFwd, 1e-9 * expertFwd);
+  EXPECT_NEAR(at(Recomputation::None, Recomputation::Full).ffnFlops, 4 * expertFwd,
+              1e-9 * expertFwd);
   EXPECT_NEAR(at(Recomputation::None, Recomputation::Selective).ffnFlops,
               3 * expertFwd + L * 5 * I * tokens * k, 1e-9 * expertFwd);
   Evaluation rd = at(Recomputation::None, Recomputation::Redispatch);
@@ -192,11 +197,14 @@ TEST(Planner, RecomputationLevelsAddTheirComputeAndExchange) {
   const double head = 3 * cost::headForwardFlops(m, tokens);
   EXPECT_NEAR((fullA.attnFlops - head) / (none.attnFlops - head), 4.0 / 3.0, 1e-12);
   // Memory falls level by level on each side.
-  EXPECT_GT(none.ffnMemory.activations, at(Recomputation::None, Recomputation::Selective).ffnMemory.activations);
+  EXPECT_GT(none.ffnMemory.activations,
+            at(Recomputation::None, Recomputation::Selective).ffnMemory.activations);
   EXPECT_GT(at(Recomputation::None, Recomputation::Selective).ffnMemory.activations,
             at(Recomputation::None, Recomputation::Full).ffnMemory.activations);
-  EXPECT_GT(at(Recomputation::None, Recomputation::Full).ffnMemory.activations, rd.ffnMemory.activations);
-  EXPECT_GT(none.attnMemory.activations, at(Recomputation::Selective, Recomputation::None).attnMemory.activations);
+  EXPECT_GT(at(Recomputation::None, Recomputation::Full).ffnMemory.activations,
+            rd.ffnMemory.activations);
+  EXPECT_GT(none.attnMemory.activations,
+            at(Recomputation::Selective, Recomputation::None).attnMemory.activations);
   EXPECT_GT(at(Recomputation::Selective, Recomputation::None).attnMemory.activations,
             fullA.attnMemory.activations);
 }
@@ -211,8 +219,8 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   ASSERT_TRUE(enumerateCandidates(p, cands, error)) << error;
   double least = 1e300;
   using cost::Recomputation;
-  const Recomputation levels[] = {Recomputation::None, Recomputation::Selective, Recomputation::Full,
-                                  Recomputation::Redispatch};
+  const Recomputation levels[] = {Recomputation::None, Recomputation::Selective,
+                                  Recomputation::Full, Recomputation::Redispatch};
   for (const Candidate &c : cands)
     for (Recomputation ra : {levels[0], levels[1], levels[2]})
       for (Recomputation rf : levels) {
@@ -227,8 +235,8 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   EXPECT_EQ(e.error, z.error);
 }
 
-// Context parallelism against hand-written closed forms (Roofline.h, Memory.h): 32 sequences of 4096
-// per step, one group of 4 A-ranks. cp 2 halves the tokens per A-rank per micro-batch (16
+// Context parallelism against hand-written closed forms (Roofline.h, Memory.h): 32 sequences of
+// 4096 per step, one group of 4 A-ranks. cp 2 halves the tokens per A-rank per micro-batch (16
 // micro-batches of 2 sequences instead of 8 of 4), so the activations and the logits; adds four
 // K/V chunks of ring buffers; runs each layer's attention core as ring passes over NVLink; and
 // leaves the exchange bytes per step unchanged.
@@ -263,7 +271,8 @@ TEST(Planner, ContextParallelSplitsActivationsRingsTheCoreAndKeepsExchangeVolume
                 ring(2 * scores / (4 * peak), 2 * chunk / nvlink, 2);
   }
   EXPECT_NEAR(e2.attnCompute, expected, 1e-9 * expected);
-  // The exchange volume per step is the same: half the bytes per micro-batch, twice the micro-batches.
+  // The exchange volume per step is the same: half the bytes per micro-batch, twice the
+  // micro-batches.
   EXPECT_NEAR(e2.attnBytes * 16, e1.attnBytes * 8, 1e-9 * e1.attnBytes);
   EXPECT_NEAR(e2.ffnBytes * 16, e1.ffnBytes * 8, 1e-9 * e1.ffnBytes);
   // Training FLOPs per step are the same too (load-balanced chunks: total / GPUs).
@@ -425,7 +434,8 @@ TEST(Roofline, AttentionIntensityGrowsWithSequenceLengthAndFfnsDoesNot) {
   for (int64_t s : {4096, 8192, 16384, 32768}) {
     double tokens = 65536;
     cost::ExchangeBytes x = cost::exchangeBytes(m, 0, tokens, 4, false);
-    double a = cost::flopsPerByte(cost::attentionSideForwardFlops(m, 0, tokens / s, s).total(), x.attnMax());
+    double a = cost::flopsPerByte(cost::attentionSideForwardFlops(m, 0, tokens / s, s).total(),
+                                  x.attnMax());
     double f = cost::flopsPerByte(cost::routedExpertForwardFlops(m, 0, tokens), x.ffnMax());
     EXPECT_GT(a, prevA);
     if (prevF >= 0)

@@ -35,11 +35,14 @@ Problem paperProblem(const std::string &config) {
   Problem p;
   std::string error;
   cost::HardwareCatalog catalog;
-  EXPECT_TRUE(cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error)) << error;
-  EXPECT_TRUE(cost::loadCluster(kSrc + "/samples/clusters/h800-16x8.yaml", catalog, p.cluster, error))
+  EXPECT_TRUE(cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error))
+      << error;
+  EXPECT_TRUE(
+      cost::loadCluster(kSrc + "/samples/clusters/h800-16x8.yaml", catalog, p.cluster, error))
       << error;
   mlir::MLIRContext context;
-  auto module = configfe::importModelConfig(context, kSrc + "/samples/configs/" + config, 1, 16, error);
+  auto module =
+      configfe::importModelConfig(context, kSrc + "/samples/configs/" + config, 1, 16, error);
   EXPECT_TRUE(module) << error;
   if (module)
     EXPECT_TRUE(configfe::extractModelShape(*module, p.model, error)) << error;
@@ -56,9 +59,9 @@ std::string describe(const Solution &s) {
          std::to_string(c.cand.replicas) + ", p " + std::to_string(c.cand.groups) + ", dA " +
          std::to_string(c.cand.attnRanks) + ", eF " + std::to_string(c.cand.ffnRanks) + ", m " +
          std::to_string(c.cand.microbatches) + ", cp " + std::to_string(c.cand.cp) +
-         ", recomputation " +
-         cost::recomputationName(c.attnRecompute) + "/" + cost::recomputationName(c.ffnRecompute) +
-         ", memory " + std::to_string(int(s.eval.attnMemory.total() / 1e9)) + "/" +
+         ", recomputation " + cost::recomputationName(c.attnRecompute) + "/" +
+         cost::recomputationName(c.ffnRecompute) + ", memory " +
+         std::to_string(int(s.eval.attnMemory.total() / 1e9)) + "/" +
          std::to_string(int(s.eval.ffnMemory.total() / 1e9)) + " GB)";
 }
 

@@ -2,8 +2,8 @@
 // by several threads completing as their messages arrive, deadlines, aborts, and a destructor that
 // never leaves its worker behind. Expectations are independent of the stream: the LocalComm's
 // FIFO per (src, dst, tag), the backends' timeout wording, exact sums of small integers.
-#include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/CommStream.h"
+#include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/Event.h"
 
 #include <gtest/gtest.h>
@@ -36,7 +36,7 @@ TEST(Event, WaitReturnsAfterRecordAndRethrowsAFailure) {
   try {
     b.wait();
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const std::runtime_error &e) {
     EXPECT_STREQ(e.what(), "stream failed");
   }
 }
@@ -110,7 +110,7 @@ TEST(CommStream, AReceiveFailsAtItsDeadlineNamingThePeerAndTag) {
   try {
     stream.recv(1, 5, 50ms);
     FAIL();
-  } catch (const CommTimeout& e) {
+  } catch (const CommTimeout &e) {
     EXPECT_STREQ(e.what(), "rank 0: recv from rank 1 (tag 5) timed out after 50 ms");
   }
   EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
@@ -140,7 +140,7 @@ TEST(CommStream, AbortFromAComputeStreamFailsThePendingReceives) {
   try {
     pending->take();
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const std::runtime_error &e) {
     EXPECT_STREQ(e.what(), "forward stream failed");
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10000ms);
@@ -159,7 +159,7 @@ TEST(CommStream, DestructorFailsPendingReceivesAndJoins) {
   try {
     pending->take();
     FAIL();
-  } catch (const CommAborted& e) {
+  } catch (const CommAborted &e) {
     EXPECT_STREQ(e.what(), "rank 0: the comm stream stopped with receives pending");
   }
 }
@@ -176,7 +176,7 @@ TEST(CommStream, AllReduceSumThroughTheStreamsOfThreeRanks) {
       CommStream stream(*endpoint);
       stream.allReduceSum({0, 1, 2}, 9, data[r].data(), 3, 20000ms);
     });
-  for (auto& t : ranks)
+  for (auto &t : ranks)
     t.join();
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ(data[r], (std::vector<float>{111, 222, 333})) << r;

@@ -47,9 +47,9 @@ TEST(LocalComm, RecvDeadlineThrowsNamingThePeer) {
   try {
     r->recv(2, 5, 50ms);
     FAIL() << "recv returned without a message";
-  } catch (const CommAborted&) {
+  } catch (const CommAborted &) {
     FAIL() << "timeout reported as abort";
-  } catch (const CommError& e) {
+  } catch (const CommError &e) {
     EXPECT_STREQ(e.what(), "rank 3: recv from rank 2 (tag 5) timed out after 50 ms");
   }
   EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
@@ -79,11 +79,11 @@ TEST(LocalComm, RejectsRanksOutsideTheWorld) {
 namespace {
 
 // Runs fn(rank) on one thread per rank of `world`; rethrows nothing (tests assert inside).
-template <typename Fn> void onEveryRank(LocalWorld& world, Fn fn) {
+template <typename Fn> void onEveryRank(LocalWorld &world, Fn fn) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world.worldSize(); ++r)
     threads.emplace_back([&, r] { fn(r); });
-  for (auto& t : threads)
+  for (auto &t : threads)
     t.join();
 }
 
@@ -93,8 +93,9 @@ std::vector<OutgoingMessage> stepMessages(int src, int world) {
   std::vector<OutgoingMessage> out;
   for (int d = 0; d < world; ++d)
     for (int k = 0; k < 3; ++k)
-      out.push_back({d, k == 2 ? 9 : 4,
-                     Bytes(static_cast<size_t>(1 + k + src), static_cast<uint8_t>(16 * src + 4 * d + k))});
+      out.push_back(
+          {d, k == 2 ? 9 : 4,
+           Bytes(static_cast<size_t>(1 + k + src), static_cast<uint8_t>(16 * src + 4 * d + k))});
   return out;
 }
 
@@ -120,9 +121,9 @@ TEST(CommDefaults, ExchangeMatchesPlainSendRecvLoop) {
   });
   onEveryRank(b, [&](int r) {
     auto c = b.endpoint(r);
-    for (OutgoingMessage& m : stepMessages(r, W))
+    for (OutgoingMessage &m : stepMessages(r, W))
       c->send(m.dst, m.tag, std::move(m.bytes));
-    for (const IncomingMessage& m : stepReceives(W))
+    for (const IncomingMessage &m : stepReceives(W))
       viaLoop[r].push_back(c->recv(m.src, m.tag, 5000ms));
   });
   for (int r = 0; r < W; ++r) {
@@ -133,8 +134,8 @@ TEST(CommDefaults, ExchangeMatchesPlainSendRecvLoop) {
       const int s = W - 1 - i;
       const int ks[3] = {2, 0, 1};
       for (int j = 0; j < 3; ++j)
-        EXPECT_EQ(viaExchange[r][3 * i + j],
-                  Bytes(static_cast<size_t>(1 + ks[j] + s), static_cast<uint8_t>(16 * s + 4 * r + ks[j])));
+        EXPECT_EQ(viaExchange[r][3 * i + j], Bytes(static_cast<size_t>(1 + ks[j] + s),
+                                                   static_cast<uint8_t>(16 * s + 4 * r + ks[j])));
     }
   }
 }
@@ -145,7 +146,7 @@ TEST(CommDefaults, ExchangeReportsTheSilentPeer) {
   try {
     c->exchange({}, {{1, 6}}, 20ms);
     FAIL() << "exchange returned without a message";
-  } catch (const CommError& e) {
+  } catch (const CommError &e) {
     EXPECT_STREQ(e.what(), "rank 0: recv from rank 1 (tag 6) timed out after 20 ms");
   }
 }
@@ -157,12 +158,14 @@ TEST(CommDefaults, AllReduceSumsInAscendingRankOrderOverASubset) {
   std::vector<std::vector<float>> data(W, std::vector<float>(n));
   for (int r = 0; r < W; ++r)
     for (size_t j = 0; j < n; ++j) // magnitudes spread over 2^-10..2^10, signs mixed: order matters
-      data[r][j] = std::ldexp(static_cast<float>((j * 7919 + static_cast<size_t>(r) * 104729) % 1000) / 1000.0f - 0.37f,
-                              static_cast<int>((j + static_cast<size_t>(r) * 5) % 21) - 10);
+      data[r][j] = std::ldexp(
+          static_cast<float>((j * 7919 + static_cast<size_t>(r) * 104729) % 1000) / 1000.0f - 0.37f,
+          static_cast<int>((j + static_cast<size_t>(r) * 5) % 21) - 10);
   std::vector<std::vector<float>> out = data;
   LocalWorld world(W);
   onEveryRank(world, [&](int r) {
-    if (r == 1) return;
+    if (r == 1)
+      return;
     auto c = world.endpoint(r);
     c->allReduceSum(group, 11, out[r].data(), n, 5000ms);
   });
@@ -172,7 +175,8 @@ TEST(CommDefaults, AllReduceSumsInAscendingRankOrderOverASubset) {
     const double bound = 2.0 * std::ldexp(1.0, -24) *
                          (std::fabs(data[0][j]) + std::fabs(data[2][j]) + std::fabs(data[3][j]));
     for (int r : group) {
-      EXPECT_EQ(std::memcmp(&out[r][j], &expected, sizeof(float)), 0) << "rank " << r << " element " << j;
+      EXPECT_EQ(std::memcmp(&out[r][j], &expected, sizeof(float)), 0)
+          << "rank " << r << " element " << j;
       EXPECT_LE(std::fabs(out[r][j] - exact), bound) << "rank " << r << " element " << j;
     }
     EXPECT_EQ(out[1][j], data[1][j]); // untouched
@@ -194,7 +198,7 @@ TEST(CommDefaults, AllReduceRejectsBadRanksAndWrongSizes) {
   const auto message = [](auto fn) {
     try {
       fn();
-    } catch (const CommError& e) {
+    } catch (const CommError &e) {
       return std::string(e.what());
     }
     return std::string("no error");

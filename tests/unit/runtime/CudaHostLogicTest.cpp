@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -24,23 +24,25 @@ namespace {
 
 // cuBLAS's column-major GEMM by its definition: C(i, j) = sum_l op(A)(i, l) op(B)(l, j), element
 // (r, c) of a stored column-major X at X[r + c * ld], op(X)(i, l) = X(l, i) when transposed.
-void columnMajorReference(const ColumnMajorGemm& c, const double* a, const double* b, double* out) {
+void columnMajorReference(const ColumnMajorGemm &c, const double *a, const double *b, double *out) {
   for (int i = 0; i < c.m; ++i)
     for (int j = 0; j < c.n; ++j) {
       double sum = 0;
       for (int l = 0; l < c.k; ++l) {
-        const double x = c.transA ? a[l + static_cast<int64_t>(i) * c.lda] : a[i + static_cast<int64_t>(l) * c.lda];
-        const double y = c.transB ? b[j + static_cast<int64_t>(l) * c.ldb] : b[l + static_cast<int64_t>(j) * c.ldb];
+        const double x = c.transA ? a[l + static_cast<int64_t>(i) * c.lda]
+                                  : a[i + static_cast<int64_t>(l) * c.lda];
+        const double y = c.transB ? b[j + static_cast<int64_t>(l) * c.ldb]
+                                  : b[l + static_cast<int64_t>(j) * c.ldb];
         sum += x * y;
       }
       out[i + static_cast<int64_t>(j) * c.ldc] = sum;
     }
 }
 
-std::string messageOf(const std::function<void()>& f) {
+std::string messageOf(const std::function<void()> &f) {
   try {
     f();
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     return e.what();
   }
   return "(no exception)";
@@ -59,21 +61,25 @@ TEST(CudaGemmMapping, ColumnMajorCallComputesTheRowMajorProduct) {
   const Case cases[] = {{3, 5, 4, false, false, 0, 0, 0}, {3, 5, 4, true, false, 2, 0, 1},
                         {3, 5, 4, false, true, 0, 3, 0},  {3, 5, 4, true, true, 1, 1, 2},
                         {1, 7, 1, false, false, 0, 0, 0}, {6, 1, 9, true, true, 0, 0, 3}};
-  for (const Case& tc : cases) {
+  for (const Case &tc : cases) {
     RowMajorGemm g = denseRowMajor(tc.m, tc.n, tc.k, tc.ta, tc.tb);
     g.lda += tc.padA, g.ldb += tc.padB, g.ldc += tc.padC;
     const int64_t rowsA = tc.ta ? tc.k : tc.m, rowsB = tc.tb ? tc.n : tc.k;
     std::vector<double> a(rowsA * g.lda), b(rowsB * g.ldb), c(tc.m * g.ldc, -7.0);
-    for (double& x : a) x = dist(rng);
-    for (double& x : b) x = dist(rng);
+    for (double &x : a)
+      x = dist(rng);
+    for (double &x : b)
+      x = dist(rng);
     columnMajorReference(toColumnMajor(g), b.data(), a.data(), c.data()); // operands swapped
     for (int64_t i = 0; i < tc.m; ++i)
       for (int64_t j = 0; j < tc.n; ++j) {
         double expected = 0; // the row-major definition
         for (int64_t l = 0; l < tc.k; ++l)
-          expected += (tc.ta ? a[l * g.lda + i] : a[i * g.lda + l]) * (tc.tb ? b[j * g.ldb + l] : b[l * g.ldb + j]);
-        EXPECT_NEAR(c[i * g.ldc + j], expected, 1e-12) << "m=" << tc.m << " n=" << tc.n << " k=" << tc.k
-                                                       << " transA=" << tc.ta << " transB=" << tc.tb;
+          expected += (tc.ta ? a[l * g.lda + i] : a[i * g.lda + l]) *
+                      (tc.tb ? b[j * g.ldb + l] : b[l * g.ldb + j]);
+        EXPECT_NEAR(c[i * g.ldc + j], expected, 1e-12)
+            << "m=" << tc.m << " n=" << tc.n << " k=" << tc.k << " transA=" << tc.ta
+            << " transB=" << tc.tb;
       }
     for (int64_t i = 0; i < tc.m; ++i) // padding of C untouched
       for (int64_t j = tc.n; j < g.ldc; ++j)
@@ -104,7 +110,9 @@ TEST(CudaGemmMapping, RejectsBadShapesNamingTheField) {
   g.ldc = 4;
   EXPECT_NE(messageOf([&] { toColumnMajor(g); }).find("ldc = 4"), std::string::npos);
   EXPECT_THROW(toColumnMajor(denseRowMajor(-1, 5, 6)), GemmShapeError);
-  EXPECT_NE(messageOf([] { toColumnMajor(denseRowMajor(int64_t{INT_MAX} + 1, 1, 1)); }).find("m = 2147483648"),
+  EXPECT_NE(messageOf([] {
+              toColumnMajor(denseRowMajor(int64_t{INT_MAX} + 1, 1, 1));
+            }).find("m = 2147483648"),
             std::string::npos);
   EXPECT_NO_THROW(toColumnMajor(denseRowMajor(0, 0, 0)));
 }
@@ -121,15 +129,18 @@ TEST(CudaLaunchGeometry, RowBlocksAndGrids) {
   EXPECT_THROW(blocksFor(int64_t{1} << 45, 256), KernelArgumentError);
   EXPECT_THROW(blocksFor(10, 0), KernelArgumentError);
   EXPECT_THROW(checkRows("softmax", -1, 4), KernelArgumentError);
-  EXPECT_NE(messageOf([] { checkRows("softmax", 3, 0); }).find("softmax: cols = 0"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkRows("softmax", 3, 0); }).find("softmax: cols = 0"),
+            std::string::npos);
 }
 
 TEST(CudaLaunchGeometry, ChecksRopeAndTopK) {
-  EXPECT_NE(messageOf([] { checkRope(4, 2, 7, 1e4); }).find("rope: headDim = 7"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkRope(4, 2, 7, 1e4); }).find("rope: headDim = 7"),
+            std::string::npos);
   EXPECT_THROW(checkRope(4, 0, 8, 1e4), KernelArgumentError);
   EXPECT_THROW(checkRope(4, 2, 8, 0.0), KernelArgumentError);
   EXPECT_NO_THROW(checkRope(0, 2, 8, 1e4));
-  EXPECT_NE(messageOf([] { checkTopK(3, 8, 9); }).find("topK: k = 9 (must be in [1, n = 8])"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkTopK(3, 8, 9); }).find("topK: k = 9 (must be in [1, n = 8])"),
+            std::string::npos);
   EXPECT_THROW(checkTopK(3, 8, 0), KernelArgumentError);
   EXPECT_NO_THROW(checkTopK(0, 8, 8));
 }
@@ -141,8 +152,9 @@ TEST(CudaLaunchGeometry, ChecksAttentionShapes) {
   EXPECT_EQ(attentionSharedBytes(s), (128 + kAttentionKeyTile) * 4);
   AttentionShape bad = s;
   bad.kvHeads = 3;
-  EXPECT_NE(messageOf([&] { checkAttention(bad); }).find("heads = 8 (must be a multiple of kvHeads = 3)"),
-            std::string::npos);
+  EXPECT_NE(
+      messageOf([&] { checkAttention(bad); }).find("heads = 8 (must be a multiple of kvHeads = 3)"),
+      std::string::npos);
   bad = s;
   bad.vDim = kAttentionMaxVDim + 1;
   EXPECT_NE(messageOf([&] { checkAttention(bad); }).find("vDim = 513"), std::string::npos);
@@ -165,7 +177,8 @@ TEST(CudaDispatchPlan, MatchesABruteForcePermutationAndCombineOrder) {
   std::vector<float> gates(tokens * k);
   for (int64_t t = 0; t < tokens; ++t) {
     std::vector<int64_t> pool(experts);
-    for (int64_t e = 0; e < experts; ++e) pool[e] = e;
+    for (int64_t e = 0; e < experts; ++e)
+      pool[e] = e;
     std::shuffle(pool.begin(), pool.end(), rng);
     for (int64_t j = 0; j < k; ++j) {
       ids[t * k + j] = (rng() % 4 == 0) ? -1 : pool[j]; // about a quarter on other ranks
@@ -191,13 +204,16 @@ TEST(CudaDispatchPlan, MatchesABruteForcePermutationAndCombineOrder) {
   EXPECT_EQ(plan.sourceRow, expectedSource);
   ASSERT_EQ(plan.combineStart.size(), static_cast<size_t>(tokens + 1));
   for (int64_t t = 0; t < tokens; ++t) {
-    ASSERT_EQ(plan.combineStart[t + 1] - plan.combineStart[t], static_cast<int32_t>(rowsOfToken[t].size()));
-    for (size_t i = 0; i < rowsOfToken[t].size(); ++i) { // ascending expert id (pushed in that order)
+    ASSERT_EQ(plan.combineStart[t + 1] - plan.combineStart[t],
+              static_cast<int32_t>(rowsOfToken[t].size()));
+    for (size_t i = 0; i < rowsOfToken[t].size();
+         ++i) { // ascending expert id (pushed in that order)
       const int32_t r = plan.combineStart[t] + static_cast<int32_t>(i);
       EXPECT_EQ(plan.combineRow[r], rowsOfToken[t][i].second);
       float gate = -1;
       for (int64_t j = 0; j < k; ++j)
-        if (ids[t * k + j] == rowsOfToken[t][i].first) gate = gates[t * k + j];
+        if (ids[t * k + j] == rowsOfToken[t][i].first)
+          gate = gates[t * k + j];
       EXPECT_EQ(plan.combineGate[r], gate);
     }
   }
@@ -206,11 +222,14 @@ TEST(CudaDispatchPlan, MatchesABruteForcePermutationAndCombineOrder) {
 TEST(CudaDispatchPlan, RejectsBadRoutesNamingTokenAndSlot) {
   const std::vector<int64_t> outside = {0, 1, 2, 8};
   const std::vector<float> gates(4, 0.5f);
-  EXPECT_NE(messageOf([&] { planDispatch(outside.data(), gates.data(), 2, 2, 8); })
-                .find("token 1 slot 1 names expert 8, outside [0, 8)"),
+  EXPECT_NE(messageOf([&] {
+              planDispatch(outside.data(), gates.data(), 2, 2, 8);
+            }).find("token 1 slot 1 names expert 8, outside [0, 8)"),
             std::string::npos);
   const std::vector<int64_t> twice = {3, 3};
-  EXPECT_NE(messageOf([&] { planDispatch(twice.data(), gates.data(), 1, 2, 8); }).find("token 0 names expert 3 twice"),
+  EXPECT_NE(messageOf([&] {
+              planDispatch(twice.data(), gates.data(), 1, 2, 8);
+            }).find("token 0 names expert 3 twice"),
             std::string::npos);
   EXPECT_THROW(planDispatch(twice.data(), gates.data(), -1, 2, 8), DispatchError);
   const DispatchPlan empty = planDispatch(nullptr, nullptr, 0, 2, 4);
@@ -224,7 +243,8 @@ TEST(CudaBf16, RoundsToNearestEven) {
   EXPECT_EQ(toBf16Bits(-2.0f), 0xc000);
   EXPECT_EQ(toBf16Bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);     // halfway, even below
   EXPECT_EQ(toBf16Bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82); // halfway, even above
-  EXPECT_EQ(toBf16Bits(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81); // above halfway
+  EXPECT_EQ(toBf16Bits(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)),
+            0x3f81); // above halfway
   EXPECT_EQ(toBf16Bits(std::numeric_limits<float>::infinity()), 0x7f80);
   EXPECT_EQ(toBf16Bits(std::numeric_limits<float>::max()), 0x7f80); // rounds up to infinity
   EXPECT_TRUE(std::isnan(roundToBf16(std::numeric_limits<float>::quiet_NaN())));

@@ -43,32 +43,38 @@ std::string noDeviceReason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess)
-    return std::string("no CUDA device: cudaGetDeviceCount failed: ") + cudaGetErrorName(status) + " (" +
-           cudaGetErrorString(status) + "); the kernel tests run only where a GPU is present";
-  if (count == 0) return "no CUDA device: cudaGetDeviceCount returned 0; the kernel tests run only where a GPU is present";
+    return std::string("no CUDA device: cudaGetDeviceCount failed: ") + cudaGetErrorName(status) +
+           " (" + cudaGetErrorString(status) +
+           "); the kernel tests run only where a GPU is present";
+  if (count == 0)
+    return "no CUDA device: cudaGetDeviceCount returned 0; the kernel tests run only where a GPU "
+           "is present";
   return "";
 }
 
-#define SKIP_WITHOUT_GPU()                                                                                             \
-  do {                                                                                                                 \
-    const std::string reason = noDeviceReason();                                                                       \
-    if (!reason.empty()) GTEST_SKIP() << reason;                                                                       \
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    const std::string reason = noDeviceReason();                                                   \
+    if (!reason.empty())                                                                           \
+      GTEST_SKIP() << reason;                                                                      \
   } while (0)
 
 std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
+  for (float &x : v)
+    x = dist(rng);
   return v;
 }
 
 // |a - b| <= ulps * 2^-23 * |b| (+ a tiny absolute floor for values near zero).
-void expectUlpClose(const std::vector<float>& actual, const std::vector<float>& expected, double ulps,
-                    const char* what) {
+void expectUlpClose(const std::vector<float> &actual, const std::vector<float> &expected,
+                    double ulps, const char *what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   for (size_t i = 0; i < actual.size(); ++i)
-    ASSERT_LE(std::fabs(static_cast<double>(actual[i]) - expected[i]), ulps * 1.2e-7 * std::fabs(expected[i]) + 1e-30)
+    ASSERT_LE(std::fabs(static_cast<double>(actual[i]) - expected[i]),
+              ulps * 1.2e-7 * std::fabs(expected[i]) + 1e-30)
         << what << " at " << i << ": " << actual[i] << " vs " << expected[i];
 }
 
@@ -80,7 +86,7 @@ TEST(CudaCheck, NamesTheCallFileLineAndCudaError) {
   try {
     DISAGMOE_CUDA_CHECK(cudaSetDevice(-1));
     FAIL() << "cudaSetDevice(-1) succeeded";
-  } catch (const CudaError& e) {
+  } catch (const CudaError &e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("cudaSetDevice(-1) failed at "), std::string::npos) << m;
     EXPECT_NE(m.find("CudaKernelsTest.cpp:"), std::string::npos) << m;
@@ -89,8 +95,9 @@ TEST(CudaCheck, NamesTheCallFileLineAndCudaError) {
   try {
     checkCublas(CUBLAS_STATUS_INVALID_VALUE, "cublasGemmEx(...)", "Gemm.cpp", 42);
     FAIL() << "no exception";
-  } catch (const CudaError& e) {
-    EXPECT_NE(std::string(e.what()).find("cublasGemmEx(...) failed at Gemm.cpp:42: CUBLAS_STATUS_INVALID_VALUE"),
+  } catch (const CudaError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "cublasGemmEx(...) failed at Gemm.cpp:42: CUBLAS_STATUS_INVALID_VALUE"),
               std::string::npos)
         << e.what();
   }
@@ -102,7 +109,8 @@ TEST(CudaKernelArguments, LaunchersCheckShapesBeforeTouchingTheDevice) {
   EXPECT_THROW(cuda::softmax(nullptr, 2, 0, nullptr), KernelArgumentError);
   AttentionShape s;
   s.seqLen = 4, s.heads = 3, s.kvHeads = 2, s.qkDim = 8, s.vDim = 8;
-  EXPECT_THROW(cuda::causalAttention(nullptr, nullptr, nullptr, s, 1.0f, nullptr, nullptr), KernelArgumentError);
+  EXPECT_THROW(cuda::causalAttention(nullptr, nullptr, nullptr, s, 1.0f, nullptr, nullptr),
+               KernelArgumentError);
   EXPECT_THROW(cuda::swigluOai(nullptr, 2, 0, 7.0f, 1.702f, nullptr), KernelArgumentError);
 }
 
@@ -115,13 +123,16 @@ TEST(CudaGemm, Bf16WithFp32AccumulationMatchesTheRoundedProductAndCpuLinear) {
     int64_t m, n, k;
     bool ta, tb;
   };
-  for (const Case& tc : {Case{64, 96, 200, false, false}, Case{33, 17, 129, true, false}, Case{5, 40, 64, false, true},
-                         Case{48, 24, 72, true, true}}) {
+  for (const Case &tc : {Case{64, 96, 200, false, false}, Case{33, 17, 129, true, false},
+                         Case{5, 40, 64, false, true}, Case{48, 24, 72, true, true}}) {
     const RowMajorGemm g = denseRowMajor(tc.m, tc.n, tc.k, tc.ta, tc.tb);
-    std::vector<float> a = randomFloats(tc.m * tc.k, -1, 1, 1), b = randomFloats(tc.k * tc.n, -1, 1, 2);
+    std::vector<float> a = randomFloats(tc.m * tc.k, -1, 1, 1),
+                       b = randomFloats(tc.k * tc.n, -1, 1, 2);
     std::vector<uint16_t> a16(a.size()), b16(b.size());
-    for (size_t i = 0; i < a.size(); ++i) a16[i] = toBf16Bits(a[i]);
-    for (size_t i = 0; i < b.size(); ++i) b16[i] = toBf16Bits(b[i]);
+    for (size_t i = 0; i < a.size(); ++i)
+      a16[i] = toBf16Bits(a[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      b16[i] = toBf16Bits(b[i]);
     DeviceBuffer<float> da(a), db(b), dc(tc.m * tc.n);
     DeviceBuffer<__nv_bfloat16> da16(a.size()), db16(b.size()), dc16(tc.m * tc.n);
     toBf16(da.data(), da16.data(), static_cast<int64_t>(a.size()));
@@ -131,12 +142,15 @@ TEST(CudaGemm, Bf16WithFp32AccumulationMatchesTheRoundedProductAndCpuLinear) {
     DeviceBuffer<float> dc16f(tc.m * tc.n);
     toFloat(dc16.data(), dc16f.data(), tc.m * tc.n);
     const std::vector<float> c = dc.download(), cBf16 = dc16f.download();
-    // The CPU's fp32 linear takes untransposed [m, k] x [k, n]: build those from the stored operands.
+    // The CPU's fp32 linear takes untransposed [m, k] x [k, n]: build those from the stored
+    // operands.
     std::vector<float> aMk(tc.m * tc.k), bKn(tc.k * tc.n), cpu(tc.m * tc.n);
     for (int64_t i = 0; i < tc.m; ++i)
-      for (int64_t l = 0; l < tc.k; ++l) aMk[i * tc.k + l] = tc.ta ? a[l * tc.m + i] : a[i * tc.k + l];
+      for (int64_t l = 0; l < tc.k; ++l)
+        aMk[i * tc.k + l] = tc.ta ? a[l * tc.m + i] : a[i * tc.k + l];
     for (int64_t l = 0; l < tc.k; ++l)
-      for (int64_t j = 0; j < tc.n; ++j) bKn[l * tc.n + j] = tc.tb ? b[j * tc.k + l] : b[l * tc.n + j];
+      for (int64_t j = 0; j < tc.n; ++j)
+        bKn[l * tc.n + j] = tc.tb ? b[j * tc.k + l] : b[l * tc.n + j];
     cpu::linear(aMk.data(), tc.m, tc.k, bKn.data(), tc.n, cpu.data());
     const double u = std::ldexp(1.0, -24);
     for (int64_t i = 0; i < tc.m; ++i)
@@ -149,12 +163,15 @@ TEST(CudaGemm, Bf16WithFp32AccumulationMatchesTheRoundedProductAndCpuLinear) {
         }
         const double accumulation = 2 * tc.k * u * magnitude;
         const float got = c[i * tc.n + j];
-        ASSERT_LE(std::fabs(got - exact), accumulation) << "C[" << i << "," << j << "] case m=" << tc.m;
-        ASSERT_LE(std::fabs(got - cpu[i * tc.n + j]), accumulation + (2 * std::ldexp(1.0, -9) + std::ldexp(1.0, -18)) *
-                                                                         magnitude * 1.01)
+        ASSERT_LE(std::fabs(got - exact), accumulation)
+            << "C[" << i << "," << j << "] case m=" << tc.m;
+        ASSERT_LE(std::fabs(got - cpu[i * tc.n + j]),
+                  accumulation +
+                      (2 * std::ldexp(1.0, -9) + std::ldexp(1.0, -18)) * magnitude * 1.01)
             << "vs cpu::linear at C[" << i << "," << j << "]";
         // bf16 C: the fp32 result rounded once (half a bf16 ulp, 2^-9 relative) on top.
-        ASSERT_LE(std::fabs(cBf16[i * tc.n + j] - exact), accumulation + std::ldexp(1.0, -8) * std::fabs(exact))
+        ASSERT_LE(std::fabs(cBf16[i * tc.n + j] - exact),
+                  accumulation + std::ldexp(1.0, -8) * std::fabs(exact))
             << "bf16 C[" << i << "," << j << "]";
       }
   }
@@ -164,7 +181,8 @@ TEST(CudaGemm, Fp32MatchesCpuLinear) {
   SKIP_WITHOUT_GPU();
   CublasHandle handle;
   const int64_t m = 37, n = 53, k = 300;
-  std::vector<float> a = randomFloats(m * k, -1, 1, 3), b = randomFloats(k * n, -1, 1, 4), cpu(m * n);
+  std::vector<float> a = randomFloats(m * k, -1, 1, 3), b = randomFloats(k * n, -1, 1, 4),
+                     cpu(m * n);
   DeviceBuffer<float> da(a), db(b), dc(m * n);
   gemmF32(handle, denseRowMajor(m, n, k), da.data(), db.data(), dc.data());
   const std::vector<float> c = dc.download();
@@ -172,8 +190,10 @@ TEST(CudaGemm, Fp32MatchesCpuLinear) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double magnitude = 0;
-      for (int64_t l = 0; l < k; ++l) magnitude += std::fabs(static_cast<double>(a[i * k + l]) * b[l * n + j]);
-      ASSERT_LE(std::fabs(c[i * n + j] - cpu[i * n + j]), 2 * 2 * k * std::ldexp(1.0, -24) * magnitude);
+      for (int64_t l = 0; l < k; ++l)
+        magnitude += std::fabs(static_cast<double>(a[i * k + l]) * b[l * n + j]);
+      ASSERT_LE(std::fabs(c[i * n + j] - cpu[i * n + j]),
+                2 * 2 * k * std::ldexp(1.0, -24) * magnitude);
     }
 }
 
@@ -186,7 +206,8 @@ TEST(CudaCast, Bf16RoundTripMatchesTheHostRounding) {
   toBf16(dx.data(), dh.data(), static_cast<int64_t>(x.size()));
   toFloat(dh.data(), dy.data(), static_cast<int64_t>(x.size()));
   const std::vector<float> y = dy.download();
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], roundToBf16(x[i])) << x[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(y[i], roundToBf16(x[i])) << x[i];
 }
 
 TEST(CudaRope, MatchesTheCpuKernel) {
@@ -196,14 +217,17 @@ TEST(CudaRope, MatchesTheCpuKernel) {
     std::vector<float> x = randomFloats(tokens * heads * headDim, -2, 2, 6), expected = x;
     std::vector<int64_t> positions(tokens);
     std::mt19937 rng(8);
-    for (int64_t& p : positions) p = rng() % 5000;
+    for (int64_t &p : positions)
+      p = rng() % 5000;
     cpu::rope(expected.data(), tokens, heads, headDim, positions.data(), theta);
     DeviceBuffer<float> dx(x);
     DeviceBuffer<int64_t> dp(positions);
     cuda::rope(dx.data(), tokens, heads, headDim, dp.data(), theta);
     const std::vector<float> got = dx.download();
-    for (size_t i = 0; i < got.size(); ++i) // 2 ulps of the operands' scale (a difference of products)
-      ASSERT_LE(std::fabs(got[i] - expected[i]), 2 * 1.2e-7 * 2 * 2) << "theta " << theta << " at " << i;
+    for (size_t i = 0; i < got.size();
+         ++i) // 2 ulps of the operands' scale (a difference of products)
+      ASSERT_LE(std::fabs(got[i] - expected[i]), 2 * 1.2e-7 * 2 * 2)
+          << "theta " << theta << " at " << i;
   }
 }
 
@@ -226,10 +250,12 @@ TEST(CudaTopK, MatchesTheCpuKernelWithTiesToTheLowerIndex) {
   const int64_t rows = 300, n = 64, k = 6;
   std::mt19937 rng(10);
   std::vector<float> x(rows * n);
-  for (float& v : x) v = static_cast<float>(rng() % 5) * 0.5f; // five values: ties everywhere
+  for (float &v : x)
+    v = static_cast<float>(rng() % 5) * 0.5f; // five values: ties everywhere
   std::vector<int64_t> ids(rows * k);
   std::vector<float> values(rows * k);
-  for (int64_t r = 0; r < rows; ++r) cpu::topK(x.data() + r * n, n, k, ids.data() + r * k, values.data() + r * k);
+  for (int64_t r = 0; r < rows; ++r)
+    cpu::topK(x.data() + r * n, n, k, ids.data() + r * k, values.data() + r * k);
   DeviceBuffer<float> dx(x), dv(rows * k);
   DeviceBuffer<int64_t> di(rows * k);
   cuda::topK(dx.data(), rows, n, k, di.data(), dv.data());
@@ -242,7 +268,8 @@ TEST(CudaRouter, GatesMatchTheCpuKernelForEveryScoringWithAndWithoutBias) {
   const int64_t tokens = 200, experts = 16, k = 4;
   const std::vector<float> logits = randomFloats(tokens * experts, -4, 4, 12);
   const std::vector<float> bias = randomFloats(experts, -0.5f, 0.5f, 13);
-  for (RouterScoring scoring : {RouterScoring::SoftmaxTopkRenorm, RouterScoring::SoftmaxTopk, RouterScoring::TopkSoftmax})
+  for (RouterScoring scoring :
+       {RouterScoring::SoftmaxTopkRenorm, RouterScoring::SoftmaxTopk, RouterScoring::TopkSoftmax})
     for (bool withBias : {false, true}) {
       std::vector<int64_t> ids(tokens * k);
       std::vector<float> gates(tokens * k);
@@ -250,8 +277,10 @@ TEST(CudaRouter, GatesMatchTheCpuKernelForEveryScoringWithAndWithoutBias) {
                        withBias ? bias.data() : nullptr);
       DeviceBuffer<float> dl(logits), db(bias), dg(tokens * k);
       DeviceBuffer<int64_t> di(tokens * k);
-      cuda::routerGates(dl.data(), tokens, experts, k, scoring, di.data(), dg.data(), withBias ? db.data() : nullptr);
-      EXPECT_EQ(di.download(), ids) << "scoring " << static_cast<int>(scoring) << " bias " << withBias;
+      cuda::routerGates(dl.data(), tokens, experts, k, scoring, di.data(), dg.data(),
+                        withBias ? db.data() : nullptr);
+      EXPECT_EQ(di.download(), ids)
+          << "scoring " << static_cast<int>(scoring) << " bias " << withBias;
       expectUlpClose(dg.download(), gates, 2, "router gates");
     }
 }
@@ -263,12 +292,12 @@ TEST(CudaAttention, MatchesTheCpuKernelWithGqaSinksAndWindows) {
     bool sinks;
   };
   // seqLen 300 > one key tile (256): the online softmax crosses tiles.
-  for (const Case& tc : {Case{300, 4, 2, 24, 24, 0, false}, Case{300, 4, 1, 40, 32, 0, true},
+  for (const Case &tc : {Case{300, 4, 2, 24, 24, 0, false}, Case{300, 4, 1, 40, 32, 0, true},
                          Case{270, 6, 3, 16, 16, 100, true}, Case{5, 2, 2, 8, 8, 2, false}}) {
     const int64_t batch = 2;
     AttentionShape s;
-    s.batch = batch, s.seqLen = tc.seqLen, s.heads = tc.heads, s.kvHeads = tc.kvHeads, s.qkDim = tc.qkDim,
-    s.vDim = tc.vDim, s.window = tc.window;
+    s.batch = batch, s.seqLen = tc.seqLen, s.heads = tc.heads, s.kvHeads = tc.kvHeads,
+    s.qkDim = tc.qkDim, s.vDim = tc.vDim, s.window = tc.window;
     const int64_t rows = batch * tc.seqLen;
     const std::vector<float> q = randomFloats(rows * tc.heads * tc.qkDim, -1, 1, 14);
     const std::vector<float> k = randomFloats(rows * tc.kvHeads * tc.qkDim, -1, 1, 15);
@@ -279,16 +308,18 @@ TEST(CudaAttention, MatchesTheCpuKernelWithGqaSinksAndWindows) {
     for (int64_t b = 0; b < batch; ++b) // the CPU kernel runs one sequence
       cpu::causalAttentionGeneral(q.data() + b * tc.seqLen * tc.heads * tc.qkDim,
                                   k.data() + b * tc.seqLen * tc.kvHeads * tc.qkDim,
-                                  v.data() + b * tc.seqLen * tc.kvHeads * tc.vDim, tc.seqLen, tc.heads, tc.kvHeads,
-                                  tc.qkDim, tc.vDim, scale, tc.sinks ? sinks.data() : nullptr, tc.window,
+                                  v.data() + b * tc.seqLen * tc.kvHeads * tc.vDim, tc.seqLen,
+                                  tc.heads, tc.kvHeads, tc.qkDim, tc.vDim, scale,
+                                  tc.sinks ? sinks.data() : nullptr, tc.window,
                                   expected.data() + b * tc.seqLen * tc.heads * tc.vDim);
     DeviceBuffer<float> dq(q), dk(k), dv(v), ds(sinks), dout(expected.size());
     cuda::causalAttention(dq.data(), dk.data(), dv.data(), s, static_cast<float>(scale),
                           tc.sinks ? ds.data() : nullptr, dout.data());
     const std::vector<float> got = dout.download();
     for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_LE(std::fabs(got[i] - expected[i]), 2e-5) << "seqLen " << tc.seqLen << " window " << tc.window
-                                                        << " sinks " << tc.sinks << " at " << i;
+      ASSERT_LE(std::fabs(got[i] - expected[i]), 2e-5)
+          << "seqLen " << tc.seqLen << " window " << tc.window << " sinks " << tc.sinks << " at "
+          << i;
   }
 }
 
@@ -302,19 +333,23 @@ TEST(CudaSwiglu, MatchesTheCpuFfnActivations) {
       fused(hidden * hidden, 0.0f);
   for (int64_t i = 0; i < inner; ++i) {
     w1[i * inner + i] = 1, w3[(inner + i) * inner + i] = 1, w2[i * hidden + i] = 1;
-    fused[i * hidden + 2 * i] = 1, fused[(inner + i) * hidden + 2 * i + 1] = 1; // interleave gate/up
+    fused[i * hidden + 2 * i] = 1,
+                           fused[(inner + i) * hidden + 2 * i + 1] = 1; // interleave gate/up
   }
   for (bool oai : {false, true}) {
     cpu::FfnWeights w;
-    w.w1 = oai ? fused.data() : w1.data(), w.w3 = oai ? nullptr : w3.data(), w.w2 = w2.data(), w.fusedGateUp = oai;
+    w.w1 = oai ? fused.data() : w1.data(), w.w3 = oai ? nullptr : w3.data(), w.w2 = w2.data(),
+    w.fusedGateUp = oai;
     std::vector<float> cpuOut(rows * hidden);
     cpu::ffnForward(x.data(), rows, hidden, inner, w, oai, 7.0f, 1.702f, cpuOut.data());
-    std::vector<float> expected(rows * inner), gate(rows * inner), up(rows * inner), gateUp(rows * hidden);
+    std::vector<float> expected(rows * inner), gate(rows * inner), up(rows * inner),
+        gateUp(rows * hidden);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t i = 0; i < inner; ++i) {
         expected[r * inner + i] = cpuOut[r * hidden + i];
         gate[r * inner + i] = x[r * hidden + i], up[r * inner + i] = x[r * hidden + inner + i];
-        gateUp[r * hidden + 2 * i] = gate[r * inner + i], gateUp[r * hidden + 2 * i + 1] = up[r * inner + i];
+        gateUp[r * hidden + 2 * i] = gate[r * inner + i],
+                                gateUp[r * hidden + 2 * i + 1] = up[r * inner + i];
       }
     DeviceBuffer<float> dOut(rows * inner);
     if (oai) {
@@ -337,8 +372,10 @@ TEST(CudaPermutation, DispatchAndCombineMatchTheCpuExecutorOrder) {
   const std::vector<float> logits = randomFloats(tokens * experts, -4, 4, 20);
   std::vector<int64_t> ids(tokens * k);
   std::vector<float> gates(tokens * k);
-  cpu::routerGates(logits.data(), tokens, experts, k, RouterScoring::SoftmaxTopkRenorm, ids.data(), gates.data());
-  for (int64_t t = 0; t < tokens; t += 7) ids[t * k + 1] = -1; // routes to experts of other ranks
+  cpu::routerGates(logits.data(), tokens, experts, k, RouterScoring::SoftmaxTopkRenorm, ids.data(),
+                   gates.data());
+  for (int64_t t = 0; t < tokens; t += 7)
+    ids[t * k + 1] = -1; // routes to experts of other ranks
   const DispatchPlan plan = planDispatch(ids.data(), gates.data(), tokens, k, experts);
   const DevicePermutation dp = DevicePermutation::upload(plan);
   DeviceBuffer<float> dx(x), dperm(plan.rows() * hidden);
@@ -357,15 +394,17 @@ TEST(CudaPermutation, DispatchAndCombineMatchTheCpuExecutorOrder) {
       for (int64_t j = 0; j < k; ++j)
         if (ids[t * k + j] == e) {
           int64_t row = plan.offsets[e];
-          while (plan.sourceRow[row] != t) ++row;
+          while (plan.sourceRow[row] != t)
+            ++row;
           for (int64_t c = 0; c < hidden; ++c) {
-            volatile float product = gates[t * k + j] * y[row * hidden + c]; // rounded: no FMA on any host
+            volatile float product =
+                gates[t * k + j] * y[row * hidden + c]; // rounded: no FMA on any host
             expected[t * hidden + c] += product;
           }
         }
   DeviceBuffer<float> dy(y), dout(tokens * hidden);
-  combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(), dp.combineGate.data(), tokens,
-              dout.data());
+  combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(),
+              dp.combineGate.data(), tokens, dout.data());
   EXPECT_EQ(dout.download(), expected); // same fp32 operations in the same order: bit for bit
 
   DeviceBuffer<__nv_bfloat16> dx16(x.size()), dperm16(plan.rows() * hidden);
@@ -389,19 +428,22 @@ TEST(CudaMoeLayer, DispatchBf16ExpertsAndCombineMatchTheCpuWithinTheBf16Bound) {
   SKIP_WITHOUT_GPU();
   const int64_t tokens = 64, hidden = 128, inner = 192, experts = 4, k = 2;
   std::vector<float> x = randomFloats(tokens * hidden, -1, 1, 21);
-  for (float& v : x) v = roundToBf16(v);
+  for (float &v : x)
+    v = roundToBf16(v);
   std::vector<std::vector<float>> w1(experts), w3(experts), w2(experts);
   for (int64_t e = 0; e < experts; ++e) {
     w1[e] = randomFloats(hidden * inner, -0.1f, 0.1f, 30 + e);
     w3[e] = randomFloats(hidden * inner, -0.1f, 0.1f, 40 + e);
     w2[e] = randomFloats(inner * hidden, -0.1f, 0.1f, 50 + e);
-    for (auto* w : {&w1[e], &w3[e], &w2[e]})
-      for (float& v : *w) v = roundToBf16(v);
+    for (auto *w : {&w1[e], &w3[e], &w2[e]})
+      for (float &v : *w)
+        v = roundToBf16(v);
   }
   const std::vector<float> logits = randomFloats(tokens * experts, -2, 2, 22);
   std::vector<int64_t> ids(tokens * k);
   std::vector<float> gates(tokens * k);
-  cpu::routerGates(logits.data(), tokens, experts, k, RouterScoring::SoftmaxTopkRenorm, ids.data(), gates.data());
+  cpu::routerGates(logits.data(), tokens, experts, k, RouterScoring::SoftmaxTopkRenorm, ids.data(),
+                   gates.data());
   const DispatchPlan plan = planDispatch(ids.data(), gates.data(), tokens, k, experts);
 
   // CPU: each expert over its tokens (ascending), out += g * y in ascending expert id.
@@ -411,18 +453,23 @@ TEST(CudaMoeLayer, DispatchBf16ExpertsAndCombineMatchTheCpuWithinTheBf16Bound) {
     std::vector<float> xe(rows * hidden), ye(rows * hidden), gate(rows * inner), up(rows * inner),
         act(rows * inner), bound(rows * hidden), absW2(w2[e].size());
     for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(x.begin() + plan.sourceRow[plan.offsets[e] + r] * hidden, hidden, xe.begin() + r * hidden);
-    cpu::swigluExpert(xe.data(), rows, hidden, inner, w1[e].data(), w3[e].data(), w2[e].data(), ye.data());
+      std::copy_n(x.begin() + plan.sourceRow[plan.offsets[e] + r] * hidden, hidden,
+                  xe.begin() + r * hidden);
+    cpu::swigluExpert(xe.data(), rows, hidden, inner, w1[e].data(), w3[e].data(), w2[e].data(),
+                      ye.data());
     cpu::linear(xe.data(), rows, hidden, w1[e].data(), inner, gate.data());
     cpu::linear(xe.data(), rows, hidden, w3[e].data(), inner, up.data());
-    for (size_t i = 0; i < act.size(); ++i) act[i] = std::fabs(gate[i] / (1.0f + std::exp(-gate[i])) * up[i]);
-    for (size_t i = 0; i < absW2.size(); ++i) absW2[i] = std::fabs(w2[e][i]);
+    for (size_t i = 0; i < act.size(); ++i)
+      act[i] = std::fabs(gate[i] / (1.0f + std::exp(-gate[i])) * up[i]);
+    for (size_t i = 0; i < absW2.size(); ++i)
+      absW2[i] = std::fabs(w2[e][i]);
     cpu::linear(act.data(), rows, inner, absW2.data(), hidden, bound.data());
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t t = plan.sourceRow[plan.offsets[e] + r];
       float g = 0;
       for (int64_t j = 0; j < k; ++j)
-        if (ids[t * k + j] == e) g = gates[t * k + j];
+        if (ids[t * k + j] == e)
+          g = gates[t * k + j];
       for (int64_t c = 0; c < hidden; ++c) {
         expected[t * hidden + c] += g * ye[r * hidden + c];
         tolerance[t * hidden + c] += 2 * std::ldexp(1.0f, -8) * g * bound[r * hidden + c];
@@ -433,14 +480,14 @@ TEST(CudaMoeLayer, DispatchBf16ExpertsAndCombineMatchTheCpuWithinTheBf16Bound) {
   CublasHandle handle;
   const DevicePermutation dp = DevicePermutation::upload(plan);
   const int64_t rows = plan.rows();
-  DeviceBuffer<float> dx(x), dperm(rows * hidden), dgate(rows * inner), dup(rows * inner), dy(rows * hidden),
-      dout(tokens * hidden);
+  DeviceBuffer<float> dx(x), dperm(rows * hidden), dgate(rows * inner), dup(rows * inner),
+      dy(rows * hidden), dout(tokens * hidden);
   DeviceBuffer<__nv_bfloat16> dperm16(rows * hidden), dact16(rows * inner);
   dispatchRows(dx.data(), hidden, dp.sourceRow.data(), rows, dperm.data());
   toBf16(dperm.data(), dperm16.data(), rows * hidden);
   std::vector<DeviceBuffer<__nv_bfloat16>> w16;
   for (int64_t e = 0; e < experts; ++e)
-    for (const auto* w : {&w1[e], &w3[e], &w2[e]}) {
+    for (const auto *w : {&w1[e], &w3[e], &w2[e]}) {
       DeviceBuffer<float> wf(*w);
       w16.emplace_back(w->size());
       toBf16(wf.data(), w16.back().data(), static_cast<int64_t>(w->size()));
@@ -448,20 +495,23 @@ TEST(CudaMoeLayer, DispatchBf16ExpertsAndCombineMatchTheCpuWithinTheBf16Bound) {
     }
   for (int64_t e = 0; e < experts; ++e) {
     const int64_t m = plan.counts[e], first = plan.offsets[e];
-    const __nv_bfloat16* xe = dperm16.data() + first * hidden;
-    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e].data(), dgate.data() + first * inner);
-    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e + 1].data(), dup.data() + first * inner);
+    const __nv_bfloat16 *xe = dperm16.data() + first * hidden;
+    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e].data(),
+             dgate.data() + first * inner);
+    gemmBf16(handle, denseRowMajor(m, inner, hidden), xe, w16[3 * e + 1].data(),
+             dup.data() + first * inner);
   }
   cuda::swiglu(dgate.data(), dup.data(), dgate.data(), rows * inner);
   toBf16(dgate.data(), dact16.data(), rows * inner);
   for (int64_t e = 0; e < experts; ++e) {
     const int64_t m = plan.counts[e], first = plan.offsets[e];
-    gemmBf16(handle, denseRowMajor(m, hidden, inner), dact16.data() + first * inner, w16[3 * e + 2].data(),
-             dy.data() + first * hidden);
+    gemmBf16(handle, denseRowMajor(m, hidden, inner), dact16.data() + first * inner,
+             w16[3 * e + 2].data(), dy.data() + first * hidden);
   }
-  combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(), dp.combineGate.data(), tokens,
-              dout.data());
+  combineRows(dy.data(), hidden, dp.combineStart.data(), dp.combineRow.data(),
+              dp.combineGate.data(), tokens, dout.data());
   const std::vector<float> got = dout.download();
   for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_LE(std::fabs(got[i] - expected[i]), tolerance[i]) << "out[" << i / hidden << ", " << i % hidden << "]";
+    ASSERT_LE(std::fabs(got[i] - expected[i]), tolerance[i])
+        << "out[" << i / hidden << ", " << i % hidden << "]";
 }

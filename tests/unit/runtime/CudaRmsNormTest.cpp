@@ -1,7 +1,7 @@
 // The cuda backend's RMSNorm: launch configuration (host logic, runs everywhere) and the kernel
 // against the CPU kernel on the PyTorch-checked layer-0 golden input (GPU only; skips otherwise).
-#include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cuda/CudaRmsNorm.h"
+#include "runtime/backends/cpu/Kernels.h"
 #include "runtime/io/Npy.h"
 
 #include "TestSupport.h"

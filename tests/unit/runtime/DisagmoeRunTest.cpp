@@ -21,16 +21,17 @@ struct Outcome {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
+std::string slurp(const std::string &path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-Outcome runTool(const std::string& args) {
+Outcome runTool(const std::string &args) {
   const std::string dir = makeTempDir("cli_out");
-  const std::string command = std::string(DISAGMOE_RUN_PATH) + " " + args + " >" + dir + "/out 2>" + dir + "/err";
+  const std::string command =
+      std::string(DISAGMOE_RUN_PATH) + " " + args + " >" + dir + "/out 2>" + dir + "/err";
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
 }
@@ -48,9 +49,9 @@ std::string tinyPlanPath() {
 TEST(DisagmoeRun, RunsAPlanAndWritesLogitsAtomically) {
   const std::string plan = tinyPlanPath();
   const std::string outDir = makeTempDir("cli_logits");
-  const Outcome o =
-      runTool(std::filesystem::path(plan).parent_path().string() + " --backend cpu --comm local --input " +
-              goldenPath("ids_b2_s8.npy") + " --output " + outDir + "/logits.npy");
+  const Outcome o = runTool(std::filesystem::path(plan).parent_path().string() +
+                            " --backend cpu --comm local --input " + goldenPath("ids_b2_s8.npy") +
+                            " --output " + outDir + "/logits.npy");
   ASSERT_EQ(o.exitCode, 0) << o.err;
   EXPECT_EQ(o.err, "");
   EXPECT_NE(o.out.find("layer 0 attention: group A0 ranks 0,1"), std::string::npos) << o.out;
@@ -65,14 +66,18 @@ TEST(DisagmoeRun, RunsAPlanAndWritesLogitsAtomically) {
   const Plan loaded = loadPlan(plan);
   const RunResult r = Executor(loaded).run(loadGoldenIds("ids_b2_s8.npy", shape), 2, 8);
   EXPECT_EQ(logits.data, r.logits.data);
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outDir), std::filesystem::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outDir),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST(DisagmoeRun, RandomIdsFromASeedAreReproducible) {
   const std::string plan = tinyPlanPath();
   const std::string dir = makeTempDir("cli_seed");
-  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/a.npy").exitCode, 0);
-  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/b.npy").exitCode, 0);
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/a.npy").exitCode,
+            0);
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/b.npy").exitCode,
+            0);
   const Tensor a = readNpyFloat32(dir + "/a.npy");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 5, 256}));
   EXPECT_EQ(a.data, readNpyFloat32(dir + "/b.npy").data);
@@ -81,40 +86,51 @@ TEST(DisagmoeRun, RandomIdsFromASeedAreReproducible) {
 TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
   const std::string plan = tinyPlanPath();
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {plan + " --backend cuda", "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu, sim)\n"},
+      {plan + " --backend cuda",
+       "disagmoe-run: backend \"cuda\" is not built in this version (available: cpu, sim)\n"},
       // The tiny plan has no schedule section for the sim backend to replay.
-      {plan + " --backend sim", "disagmoe-run: " + plan + ": schedule: missing (the sim backend replays the plan's "
-                                "schedule section; compile the plan with this version of disagmoe compile)\n"},
-      {plan + " --backend sim --input ids.npy",
-       "disagmoe-run: --backend sim replays the plan's schedule: it takes no --input or --output\n"},
+      {plan + " --backend sim",
+       "disagmoe-run: " + plan +
+           ": schedule: missing (the sim backend replays the plan's "
+           "schedule section; compile the plan with this version of disagmoe compile)\n"},
+      {plan + " --backend sim --input ids.npy", "disagmoe-run: --backend sim replays the plan's "
+                                                "schedule: it takes no --input or --output\n"},
       {plan + " --op-times t.json", "disagmoe-run: --op-times needs --backend sim\n"},
       {plan + " --backend sim --op-times-out t.json",
        "disagmoe-run: --op-times-out times an executed run: it needs --backend cpu\n"},
-      {plan + " --backend tpu", "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
-      {plan + " --comm mpi", "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
-                             "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
+      {plan + " --backend tpu",
+       "disagmoe-run: unknown backend \"tpu\" (expected cpu, cuda or sim)\n"},
+      {plan + " --comm mpi",
+       "disagmoe-run: comm \"mpi\" runs one process per rank: launch it as mpirun -np WORLD "
+       "disagmoe-run PLAN --comm mpi (none of OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK is set)\n"},
 #ifdef DISAGMOE_HAVE_NCCL
-      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" runs one process per rank and CUDA device: launch it as "
-                              "mpirun -np WORLD disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
-                              "SLURM_PROCID, RANK is set)\n"},
+      {plan + " --comm nccl",
+       "disagmoe-run: comm \"nccl\" runs one process per rank and CUDA device: launch it as "
+       "mpirun -np WORLD disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
+       "SLURM_PROCID, RANK is set)\n"},
 #else
-      {plan + " --comm nccl", "disagmoe-run: comm \"nccl\" is not built in this version (MPI, the CUDA runtime or "
-                              "NCCL was not found at build time; available: local, mpi)\n"},
+      {plan + " --comm nccl",
+       "disagmoe-run: comm \"nccl\" is not built in this version (MPI, the CUDA runtime or "
+       "NCCL was not found at build time; available: local, mpi)\n"},
 #endif
       {plan + " --comm tcp", "disagmoe-run: unknown comm \"tcp\" (expected local, mpi or nccl)\n"},
       {plan + " --batch x", "disagmoe-run: --batch: expected an integer >= 1, got \"x\"\n"},
       {plan + " --frobnicate 1", "disagmoe-run: unknown option --frobnicate (see --help)\n"},
       {"", "disagmoe-run: missing the plan (a directory holding plan.json, or the JSON file)\n"},
-      {"/no/such/plan.json", "disagmoe-run: /no/such/plan.json: cannot open: No such file or directory\n"},
-      {plan + " --input /no/such/ids.npy", "disagmoe-run: /no/such/ids.npy: cannot open: No such file or directory\n"},
+      {"/no/such/plan.json",
+       "disagmoe-run: /no/such/plan.json: cannot open: No such file or directory\n"},
+      {plan + " --input /no/such/ids.npy",
+       "disagmoe-run: /no/such/ids.npy: cannot open: No such file or directory\n"},
       {plan + " --batch 17 --seq-len 8",
-       "disagmoe-run: --batch 17 --seq-len 8: input [17,8] puts 72 tokens on an attention rank, above capacity_tokens 64 of "
+       "disagmoe-run: --batch 17 --seq-len 8: input [17,8] puts 72 tokens on an attention rank, "
+       "above capacity_tokens 64 of "
        "exchange \"residual.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
       {plan + " --output=", "disagmoe-run: --output: empty value\n"},
-      {plan + " --output /dev/null", "disagmoe-run: --output /dev/null: exists and is not a regular file (a device): "
-                                      "refusing to replace it\n"},
+      {plan + " --output /dev/null",
+       "disagmoe-run: --output /dev/null: exists and is not a regular file (a device): "
+       "refusing to replace it\n"},
   };
-  for (const auto& [args, expected] : cases) {
+  for (const auto &[args, expected] : cases) {
     const Outcome o = runTool(args);
     EXPECT_EQ(o.exitCode, 1) << args;
     EXPECT_EQ(o.err, expected) << args;

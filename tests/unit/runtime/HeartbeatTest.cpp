@@ -1,6 +1,6 @@
 // The heartbeat watchdog and the fault-injection hook (runtime/executor/Heartbeat.h).
-#include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/Heartbeat.h"
+#include "runtime/comm/local/LocalComm.h"
 #include "runtime/executor/RankWorker.h"
 
 #include <gtest/gtest.h>
@@ -20,8 +20,8 @@ namespace {
 struct Reports {
   std::mutex mutex;
   std::vector<std::string> messages;
-  std::function<void(const std::string&)> sink() {
-    return [this](const std::string& m) {
+  std::function<void(const std::string &)> sink() {
+    return [this](const std::string &m) {
       std::lock_guard<std::mutex> lock(mutex);
       messages.push_back(m);
     };
@@ -47,7 +47,8 @@ TEST(Heartbeat, NamesTheRankThatStoppedBeatingAfterTheDeadline) {
     }
   }
   ASSERT_EQ(reports.count(), 1u); // one report, then the watchdog stops
-  EXPECT_EQ(reports.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u) << reports.messages[0];
+  EXPECT_EQ(reports.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u)
+      << reports.messages[0];
 }
 
 TEST(Heartbeat, AWaitingOrFinishedRankIsNotSilent) {
@@ -67,7 +68,8 @@ TEST(Heartbeat, ParsesTheFaultHookAndRefusesMalformedValues) {
   EXPECT_EQ(f.rank, 3);
   EXPECT_TRUE(f.silent);
   EXPECT_EQ(f.at, 12);
-  for (const char* bad : {"3", "3:die", "x:die:1", "3:sleep:1", "3:die:-1", "-1:die:0", "3:die:1x"}) {
+  for (const char *bad :
+       {"3", "3:die", "x:die:1", "3:sleep:1", "3:die:-1", "-1:die:0", "3:die:1x"}) {
     ::setenv("DISAGMOE_FAULT_INJECT", bad, 1);
     EXPECT_THROW(FaultInjection::fromEnvironment(), ExecError) << bad;
   }
@@ -92,7 +94,7 @@ TEST(Heartbeat, InjectedDeathThrowsAtTheKthOperationAndSilenceEndsOnAbort) {
   std::thread t([&] {
     try {
       c1.recv(0, 0, 10s);
-    } catch (const CommAborted&) {
+    } catch (const CommAborted &) {
       aborted = true;
     }
   });
@@ -136,20 +138,22 @@ TEST(Heartbeat, RankWatchNamesItsOwnRankOnlyAndStaysQuietWhileItBeats) {
       std::this_thread::sleep_for(10ms);
   }
   ASSERT_EQ(silent.count(), 1u);
-  EXPECT_EQ(silent.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u) << silent.messages[0];
+  EXPECT_EQ(silent.messages[0].rfind("rank 1 is silent: no heartbeat for ", 0), 0u)
+      << silent.messages[0];
 }
 
 // On the local comm every rank shares the process: kill and freeze are refused, not applied.
 TEST(Heartbeat, ProcessWideModesAreRefusedWhenRanksShareTheProcess) {
   LocalWorld world(1);
-  HeartbeatMonitor monitor(1, 0ms, [](const std::string&) {});
+  HeartbeatMonitor monitor(1, 0ms, [](const std::string &) {});
   FaultInjection freeze;
   freeze.rank = 0, freeze.freeze = true, freeze.at = 0;
   MonitoredComm comm(world.endpoint(0), monitor, freeze);
   try {
     comm.send(0, 1, Bytes{1});
     FAIL() << "freeze was applied";
-  } catch (const ExecError& e) {
-    EXPECT_NE(std::string(e.what()).find("mode freeze stops the whole process"), std::string::npos) << e.what();
+  } catch (const ExecError &e) {
+    EXPECT_NE(std::string(e.what()).find("mode freeze stops the whole process"), std::string::npos)
+        << e.what();
   }
 }

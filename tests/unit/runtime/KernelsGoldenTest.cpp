@@ -18,7 +18,8 @@ namespace {
 constexpr int64_t T = 16, S = 8, H = 64, V = 256, Q = 64, KV = 32, E = 8, K = 2, F = 128;
 constexpr double kTol = 1e-5;
 
-void expectClose(const char* what, const std::vector<float>& got, const std::vector<float>& golden, double tol = kTol) {
+void expectClose(const char *what, const std::vector<float> &got, const std::vector<float> &golden,
+                 double tol = kTol) {
   const double err = maxAbsDiff(got, golden);
   std::printf("[ golden   ] %-26s max abs err %.3g\n", what, err);
   EXPECT_LE(err, tol) << what;
@@ -40,9 +41,11 @@ TEST(KernelsGolden, Embedding) {
 
 TEST(KernelsGolden, RmsNorms) {
   std::vector<float> y(T * H);
-  rmsNorm(loadGolden("l0_x.npy").data.data(), T, H, loadGolden("w_l0_attn_norm.npy").data.data(), 1e-5f, y.data());
+  rmsNorm(loadGolden("l0_x.npy").data.data(), T, H, loadGolden("w_l0_attn_norm.npy").data.data(),
+          1e-5f, y.data());
   expectClose("attn_norm", y, loadGolden("l0_attn_norm.npy").data);
-  rmsNorm(loadGolden("l0_h.npy").data.data(), T, H, loadGolden("w_l0_ffn_norm.npy").data.data(), 1e-5f, y.data());
+  rmsNorm(loadGolden("l0_h.npy").data.data(), T, H, loadGolden("w_l0_ffn_norm.npy").data.data(),
+          1e-5f, y.data());
   expectClose("ffn_norm", y, loadGolden("l0_ffn_norm.npy").data);
 }
 
@@ -66,14 +69,16 @@ TEST(KernelsGolden, AttentionWithRopeAndGqa) {
 
 TEST(KernelsGolden, Router) {
   std::vector<float> logits(T * E), probs(T * E);
-  linear(loadGolden("l0_ffn_norm.npy").data.data(), T, H, loadGolden("w_l0_router.npy").data.data(), E, logits.data());
+  linear(loadGolden("l0_ffn_norm.npy").data.data(), T, H, loadGolden("w_l0_router.npy").data.data(),
+         E, logits.data());
   expectClose("router logits", logits, loadGolden("l0_router_logits.npy").data);
   const Tensor goldenLogits = loadGolden("l0_router_logits.npy");
   softmax(goldenLogits.data.data(), T, E, probs.data());
   expectClose("router probs", probs, loadGolden("l0_router_probs.npy").data);
   std::vector<int64_t> ids(T * K);
   std::vector<float> gates(T * K);
-  routerGates(goldenLogits.data.data(), T, E, K, RouterScoring::SoftmaxTopkRenorm, ids.data(), gates.data());
+  routerGates(goldenLogits.data.data(), T, E, K, RouterScoring::SoftmaxTopkRenorm, ids.data(),
+              gates.data());
   std::vector<int64_t> shape;
   EXPECT_EQ(ids, loadGoldenIds("l0_topk_ids.npy", shape));
   expectClose("top-k gates", gates, loadGolden("l0_topk_weights.npy").data);
@@ -88,8 +93,9 @@ TEST(KernelsGolden, ExpertsAndCombine) {
   for (int64_t e = 0; e < E; ++e) {
     const std::string p = "w_l0_expert" + std::to_string(e) + "_";
     std::vector<float> y(T * H);
-    swigluExpert(x.data.data(), T, H, F, loadGolden(p + "w1.npy").data.data(), loadGolden(p + "w3.npy").data.data(),
-                 loadGolden(p + "w2.npy").data.data(), y.data());
+    swigluExpert(x.data.data(), T, H, F, loadGolden(p + "w1.npy").data.data(),
+                 loadGolden(p + "w3.npy").data.data(), loadGolden(p + "w2.npy").data.data(),
+                 y.data());
     const std::string name = "l0_expert" + std::to_string(e) + "_out.npy";
     expectClose(name.c_str(), y, loadGolden(name).data);
     // Combine in ascending expert id, as the F-ranks do.
@@ -109,6 +115,7 @@ TEST(KernelsGolden, ExpertsAndCombine) {
 
 TEST(KernelsGolden, Head) {
   std::vector<float> logits(T * V);
-  linear(loadGolden("final_norm.npy").data.data(), T, H, loadGolden("w_head.npy").data.data(), V, logits.data());
+  linear(loadGolden("final_norm.npy").data.data(), T, H, loadGolden("w_head.npy").data.data(), V,
+         logits.data());
   expectClose("head logits", logits, loadGolden("logits_b2_s8.npy").data);
 }

@@ -116,7 +116,8 @@ TEST(Kernels, LinearAndExpertAcceptZeroRows) {
 // DeepSeek-V3 selection bias: it changes the CHOICE only; the gates are the unbiased scores.
 TEST(Kernels, SelectionBiasChangesTheChoiceNotTheGates) {
   const float logits[4] = {0.0f, 1.0f, 2.0f, 3.0f};
-  const float bias[4] = {1.0f, 0.0f, 0.0f, 0.0f}; // lifts expert 0 (p = 0.032) above expert 3 (p = 0.644)
+  const float bias[4] = {1.0f, 0.0f, 0.0f,
+                         0.0f}; // lifts expert 0 (p = 0.032) above expert 3 (p = 0.644)
   double e[4], sum = 0;
   for (int i = 0; i < 4; ++i)
     sum += e[i] = std::exp(logits[i]);
@@ -129,7 +130,8 @@ TEST(Kernels, SelectionBiasChangesTheChoiceNotTheGates) {
   EXPECT_NEAR(gates[1], e[3] / sum, 1e-7);
   routerGates(logits, 1, 4, 2, RouterScoring::SoftmaxTopkRenorm, ids, gates, bias);
   EXPECT_NEAR(gates[0], e[0] / (e[0] + e[3]), 1e-6);
-  // topk_softmax ranks the logits + bias {2, 1, 2, 3}: experts 0 and 2 tie below 3; the lower id wins.
+  // topk_softmax ranks the logits + bias {2, 1, 2, 3}: experts 0 and 2 tie below 3; the lower id
+  // wins.
   const float logitBias[4] = {2.0f, 0.0f, 0.0f, 0.0f};
   routerGates(logits, 1, 4, 2, RouterScoring::TopkSoftmax, ids, gates, logitBias);
   EXPECT_EQ(ids[0], 3);

@@ -69,7 +69,8 @@ TEST(Messages, MalformedMessagesAreRejected) {
   Bytes trailing = bytes;
   trailing.push_back(0);
   EXPECT_THROW(unpackRows(trailing, 2), MessageError);
-  EXPECT_THROW(unpackRows(packRows({{2, 1}, {1, 2, 3, 4}}, 2), 2), MessageError); // ids not ascending
+  EXPECT_THROW(unpackRows(packRows({{2, 1}, {1, 2, 3, 4}}, 2), 2),
+               MessageError); // ids not ascending
   Bytes huge(8, 0xff);
   huge[7] = 0x7f; // count = INT64_MAX
   EXPECT_THROW(unpackM2n(huge, 2), MessageError);
@@ -91,17 +92,21 @@ using namespace std::chrono_literals;
 Plan planWithExchanges() {
   Plan plan;
   plan.path = "plan.json";
-  plan.exchanges.push_back({"m2n.0", ExchangeKind::M2n, 0, 0, 0, 2, bytesPerTokenOf(ExchangeKind::M2n, 2, 2)});
-  plan.exchanges.push_back({"n2m.0", ExchangeKind::N2m, 0, 0, 0, 2, bytesPerTokenOf(ExchangeKind::N2m, 2, 2)});
-  plan.exchanges.push_back({"residual.0", ExchangeKind::Residual, 0, 0, 0, 16, bytesPerTokenOf(ExchangeKind::Residual, 2, 2)});
-  plan.exchanges.push_back({"head", ExchangeKind::Head, 0, 0, 0, 16, bytesPerTokenOf(ExchangeKind::Head, 2, 2)});
+  plan.exchanges.push_back(
+      {"m2n.0", ExchangeKind::M2n, 0, 0, 0, 2, bytesPerTokenOf(ExchangeKind::M2n, 2, 2)});
+  plan.exchanges.push_back(
+      {"n2m.0", ExchangeKind::N2m, 0, 0, 0, 2, bytesPerTokenOf(ExchangeKind::N2m, 2, 2)});
+  plan.exchanges.push_back({"residual.0", ExchangeKind::Residual, 0, 0, 0, 16,
+                            bytesPerTokenOf(ExchangeKind::Residual, 2, 2)});
+  plan.exchanges.push_back(
+      {"head", ExchangeKind::Head, 0, 0, 0, 16, bytesPerTokenOf(ExchangeKind::Head, 2, 2)});
   return plan;
 }
 
-std::string messageOf(const std::function<void()>& f) {
+std::string messageOf(const std::function<void()> &f) {
   try {
     f();
-  } catch (const CapacityError& e) {
+  } catch (const CapacityError &e) {
     return e.what();
   }
   return "no CapacityError";
@@ -153,17 +158,20 @@ TEST(CountedExchange, CountTravelsBeforePayloadOnTheSameTag) {
   auto a = world.endpoint(0), b = world.endpoint(1);
   const RowsMessage m{{4, 7}, {1, 2, 3, 4}};
   const int tag = exchangeTag(ExchangeKind::N2m, 0);
-  EXPECT_EQ(sendRows(*a, exchangeBound(plan, ExchangeKind::N2m, 0), 1, tag, m, 2), 8u + 2 * 8 + 4 * 4);
+  EXPECT_EQ(sendRows(*a, exchangeBound(plan, ExchangeKind::N2m, 0), 1, tag, m, 2),
+            8u + 2 * 8 + 4 * 4);
   // On the wire: two messages of (0 -> 1, tag), the count first.
   EXPECT_EQ(b->recv(0, tag, 1000ms), packCount(2));
   EXPECT_EQ(b->recv(0, tag, 1000ms), packRowsPayload(m, 2));
 
   sendRows(*a, exchangeBound(plan, ExchangeKind::N2m, 0), 1, tag, m, 2);
   sendRows(*a, exchangeBound(plan, ExchangeKind::N2m, 0), 1, tag, {}, 2); // zero tokens: still sent
-  const RowsMessage back = recvRows(*b, exchangeBound(plan, ExchangeKind::N2m, 0), 0, tag, 1000ms, 2);
+  const RowsMessage back =
+      recvRows(*b, exchangeBound(plan, ExchangeKind::N2m, 0), 0, tag, 1000ms, 2);
   EXPECT_EQ(back.tokenIds, m.tokenIds);
   EXPECT_EQ(back.rows, m.rows);
-  EXPECT_TRUE(recvRows(*b, exchangeBound(plan, ExchangeKind::N2m, 0), 0, tag, 1000ms, 2).tokenIds.empty());
+  EXPECT_TRUE(
+      recvRows(*b, exchangeBound(plan, ExchangeKind::N2m, 0), 0, tag, 1000ms, 2).tokenIds.empty());
 }
 
 TEST(CountedExchange, SenderRefusesACountAboveTheBoundAndSendsNothing) {
@@ -175,17 +183,24 @@ TEST(CountedExchange, SenderRefusesACountAboveTheBoundAndSendsNothing) {
   m.x.assign(6, 1.0f);
   m.routes.assign(3, {{0, 1.0f}});
   const int tag = exchangeTag(ExchangeKind::M2n, 0);
-  EXPECT_EQ(messageOf([&] { sendM2n(*a, exchangeBound(plan, ExchangeKind::M2n, 0), 2, tag, m, 2); }),
-            "exchange m2n.0 (m2n layer 0): rank 0 would send 3 tokens to rank 2, above its capacity bound 2 "
-            "(capacity_tokens; recompile with a larger --capacity-tokens, or without it for dropless bounds)");
+  EXPECT_EQ(
+      messageOf([&] { sendM2n(*a, exchangeBound(plan, ExchangeKind::M2n, 0), 2, tag, m, 2); }),
+      "exchange m2n.0 (m2n layer 0): rank 0 would send 3 tokens to rank 2, above its capacity "
+      "bound 2 "
+      "(capacity_tokens; recompile with a larger --capacity-tokens, or without it for dropless "
+      "bounds)");
   EXPECT_THROW(f->recv(0, tag, 50ms), CommError); // nothing was sent
   // The backward exchange of the same kind and layer has the same bound, and says so.
-  EXPECT_EQ(messageOf([&] { sendM2n(*f, exchangeBound(plan, ExchangeKind::M2n, 0, true), 0, 99, m, 2); }),
-            "exchange m2n.0 (m2n layer 0, backward): rank 2 would send 3 tokens to rank 0, above its capacity bound 2 "
-            "(capacity_tokens; recompile with a larger --capacity-tokens, or without it for dropless bounds)");
+  EXPECT_EQ(
+      messageOf([&] { sendM2n(*f, exchangeBound(plan, ExchangeKind::M2n, 0, true), 0, 99, m, 2); }),
+      "exchange m2n.0 (m2n layer 0, backward): rank 2 would send 3 tokens to rank 0, above its "
+      "capacity bound 2 "
+      "(capacity_tokens; recompile with a larger --capacity-tokens, or without it for dropless "
+      "bounds)");
   m.tokenIds.pop_back(), m.x.resize(4), m.routes.pop_back(); // 2 tokens: at the bound, sent
   sendM2n(*a, exchangeBound(plan, ExchangeKind::M2n, 0), 2, tag, m, 2);
-  EXPECT_EQ(recvM2n(*f, exchangeBound(plan, ExchangeKind::M2n, 0), 0, tag, 1000ms, 2).tokenIds, m.tokenIds);
+  EXPECT_EQ(recvM2n(*f, exchangeBound(plan, ExchangeKind::M2n, 0), 0, tag, 1000ms, 2).tokenIds,
+            m.tokenIds);
 }
 
 TEST(CountedExchange, ReceiverRefusesACorruptOrOversizedCountBeforeThePayload) {
@@ -196,11 +211,13 @@ TEST(CountedExchange, ReceiverRefusesACorruptOrOversizedCountBeforeThePayload) {
   const ExchangeBound bound = exchangeBound(plan, ExchangeKind::N2m, 0);
   a->send(1, tag, packCount(5)); // a peer announcing more than the bound (no payload follows)
   EXPECT_EQ(messageOf([&] { recvRows(*b, bound, 0, tag, 1000ms, 2); }),
-            "exchange n2m.0 (n2m layer 0): rank 0 announced 5 tokens for rank 1, above its capacity bound 2");
+            "exchange n2m.0 (n2m layer 0): rank 0 announced 5 tokens for rank 1, above its "
+            "capacity bound 2");
   Bytes negative(8, 0xff); // int64 -1
   a->send(1, tag, negative);
-  EXPECT_EQ(messageOf([&] { recvRows(*b, bound, 0, tag, 1000ms, 2); }),
-            "exchange n2m.0 (n2m layer 0): rank 0 announced -1 tokens for rank 1, a negative count");
+  EXPECT_EQ(
+      messageOf([&] { recvRows(*b, bound, 0, tag, 1000ms, 2); }),
+      "exchange n2m.0 (n2m layer 0): rank 0 announced -1 tokens for rank 1, a negative count");
   a->send(1, tag, Bytes(3, 0)); // not a count message
   EXPECT_THROW(recvRows(*b, bound, 0, tag, 1000ms, 2), MessageError);
   // A count within the bound whose payload holds another number of tokens is malformed.
@@ -212,9 +229,10 @@ TEST(CountedExchange, ReceiverRefusesACorruptOrOversizedCountBeforeThePayload) {
   try {
     recvRows(*b, bound, 0, tag, 50ms, 2);
     FAIL();
-  } catch (const CommError& e) {
-    EXPECT_NE(std::string(e.what()).find("exchange n2m.0 (n2m layer 0): the count 1 from rank 0 arrived but its "
-                                         "payload did not"),
+  } catch (const CommError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "exchange n2m.0 (n2m layer 0): the count 1 from rank 0 arrived but its "
+                  "payload did not"),
               std::string::npos)
         << e.what();
   }
@@ -224,7 +242,7 @@ TEST(CountedExchange, OnlyShapeFixedExchangesAreCheckedBeforeRunning) {
   const Plan plan = planWithExchanges();
   // m2n/n2m bounds (2) are below 8 tokens per A-rank: their counts are checked per message.
   EXPECT_EQ(staticExchangeOverCapacity(plan, 8), nullptr);
-  const ExchangeSpec* over = staticExchangeOverCapacity(plan, 17);
+  const ExchangeSpec *over = staticExchangeOverCapacity(plan, 17);
   ASSERT_NE(over, nullptr);
   EXPECT_EQ(over->id, "residual.0");
   // The embedding and head exchanges are found whatever layer the caller passes (tags use L).

@@ -18,8 +18,8 @@ using namespace disagmoe::nccl;
 TEST(NcclArrivalQueue, ZeroByteMessageWaitsBehindAnEarlierPayload) {
   ArrivalQueue q(3);
   const auto big = q.announce(1, 7, 3);
-  q.announce(1, 7, 0);   // complete with its header, but after `big`
-  q.announce(2, 7, 0);   // another source: not held back
+  q.announce(1, 7, 0); // complete with its header, but after `big`
+  q.announce(2, 7, 0); // another source: not held back
   auto ready = q.takeDeliverable();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].src, 2);
@@ -44,18 +44,19 @@ TEST(NcclArrivalQueue, DeliveryFollowsHeaderOrderForAnyCompletionOrder) {
       const size_t size = rng() % 3 == 0 ? 0 : 1 + rng() % 5;
       Bytes bytes(size, static_cast<uint8_t>(m));
       const auto slot = q.announce(src, tag, size);
-      if (size) payloads.push_back({slot, bytes});
+      if (size)
+        payloads.push_back({slot, bytes});
       sent[src].push_back({tag, bytes});
     }
     std::shuffle(payloads.begin(), payloads.end(), rng);
     std::map<int, std::vector<std::pair<int, Bytes>>> got;
-    for (auto& [slot, bytes] : payloads) {
+    for (auto &[slot, bytes] : payloads) {
       q.complete(slot, bytes);
       if (rng() % 2)
-        for (auto& d : q.takeDeliverable())
+        for (auto &d : q.takeDeliverable())
           got[d.src].push_back({d.tag, d.bytes});
     }
-    for (auto& d : q.takeDeliverable())
+    for (auto &d : q.takeDeliverable())
       got[d.src].push_back({d.tag, d.bytes});
     EXPECT_EQ(got, sent) << "trial " << trial;
     EXPECT_EQ(q.pending(), 0u);
@@ -68,15 +69,18 @@ TEST(NcclArrivalQueue, RejectsUnknownSlotsWrongSizesAndSources) {
   const auto message = [](auto fn) {
     try {
       fn();
-    } catch (const CommError& e) {
+    } catch (const CommError &e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
   EXPECT_EQ(message([&] { q.complete(slot, Bytes(3)); }),
             "nccl comm: message from rank 0 (tag 1) has 3 bytes, its header announced 4");
-  EXPECT_EQ(message([&] { q.complete(slot + 1, Bytes(1)); }), "nccl comm: payload for unknown message slot 1");
-  EXPECT_EQ(message([&] { q.announce(2, 0, 1); }), "nccl comm: a header from rank 2, outside the world of 2 ranks");
+  EXPECT_EQ(message([&] { q.complete(slot + 1, Bytes(1)); }),
+            "nccl comm: payload for unknown message slot 1");
+  EXPECT_EQ(message([&] { q.announce(2, 0, 1); }),
+            "nccl comm: a header from rank 2, outside the world of 2 ranks");
   q.complete(slot, Bytes(4));
-  EXPECT_EQ(message([&] { q.complete(slot, Bytes(4)); }), "nccl comm: payload for unknown message slot 0");
+  EXPECT_EQ(message([&] { q.complete(slot, Bytes(4)); }),
+            "nccl comm: payload for unknown message slot 0");
 }

@@ -22,29 +22,31 @@ namespace {
 class ScopedEnv {
 public:
   using Vars = std::vector<std::pair<std::string, std::string>>;
-  explicit ScopedEnv(const Vars& values) {
-    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
-      const char* v = std::getenv(name);
+  explicit ScopedEnv(const Vars &values) {
+    for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+      const char *v = std::getenv(name);
       saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
       unsetenv(name);
     }
-    for (const auto& [name, v] : values)
+    for (const auto &[name, v] : values)
       setenv(name.c_str(), v.c_str(), 1);
   }
   ~ScopedEnv() {
-    for (const auto& [name, v] : saved_)
-      if (v) setenv(name.c_str(), v->c_str(), 1);
-      else unsetenv(name.c_str());
+    for (const auto &[name, v] : saved_)
+      if (v)
+        setenv(name.c_str(), v->c_str(), 1);
+      else
+        unsetenv(name.c_str());
   }
 
 private:
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-std::string errorOf(const std::function<void()>& fn) {
+std::string errorOf(const std::function<void()> &fn) {
   try {
     fn();
-  } catch (const CommError& e) {
+  } catch (const CommError &e) {
     return e.what();
   }
   return "no error";
@@ -73,7 +75,8 @@ TEST(NcclBootstrap, LocalRankFromTheLaunchersVariablesInOrder) {
     EXPECT_EQ(localRankFromEnvironment(), 2);
   }
   {
-    ScopedEnv env(ScopedEnv::Vars{{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"SLURM_LOCALID", "2"}, {"LOCAL_RANK", "5"}});
+    ScopedEnv env(ScopedEnv::Vars{
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"SLURM_LOCALID", "2"}, {"LOCAL_RANK", "5"}});
     EXPECT_EQ(localRankFromEnvironment(), 3);
   }
   {
@@ -97,8 +100,9 @@ TEST(NcclBootstrap, DeviceIsLocalRankModuloDeviceCount) {
   for (int local = 0; local < 16; ++local)
     EXPECT_EQ(selectDevice(local, 100 + local, 8), local % 8);
   EXPECT_EQ(selectDevice(-1, 13, 4), 1); // no launcher variable: the global rank
-  EXPECT_EQ(errorOf([] { selectDevice(0, 3, 0); }),
-            "--comm nccl needs a CUDA device on every rank: cudaGetDeviceCount returned 0 on rank 3");
+  EXPECT_EQ(
+      errorOf([] { selectDevice(0, 3, 0); }),
+      "--comm nccl needs a CUDA device on every rank: cudaGetDeviceCount returned 0 on rank 3");
 }
 
 TEST(NcclBootstrap, UniqueIdRoundTripsAndRejectsDamage) {
@@ -114,7 +118,8 @@ TEST(NcclBootstrap, UniqueIdRoundTripsAndRejectsDamage) {
   EXPECT_EQ(errorOf([&] { parseUniqueId(flipped, version, 2); }),
             "rank 2: NCCL bootstrap id from rank 0: hash mismatch (corrupted in transit)");
   EXPECT_EQ(errorOf([&] { parseUniqueId(b, 22703, 4); }),
-            "rank 4: NCCL bootstrap id from rank 0: made by NCCL version code 22809, this rank runs 22703 "
+            "rank 4: NCCL bootstrap id from rank 0: made by NCCL version code 22809, this rank "
+            "runs 22703 "
             "(every rank must use the same NCCL)");
   EXPECT_EQ(errorOf([&] { parseUniqueId(Bytes(b.begin(), b.end() - 1), version, 1); }),
             "rank 1: NCCL bootstrap id from rank 0: 147 bytes, expected 148");
@@ -135,7 +140,8 @@ TEST(NcclBootstrap, HeaderCarriesTagAndSize) {
             "rank 3: malformed message header from rank 5 (14 bytes, expected 16)");
   Bytes bad = b;
   bad[0] ^= 0xFF;
-  EXPECT_EQ(errorOf([&] { decodeHeader(bad, 3, 5); }), "rank 3: malformed message header from rank 5 (bad magic)");
+  EXPECT_EQ(errorOf([&] { decodeHeader(bad, 3, 5); }),
+            "rank 3: malformed message header from rank 5 (bad magic)");
   Bytes negative = encodeHeader({-2, 0});
   EXPECT_EQ(errorOf([&] { decodeHeader(negative, 0, 2); }),
             "rank 0: malformed message header from rank 2 (negative tag -2)");
@@ -157,7 +163,8 @@ TEST(NcclBootstrap, PairInitOrderNeverWaitsInACycle) {
     while (progress) {
       progress = false;
       for (int r = 0; r < world; ++r) {
-        if (todo[r].empty()) continue;
+        if (todo[r].empty())
+          continue;
         const int p = todo[r].front();
         ASSERT_NE(p, r);
         if (!todo[p].empty() && todo[p].front() == r) {
@@ -169,7 +176,8 @@ TEST(NcclBootstrap, PairInitOrderNeverWaitsInACycle) {
       }
     }
     for (int r = 0; r < world; ++r)
-      EXPECT_TRUE(todo[r].empty()) << "world " << world << ": rank " << r << " waits on rank " << todo[r].front();
+      EXPECT_TRUE(todo[r].empty())
+          << "world " << world << ": rank " << r << " waits on rank " << todo[r].front();
     EXPECT_EQ(built, world * (world - 1) / 2) << "world " << world;
   }
 }

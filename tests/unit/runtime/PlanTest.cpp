@@ -23,23 +23,25 @@ TinyPlacement twoByTwo() {
 }
 
 // Loads `plan` from a fresh directory; returns the PlanError message with the path prefix removed.
-std::string errorOf(const json& plan) {
+std::string errorOf(const json &plan) {
   const std::string path = writePlan(plan, "plan_error");
   try {
     loadPlan(path);
-  } catch (const PlanError& e) {
+  } catch (const PlanError &e) {
     const std::string message = e.what();
-    if (message.rfind(path + ": ", 0) != 0) return "(message does not start with the path) " + message;
+    if (message.rfind(path + ": ", 0) != 0)
+      return "(message does not start with the path) " + message;
     return message.substr(path.size() + 2);
   }
   return "(no error)";
 }
 
 // Index of the weight named `name` in plan["model"]["weights"].
-size_t weightIndex(const json& plan, const std::string& name) {
-  const json& weights = plan["model"]["weights"];
+size_t weightIndex(const json &plan, const std::string &name) {
+  const json &weights = plan["model"]["weights"];
   for (size_t i = 0; i < weights.size(); ++i)
-    if (weights[i]["name"] == name) return i;
+    if (weights[i]["name"] == name)
+      return i;
   ADD_FAILURE() << "no weight " << name;
   return 0;
 }
@@ -59,7 +61,7 @@ TEST(Plan, LoadsAValidPlanFromItsDirectory) {
   EXPECT_EQ(plan.programs.attention.size(), 12u);
   EXPECT_EQ(plan.programs.ffn.size(), 3u);
   EXPECT_EQ(plan.exchange(ExchangeKind::M2n, 0).bytesPerToken, 8 + 256 + 8 + 24);
-  const Component& experts = plan.model.components[plan.model.layers[0].experts];
+  const Component &experts = plan.model.components[plan.model.layers[0].experts];
   ASSERT_EQ(experts.experts.size(), 8u);
   EXPECT_EQ(plan.model.weights[experts.experts[5].w2].ranks, std::vector<int>{3});
   EXPECT_EQ(plan.memory.weightBytes[2], plan.memory.weightBytes[3]);
@@ -97,7 +99,7 @@ TEST(Plan, RejectsInvalidJson) {
   try {
     loadPlan(path);
     FAIL();
-  } catch (const PlanError& e) {
+  } catch (const PlanError &e) {
     EXPECT_EQ(std::string(e.what()).rfind(path + ": invalid JSON: ", 0), 0u) << e.what();
   }
 }
@@ -109,7 +111,7 @@ TEST(Plan, RejectsAbsurdlyDeepJsonBeforeParsingIt) {
   try {
     loadPlan(path);
     FAIL();
-  } catch (const PlanError& e) {
+  } catch (const PlanError &e) {
     EXPECT_EQ(std::string(e.what()), path + ": invalid plan: JSON nested deeper than 64 levels");
   }
 }
@@ -118,8 +120,9 @@ TEST(Plan, RejectsWeightLengthThatDoesNotMatchItsShape) {
   json plan = tinyPlan(twoByTwo());
   const size_t i = weightIndex(plan, "l0.expert0.w1");
   plan["model"]["weights"][i]["length"] = 4096;
-  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
-                               "].length: 4096 does not match shape [64,128] float32 (32768 bytes)");
+  EXPECT_EQ(errorOf(plan),
+            "model.weights[" + std::to_string(i) +
+                "].length: 4096 does not match shape [64,128] float32 (32768 bytes)");
 }
 
 TEST(Plan, RejectsWeightsOutsideTheirFile) {
@@ -127,13 +130,17 @@ TEST(Plan, RejectsWeightsOutsideTheirFile) {
   const size_t i = weightIndex(plan, "l0.q");
   plan["model"]["weights"][i]["offset"] = 129;
   const std::string file = goldenPath("w_l0_q.npy");
-  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
-                               "].offset: weight \"l0.q\": offset 129 + length 16384 exceeds the size of \"" + file +
-                               "\" (16512 bytes)");
+  EXPECT_EQ(errorOf(plan),
+            "model.weights[" + std::to_string(i) +
+                "].offset: weight \"l0.q\": offset 129 + length 16384 exceeds the size of \"" +
+                file + "\" (16512 bytes)");
   plan = tinyPlan(twoByTwo());
   plan["model"]["weights"][i]["file"] = "missing.bin";
   const std::string message = errorOf(plan);
-  EXPECT_EQ(message.rfind("model.weights[" + std::to_string(i) + "].file: weight \"l0.q\": cannot open \"", 0), 0u)
+  EXPECT_EQ(message.rfind("model.weights[" + std::to_string(i) +
+                              "].file: weight \"l0.q\": cannot open \"",
+                          0),
+            0u)
       << message;
   EXPECT_NE(message.find("missing.bin\": No such file or directory"), std::string::npos) << message;
 }
@@ -141,8 +148,9 @@ TEST(Plan, RejectsWeightsOutsideTheirFile) {
 TEST(Plan, RejectsShapesInconsistentWithHyperParameters) {
   json plan = tinyPlan(twoByTwo());
   plan["model"]["components"][2]["wq"] = "l0.k";
-  EXPECT_EQ(errorOf(plan), "model.components[2].wq: weight \"l0.k\" has shape [64,32], expected [64,64] "
-                           "(hidden_size, num_heads*head_dim)");
+  EXPECT_EQ(errorOf(plan),
+            "model.components[2].wq: weight \"l0.k\" has shape [64,32], expected [64,64] "
+            "(hidden_size, num_heads*head_dim)");
   plan = tinyPlan(twoByTwo());
   plan["model"]["num_kv_heads"] = 3;
   EXPECT_EQ(errorOf(plan), "model.num_kv_heads: 3 does not divide num_heads 4");
@@ -151,18 +159,19 @@ TEST(Plan, RejectsShapesInconsistentWithHyperParameters) {
 TEST(Plan, RejectsExpertsPlacedOutsideTheLayersFfnGroup) {
   json plan = tinyPlan(twoByTwo());
   plan["placement"]["expert_to_rank"][0][5] = 1;
-  EXPECT_EQ(errorOf(plan),
-            "placement.expert_to_rank[0][5]: rank 1 is not in ffn group 0, which runs layer 0 (ranks 2,3)");
+  EXPECT_EQ(errorOf(plan), "placement.expert_to_rank[0][5]: rank 1 is not in ffn group 0, which "
+                           "runs layer 0 (ranks 2,3)");
 }
 
 TEST(Plan, RejectsWeightsMissingOnARankThatNeedsThem) {
   json plan = tinyPlan(twoByTwo());
   const size_t i = weightIndex(plan, "l0.router");
   plan["model"]["weights"][i]["ranks"] = {0};
-  json& rank1 = plan["memory"]["ranks"][1];
+  json &rank1 = plan["memory"]["ranks"][1];
   rank1["weight_bytes"] = rank1["weight_bytes"].get<int64_t>() - 2048;
-  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
-                               "].ranks: rank 1 runs layer 0 router but does not hold weight \"l0.router\"");
+  EXPECT_EQ(errorOf(plan),
+            "model.weights[" + std::to_string(i) +
+                "].ranks: rank 1 runs layer 0 router but does not hold weight \"l0.router\"");
 }
 
 TEST(Plan, RejectsGroupsThatDoNotCoverTheWorld) {
@@ -172,12 +181,13 @@ TEST(Plan, RejectsGroupsThatDoNotCoverTheWorld) {
   EXPECT_EQ(errorOf(plan), "placement.groups: rank 4 is in no group");
   plan = tinyPlan(twoByTwo());
   plan["placement"]["groups"][1]["ranks"] = {1, 3};
-  EXPECT_EQ(errorOf(plan), "placement.groups[1].ranks[0]: rank 1 is already in placement.groups[0]");
+  EXPECT_EQ(errorOf(plan),
+            "placement.groups[1].ranks[0]: rank 1 is already in placement.groups[0]");
 }
 
 TEST(Plan, RejectsProgramsThatDoNotMatchSendsWithReceives) {
   json plan = tinyPlan(twoByTwo());
-  json& attention = plan["programs"]["attention"];
+  json &attention = plan["programs"]["attention"];
   for (size_t i = 0; i < attention.size(); ++i)
     if (attention[i]["op"] == "n2m_recv") {
       attention.erase(i);
@@ -186,7 +196,8 @@ TEST(Plan, RejectsProgramsThatDoNotMatchSendsWithReceives) {
   EXPECT_EQ(errorOf(plan), "programs.attention: no n2m_recv for layer 0");
   plan = tinyPlan(twoByTwo());
   plan["programs"]["ffn"][1]["stream"] = "comm";
-  EXPECT_EQ(errorOf(plan), "programs.ffn[1].stream: experts runs on the forward stream, not \"comm\"");
+  EXPECT_EQ(errorOf(plan),
+            "programs.ffn[1].stream: experts runs on the forward stream, not \"comm\"");
   plan = tinyPlan(twoByTwo());
   plan["programs"]["ffn"][0]["op"] = "embed";
   EXPECT_EQ(errorOf(plan), "programs.ffn[0].op: \"embed\" is not an ffn instruction");
@@ -195,8 +206,10 @@ TEST(Plan, RejectsProgramsThatDoNotMatchSendsWithReceives) {
 TEST(Plan, RejectsExchangesWithWrongGroupsOrSizes) {
   json plan = tinyPlan(twoByTwo());
   plan["exchanges"][0]["bytes_per_token"] = 272;
-  EXPECT_EQ(errorOf(plan), "exchanges[0].bytes_per_token: 272, expected 296 (8 token id + 4*hidden x + 8 n_local + "
-                           "12*top_k expert/gate pairs)");
+  EXPECT_EQ(
+      errorOf(plan),
+      "exchanges[0].bytes_per_token: 272, expected 296 (8 token id + 4*hidden x + 8 n_local + "
+      "12*top_k expert/gate pairs)");
   plan = tinyPlan(twoByTwo());
   plan["exchanges"][1]["src_group"] = 1;
   EXPECT_EQ(errorOf(plan), "exchanges[1].src_group: 1, but n2m of layer 0 leaves ffn group 0");
@@ -209,6 +222,7 @@ TEST(Plan, RejectsMemoryThatDisagreesWithTheManifest) {
   json plan = tinyPlan(twoByTwo());
   const uint64_t stated = plan["memory"]["ranks"][2]["weight_bytes"].get<uint64_t>();
   plan["memory"]["ranks"][2]["weight_bytes"] = stated + 4;
-  EXPECT_EQ(errorOf(plan), "memory.ranks[2].weight_bytes: " + std::to_string(stated + 4) + ", but model.weights puts " +
-                               std::to_string(stated) + " bytes on rank 2");
+  EXPECT_EQ(errorOf(plan), "memory.ranks[2].weight_bytes: " + std::to_string(stated + 4) +
+                               ", but model.weights puts " + std::to_string(stated) +
+                               " bytes on rank 2");
 }

@@ -8,26 +8,24 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <unistd.h>
 
 namespace disagmoe::test {
 
-std::string goldenPath(const std::string& name) {
+std::string goldenPath(const std::string &name) {
   return std::string(DISAGMOE_GOLDEN_DIR) + "/" + name;
 }
 
-Tensor loadGolden(const std::string& name) {
-  return readNpyFloat32(goldenPath(name));
-}
+Tensor loadGolden(const std::string &name) { return readNpyFloat32(goldenPath(name)); }
 
-std::vector<int64_t> loadGoldenIds(const std::string& name, std::vector<int64_t>& shape) {
+std::vector<int64_t> loadGoldenIds(const std::string &name, std::vector<int64_t> &shape) {
   return readNpyInt64(goldenPath(name), shape);
 }
 
-double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b) {
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
@@ -41,7 +39,8 @@ Fp32Bound::Fp32Bound(int64_t d) : chain(d) {
   element = 6.0 * sigma;
 }
 
-::testing::AssertionResult Fp32Bound::check(const std::vector<float>& a, const std::vector<float>& b) const {
+::testing::AssertionResult Fp32Bound::check(const std::vector<float> &a,
+                                            const std::vector<float> &b) const {
   if (a.size() != b.size())
     return ::testing::AssertionFailure() << "sizes " << a.size() << " vs " << b.size();
   double diff2 = 0, ref2 = 0, maxDiff = 0, maxRef = 0;
@@ -69,22 +68,23 @@ struct TempDirRegistry {
   std::mutex mutex;
   std::vector<std::filesystem::path> dirs;
   ~TempDirRegistry() {
-    for (const auto& dir : dirs) {
+    for (const auto &dir : dirs) {
       std::error_code ignored;
       std::filesystem::remove_all(dir, ignored);
     }
   }
 };
-TempDirRegistry& tempDirRegistry() {
+TempDirRegistry &tempDirRegistry() {
   static TempDirRegistry registry;
   return registry;
 }
 } // namespace
 
-std::string makeTempDir(const std::string& stem) {
+std::string makeTempDir(const std::string &stem) {
   static std::atomic<int> counter{0};
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                              ("disagmoe_" + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) /
+      ("disagmoe_" + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   {
@@ -94,7 +94,7 @@ std::string makeTempDir(const std::string& stem) {
   return dir.string();
 }
 
-void writeText(const std::string& path, const std::string& text) {
+void writeText(const std::string &path, const std::string &text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
 }
@@ -103,60 +103,77 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int64_t kHidden = 64, kVocab = 256, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kExperts = 8, kTopK = 2,
-                  kExpertHidden = 128;
+constexpr int64_t kHidden = 64, kVocab = 256, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kExperts = 8,
+                  kTopK = 2, kExpertHidden = 128;
 
-json weight(const std::string& name, const std::string& file, const std::vector<int>& ranks) {
+json weight(const std::string &name, const std::string &file, const std::vector<int> &ranks) {
   const std::string path = goldenPath(file);
   NpyHeader header = readNpyHeader(path);
-  return {{"name", name}, {"dtype", "float32"},          {"shape", header.shape},      {"transposed", false},
-          {"file", path}, {"offset", header.dataOffset}, {"length", header.dataBytes}, {"ranks", ranks}};
+  return {{"name", name},
+          {"dtype", "float32"},
+          {"shape", header.shape},
+          {"transposed", false},
+          {"file", path},
+          {"offset", header.dataOffset},
+          {"length", header.dataBytes},
+          {"ranks", ranks}};
 }
 
-json op(const std::string& name, int64_t layer, const std::string& stream) {
+json op(const std::string &name, int64_t layer, const std::string &stream) {
   json j = {{"op", name}, {"stream", stream}};
-  if (layer >= 0) j["layer"] = layer;
+  if (layer >= 0)
+    j["layer"] = layer;
   return j;
 }
 
-json norm(int64_t layer, const std::string& role) {
+json norm(int64_t layer, const std::string &role) {
   return {{"op", "rms_norm"}, {"layer", layer}, {"role", role}, {"stream", "forward"}};
 }
 
 } // namespace
 
-json tinyPlan(const TinyPlacement& p) {
+json tinyPlan(const TinyPlacement &p) {
   const int64_t pa = static_cast<int64_t>(p.attentionGroups.size());
   const int64_t pf = static_cast<int64_t>(p.ffnGroups.size());
   const int64_t headGroup = p.numLayers % pa;
   int world = 0;
-  for (const auto& g : p.attentionGroups)
+  for (const auto &g : p.attentionGroups)
     world += static_cast<int>(g.size());
-  for (const auto& g : p.ffnGroups)
+  for (const auto &g : p.ffnGroups)
     world += static_cast<int>(g.size());
-  const auto& attentionRanks = [&](int64_t layer) { return p.attentionGroups[layer % pa]; };
+  const auto &attentionRanks = [&](int64_t layer) { return p.attentionGroups[layer % pa]; };
 
   json weights = json::array(), components = json::array();
   weights.push_back(weight("embed", "w_embed.npy", p.attentionGroups[0]));
   components.push_back({{"kind", "embedding"}, {"weight", "embed"}});
   for (int64_t l = 0; l < p.numLayers; ++l) {
     const std::string L = "l" + std::to_string(l) + ".";
-    const auto& ranks = attentionRanks(l);
-    for (const char* part : {"attn_norm", "q", "k", "v", "o", "ffn_norm", "router"})
+    const auto &ranks = attentionRanks(l);
+    for (const char *part : {"attn_norm", "q", "k", "v", "o", "ffn_norm", "router"})
       weights.push_back(weight(L + part, std::string("w_l0_") + part + ".npy", ranks));
-    components.push_back(
-        {{"kind", "rms_norm"}, {"layer", l}, {"role", "attn_norm"}, {"weight", L + "attn_norm"}, {"eps", 1e-5}});
-    components.push_back(
-        {{"kind", "attention"}, {"layer", l}, {"wq", L + "q"}, {"wk", L + "k"}, {"wv", L + "v"}, {"wo", L + "o"}});
-    components.push_back(
-        {{"kind", "rms_norm"}, {"layer", l}, {"role", "ffn_norm"}, {"weight", L + "ffn_norm"}, {"eps", 1e-5}});
+    components.push_back({{"kind", "rms_norm"},
+                          {"layer", l},
+                          {"role", "attn_norm"},
+                          {"weight", L + "attn_norm"},
+                          {"eps", 1e-5}});
+    components.push_back({{"kind", "attention"},
+                          {"layer", l},
+                          {"wq", L + "q"},
+                          {"wk", L + "k"},
+                          {"wv", L + "v"},
+                          {"wo", L + "o"}});
+    components.push_back({{"kind", "rms_norm"},
+                          {"layer", l},
+                          {"role", "ffn_norm"},
+                          {"weight", L + "ffn_norm"},
+                          {"eps", 1e-5}});
     components.push_back({{"kind", "router"}, {"layer", l}, {"weight", L + "router"}});
     json experts = json::array();
     for (int64_t e = 0; e < kExperts; ++e) {
       const std::string E = L + "expert" + std::to_string(e) + ".";
       const std::string file = "w_l0_expert" + std::to_string(e) + "_";
       const std::vector<int> owner = {p.expertToRank[l][e]};
-      for (const char* w : {"w1", "w3", "w2"})
+      for (const char *w : {"w1", "w3", "w2"})
         weights.push_back(weight(E + w, file + w + ".npy", owner));
       experts.push_back({{"expert", e}, {"w1", E + "w1"}, {"w3", E + "w3"}, {"w2", E + "w2"}});
     }
@@ -164,8 +181,11 @@ json tinyPlan(const TinyPlacement& p) {
   }
   weights.push_back(weight("final_norm", "w_final_norm.npy", p.attentionGroups[headGroup]));
   weights.push_back(weight("head", "w_head.npy", p.attentionGroups[headGroup]));
-  components.push_back(
-      {{"kind", "rms_norm"}, {"layer", -1}, {"role", "final_norm"}, {"weight", "final_norm"}, {"eps", 1e-5}});
+  components.push_back({{"kind", "rms_norm"},
+                        {"layer", -1},
+                        {"role", "final_norm"},
+                        {"weight", "final_norm"},
+                        {"eps", 1e-5}});
   components.push_back({{"kind", "head"}, {"weight", "head"}});
 
   json groups = json::array();
@@ -173,16 +193,19 @@ json tinyPlan(const TinyPlacement& p) {
     std::vector<int64_t> layers;
     for (int64_t l = g; l < p.numLayers; l += pa)
       layers.push_back(l);
-    groups.push_back({{"role", "attention"}, {"index", g}, {"ranks", p.attentionGroups[g]}, {"layers", layers}});
+    groups.push_back(
+        {{"role", "attention"}, {"index", g}, {"ranks", p.attentionGroups[g]}, {"layers", layers}});
   }
   for (int64_t g = 0; g < pf; ++g) {
     std::vector<int64_t> layers;
     for (int64_t l = g; l < p.numLayers; l += pf)
       layers.push_back(l);
-    groups.push_back({{"role", "ffn"}, {"index", g}, {"ranks", p.ffnGroups[g]}, {"layers", layers}});
+    groups.push_back(
+        {{"role", "ffn"}, {"index", g}, {"ranks", p.ffnGroups[g]}, {"layers", layers}});
   }
 
-  json attention = json::array({op("embed", -1, "forward")}), ffn = json::array(), exchanges = json::array();
+  json attention = json::array({op("embed", -1, "forward")}), ffn = json::array(),
+       exchanges = json::array();
   for (int64_t l = 0; l < p.numLayers; ++l) {
     attention.push_back(norm(l, "attn_norm"));
     attention.push_back(op("attention", l, "forward"));
@@ -212,19 +235,20 @@ json tinyPlan(const TinyPlacement& p) {
                          {"dst_group", next},
                          {"capacity_tokens", 64},
                          {"bytes_per_token", bytesPerTokenOf(ExchangeKind::N2m, kHidden, kTopK)}});
-    exchanges.push_back({{"id", "residual" + id},
-                         {"kind", "residual"},
-                         {"layer", l},
-                         {"src_group", a},
-                         {"dst_group", next},
-                         {"capacity_tokens", 64},
-                         {"bytes_per_token", bytesPerTokenOf(ExchangeKind::Residual, kHidden, kTopK)}});
+    exchanges.push_back(
+        {{"id", "residual" + id},
+         {"kind", "residual"},
+         {"layer", l},
+         {"src_group", a},
+         {"dst_group", next},
+         {"capacity_tokens", 64},
+         {"bytes_per_token", bytesPerTokenOf(ExchangeKind::Residual, kHidden, kTopK)}});
   }
   attention.push_back(norm(-1, "final_norm"));
   attention.push_back(op("head", -1, "forward"));
 
   std::vector<uint64_t> weightBytes(world, 0);
-  for (const json& w : weights)
+  for (const json &w : weights)
     for (int r : w["ranks"])
       weightBytes[r] += w["length"].get<uint64_t>();
   json memory = json::array();
@@ -264,7 +288,7 @@ json tinyPlan(const TinyPlacement& p) {
           {"memory", {{"ranks", memory}}}};
 }
 
-std::string writePlan(const nlohmann::json& plan, const std::string& stem) {
+std::string writePlan(const nlohmann::json &plan, const std::string &stem) {
   const std::string path = makeTempDir(stem) + "/plan.json";
   writeText(path, plan.dump(1));
   return path;

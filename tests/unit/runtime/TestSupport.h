@@ -14,12 +14,12 @@
 namespace disagmoe::test {
 
 /// DISAGMOE_GOLDEN_DIR + "/" + name.
-std::string goldenPath(const std::string& name);
-Tensor loadGolden(const std::string& name);
-std::vector<int64_t> loadGoldenIds(const std::string& name, std::vector<int64_t>& shape);
+std::string goldenPath(const std::string &name);
+Tensor loadGolden(const std::string &name);
+std::vector<int64_t> loadGoldenIds(const std::string &name, std::vector<int64_t> &shape);
 
 /// max_i |a[i] - b[i]|; fails the calling test if sizes differ.
-double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b);
+double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b);
 
 /// The fp32 error model of tests/numerics/error_model.py (docs/training.md, "Numerics: error
 /// model"): two evaluations of a computation whose longest dependency chain has `chain` roundings
@@ -29,14 +29,14 @@ struct Fp32Bound {
   explicit Fp32Bound(int64_t chain);
   /// Passes when a is within both bounds of b (same size, all finite); the message gives the
   /// measured errors and the bounds in units of u.
-  ::testing::AssertionResult check(const std::vector<float>& a, const std::vector<float>& b) const;
+  ::testing::AssertionResult check(const std::vector<float> &a, const std::vector<float> &b) const;
   int64_t chain;
   double normwise, element;
 };
 
 /// A fresh, empty directory under the test temp dir.
-std::string makeTempDir(const std::string& stem);
-void writeText(const std::string& path, const std::string& text);
+std::string makeTempDir(const std::string &stem);
+void writeText(const std::string &path, const std::string &text);
 
 /// Placement of a tiny-model plan: attention and ffn groups by index, layers interleaved
 /// (layer l on attention group l % pA and ffn group l % pF), head group numLayers % pA.
@@ -50,9 +50,9 @@ struct TinyPlacement {
 
 /// A complete, valid plan.json of mixtral_tiny with `placement`. Every layer uses the layer-0
 /// golden weights (the goldens hold only layer 0), read in place from the golden .npy files.
-nlohmann::json tinyPlan(const TinyPlacement& placement);
+nlohmann::json tinyPlan(const TinyPlacement &placement);
 
 /// Writes `plan` to DIR/plan.json in a new temp dir and returns the plan.json path.
-std::string writePlan(const nlohmann::json& plan, const std::string& stem);
+std::string writePlan(const nlohmann::json &plan, const std::string &stem);
 
 } // namespace disagmoe::test

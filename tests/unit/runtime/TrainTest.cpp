@@ -14,9 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <thread>
@@ -45,15 +45,16 @@ std::vector<int64_t> goldenIds() {
   return loadGoldenIds("ids_b2_s8.npy", shape);
 }
 
-std::vector<int64_t> nextTokens(const std::vector<int64_t>& ids, int64_t batch, int64_t seq) {
+std::vector<int64_t> nextTokens(const std::vector<int64_t> &ids, int64_t batch, int64_t seq) {
   std::vector<int64_t> t(ids.size());
   cpu::nextTokenTargets(ids.data(), batch, seq, t.data());
   return t;
 }
 
-int weightIndex(const Plan& plan, const std::string& name) {
+int weightIndex(const Plan &plan, const std::string &name) {
   for (size_t i = 0; i < plan.model.weights.size(); ++i)
-    if (plan.model.weights[i].name == name) return static_cast<int>(i);
+    if (plan.model.weights[i].name == name)
+      return static_cast<int>(i);
   ADD_FAILURE() << "no weight " << name;
   return 0;
 }
@@ -67,20 +68,22 @@ TrainOptions sgd(double lr = 0.1, int64_t microBatches = 1) {
 }
 
 // All gradients of one step, by weight name.
-std::map<std::string, std::vector<float>> gradients(const json& planJson, const std::vector<int64_t>& ids,
-                                                   int64_t batch, int64_t seq, int64_t microBatches = 1,
-                                                   double* loss = nullptr) {
+std::map<std::string, std::vector<float>> gradients(const json &planJson,
+                                                    const std::vector<int64_t> &ids, int64_t batch,
+                                                    int64_t seq, int64_t microBatches = 1,
+                                                    double *loss = nullptr) {
   const Plan plan = loadPlan(writePlan(planJson, "train"));
   Trainer trainer(plan, sgd(0.1, microBatches));
   const StepResult r = trainer.step(ids, nextTokens(ids, batch, seq), batch, seq);
-  if (loss) *loss = r.loss;
+  if (loss)
+    *loss = r.loss;
   std::map<std::string, std::vector<float>> out;
   for (size_t i = 0; i < plan.model.weights.size(); ++i)
     out[plan.model.weights[i].name] = trainer.gradient(static_cast<int>(i)).data;
   return out;
 }
 
-double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+double relDiff(const std::vector<float> &a, const std::vector<float> &b) {
   double num = 0, den = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
@@ -91,9 +94,9 @@ double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // The step's loss with weight `name`'s element `element` moved by `delta`: the weight's .npy is
 // copied with the change and the plan pointed at the copy (a zero learning rate keeps the rest).
-double lossWithPerturbation(json planJson, const std::string& name, int64_t element, float delta,
-                            const std::vector<int64_t>& ids, int64_t batch, int64_t seq) {
-  for (json& w : planJson["model"]["weights"])
+double lossWithPerturbation(json planJson, const std::string &name, int64_t element, float delta,
+                            const std::vector<int64_t> &ids, int64_t batch, int64_t seq) {
+  for (json &w : planJson["model"]["weights"])
     if (w["name"] == name) {
       Tensor t = readNpyFloat32(w["file"].get<std::string>());
       t.data[element] += delta;
@@ -117,17 +120,19 @@ TEST(Train, GradientsMatchFiniteDifferencesOfTheLoss) {
   // its top-k choice, whose probability margins are >= 2e-3); the fp32 forward's loss is exact to
   // about 1e-6, so |fd - g| <= 5e-4 + 1e-2 |g|
   const struct {
-    const char* name;
+    const char *name;
     float h;
-  } cases[] = {{"embed", 1e-2f},          {"l0.attn_norm", 1e-2f}, {"l0.q", 1e-2f},          {"l0.k", 1e-2f},
-               {"l0.v", 1e-2f},           {"l0.o", 1e-2f},         {"l0.ffn_norm", 1e-2f},   {"l0.router", 2e-3f},
-               {"l0.expert1.w1", 1e-2f}, {"l0.expert5.w3", 1e-2f}, {"l0.expert6.w2", 1e-2f}, {"final_norm", 1e-2f},
+  } cases[] = {{"embed", 1e-2f},         {"l0.attn_norm", 1e-2f},  {"l0.q", 1e-2f},
+               {"l0.k", 1e-2f},          {"l0.v", 1e-2f},          {"l0.o", 1e-2f},
+               {"l0.ffn_norm", 1e-2f},   {"l0.router", 2e-3f},     {"l0.expert1.w1", 1e-2f},
+               {"l0.expert5.w3", 1e-2f}, {"l0.expert6.w2", 1e-2f}, {"final_norm", 1e-2f},
                {"head", 1e-2f}};
-  for (const auto& c : cases) {
-    const std::vector<float>& g = grads.at(c.name);
+  for (const auto &c : cases) {
+    const std::vector<float> &g = grads.at(c.name);
     int64_t best = 0;
     for (size_t i = 0; i < g.size(); ++i)
-      if (std::fabs(g[i]) > std::fabs(g[best])) best = static_cast<int64_t>(i);
+      if (std::fabs(g[i]) > std::fabs(g[best]))
+        best = static_cast<int64_t>(i);
     const double up = lossWithPerturbation(planJson, c.name, best, c.h, ids, 2, 8);
     const double down = lossWithPerturbation(planJson, c.name, best, -c.h, ids, 2, 8);
     const double fd = (up - down) / (2.0 * c.h);
@@ -144,8 +149,9 @@ TEST(Train, LossEqualsTheForwardExecutorsLogitsCrossEntropy) {
   const RunResult forward = Executor(plan).run(ids, 2, 8);
   double sum = 0;
   for (int64_t t = 0; t < 16; ++t) {
-    if (targets[t] < 0) continue;
-    const float* z = forward.logits.data.data() + t * 256;
+    if (targets[t] < 0)
+      continue;
+    const float *z = forward.logits.data.data() + t * 256;
     double m = -INFINITY, s = 0;
     for (int j = 0; j < 256; ++j)
       m = std::max(m, static_cast<double>(z[j]));
@@ -167,12 +173,14 @@ TEST(Train, GroupsAndPlacementsGiveTheSameGradients) {
   const std::vector<int64_t> ids = goldenIds();
   const auto one = gradients(tinyPlan(placement({{0, 1}}, {{2, 3}}, {kSplit, kSplit})), ids, 2, 8);
   const std::vector<int> f4 = {4, 4, 4, 4, 5, 5, 5, 5}, f6 = {6, 6, 6, 6, 7, 7, 7, 7};
-  const auto two = gradients(tinyPlan(placement({{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}, {f4, f6})), ids, 2, 8);
-  const auto single =
-      gradients(tinyPlan(placement({{0}}, {{1, 2}}, {{1, 1, 1, 1, 2, 2, 2, 2}, {1, 1, 1, 1, 2, 2, 2, 2}})), ids, 2, 8);
+  const auto two =
+      gradients(tinyPlan(placement({{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}, {f4, f6})), ids, 2, 8);
+  const auto single = gradients(
+      tinyPlan(placement({{0}}, {{1, 2}}, {{1, 1, 1, 1, 2, 2, 2, 2}, {1, 1, 1, 1, 2, 2, 2, 2}})),
+      ids, 2, 8);
   ASSERT_EQ(one.size(), two.size());
   double worst = 0;
-  for (const auto& [name, g] : one) {
+  for (const auto &[name, g] : one) {
     EXPECT_EQ(g, two.at(name)) << name << " differs between 1 and 2 groups";
     worst = std::max(worst, relDiff(single.at(name), g));
   }
@@ -189,17 +197,19 @@ TEST(Train, MicroBatchesAccumulateToTheSameGradients) {
   const auto split = gradients(planJson, ids, 3, 12, 2, &lossSplit);
   const auto three = gradients(planJson, ids, 3, 12, 3, &lossThree);
   double worst = 0;
-  for (const auto& [name, g] : whole)
+  for (const auto &[name, g] : whole)
     worst = std::max({worst, relDiff(split.at(name), g), relDiff(three.at(name), g)});
-  std::printf("[ invariant] 1 vs 2 vs 3 micro-batches: loss %.7f %.7f %.7f, largest |diff|/|grad| %.3g\n",
-              lossWhole, lossSplit, lossThree, worst);
+  std::printf(
+      "[ invariant] 1 vs 2 vs 3 micro-batches: loss %.7f %.7f %.7f, largest |diff|/|grad| %.3g\n",
+      lossWhole, lossSplit, lossThree, worst);
   EXPECT_NEAR(lossSplit, lossWhole, 1e-6 * lossWhole);
   EXPECT_NEAR(lossThree, lossWhole, 1e-6 * lossWhole);
   EXPECT_LE(worst, 1e-5);
 }
 
 TEST(Train, OneTrainerPerRankOverACommIsBitIdenticalToTheLocalStep) {
-  const json planJson = tinyPlan(placement({{0, 1}, {2, 3}}, {{4}, {5}}, {std::vector<int>(8, 4), std::vector<int>(8, 5)}));
+  const json planJson = tinyPlan(
+      placement({{0, 1}, {2, 3}}, {{4}, {5}}, {std::vector<int>(8, 4), std::vector<int>(8, 5)}));
   const Plan plan = loadPlan(writePlan(planJson, "train"));
   const std::vector<int64_t> ids = goldenIds(), targets = nextTokens(ids, 2, 8);
   TrainOptions adamw;
@@ -223,17 +233,20 @@ TEST(Train, OneTrainerPerRankOverACommIsBitIdenticalToTheLocalStep) {
       auto endpoint = comm.endpoint(r);
       got[r] = trainers[r]->stepRank(*endpoint, ids, targets, 2, 8);
     });
-  for (auto& t : threads)
+  for (auto &t : threads)
     t.join();
   for (int r = 0; r < world; ++r)
     EXPECT_EQ(got[r].loss, want.loss) << "rank " << r;
   for (size_t i = 0; i < plan.model.weights.size(); ++i) {
     const int index = static_cast<int>(i);
     for (int r : plan.model.weights[i].ranks) {
-      EXPECT_EQ(trainers[r]->state(r).grads[i].data, local.gradient(index).data) << plan.model.weights[i].name;
-      EXPECT_EQ(trainers[r]->state(r).weights[i].data, local.weight(index).data) << plan.model.weights[i].name;
+      EXPECT_EQ(trainers[r]->state(r).grads[i].data, local.gradient(index).data)
+          << plan.model.weights[i].name;
+      EXPECT_EQ(trainers[r]->state(r).weights[i].data, local.weight(index).data)
+          << plan.model.weights[i].name;
       // Every replica of a data-parallel weight holds the same bits.
-      EXPECT_EQ(local.state(r).weights[i].data, local.weight(index).data) << plan.model.weights[i].name;
+      EXPECT_EQ(local.state(r).weights[i].data, local.weight(index).data)
+          << plan.model.weights[i].name;
     }
   }
 }
@@ -252,8 +265,9 @@ TEST(Train, ExpertsWithoutTokensGetZeroGradientsAndStillDecay) {
   int idle = 0;
   for (int64_t e = 0; e < 8; ++e) {
     const int w1 = weightIndex(plan, "l0.expert" + std::to_string(e) + ".w1");
-    const auto& g = trainer.gradient(w1).data;
-    if (std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; })) continue;
+    const auto &g = trainer.gradient(w1).data;
+    if (std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }))
+      continue;
     ++idle;
     const Tensor before = readWeight(plan.model.weights[w1]);
     const float decay = static_cast<float>(1.0 - 1e-3 * 0.01);
@@ -270,7 +284,7 @@ TEST(Train, BadInputsAreRefusedNamingTheProblem) {
   try {
     trainer.step(ids, nextTokens(ids, 2, 8), 2, 8);
     FAIL() << "3 micro-batches of 2 sequences were accepted";
-  } catch (const ExecError& e) {
+  } catch (const ExecError &e) {
     EXPECT_NE(std::string(e.what()).find("micro-batches"), std::string::npos) << e.what();
   }
   Trainer one(plan, sgd());
@@ -279,7 +293,7 @@ TEST(Train, BadInputsAreRefusedNamingTheProblem) {
   try {
     one.step(ids, targets, 2, 8);
     FAIL() << "a target outside the vocabulary was accepted";
-  } catch (const ExecError& e) {
+  } catch (const ExecError &e) {
     EXPECT_NE(std::string(e.what()).find("target id 256 at [0,3]"), std::string::npos) << e.what();
   }
 }
@@ -296,7 +310,7 @@ TEST(Optimizer, SgdAndAdamWFollowPyTorchsFormulas) {
   c.lr = 1e-2;
   c.weightDecay = 0.1;
   for (int step = 1; step <= 2; ++step) {
-    const auto& g = step == 1 ? g1 : g2;
+    const auto &g = step == 1 ? g1 : g2;
     adamwStep(w.data(), g.data(), m.data(), v.data(), 4, step, c);
     for (int i = 0; i < 4; ++i) {
       wd[i] *= 1 - c.lr * c.weightDecay;

@@ -24,8 +24,9 @@ using namespace disagmoe::train;
 
 namespace {
 
-void writeBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 template <typename T> std::string le(T v) {
@@ -35,10 +36,10 @@ template <typename T> std::string le(T v) {
   return s;
 }
 
-std::string errorOf(const std::function<void()>& f) {
+std::string errorOf(const std::function<void()> &f) {
   try {
     f();
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     return e.what();
   }
   return "";
@@ -48,8 +49,8 @@ std::string errorOf(const std::function<void()>& f) {
 
 TEST(LrSchedule, WarmupPeakCosineMidpointAndFloor) {
   LrSchedule s{10, 110, 0.1};
-  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 1), 0.1);   // lr / W, not 0
-  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 10), 1.0);  // the peak at the end of the warm-up
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 1), 0.1);     // lr / W, not 0
+  EXPECT_DOUBLE_EQ(s.lrAt(1.0, 10), 1.0);    // the peak at the end of the warm-up
   EXPECT_NEAR(s.lrAt(1.0, 60), 0.55, 1e-15); // cos(pi/2) = 0: halfway between lr and lr_min
   EXPECT_DOUBLE_EQ(s.lrAt(1.0, 110), 0.1);
   EXPECT_DOUBLE_EQ(s.lrAt(1.0, 1000), 0.1);
@@ -57,7 +58,8 @@ TEST(LrSchedule, WarmupPeakCosineMidpointAndFloor) {
 }
 
 TEST(LrSchedule, RefusesInconsistentSettings) {
-  EXPECT_NE(errorOf([] { LrSchedule{10, 10, 0}.validate(1.0); }).find("must exceed the warm-up"), std::string::npos);
+  EXPECT_NE(errorOf([] { LrSchedule{10, 10, 0}.validate(1.0); }).find("must exceed the warm-up"),
+            std::string::npos);
   EXPECT_NE(errorOf([] { LrSchedule{0, 5, 2.0}.validate(1.0); }).find("lr-min"), std::string::npos);
   EXPECT_EQ(errorOf([] { LrSchedule{0, 5, 0.5}.validate(1.0); }), "");
 }
@@ -80,25 +82,32 @@ TEST(TokenBatcher, WindowsOfSeqLenPlusOneAndWrap) {
   EXPECT_EQ(b.epoch(), 2);
   EXPECT_EQ(ids.front(), 0);
   EXPECT_EQ(b.position(), 8);
-  EXPECT_NE(errorOf([&] { TokenBatcher(std::vector<int64_t>(8), 2, 4, "short"); }).find("needs at least 9"),
+  EXPECT_NE(errorOf([&] {
+              TokenBatcher(std::vector<int64_t>(8), 2, 4, "short");
+            }).find("needs at least 9"),
             std::string::npos);
 }
 
 TEST(TokenData, Uint32AndMegatronInt32) {
   const std::string dir = test::makeTempDir("tokens");
   writeBytes(dir + "/t.u32", le<uint32_t>(7) + le<uint32_t>(255) + le<uint32_t>(0));
-  EXPECT_EQ(loadTokens(dir + "/t.u32", TokenFormat::Uint32, 256), (std::vector<int64_t>{7, 255, 0}));
-  // Megatron: two sequences stored out of order in the .bin (pointers 8 and 0), dtype code 4 (int32).
-  writeBytes(dir + "/m.bin", le<int32_t>(5) + le<int32_t>(6) + le<int32_t>(1) + le<int32_t>(2) + le<int32_t>(3));
-  std::string idx = std::string("MMIDIDX\0\0", 9) + le<uint64_t>(1) + std::string(1, '\4') + le<uint64_t>(2) +
-                    le<uint64_t>(2) + le<int32_t>(3) + le<int32_t>(2) + le<int64_t>(8) + le<int64_t>(0) +
-                    le<int64_t>(0) + le<int64_t>(2);
+  EXPECT_EQ(loadTokens(dir + "/t.u32", TokenFormat::Uint32, 256),
+            (std::vector<int64_t>{7, 255, 0}));
+  // Megatron: two sequences stored out of order in the .bin (pointers 8 and 0), dtype code 4
+  // (int32).
+  writeBytes(dir + "/m.bin",
+             le<int32_t>(5) + le<int32_t>(6) + le<int32_t>(1) + le<int32_t>(2) + le<int32_t>(3));
+  std::string idx = std::string("MMIDIDX\0\0", 9) + le<uint64_t>(1) + std::string(1, '\4') +
+                    le<uint64_t>(2) + le<uint64_t>(2) + le<int32_t>(3) + le<int32_t>(2) +
+                    le<int64_t>(8) + le<int64_t>(0) + le<int64_t>(0) + le<int64_t>(2);
   writeBytes(dir + "/m.idx", idx);
-  EXPECT_EQ(loadTokens(dir + "/m", TokenFormat::Megatron, 256), (std::vector<int64_t>{1, 2, 3, 5, 6}));
+  EXPECT_EQ(loadTokens(dir + "/m", TokenFormat::Megatron, 256),
+            (std::vector<int64_t>{1, 2, 3, 5, 6}));
   idx[17] = 6; // float64
   writeBytes(dir + "/m.idx", idx);
-  EXPECT_NE(errorOf([&] { loadTokens(dir + "/m.bin", TokenFormat::Megatron, 256); }).find("dtype code 6"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { loadTokens(dir + "/m.bin", TokenFormat::Megatron, 256); }).find("dtype code 6"),
+      std::string::npos);
 }
 
 TEST(Safetensors, RoundTripAndRefusals) {
@@ -114,18 +123,24 @@ TEST(Safetensors, RoundTripAndRefusals) {
   EXPECT_EQ(f.tensors.at("b").data, b.data);
   EXPECT_EQ(f.metadata.at("step"), "3");
   // Hand-written files (the spec's layout): overlapping entries, an uncovered tail.
-  const auto file = [&](const std::string& header, size_t dataBytes) {
-    writeBytes(dir + "/y.safetensors", le<uint64_t>(header.size()) + header + std::string(dataBytes, '\0'));
+  const auto file = [&](const std::string &header, size_t dataBytes) {
+    writeBytes(dir + "/y.safetensors",
+               le<uint64_t>(header.size()) + header + std::string(dataBytes, '\0'));
     return errorOf([&] { readSafetensors(dir + "/y.safetensors"); });
   };
   EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12).find("overlap"),
+                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                 12)
+                .find("overlap"),
             std::string::npos);
-  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 12).find("4 bytes that no tensor"),
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 12)
+                .find("4 bytes that no tensor"),
             std::string::npos);
-  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8).find("needs 12"), std::string::npos);
-  EXPECT_NE(file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8).find("dtype BF16"),
+  EXPECT_NE(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8).find("needs 12"),
             std::string::npos);
+  EXPECT_NE(
+      file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8).find("dtype BF16"),
+      std::string::npos);
 }
 
 // The writer refuses an existing non-regular file itself (disagmoe-run's up-front check aside): the
@@ -147,7 +162,8 @@ TEST(Safetensors, RefusesFilesThatAreNotRegular) {
   std::ifstream target(dir + "/target");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(target), {}), "keep me");
   EXPECT_EQ(errorOf([&] { readSafetensors(dir); }), dir + ": is a directory, expected a file");
-  EXPECT_EQ(errorOf([&] { readSafetensors(dir + "/fifo"); }), dir + "/fifo: is not a regular file (a FIFO)");
+  EXPECT_EQ(errorOf([&] { readSafetensors(dir + "/fifo"); }),
+            dir + "/fifo: is not a regular file (a FIFO)");
   // Nothing but the three entries made above (no temp file left behind).
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 3);
 }

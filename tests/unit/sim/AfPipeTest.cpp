@@ -15,7 +15,8 @@ namespace {
 Schedule afpipeSchedule(int layers, int groups, int microbatches, double t, double tm) {
   Schedule s;
   std::string error;
-  EXPECT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(layers, t, tm), simtest::uniformHardware(),
+  EXPECT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(layers, t, tm),
+                                  simtest::uniformHardware(),
                                   simtest::uniformConfig(groups, microbatches), s, error))
       << error;
   return s;
@@ -100,7 +101,8 @@ TEST(AfPipe, RefusesTooFewMicrobatches) {
   std::string error;
   EXPECT_FALSE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 0), simtest::uniformHardware(),
                                    simtest::uniformConfig(2, 3), s, error));
-  EXPECT_EQ(error, "afpipe: 3 micro-batches cannot fill the ring of 2p = 4 stages (need at least 2p)");
+  EXPECT_EQ(error,
+            "afpipe: 3 micro-batches cannot fill the ring of 2p = 4 stages (need at least 2p)");
 }
 
 TEST(AfPipe, WindowIsTheLargestThatFitsMemory) {
@@ -111,7 +113,8 @@ TEST(AfPipe, WindowIsTheLargestThatFitsMemory) {
     hw.hbmBytes = capacity;
     Schedule s;
     std::string error;
-    ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4), hw, c, s, error)) << error;
+    ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4), hw, c, s, error))
+        << error;
     int inflight = 0;
     peakMemory(s, 0, &inflight);
     EXPECT_EQ(inflight, capacity > 16e6 ? 8 : capacity > 12e6 ? 6 : 4) << capacity;
@@ -150,14 +153,29 @@ TEST(AfPipe, RecomputationLevelsPerSide) {
   m.hidden = 16;
   m.vocab = 32;
   cost::LayerShape ls;
-  ls.heads = 4; ls.kvHeads = 2; ls.headDim = 4; ls.experts = 8; ls.topK = 2; ls.expertHidden = 12;
+  ls.heads = 4;
+  ls.kvHeads = 2;
+  ls.headDim = 4;
+  ls.experts = 8;
+  ls.topK = 2;
+  ls.expertHidden = 12;
   m.layers = {ls, ls};
   cost::ClusterSpec cl;
-  cl.nodes = 1; cl.gpusPerNode = 8; cl.nicsPerNode = 8;
-  cl.gpu.peakFlops = 1e15; cl.gpu.hbmBytes = 80e9; cl.gpu.nvlinkBandwidth = 1e11; cl.gpu.pcieBandwidth = 5e10;
+  cl.nodes = 1;
+  cl.gpusPerNode = 8;
+  cl.nicsPerNode = 8;
+  cl.gpu.peakFlops = 1e15;
+  cl.gpu.hbmBytes = 80e9;
+  cl.gpu.nvlinkBandwidth = 1e11;
+  cl.gpu.pcieBandwidth = 5e10;
   cl.nic.bandwidth = 5e10;
   afpipe::Config c;
-  c.groups = 1; c.attnRanks = 2; c.ffnRanks = 2; c.microbatches = 2; c.seqLen = 8; c.sequencesPerStep = 8;
+  c.groups = 1;
+  c.attnRanks = 2;
+  c.ffnRanks = 2;
+  c.microbatches = 2;
+  c.seqLen = 8;
+  c.sequencesPerStep = 8;
   const afpipe::Workload none = afpipe::workloadFromModel(m, cl, c);
   c.ffnRecompute = cost::Recomputation::Redispatch;
   const afpipe::Workload redispatch = afpipe::workloadFromModel(m, cl, c);
@@ -193,17 +211,32 @@ TEST(AfPipe, StaticBytesCountParametersOnlyAndLogitsApart) {
   m.hidden = 16;
   m.vocab = 32;
   cost::LayerShape ls;
-  ls.heads = 4; ls.kvHeads = 2; ls.headDim = 4; ls.experts = 8; ls.topK = 2; ls.expertHidden = 12;
+  ls.heads = 4;
+  ls.kvHeads = 2;
+  ls.headDim = 4;
+  ls.experts = 8;
+  ls.topK = 2;
+  ls.expertHidden = 12;
   m.layers = {ls, ls};
   cost::ClusterSpec cl;
-  cl.nodes = 1; cl.gpusPerNode = 8; cl.nicsPerNode = 8;
-  cl.gpu.peakFlops = 1e15; cl.gpu.hbmBytes = 80e9; cl.gpu.nvlinkBandwidth = 1e11; cl.gpu.pcieBandwidth = 5e10;
+  cl.nodes = 1;
+  cl.gpusPerNode = 8;
+  cl.nicsPerNode = 8;
+  cl.gpu.peakFlops = 1e15;
+  cl.gpu.hbmBytes = 80e9;
+  cl.gpu.nvlinkBandwidth = 1e11;
+  cl.gpu.pcieBandwidth = 5e10;
   cl.nic.bandwidth = 5e10;
   sched::Hardware hw = simtest::uniformHardware();
   hw.hbmBytes = 1e18; // the memory check is not what this test is about
   for (int64_t seqLen : {8, 4096, 10000000}) {
     afpipe::Config c;
-    c.groups = 1; c.attnRanks = 2; c.ffnRanks = 2; c.microbatches = 2; c.seqLen = seqLen; c.sequencesPerStep = 8;
+    c.groups = 1;
+    c.attnRanks = 2;
+    c.ffnRanks = 2;
+    c.microbatches = 2;
+    c.seqLen = seqLen;
+    c.sequencesPerStep = 8;
     Schedule s;
     std::string error;
     ASSERT_TRUE(afpipe::buildAfPipe(afpipe::workloadFromModel(m, cl, c), hw, c, s, error)) << error;
@@ -211,7 +244,8 @@ TEST(AfPipe, StaticBytesCountParametersOnlyAndLogitsApart) {
     EXPECT_EQ(s.groups[0].role, "attention");
     EXPECT_DOUBLE_EQ(s.groups[0].staticBytes, 2896.0 * 12) << seqLen;
     EXPECT_DOUBLE_EQ(s.groups[1].staticBytes, 4608.0 * 18) << seqLen;
-    EXPECT_DOUBLE_EQ(s.groups[0].headLogitsBytes, 2.0 * 32 * 2 * static_cast<double>(seqLen)) << seqLen;
+    EXPECT_DOUBLE_EQ(s.groups[0].headLogitsBytes, 2.0 * 32 * 2 * static_cast<double>(seqLen))
+        << seqLen;
     EXPECT_DOUBLE_EQ(s.groups[1].headLogitsBytes, 0.0);
     // The peak holds them once, on top of the static bytes.
     EXPECT_GE(peakMemory(s, 0), s.groups[0].staticBytes + s.groups[0].headLogitsBytes);

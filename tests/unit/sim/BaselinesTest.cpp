@@ -1,8 +1,8 @@
 // The baselines against the closed-form bubbles of 1F1B and interleaved 1F1B (Narayanan et al.
 // 2021 §2.2; ../shared/reference/papers.md: 1F1B (PP-1)(F+B)) on a uniform model with free
 // communication, and the orderings between the baselines when exchanges cost time.
-#include "runtime/cost/Roofline.h"
 #include "runtime/sim/Baselines.h"
+#include "runtime/cost/Roofline.h"
 #include "runtime/sim/Simulator.h"
 
 #include <gtest/gtest.h>
@@ -57,7 +57,8 @@ sim::BaselineConfig config(sim::Baseline kind, int pp, int vpp, int ep, int m) {
 
 /// Forward seconds of one layer for one sequence of 1024 tokens (one rank's share, ep = 1).
 double layerForward(const cost::ModelShape &m, const Hardware &hw) {
-  return (cost::attentionSideForwardFlops(m, 0, 1, 1024).total() + cost::routedExpertForwardFlops(m, 0, 1024)) /
+  return (cost::attentionSideForwardFlops(m, 0, 1, 1024).total() +
+          cost::routedExpertForwardFlops(m, 0, 1024)) /
          hw.peakFlops;
 }
 
@@ -81,7 +82,8 @@ TEST(Baselines, OneFOneBBubbleMatchesTheClosedForm) {
     for (int mb : {4, 8}) {
       const double F = 8.0 / pp * t, B = 2 * F;
       double step = run(m, hw, config(sim::Baseline::Megatron, pp, 1, 1, mb));
-      EXPECT_NEAR(step, (mb + pp - 1) * (F + B) + mb * head, 1e-9 * step) << "pp " << pp << " m " << mb;
+      EXPECT_NEAR(step, (mb + pp - 1) * (F + B) + mb * head, 1e-9 * step)
+          << "pp " << pp << " m " << mb;
     }
 }
 
@@ -94,7 +96,8 @@ TEST(Baselines, InterleavedBubbleShrinksByVpp) {
     const int pp = 2, mb = 8;
     const double F = 8.0 / pp * t, B = 2 * F;
     double step = run(m, hw, config(sim::Baseline::Megatron, pp, vpp, 1, mb));
-    EXPECT_NEAR(step, mb * (F + B) + (pp - 1) * (F + B) / vpp + mb * head, 1e-9 * step) << "vpp " << vpp;
+    EXPECT_NEAR(step, mb * (F + B) + (pp - 1) * (F + B) / vpp + mb * head, 1e-9 * step)
+        << "vpp " << vpp;
   }
 }
 
@@ -114,7 +117,8 @@ TEST(Baselines, DualPipeHoldsAtMostPpPlusOneMicrobatches) {
   const cost::ModelShape m = uniformModel(8);
   Schedule s;
   std::string error;
-  ASSERT_TRUE(sim::buildBaseline(m, hw, config(sim::Baseline::DualPipe, 4, 1, 1, 16), s, error)) << error;
+  ASSERT_TRUE(sim::buildBaseline(m, hw, config(sim::Baseline::DualPipe, 4, 1, 1, 16), s, error))
+      << error;
   for (size_t g = 0; g < s.groups.size(); ++g) {
     int inflight = 0;
     peakMemory(s, static_cast<int>(g), &inflight);

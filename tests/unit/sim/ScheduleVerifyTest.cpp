@@ -19,8 +19,8 @@ Schedule validSchedule(int groups = 2, int microbatches = 4, int ranks = 2) {
   c.inflight = 2 * groups;
   Schedule s;
   std::string error;
-  EXPECT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4, 1e3), simtest::uniformHardware(8), c, s,
-                                  error))
+  EXPECT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4, 1e3),
+                                  simtest::uniformHardware(8), c, s, error))
       << error;
   return s;
 }
@@ -41,7 +41,8 @@ template <typename F> int find(const Program &p, F pred) {
 }
 
 bool isRecv(const Instr &i, const char *op, Phase ph, int mb, int layer, int group) {
-  return i.kind == Kind::Recv && i.op == op && i.phase == ph && i.mb == mb && i.layer == layer && i.group == group;
+  return i.kind == Kind::Recv && i.op == op && i.phase == ph && i.mb == mb && i.layer == layer &&
+         i.group == group;
 }
 
 /// Swaps two instructions of a program, keeping every dependency on the same instruction.
@@ -92,12 +93,16 @@ TEST(ScheduleVerify, MissingReceiveIsNamed) {
   Schedule s = validSchedule();
   Program &attn = s.programs[programOf(s, "attention")];
   // The last N2M of the last micro-batch into the head group (attention 0, since L mod p = 0).
-  int k = find(attn, [&](const Instr &i) { return isRecv(i, "n2m", Phase::Forward, 3, 3, attn.instrs[0].group); });
+  int k = find(attn, [&](const Instr &i) {
+    return isRecv(i, "n2m", Phase::Forward, 3, 3, attn.instrs[0].group);
+  });
   ASSERT_GE(k, 0);
   eraseInstr(attn, k);
   std::string e = verifySchedule(s);
   EXPECT_NE(e.find("rank 6 (ffn 1) -> rank 0 (attention 0):"), std::string::npos) << e;
-  EXPECT_NE(e.find("send n2m forward mb 3 layer 3 to attention 0 has no matching receive"), std::string::npos) << e;
+  EXPECT_NE(e.find("send n2m forward mb 3 layer 3 to attention 0 has no matching receive"),
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("the receive of n2m forward mb 3 layer 3 is missing"), std::string::npos) << e;
 }
 
@@ -109,9 +114,10 @@ TEST(ScheduleVerify, MissingReceiveInTheMiddleIsNamed) {
   ASSERT_GE(k, 0);
   eraseInstr(ffn, k);
   std::string e = verifySchedule(s);
-  EXPECT_NE(e.find("message #1: attention[") , std::string::npos) << e;
+  EXPECT_NE(e.find("message #1: attention["), std::string::npos) << e;
   EXPECT_NE(e.find("send m2n forward mb 1 layer 0 to ffn 0 is matched by"), std::string::npos) << e;
-  EXPECT_NE(e.find("(ffn 0 posts no receive for m2n forward mb 1 layer 0)"), std::string::npos) << e;
+  EXPECT_NE(e.find("(ffn 0 posts no receive for m2n forward mb 1 layer 0)"), std::string::npos)
+      << e;
 }
 
 TEST(ScheduleVerify, SizeMismatchIsNamed) {
@@ -125,7 +131,9 @@ TEST(ScheduleVerify, SizeMismatchIsNamed) {
   EXPECT_NE(e.find("send m2n forward mb 2 layer 2 to ffn 0 sends 100000 bytes per rank pair but"),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("recv m2n forward mb 2 layer 2 from attention 0 expects 4096 bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("recv m2n forward mb 2 layer 2 from attention 0 expects 4096 bytes"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ScheduleVerify, OversizeMemoryIsNamed) {
@@ -137,7 +145,8 @@ TEST(ScheduleVerify, OversizeMemoryIsNamed) {
   s.capacityBytes = peak - 1;
   std::string e = verifySchedule(s);
   EXPECT_NE(e.find("rank 0 (attention 0): peak memory"), std::string::npos) << e;
-  EXPECT_NE(e.find("4 micro-batches in flight x 2.00 MB of activations) exceeds the usable"), std::string::npos)
+  EXPECT_NE(e.find("4 micro-batches in flight x 2.00 MB of activations) exceeds the usable"),
+            std::string::npos)
       << e;
   s.capacityBytes = peak;
   EXPECT_EQ(verifySchedule(s), "");
@@ -159,16 +168,17 @@ TEST(ScheduleVerify, CycleIsADeadlock) {
   Program &attn = s.programs[programOf(s, "attention")];
   int g = attn.instrs[0].group;
   int f = find(attn, [&](const Instr &i) {
-    return i.kind == Kind::Compute && i.op == "attention" && i.phase == Phase::Forward && i.mb == 0 && i.layer == 0 &&
-           i.group == g;
+    return i.kind == Kind::Compute && i.op == "attention" && i.phase == Phase::Forward &&
+           i.mb == 0 && i.layer == 0 && i.group == g;
   });
   int b = find(attn, [&](const Instr &i) {
-    return i.kind == Kind::Compute && i.op == "attention" && i.phase == Phase::Backward && i.mb == 0 &&
-           i.layer == 0 && i.group == g;
+    return i.kind == Kind::Compute && i.op == "attention" && i.phase == Phase::Backward &&
+           i.mb == 0 && i.layer == 0 && i.group == g;
   });
   attn.instrs[f].after.push_back(b);
   std::string e = verifySchedule(s);
-  EXPECT_NE(e.find("the schedule does not complete (rank 0 would wait forever)"), std::string::npos) << e;
+  EXPECT_NE(e.find("the schedule does not complete (rank 0 would wait forever)"), std::string::npos)
+      << e;
 }
 
 TEST(ScheduleVerify, RankWithoutWorkIsNamed) {
@@ -192,8 +202,9 @@ TEST(ScheduleVerify, WaitsOnlyOnItsOwnGroup) {
   int other = find(attn, [&](const Instr &i) { return i.group != attn.instrs[0].group; });
   attn.instrs[0].after.push_back(other);
   std::string e = verifySchedule(s);
-  EXPECT_NE(e.find("an instruction of another group (a rank can only wait on its own instructions)"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find("an instruction of another group (a rank can only wait on its own instructions)"),
+      std::string::npos)
       << e;
 }
 
@@ -209,5 +220,7 @@ TEST(ScheduleVerify, JsonRoundTrip) {
   std::string bad = text;
   bad.replace(bad.find("\"stream\":\"comm\""), 15, "\"stream\":\"bogus\"");
   EXPECT_FALSE(scheduleFromJson(bad, back, error));
-  EXPECT_NE(error.find(".stream: \"bogus\" is not one of forward, backward, comm"), std::string::npos) << error;
+  EXPECT_NE(error.find(".stream: \"bogus\" is not one of forward, backward, comm"),
+            std::string::npos)
+      << error;
 }

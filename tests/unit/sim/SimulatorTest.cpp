@@ -34,7 +34,8 @@ Schedule build(sim::ScheduleBuilder &b) {
   return s;
 }
 
-double endOf(const Schedule &s, const sim::SimResult &r, const std::string &role, Kind kind, int mb) {
+double endOf(const Schedule &s, const sim::SimResult &r, const std::string &role, Kind kind,
+             int mb) {
   for (size_t p = 0; p < s.programs.size(); ++p)
     if (s.programs[p].role == role)
       for (size_t i = 0; i < s.programs[p].instrs.size(); ++i)
@@ -70,8 +71,8 @@ TEST(Simulator, TwoFlowsShareOneNicFairly) {
 
 TEST(Simulator, AllPairsUseNvlinkInsideANodeAndNicsAcross) {
   // Groups of 2 ranks; "a" on node 0 (ranks 0, 1), "b" = ranks 2, 3. With 4 GPUs per node every
-  // pair is inside the node: each rank sends 2 x 1 MB over NVLink (4 GB/s) = 0.5 ms. With 2 GPUs per
-  // node every pair crosses: 2 MB over the 1 GB/s NIC = 2 ms.
+  // pair is inside the node: each rank sends 2 x 1 MB over NVLink (4 GB/s) = 0.5 ms. With 2 GPUs
+  // per node every pair crosses: 2 MB over the 1 GB/s NIC = 2 ms.
   for (int perNode : {4, 2}) {
     sim::ScheduleBuilder b(header(perNode));
     int a = b.addGroup("a", 0, {{0, 1}}, 0), c = b.addGroup("b", 0, {{2, 3}}, 0);
@@ -153,22 +154,25 @@ TEST(Simulator, CalibrationFileReplacesTheRoofline) {
   sim::SimOptions o;
   o.opTimes = &times;
   EXPECT_NEAR(sim::simulate(s, o).stepTime, 0.25 + 0.5 + 1e-3, 1e-12);
-  std::ofstream(path) << R"({"format": "disagmoe-op-times", "version": 1, "entries": [{"op": "f"}]})";
+  std::ofstream(path)
+      << R"({"format": "disagmoe-op-times", "version": 1, "entries": [{"op": "f"}]})";
   EXPECT_FALSE(times.load(path, error));
-  EXPECT_NE(error.find("entries[0]: needs \"op\" (string) and \"seconds\""), std::string::npos) << error;
+  EXPECT_NE(error.find("entries[0]: needs \"op\" (string) and \"seconds\""), std::string::npos)
+      << error;
   std::remove(path.c_str());
 }
 
 TEST(Simulator, MeasuredExchangeTimeReplacesTheNetworkModel) {
   // a: x (1 ms measured), then sends 1 MB to b (rank 1 on node 1, 1 GB/s NIC: 1 ms by the network
-  // model); b: receives, then y (2 ms measured). An "exchange:m" entry of the sending role makes the
-  // send take its 0.25 ms instead: step 1 + 0.25 + 2 ms, all 0.25 ms of it exposed communication.
-  // An entry of the other role does not apply (the network model's 1 + 1 + 2 ms).
+  // model); b: receives, then y (2 ms measured). An "exchange:m" entry of the sending role makes
+  // the send take its 0.25 ms instead: step 1 + 0.25 + 2 ms, all 0.25 ms of it exposed
+  // communication. An entry of the other role does not apply (the network model's 1 + 1 + 2 ms).
   for (const char *role : {"a", "b"}) {
     std::string path = std::string(DISAGMOE_TEST_TMP) + "/op-times-exchange.json";
     std::ofstream(path) << R"({"format": "disagmoe-op-times", "version": 1, "entries": [
       {"op": "x", "seconds": 1e-3}, {"op": "y", "seconds": 2e-3},
-      {"role": ")" << role << R"(", "op": "exchange:m", "phase": "forward", "seconds": 2.5e-4}]})";
+      {"role": ")" << role
+                        << R"(", "op": "exchange:m", "phase": "forward", "seconds": 2.5e-4}]})";
     sim::OpTimes times;
     std::string error;
     ASSERT_TRUE(times.load(path, error)) << error;
@@ -222,7 +226,8 @@ TEST(Simulator, ChromeTraceIsJsonWithOneProcessPerGroup) {
   afpipe::Config c = simtest::uniformConfig(2, 4);
   Schedule s;
   std::string error;
-  ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4), simtest::uniformHardware(), c, s, error))
+  ASSERT_TRUE(afpipe::buildAfPipe(simtest::uniformWorkload(4, 1e-3, 1e-4),
+                                  simtest::uniformHardware(), c, s, error))
       << error;
   sim::SimOptions o;
   o.recordTimes = true;

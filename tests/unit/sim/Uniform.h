@@ -20,7 +20,8 @@ inline disagmoe::sched::Hardware uniformHardware(int gpusPerNode = 1) {
 }
 
 /// L layers; with dA = eF = 1 the per-pair bytes are the per-hop bytes.
-inline disagmoe::afpipe::Workload uniformWorkload(int layers, double t, double tm, double residualBytes = 0) {
+inline disagmoe::afpipe::Workload uniformWorkload(int layers, double t, double tm,
+                                                  double residualBytes = 0) {
   disagmoe::afpipe::Workload w;
   for (int l = 0; l < layers; ++l) {
     disagmoe::afpipe::LayerWork lw;
