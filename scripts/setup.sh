@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 
 PACKAGES=(
-  cmake ninja-build ccache g++ pkg-config
+  cmake ninja-build ccache g++ pkg-config clang-format-19
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libz3-dev libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libopenblas-dev openmpi-bin libopenmpi-dev libgtest-dev

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test (GoogleTest units, lit/FileCheck, end-to-end) through CTest,
+# Installs, builds, checks the C++ formatting (scripts/check_format.sh) and runs every test
+# (GoogleTest units, lit/FileCheck, end-to-end) through CTest,
 # on several OpenBLAS kernels, since the numerical claims must hold on any correct one
 # (docs/training.md, "Numerics"):
 #   1. the whole suite under OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 (what some machines set);
@@ -9,7 +10,7 @@
 # Extra arguments go to every ctest run (e.g. -R NAME). Exits non-zero if any run failed.
 set -euo pipefail
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   echo "A -R of yours replaces the numerics filter of run 3 (ctest keeps the last -R); use -E to narrow."
   exit 0
 fi
@@ -27,6 +28,8 @@ run() {  # run LABEL ENV... -- CTEST_ARGS...
   echo "=== ctest: $label"
   env "${envs[@]}" ctest --output-on-failure -j "$(nproc)" "$@" || status=1
 }
+echo "=== format: .clang-format over every tracked C++/CUDA source"
+../scripts/check_format.sh || status=1
 run "OpenBLAS Haswell kernel (OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512)" \
   OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 -- "$@"
 run "OpenBLAS's own kernel choice (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)" \
