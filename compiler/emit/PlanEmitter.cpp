@@ -530,7 +530,7 @@ bool emitPlan(ModuleOp module, const std::string &sourcePath, json::Object &plan
   for (int64_t r = 0; r < p.worldSize; ++r)
     ranks.push_back(json::Object{{"rank", r}, {"weight_bytes", weightBytes[r]}});
 
-  plan["format"] = "disagmoe-plan";
+  plan["format"] = kPlanFormat;
   plan["version"] = kPlanVersion;
   plan["source"] = sourcePath;
   plan["model"] = std::move(model);

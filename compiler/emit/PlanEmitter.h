@@ -9,15 +9,14 @@
 #ifndef DISAGMOE_COMPILER_EMIT_PLANEMITTER_H
 #define DISAGMOE_COMPILER_EMIT_PLANEMITTER_H
 
+#include "runtime/plan/PlanFormat.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
 #include <string>
 
 namespace disagmoe {
-
-/// Current plan schema version (docs/plan-format.md).
-inline constexpr int kPlanVersion = 1;
 
 /// Builds the plan JSON. Returns false and sets `error` (one line) when the module is not fully
 /// placed (missing `moe.placement`, stages or exchanges).

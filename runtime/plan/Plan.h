@@ -7,6 +7,7 @@
 // bytes)".
 #pragma once
 
+#include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/RouterScoring.h"
 #include "runtime/plan/Schedule.h"
 
@@ -22,9 +23,6 @@ class PlanError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
-
-constexpr const char *kPlanFormat = "disagmoe-plan";
-constexpr int64_t kPlanVersion = 1;
 
 enum class ComponentKind {
   Embedding,
