@@ -1,3 +1,4 @@
+// Applies --capacity-tokens to a plan's M2N/N2M exchange bounds (ExchangeCapacity.h).
 #include "compiler/emit/ExchangeCapacity.h"
 
 #include <cmath>

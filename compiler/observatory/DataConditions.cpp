@@ -1,3 +1,4 @@
+// Observatory token streams: mock, shuffled, remapped and text data conditions (DataConditions.h).
 #include "compiler/observatory/DataConditions.h"
 
 #include <algorithm>

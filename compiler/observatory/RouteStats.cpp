@@ -1,3 +1,4 @@
+// `disagmoe route-stats`: forward passes per data condition, routing metrics out (RouteStats.h).
 #include "compiler/observatory/RouteStats.h"
 
 #include "compiler/observatory/metrics/RoutingMetrics.h"

@@ -1,3 +1,4 @@
+// Token exchanges as a count then a payload, both checked against capacity (CountedExchange.h).
 #include "runtime/exchange/CountedExchange.h"
 
 #include <utility>

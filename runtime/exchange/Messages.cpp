@@ -1,3 +1,4 @@
+// Pack/unpack of the token exchanges' count and payload messages, and their tags (Messages.h).
 #include "runtime/exchange/Messages.h"
 
 #include <cstring>

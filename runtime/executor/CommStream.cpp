@@ -1,3 +1,4 @@
+// A rank's comm stream: a worker thread that alone calls the rank's Comm (CommStream.h).
 #include "runtime/executor/CommStream.h"
 
 #include "runtime/executor/OpProfile.h"

@@ -1,3 +1,4 @@
+// One-shot record/fail/wait event between a rank's streams (Event.h).
 #include "runtime/executor/Event.h"
 
 namespace disagmoe {

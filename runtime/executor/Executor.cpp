@@ -1,3 +1,4 @@
+// Forward pass of a plan on the cpu backend and local comm, one thread per rank (Executor.h).
 #include "runtime/executor/Executor.h"
 
 #include "runtime/comm/local/LocalComm.h"

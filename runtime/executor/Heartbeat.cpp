@@ -1,3 +1,4 @@
+// Heartbeat and MonitoredComm: catch silent or dead in-process ranks (Heartbeat.h).
 #include "runtime/executor/Heartbeat.h"
 
 #include "runtime/executor/RankWorker.h"

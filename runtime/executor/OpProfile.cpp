@@ -1,3 +1,4 @@
+// Per-op timing of executed steps, written as measured op times or a Chrome trace (OpProfile.h).
 #include "runtime/executor/OpProfile.h"
 #include "runtime/io/FileKind.h"
 

@@ -1,3 +1,4 @@
+// One rank's interpreter of its role's program, running its group's instructions (RankWorker.h).
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/CommStream.h"
 #include "runtime/executor/OpProfile.h"

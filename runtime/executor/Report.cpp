@@ -1,3 +1,4 @@
+// disagmoe-run's summaries of placement, exchanges, memory and throughput (Report.h).
 #include "runtime/executor/Report.h"
 
 #include <cstdarg>

@@ -1,3 +1,4 @@
+// Reads and writes safetensors files of fp32 tensors and string metadata (Safetensors.h).
 #include "runtime/io/Safetensors.h"
 
 #include "runtime/io/FileKind.h"

@@ -1,3 +1,4 @@
+// loadPlan: parses and fully validates plan.json, one-line PlanErrors (Plan.h).
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanSchedule.h"
 

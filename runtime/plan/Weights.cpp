@@ -1,3 +1,4 @@
+// Binds each rank's weights from the plan's files as fp32, transposing on load (Weights.h).
 #include "runtime/plan/Weights.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// freshFloats and the DISAGMOE_DEBUG_NAN_FILL switch of NaN-filled buffers (FreshBuffers.h).
 #include "runtime/tensor/FreshBuffers.h"
 
 #include <atomic>

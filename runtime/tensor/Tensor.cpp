@@ -1,3 +1,4 @@
+// The dense row-major fp32 Tensor: construction, element counts, shape strings (Tensor.h).
 #include "runtime/tensor/Tensor.h"
 
 namespace disagmoe {

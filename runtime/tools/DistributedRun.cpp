@@ -1,3 +1,4 @@
+// disagmoe-run's --train and --comm mpi modes: training, one process per rank (DistributedRun.h).
 #include "runtime/tools/DistributedRun.h"
 
 #include "runtime/backends/cpu/BackwardKernels.h"

@@ -1,3 +1,4 @@
+// Up-front mkstemp probes that disagmoe-run's output paths are writable (OutputPath.h).
 #include "runtime/tools/OutputPath.h"
 
 #include "runtime/io/FileKind.h"

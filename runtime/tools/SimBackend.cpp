@@ -1,3 +1,4 @@
+// disagmoe-run's `sim` backend: replays the plan's schedule, prints step stats (SimBackend.h).
 #include "runtime/tools/SimBackend.h"
 
 #include "runtime/sim/Simulator.h"

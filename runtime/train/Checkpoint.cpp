@@ -1,3 +1,4 @@
+// Training checkpoints as one atomically written safetensors file: save and resume (Checkpoint.h).
 #include "runtime/train/Checkpoint.h"
 
 #include "runtime/executor/RankWorker.h"

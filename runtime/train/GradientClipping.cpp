@@ -1,3 +1,4 @@
+// Global L2 gradient-norm clipping across ranks, bit-identical on every rank (GradientClipping.h).
 #include "runtime/train/GradientClipping.h"
 
 #include "runtime/executor/RankWorker.h"

@@ -1,3 +1,4 @@
+// Linear warm-up then cosine decay to lr_min learning-rate schedule (LrSchedule.h).
 #include "runtime/train/LrSchedule.h"
 
 #include <cmath>

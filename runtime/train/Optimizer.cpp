@@ -1,3 +1,4 @@
+// SGD and AdamW steps on fp32 master weights, as PyTorch 1.13's single-tensor ones (Optimizer.h).
 #include "runtime/train/Optimizer.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Reads bytes/uint16/uint32/Megatron token files and cuts training batches (TokenData.h).
 #include "runtime/train/TokenData.h"
 #include "runtime/io/FileKind.h"
 

@@ -1,3 +1,4 @@
+// One rank's training step: forward, causal LM loss, program walked backward (TrainStep.h).
 #include "runtime/train/TrainStep.h"
 
 #include "runtime/executor/CommStream.h"

@@ -1,3 +1,4 @@
+// Trainer: weights, gradients and optimizer state, trainRank on every rank per step (Trainer.h).
 #include "runtime/train/Trainer.h"
 
 #include "runtime/exchange/CountedExchange.h"

@@ -1,3 +1,4 @@
+// disagmoe-run --train --data loop: steps, progress, loss log, checkpoints (TrainingLoop.h).
 #include "runtime/train/TrainingLoop.h"
 #include "runtime/io/FileKind.h"
 

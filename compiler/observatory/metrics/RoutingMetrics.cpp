@@ -1,3 +1,4 @@
+// Max/mean, Gini, EP send matrix and Dirichlet alpha fit of expert counts (RoutingMetrics.h).
 #include "compiler/observatory/metrics/RoutingMetrics.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// fp32 CPU backward kernels: dx written, dW accumulated, GEMMs on cblas (BackwardKernels.h).
 #include "runtime/backends/cpu/BackwardKernels.h"
 
 #include "runtime/backends/cpu/FamilyKernels.h"

@@ -1,3 +1,4 @@
+// fp32 CPU forward kernels of Qwen3/GPT-OSS/DeepSeek additions to Mixtral (FamilyKernels.h).
 #include "runtime/backends/cpu/FamilyKernels.h"
 
 #include "runtime/backends/cpu/Kernels.h"

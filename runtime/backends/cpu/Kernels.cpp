@@ -1,3 +1,4 @@
+// fp32 CPU forward kernels after HF Mixtral: norm, rope, attention, router, SwiGLU (Kernels.h).
 #include "runtime/backends/cpu/Kernels.h"
 
 #include "runtime/backends/cpu/FamilyKernels.h"

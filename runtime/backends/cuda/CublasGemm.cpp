@@ -1,3 +1,4 @@
+// Row-major bf16 and fp32 GEMMs through cublasGemmEx / cublasSgemm (CublasGemm.h).
 #include "runtime/backends/cuda/CublasGemm.h"
 
 namespace disagmoe::cuda {

@@ -1,3 +1,4 @@
+// Causal GQA attention kernel, one block per query/head, online softmax (CudaAttention.h).
 #include "runtime/backends/cuda/CudaAttention.h"
 
 #include "runtime/backends/cuda/BlockReduce.cuh"

@@ -1,3 +1,4 @@
+// fp32 <-> bf16 conversion kernels, round to nearest even (CudaCast.h).
 #include "runtime/backends/cuda/CudaCast.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"

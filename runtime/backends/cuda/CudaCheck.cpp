@@ -1,3 +1,4 @@
+// CudaError messages of failed CUDA runtime and cuBLAS calls (CudaCheck.h).
 #include "runtime/backends/cuda/CudaCheck.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// Expert dispatch gather and fixed-order, atomic-free combine kernels (CudaPermutation.h).
 #include "runtime/backends/cuda/CudaPermutation.h"
 
 #include "runtime/backends/cuda/LaunchGeometry.h"

@@ -1,3 +1,4 @@
+// RMSNorm kernel, one block per token, fp32 sum of squares in shared memory (CudaRmsNorm.h).
 #include "runtime/backends/cuda/CudaRmsNorm.h"
 
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// Rotate-half rotary position embedding kernel, in place, CPU kernel's steps (CudaRope.h).
 #include "runtime/backends/cuda/CudaRope.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"

@@ -1,3 +1,4 @@
+// Router top-k and gate-weight kernels with the CPU kernels' exact semantics (CudaRouter.h).
 #include "runtime/backends/cuda/CudaRouter.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"

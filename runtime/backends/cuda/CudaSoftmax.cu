@@ -1,3 +1,4 @@
+// Row-wise stable softmax kernel, fp32 max, double sum, one block per row (CudaSoftmax.h).
 #include "runtime/backends/cuda/CudaSoftmax.h"
 
 #include "runtime/backends/cuda/BlockReduce.cuh"

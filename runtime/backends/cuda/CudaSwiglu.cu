@@ -1,3 +1,4 @@
+// Elementwise SwiGLU and GPT-OSS clamped swiglu kernels of the experts (CudaSwiglu.h).
 #include "runtime/backends/cuda/CudaSwiglu.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"

@@ -1,3 +1,4 @@
+// Host plan of the expert permutation: counts, offsets, gather and combine lists (DispatchPlan.h).
 #include "runtime/backends/cuda/DispatchPlan.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Maps a row-major GEMM onto cuBLAS's column-major call by swapping operands (GemmMapping.h).
 #include "runtime/backends/cuda/GemmMapping.h"
 
 #include <algorithm>

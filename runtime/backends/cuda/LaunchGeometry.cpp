@@ -1,3 +1,4 @@
+// Argument checks and launch geometry of the cuda backend's kernels (LaunchGeometry.h).
 #include "runtime/backends/cuda/LaunchGeometry.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// The in-process `local` comm: per-(src, dst, tag) FIFO mailboxes, one thread a rank (LocalComm.h).
 #include "runtime/comm/local/LocalComm.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// The `mpi` comm backend: one comm thread drives MPI_Isend/Iprobe/Recv for the workers (MpiComm.h).
 #include "runtime/comm/mpi/MpiComm.h"
 
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// nccl backend's per-source delivery in header-arrival order, CUDA-free (ArrivalQueue.h).
 #include "runtime/comm/nccl/ArrivalQueue.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// CUDA-free nccl pieces: local rank, device, unique-id bytes, control header (NcclBootstrap.h).
 #include "runtime/comm/nccl/NcclBootstrap.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// The `nccl` comm: MPI bootstrap, one GPU per rank, NCCL send/recv and all-reduce (NcclComm.h).
 #include "runtime/comm/nccl/NcclComm.h"
 
 #include "runtime/comm/nccl/ArrivalQueue.h"

@@ -1,3 +1,4 @@
+// Runtime unit-test helpers: goldens, temp dirs, tiny Mixtral plan.json builder (TestSupport.h).
 #include "TestSupport.h"
 
 #include "runtime/io/Npy.h"
