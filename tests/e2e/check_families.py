@@ -69,8 +69,7 @@ def logits_bound(sdir, shape):
 
 
 def note_worst(worst, name, bound, got, want):
-    nw, el = bound.measure(got, want)
-    share = max(nw * error_model.U / bound.normwise, el * error_model.U / bound.element)
+    share = bound.share(got, want)
     if share >= worst.get(name, (-1.0, ""))[0]:
         worst[name] = (share, bound.check(got, want)[1])
 

@@ -72,7 +72,7 @@ def checks_on(bin_dir, plan, gold, work):
     run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", gold.ids, "--output", logits])
     bound = error_model.logits_bound(gold.cfg, s)
     ok, _ = bound.check(np.load(logits), gold.logits)
-    out["forward logits"] = (ok, ratio(bound, np.load(logits), gold.logits))
+    out["forward logits"] = (ok, bound.share(np.load(logits), gold.logits))
     gdir = os.path.join(work, "grads")
     shutil.rmtree(gdir, ignore_errors=True)
     text = run([os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--input", gold.ids, "--optimizer", "sgd",
@@ -80,25 +80,17 @@ def checks_on(bin_dir, plan, gold, work):
     loss = float(re.search(r"^step 1: loss (\S+) over", text, re.M).group(1))
     lb = error_model.loss_bound(gold.cfg, s, tokens)
     ok, _ = lb.check(np.array([loss]), np.array([gold.loss]))
-    out["training loss"] = (ok, ratio(lb, np.array([loss]), np.array([gold.loss])))
+    out["training loss"] = (ok, lb.share(np.array([loss]), np.array([gold.loss])))
     gb = error_model.grad_bound(gold.cfg, s, tokens)
     worst, all_ok = 0.0, True
     for key, want in gold.grads.items():
         got = np.load(os.path.join(gdir, key + ".npy"))
         ok, _ = gb.check(got, want)
         all_ok &= ok
-        worst = max(worst, ratio(gb, got, want))
+        worst = max(worst, gb.share(got, want))
     out["training gradients"] = (all_ok, worst)
     return out
 
-
-def ratio(bound, got, ref):
-    """The larger of measured / bound of the bound's two checks (> 1: the check fails)."""
-    nw, el = bound.measure(got, ref)
-    r = el * error_model.U / bound.element
-    if np.size(ref) > 1:
-        r = max(r, nw * error_model.U / bound.normwise)
-    return r
 
 
 def scale_weight(doc, name, factor, work):

@@ -117,8 +117,7 @@ def check_sample(bin_dir, sdir, tdir, work, name, micro_batches):
             failures.append(f"{label}: grad {key} shape {ours.shape} vs {ref.shape}")
             continue
         ok, text = BOUNDS["grad"].check(ours, ref)
-        nw, el = BOUNDS["grad"].measure(ours, ref)
-        share = max(nw * error_model.U / BOUNDS["grad"].normwise, el * error_model.U / BOUNDS["grad"].element)
+        share = BOUNDS["grad"].share(ours, ref)
         worst_grad = max(worst_grad, (float(share), f"{key}: {text}"))
         if not ok:
             failures.append(f"{label}: grad {key}: {text}")

@@ -191,8 +191,7 @@ def compare_regenerated(label, ref, new, d, mask=None):
         return True, f"{label}: empty"
     bound = Bound(d)
     ok, text = bound.check(new, ref)
-    nw, el = bound.measure(new, ref)
-    share = max(nw * U / bound.normwise, el * U / bound.element)
+    share = bound.share(new, ref)
     if share >= _WORST[0]:
         _WORST[:] = [share, f"{label}: {text}"]
     return ok, f"{label}: {text}"
