@@ -27,6 +27,8 @@ def config_of(model_dir):
     """golden/config.json of the sample or, for an export form without one, of its parent sample."""
     d = model_dir
     while not os.path.exists(os.path.join(d, "golden", "config.json")):
+        if os.path.dirname(d) == d:
+            raise SystemExit(f"FAIL: no golden/config.json for {model_dir} or a folder above it")
         d = os.path.dirname(d)
     return json.load(open(os.path.join(d, "golden", "config.json")))
 

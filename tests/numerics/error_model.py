@@ -237,6 +237,3 @@ def forward_chain_of(golden_dir):
     seqs = [int(m.group(1)) for m in (re.match(r"ids_b\d+_s(\d+)\.npy$", n) for n in os.listdir(golden_dir)) if m]
     return chain_length(cfg, max(seqs, default=cfg.get("trace_seq", 8)))
 
-
-def repo_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
