@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh build
 cd build
 
-NUMERICS='^(e2e\.|Executor|Train|Kernels|KernelsGolden|Backward|FamilyKernels|Optimizer|LrSchedule)'
+NUMERICS='^(e2e\.|Executor|Train|Kernels|Backward|FamilyKernels|Optimizer|LrSchedule)'
 status=0
 run() {  # run LABEL ENV... -- CTEST_ARGS...
   local label=$1 envs=()
