@@ -12,7 +12,9 @@
 #ifndef DISAGMOE_COMPILER_EMIT_EXCHANGECAPACITY_H
 #define DISAGMOE_COMPILER_EMIT_EXCHANGECAPACITY_H
 
-#include "llvm/Support/JSON.h"
+#include "runtime/plan/Plan.h"
+
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -20,12 +22,12 @@
 namespace disagmoe {
 
 /// Sets capacity_tokens of every m2n and n2m exchange of `plan` (emitted by emitPlan and
-/// emitSchedule) to `tokens`. Returns false with `error` (one line naming --capacity-tokens) when
+/// emitSchedule) to `tokens`. Fails with one line naming --capacity-tokens when
 /// `tokens` is outside [1, the default bound of that exchange], or when a message of the plan's
 /// AF-Pipe schedule (its expected size at uniform routing, schedule `bytes`) would not fit the
 /// smaller buffer, capacity_tokens x bytes_per_token, which the runtime refuses at load
 /// (runtime/plan/PlanSchedule.h); the error then gives the smallest N that fits.
-bool applyExchangeCapacity(llvm::json::Object &plan, int64_t tokens, std::string &error);
+llvm::Error applyExchangeCapacity(Plan &plan, int64_t tokens);
 
 } // namespace disagmoe
 

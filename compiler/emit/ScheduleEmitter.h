@@ -10,20 +10,21 @@
 #ifndef DISAGMOE_COMPILER_EMIT_SCHEDULEEMITTER_H
 #define DISAGMOE_COMPILER_EMIT_SCHEDULEEMITTER_H
 
+#include "runtime/plan/Plan.h"
+
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/JSON.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
 namespace disagmoe {
 
-/// Adds `schedule` to `plan` (which emitPlan filled from the same module). Returns false with
-/// `error` (one line) when the schedule cannot be read or fails verification (the verifier's
-/// message names the rank pair and the instruction). A module without a schedule (the cost model
-/// could not size it: its `afpipe.unscheduled` attribute says why) gets no section; `note` says
-/// so and the result is true.
-bool emitSchedule(mlir::ModuleOp module, llvm::json::Object &plan, std::string &error,
-                  std::string &note);
+/// Sets plan.schedule (the plan emitPlan built from the same module). Fails with one line when
+/// the schedule cannot be read or fails verification (the verifier's message names the rank pair
+/// and the instruction). A module without a schedule (the cost model could not size it: its
+/// `afpipe.unscheduled` attribute says why) gets none: the result is then a note saying so, and ""
+/// when the schedule was added.
+llvm::Expected<std::string> emitSchedule(mlir::ModuleOp module, Plan &plan);
 
 } // namespace disagmoe
 

@@ -133,11 +133,11 @@ int routeStatsMain(int argc, char **argv) {
     if (!outputExisted)
       std::filesystem::remove(output.getValue(), ignored); // only removes an empty folder
   };
-  json::Object plan;
-  if (!disagmoe::emitPlan(*module, input, plan, error) ||
-      !disagmoe::writePlan(plan, o.planDir, error)) {
+  llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, input);
+  llvm::Error saved = plan ? disagmoe::savePlan(*plan, o.planDir) : plan.takeError();
+  if (saved) {
     discard();
-    errs() << "disagmoe: " << input << ": " << error << "\n";
+    errs() << "disagmoe: " << input << ": " << llvm::toString(std::move(saved)) << "\n";
     return 1;
   }
 

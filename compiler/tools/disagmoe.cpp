@@ -144,19 +144,20 @@ int compileMain(int argc, char **argv) {
   outs().flush();
   if (!module)
     return fail(error);
-  json::Object plan;
-  if (!disagmoe::emitPlan(*module, input, plan, error))
-    return fail(input + ": " + error);
-  std::string note;
-  if (!disagmoe::emitSchedule(*module, plan, error, note))
-    return fail(input + ": " + error);
-  if (!note.empty())
-    errs() << "disagmoe: note: " << input << ": " << note << "\n";
-  if (capacityTokens.getNumOccurrences() &&
-      !disagmoe::applyExchangeCapacity(plan, static_cast<int64_t>(capacityTokens), error))
-    return fail(input + ": " + error);
-  if (!disagmoe::writePlan(plan, output, error))
-    return fail(error);
+  llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, input);
+  if (!plan)
+    return fail(input + ": " + llvm::toString(plan.takeError()));
+  llvm::Expected<std::string> note = disagmoe::emitSchedule(*module, *plan);
+  if (!note)
+    return fail(input + ": " + llvm::toString(note.takeError()));
+  if (!note->empty())
+    errs() << "disagmoe: note: " << input << ": " << *note << "\n";
+  if (capacityTokens.getNumOccurrences())
+    if (llvm::Error e =
+            disagmoe::applyExchangeCapacity(*plan, static_cast<int64_t>(capacityTokens)))
+      return fail(input + ": " + llvm::toString(std::move(e)));
+  if (llvm::Error e = disagmoe::savePlan(*plan, output))
+    return fail(llvm::toString(std::move(e)));
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.
   errs() << "disagmoe: wrote " << output << "/plan.json\n";
   return 0;

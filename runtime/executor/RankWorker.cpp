@@ -268,9 +268,10 @@ private:
       freshAssign(topGates_.data, n * model_.topK);
       cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring,
                        topIds_.data(), topGates_.data.data());
-      if (c.routedScalingFactor != 1.0f) // DeepSeek's routed_scaling_factor
+      const float scale = c.routedScalingFactor.value_or(1.0f);
+      if (scale != 1.0f) // DeepSeek's routed_scaling_factor
         for (float &g : topGates_.data)
-          g *= c.routedScalingFactor;
+          g *= scale;
       topGates_.layer = l;
       if (recordRouting_)
         result_.routing.push_back({l, tokens_, topIds_});

@@ -1,6 +1,7 @@
 // loadPlan: parses and fully validates plan.json, one-line PlanErrors (Plan.h).
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanSchedule.h"
+#include "runtime/plan/PlanSchema.h"
 
 #include "runtime/tensor/Tensor.h"
 
@@ -19,103 +20,12 @@ namespace disagmoe {
 
 using json = nlohmann::json;
 
-const char *toString(ComponentKind kind) {
-  switch (kind) {
-  case ComponentKind::Embedding:
-    return "embedding";
-  case ComponentKind::RmsNorm:
-    return "rms_norm";
-  case ComponentKind::Attention:
-    return "attention";
-  case ComponentKind::Router:
-    return "router";
-  case ComponentKind::Experts:
-    return "experts";
-  case ComponentKind::Head:
-    return "head";
-  case ComponentKind::DenseFfn:
-    return "dense_ffn";
-  case ComponentKind::MlaAttention:
-    return "mla_attention";
-  }
-  return "?";
-}
-
-const char *toString(NormRole role) {
-  switch (role) {
-  case NormRole::None:
-    return "none";
-  case NormRole::AttnNorm:
-    return "attn_norm";
-  case NormRole::FfnNorm:
-    return "ffn_norm";
-  case NormRole::FinalNorm:
-    return "final_norm";
-  }
-  return "?";
-}
-
-const char *toString(GroupRole role) { return role == GroupRole::Attention ? "attention" : "ffn"; }
-
-const char *toString(ExchangeKind kind) {
-  switch (kind) {
-  case ExchangeKind::M2n:
-    return "m2n";
-  case ExchangeKind::N2m:
-    return "n2m";
-  case ExchangeKind::Residual:
-    return "residual";
-  case ExchangeKind::Embedding:
-    return "embedding";
-  case ExchangeKind::Head:
-    return "head";
-  }
-  return "?";
-}
-
-const char *toString(OpCode op) {
-  switch (op) {
-  case OpCode::Embed:
-    return "embed";
-  case OpCode::RmsNorm:
-    return "rms_norm";
-  case OpCode::Attention:
-    return "attention";
-  case OpCode::ResidualAdd:
-    return "residual_add";
-  case OpCode::Router:
-    return "router";
-  case OpCode::M2nSend:
-    return "m2n_send";
-  case OpCode::ResidualSend:
-    return "residual_send";
-  case OpCode::ResidualRecv:
-    return "residual_recv";
-  case OpCode::N2mRecv:
-    return "n2m_recv";
-  case OpCode::Head:
-    return "head";
-  case OpCode::M2nRecv:
-    return "m2n_recv";
-  case OpCode::Experts:
-    return "experts";
-  case OpCode::N2mSend:
-    return "n2m_send";
-  case OpCode::DenseFfn:
-    return "dense_ffn";
-  case OpCode::EmbedSend:
-    return "embed_send";
-  case OpCode::EmbedRecv:
-    return "embed_recv";
-  case OpCode::HeadSend:
-    return "head_send";
-  case OpCode::HeadRecv:
-    return "head_recv";
-  }
-  return "?";
-}
-
-const char *toString(DenseFfnRole role) { return role == DenseFfnRole::Dense ? "dense" : "shared"; }
+const char *toString(ComponentKind kind) { return schema::kComponentKinds[static_cast<int>(kind)]; }
+const char *toString(NormRole role) { return schema::kNormRoles[static_cast<int>(role)]; }
+const char *toString(GroupRole role) { return schema::kGroupRoles[static_cast<int>(role)]; }
+const char *toString(ExchangeKind kind) { return schema::kExchangeKinds[static_cast<int>(kind)]; }
+const char *toString(OpCode op) { return schema::kOpCodes[static_cast<int>(op)]; }
+const char *toString(DenseFfnRole role) { return schema::kDenseFfnRoles[static_cast<int>(role)]; }
 
 int64_t Placement::attentionSize() const {
   return static_cast<int64_t>(groups[attentionGroups[0]].ranks.size());
@@ -147,107 +57,8 @@ int64_t bytesPerTokenOf(ExchangeKind kind, int64_t hiddenSize, int64_t topK) {
 
 namespace {
 
-// A JSON value with its field path ("model.weights[3].shape"), so every error names the field.
-class Node {
-public:
-  Node(const std::string &file, const json &value, std::string path)
-      : file_(file), value_(value), path_(std::move(path)) {}
-
-  const std::string &path() const { return path_; }
-  const json &raw() const { return value_; }
-
-  [[noreturn]] void fail(const std::string &message) const {
-    throw PlanError(file_ + ": " + (path_.empty() ? std::string("(top level)") : path_) + ": " +
-                    message);
-  }
-
-  bool has(const char *key) const { return value_.is_object() && value_.contains(key); }
-
-  Node operator[](const char *key) const {
-    if (!value_.is_object())
-      fail("expected an object, got " + describe());
-    auto it = value_.find(key);
-    if (it == value_.end())
-      Node(file_, value_, child(key)).fail("missing");
-    return Node(file_, *it, child(key));
-  }
-
-  size_t size() const {
-    if (!value_.is_array())
-      fail("expected an array, got " + describe());
-    return value_.size();
-  }
-
-  Node operator[](size_t i) const {
-    return Node(file_, value_.at(i), path_ + "[" + std::to_string(i) + "]");
-  }
-
-  int64_t integer(int64_t lo, int64_t hi) const {
-    if (!value_.is_number_integer())
-      fail("expected an integer, got " + describe());
-    if (value_.is_number_unsigned() && value_.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      fail(describe() + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
-           "]");
-    int64_t v = value_.get<int64_t>();
-    if (v < lo || v > hi)
-      fail(std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "]");
-    return v;
-  }
-
-  double positiveNumber() const {
-    if (!value_.is_number())
-      fail("expected a number, got " + describe());
-    double v = value_.get<double>();
-    if (!(v > 0) || v > 1e30)
-      fail(describe() + " must be a positive number");
-    return v;
-  }
-
-  std::string string() const {
-    if (!value_.is_string())
-      fail("expected a string, got " + describe());
-    return value_.get<std::string>();
-  }
-
-  bool boolean() const {
-    if (!value_.is_boolean())
-      fail("expected true or false, got " + describe());
-    return value_.get<bool>();
-  }
-
-  // One of `names` (the JSON spellings of enum values 0..n-1).
-  template <typename Enum, size_t N> Enum choice(const char *const (&names)[N]) const {
-    std::string s = string();
-    for (size_t i = 0; i < N; ++i)
-      if (s == names[i])
-        return static_cast<Enum>(i);
-    std::string expected;
-    for (size_t i = 0; i < N; ++i)
-      expected += (i ? ", " : "") + std::string(names[i]);
-    fail("\"" + s + "\" is not one of " + expected);
-  }
-
-  std::string describe() const {
-    std::string kind = value_.is_null()      ? "null"
-                       : value_.is_string()  ? "string"
-                       : value_.is_boolean() ? "boolean"
-                       : value_.is_number()  ? "number"
-                       : value_.is_array()   ? "array"
-                                             : "object";
-    std::string text = value_.dump();
-    if (text.size() > 40)
-      text = text.substr(0, 37) + "...";
-    return kind + " " + text;
-  }
-
-private:
-  std::string child(const char *key) const { return path_.empty() ? key : path_ + "." + key; }
-
-  const std::string &file_;
-  const json &value_;
-  std::string path_;
-};
+using schema::Node;
+using namespace schema; // the enum spellings (kOpCodes, ...)
 
 std::string joinRanks(const std::vector<int> &ranks) {
   std::string s;
@@ -255,21 +66,6 @@ std::string joinRanks(const std::vector<int> &ranks) {
     s += (i ? "," : "") + std::to_string(ranks[i]);
   return s;
 }
-
-const char *const kScorings[] = {"softmax_topk_renorm", "softmax_topk", "topk_softmax"};
-const char *const kComponentKinds[] = {"embedding", "rms_norm", "attention", "router",
-                                       "experts",   "head",     "dense_ffn", "mla_attention"};
-const char *const kDenseFfnRoles[] = {"dense", "shared"};
-const char *const kActivations[] = {"swiglu",    "swiglu_oai", "relu",
-                                    "gelu_tanh", "silu",       "identity"};
-const char *const kNormRoles[] = {"none", "attn_norm", "ffn_norm", "final_norm"};
-const char *const kGroupRoles[] = {"attention", "ffn"};
-const char *const kStreams[] = {"forward", "backward", "comm"};
-const char *const kExchangeKinds[] = {"m2n", "n2m", "residual", "embedding", "head"};
-const char *const kOpCodes[] = {
-    "embed",         "rms_norm",      "attention",  "residual_add", "router",    "m2n_send",
-    "residual_send", "residual_recv", "n2m_recv",   "head",         "m2n_recv",  "experts",
-    "n2m_send",      "dense_ffn",     "embed_send", "embed_recv",   "head_send", "head_recv"};
 
 bool isExchangeOp(OpCode op) {
   return op == OpCode::M2nSend || op == OpCode::ResidualSend || op == OpCode::ResidualRecv ||
@@ -308,6 +104,7 @@ public:
                                    : (std::filesystem::path(plan_.dir) / file).string();
       const int64_t size = f["size"].integer(0, INT64_MAX);
       const int64_t mtimeNs = f["mtime_ns"].integer(INT64_MIN, INT64_MAX);
+      plan_.files.push_back({file, size, mtimeNs});
       struct stat st;
       if (::stat(path.c_str(), &st) != 0)
         f["path"].fail("weight file \"" + path + "\": cannot open: " + std::strerror(errno));
@@ -347,44 +144,14 @@ public:
   }
 
 private:
-  static constexpr int64_t kMaxDim = int64_t{1} << 30;
-
   void parseHyperParameters(const Node &n) {
     ModelSpec &m = plan_.model;
-    m.family = n["family"].string();
-    m.vocabSize = n["vocab_size"].integer(1, kMaxDim);
-    m.hiddenSize = n["hidden_size"].integer(1, 1 << 20);
-    m.numLayers = n["num_layers"].integer(1, 1 << 16);
-    m.numHeads = n["num_heads"].integer(1, 1 << 12);
-    m.numKvHeads = n["num_kv_heads"].integer(1, m.numHeads);
-    if (m.numHeads % m.numKvHeads != 0)
-      n["num_kv_heads"].fail(std::to_string(m.numKvHeads) + " does not divide num_heads " +
-                             std::to_string(m.numHeads));
-    m.headDim = n["head_dim"].integer(2, 1 << 12);
-    if (m.headDim % 2 != 0)
-      n["head_dim"].fail(std::to_string(m.headDim) + " must be even (rotate-half RoPE)");
-    m.ropeTheta = n["rope_theta"].positiveNumber();
-    m.rmsNormEps = static_cast<float>(n["rms_norm_eps"].positiveNumber());
-    m.numExperts = n["num_experts"].integer(1, 1 << 16);
-    m.topK = n["top_k"].integer(1, m.numExperts);
-    m.expertHidden = n["expert_hidden"].integer(1, 1 << 20);
-    m.routerScoring = n["router_scoring"].choice<RouterScoring>(kScorings);
-    m.batch = n["batch"].integer(1, kMaxDim);
-    m.seqLen = n["seq_len"].integer(1, kMaxDim);
-    // Optional: multi-head latent attention sizes (DeepSeek-V2), required by mla_attention.
-    if (n.has("kv_lora_rank")) {
-      m.kvLoraRank = n["kv_lora_rank"].integer(1, 1 << 20);
-      m.qkNopeHeadDim = n["qk_nope_head_dim"].integer(1, 1 << 12);
-      m.qkRopeHeadDim = n["qk_rope_head_dim"].integer(2, 1 << 12);
-      if (m.qkRopeHeadDim % 2 != 0)
-        n["qk_rope_head_dim"].fail("must be even (rotate-half RoPE)");
-      m.vHeadDim = n["v_head_dim"].integer(1, 1 << 12);
-      if (m.headDim != m.qkNopeHeadDim + m.qkRopeHeadDim)
-        n["head_dim"].fail(std::to_string(m.headDim) +
-                           ", but an MLA model's head_dim is qk_nope_head_dim + "
-                           "qk_rope_head_dim = " +
-                           std::to_string(m.qkNopeHeadDim + m.qkRopeHeadDim));
-    }
+    readFields(n, modelFields(), m);
+    if (m.kvLoraRank > 0 && m.headDim != m.qkNopeHeadDim + m.qkRopeHeadDim)
+      n["head_dim"].fail(std::to_string(m.headDim) +
+                         ", but an MLA model's head_dim is qk_nope_head_dim + "
+                         "qk_rope_head_dim = " +
+                         std::to_string(m.qkNopeHeadDim + m.qkRopeHeadDim));
     // Optional: layers whose FFN is dense (no router, experts, M2N or N2M).
     m.layers.assign(m.numLayers, LayerComponents{});
     if (n.has("dense_layers")) {
@@ -525,33 +292,13 @@ private:
     for (size_t i = 0; i < n.size(); ++i) {
       Node w = n[i];
       WeightSpec spec;
-      spec.name = w["name"].string();
-      if (spec.name.empty())
-        w["name"].fail("empty name");
+      readFields(w, weightFields(), spec);
       if (!seen.emplace(spec.name, i).second)
         w["name"].fail("\"" + spec.name + "\" repeats model.weights[" +
                        std::to_string(seen[spec.name]) + "]");
-      spec.dtype = w["dtype"].string();
-      if (spec.dtype != "float32")
-        w["dtype"].fail("\"" + spec.dtype + "\" is not supported (version 1 reads float32)");
-      Node shape = w["shape"];
-      if (shape.size() == 0)
-        shape.fail("a weight needs at least one dimension");
-      for (size_t d = 0; d < shape.size(); ++d)
-        spec.shape.push_back(shape[d].integer(1, kMaxDim));
-      if (w.has("transposed"))
-        spec.transposed = w["transposed"].boolean();
-      if (spec.transposed && spec.shape.size() != 2)
-        w["transposed"].fail("only 2-D weights can be transposed; shape is " +
-                             shapeToString(spec.shape));
-      spec.file = w["file"].string();
-      if (spec.file.empty())
-        w["file"].fail("empty file name");
       spec.path = std::filesystem::path(spec.file).is_absolute()
                       ? spec.file
                       : (std::filesystem::path(plan_.dir) / spec.file).string();
-      spec.offset = static_cast<uint64_t>(w["offset"].integer(0, INT64_MAX));
-      spec.length = static_cast<uint64_t>(w["length"].integer(0, INT64_MAX));
       const uint64_t expected = static_cast<uint64_t>(numelOf(spec.shape)) * 4;
       if (spec.length != expected)
         w["length"].fail(std::to_string(spec.length) + " does not match shape " +
@@ -615,21 +362,12 @@ private:
           comp.kind == ComponentKind::Attention || comp.kind == ComponentKind::Router ||
           comp.kind == ComponentKind::Experts || comp.kind == ComponentKind::RmsNorm ||
           comp.kind == ComponentKind::DenseFfn || comp.kind == ComponentKind::MlaAttention;
-      if (comp.kind == ComponentKind::RmsNorm) {
-        comp.role = c["role"].choice<NormRole>(kNormRoles);
-        if (comp.role == NormRole::None)
-          c["role"].fail("an rms_norm needs a role (attn_norm, ffn_norm, final_norm)");
-        if (comp.role == NormRole::FinalNorm) {
-          comp.layer = c["layer"].integer(-1, -1);
-        } else {
-          comp.layer = c["layer"].integer(0, m.numLayers - 1);
-        }
-        comp.eps = static_cast<float>(c["eps"].positiveNumber());
-      } else if (layered) {
+      readFields(c, componentFields(), comp); // role, eps, activation, ... (PlanSchema.cpp)
+      if (comp.kind == ComponentKind::RmsNorm && comp.role == NormRole::FinalNorm)
+        comp.layer = c["layer"].integer(-1, -1);
+      else if (layered)
         comp.layer = c["layer"].integer(0, m.numLayers - 1);
-      }
       if (comp.kind == ComponentKind::DenseFfn) {
-        comp.denseRole = c["role"].choice<DenseFfnRole>(kDenseFfnRoles);
         if ((comp.denseRole == DenseFfnRole::Dense) != m.layers[comp.layer].dense)
           c["role"].fail(std::string("\"") + toString(comp.denseRole) + "\", but layer " +
                          std::to_string(comp.layer) +
@@ -703,12 +441,10 @@ private:
         if (c.has("q_norm")) {
           comp.qNorm = weightField(c, "q_norm", {m.headDim}, "head_dim", attnRanks, use);
           comp.kNorm = weightField(c, "k_norm", {m.headDim}, "head_dim", attnRanks, use);
-          comp.qkNormEps = static_cast<float>(c["qk_norm_eps"].positiveNumber());
+          (void)c["qk_norm_eps"]; // required with q_norm (read with the fields); fails when missing
         }
         if (c.has("sinks"))
           comp.sinks = weightField(c, "sinks", {m.numHeads}, "num_heads", attnRanks, use);
-        if (c.has("sliding_window"))
-          comp.slidingWindow = c["sliding_window"].integer(1, kMaxDim);
         if (m.layers[comp.layer].attention >= 0)
           c.fail("a second attention for layer " + std::to_string(comp.layer));
         m.layers[comp.layer].attention = index;
@@ -720,9 +456,6 @@ private:
         if (c.has("bias"))
           comp.bias = weightField(c, "bias", {m.numExperts}, "num_experts", attnRanks,
                                   layerName + " router");
-        if (c.has("routed_scaling_factor"))
-          comp.routedScalingFactor =
-              static_cast<float>(c["routed_scaling_factor"].positiveNumber());
         m.layers[comp.layer].router = index;
         break;
       case ComponentKind::MlaAttention: {
@@ -740,10 +473,6 @@ private:
                                 "kv_lora_rank, num_heads*(qk_nope+v_head_dim)", attnRanks, use);
         comp.wo = weightField(c, "wo", {heads * v, H}, "num_heads*v_head_dim, hidden_size",
                               attnRanks, use);
-        comp.kvNormEps = static_cast<float>(c["kv_norm_eps"].positiveNumber());
-        comp.softmaxScale = static_cast<float>(c["softmax_scale"].positiveNumber());
-        if (c.has("rope_interleaved"))
-          comp.ropeInterleaved = c["rope_interleaved"].boolean();
         if (m.layers[comp.layer].attention >= 0)
           c.fail("a second attention for layer " + std::to_string(comp.layer));
         m.layers[comp.layer].attention = index;
@@ -751,12 +480,7 @@ private:
       }
       case ComponentKind::DenseFfn: {
         const std::string use = layerName + " " + toString(comp.denseRole) + " FFN";
-        comp.ffnHidden = c["ffn_hidden"].integer(1, 1 << 20);
         const int64_t F = comp.ffnHidden;
-        // side "ffn": every F-rank of the layer's FFN group holds the weights (each runs its
-        // tokens).
-        if (c.has("side"))
-          comp.onFfnSide = c["side"].choice<GroupRole>(kGroupRoles) == GroupRole::Ffn;
         const std::vector<int> &ranks =
             comp.onFfnSide ? p.ffnGroupOfLayer(comp.layer).ranks : attnRanks;
         comp.w1 = weightField(c, "w1", {H, F}, "hidden_size, ffn_hidden", ranks, use);
@@ -769,17 +493,7 @@ private:
       }
       case ComponentKind::Experts: {
         Node experts = c["experts"];
-        if (c.has("activation"))
-          comp.activation = c["activation"].choice<ExpertActivation>(kActivations);
-        if (comp.activation == ExpertActivation::SwigluOai) {
-          comp.swigluLimit = static_cast<float>(c["swiglu_limit"].positiveNumber());
-          comp.swigluAlpha = static_cast<float>(c["swiglu_alpha"].positiveNumber());
-        }
-        if (c.has("fused_gate_up"))
-          comp.fusedGateUp = c["fused_gate_up"].boolean();
         const bool gated = isGated(comp.activation);
-        if (!gated && comp.fusedGateUp)
-          c["fused_gate_up"].fail("a non-gated activation has no gate/up pair to fuse");
         const int64_t gateWidth = comp.fusedGateUp ? 2 * m.expertHidden : m.expertHidden;
         std::vector<int> seenExpert(m.numExperts, -1);
         for (size_t i = 0; i < experts.size(); ++i) {
@@ -993,8 +707,7 @@ private:
     for (size_t i = 0; i < n.size(); ++i) {
       Node x = n[i];
       ExchangeSpec e;
-      e.id = x["id"].string();
-      e.kind = x["kind"].choice<ExchangeKind>(kExchangeKinds);
+      readFields(x, exchangeFields(), e); // id, kind, capacity and bytes per token (PlanSchema.cpp)
       e.layer = x["layer"].integer(0, m.numLayers - 1);
       auto key = std::make_pair(static_cast<int>(e.kind), e.layer);
       const bool edge = e.kind == ExchangeKind::Embedding || e.kind == ExchangeKind::Head;
@@ -1035,8 +748,6 @@ private:
         x["dst_group"].fail(std::to_string(e.dstGroup) + ", but " + toString(e.kind) +
                             " of layer " + std::to_string(e.layer) + " goes to " +
                             toString(dst.role) + " group " + std::to_string(dst.index));
-      e.capacityTokens = x["capacity_tokens"].integer(1, kMaxDim);
-      e.bytesPerToken = x["bytes_per_token"].integer(1, INT64_MAX);
       const int64_t expected = bytesPerTokenOf(e.kind, m.hiddenSize, m.topK);
       if (e.bytesPerToken != expected)
         x["bytes_per_token"].fail(

@@ -1,6 +1,7 @@
 // The plan (`plan.json`, schema "disagmoe-plan" version 1; docs/plan-format.md): what
-// `disagmoe compile` writes and the executor runs. loadPlan parses AND validates it completely, so
-// the executor never meets an inconsistent plan.
+// `disagmoe compile` builds and writes (writePlan) and the executor runs. loadPlan parses AND
+// validates it completely, so the executor never meets an inconsistent plan. The schema (keys,
+// enum spellings, scalar fields) is defined once, in PlanSchema.cpp, for both directions.
 //
 // Errors: every problem is a PlanError with one line "<plan path>: <json.field.path>: <problem>",
 // e.g. "plan.json: model.weights[12].length: 4096 does not match shape [64,128] float32 (32768
@@ -123,10 +124,10 @@ struct Component {
   int bq = -1, bk = -1, bv = -1, bo = -1; ///< attention projection biases
   int qNorm = -1, kNorm = -1;             ///< attention: per-head q/k RMSNorm weights [head_dim]
   float qkNormEps = 0;
-  int sinks = -1;                   ///< attention: per-head sink logits [heads]
-  int64_t slidingWindow = 0;        ///< attention: 0 = full causal
-  int bias = -1;                    ///< router: logits bias [experts]
-  float routedScalingFactor = 1.0f; ///< router: gates multiplied by this
+  int sinks = -1;                           ///< attention: per-head sink logits [heads]
+  int64_t slidingWindow = 0;                ///< attention: 0 = full causal
+  int bias = -1;                            ///< router: logits bias [experts]
+  std::optional<float> routedScalingFactor; ///< router: gates multiplied by this (DeepSeek)
   ExpertActivation activation = ExpertActivation::Swiglu; ///< experts
   float swigluLimit = 0, swigluAlpha = 0;                 ///< experts, SwigluOai
   bool fusedGateUp = false;                     ///< experts: w1 = interleaved [gate|up] columns
@@ -164,6 +165,7 @@ struct ModelSpec {
   int64_t numExperts = 0, topK = 0, expertHidden = 0;
   RouterScoring routerScoring = RouterScoring::SoftmaxTopkRenorm;
   int64_t batch = 0, seqLen = 0; ///< the compiled shape
+  int64_t numSharedExperts = 0;  ///< informational: shared experts per MoE layer
   /// Multi-head latent attention (optional model fields; 0 when the model has no MLA).
   int64_t qkNopeHeadDim = 0, qkRopeHeadDim = 0, vHeadDim = 0, kvLoraRank = 0;
   std::vector<Component> components;
@@ -237,6 +239,8 @@ struct ExchangeSpec {
           dstGroup = 0;       ///< group indices (m2n: attention -> ffn; n2m: ffn -> attention)
   int64_t capacityTokens = 0; ///< most tokens in any one message of this exchange
   int64_t bytesPerToken = 0;  ///< most payload bytes per token (see bytesPerTokenOf)
+  /// F-ranks a token reaches on average under uniform routing (m2n; exchange-volume).
+  std::optional<double> expectedDestinationsPerToken;
 };
 
 /// `memory.ranks`: per global rank, the stated weight bytes (checked against the manifest) and the
@@ -246,10 +250,19 @@ struct MemorySpec {
   std::vector<std::optional<uint64_t>> activationBytes; ///< [worldSize]
 };
 
+/// One entry of `files`: a weight file as the compiler saw it, so that a model overwritten after
+/// compiling is refused at load.
+struct WeightFileStamp {
+  std::string path;    ///< as written (absolute from the compiler)
+  int64_t size = 0;    ///< bytes
+  int64_t mtimeNs = 0; ///< modification time, ns since the Unix epoch
+};
+
 struct Plan {
-  std::string path; ///< the plan.json path as given
-  std::string dir;  ///< its directory, against which weight files resolve
+  std::string path; ///< the plan.json path as given (not written)
+  std::string dir;  ///< its directory, against which weight files resolve (not written)
   std::string source;
+  std::vector<WeightFileStamp> files;
   ModelSpec model;
   Placement placement;
   Programs programs;
@@ -275,5 +288,17 @@ Plan loadPlan(const std::string &planDirOrJson);
 
 /// Same, from JSON text; `planPath` names the plan in messages and anchors relative weight files.
 Plan parsePlan(const std::string &jsonText, const std::string &planPath);
+
+/// The JSON text of `plan` (PlanWriter.cpp): every field parsePlan reads, keys sorted, two-space
+/// indent, a final newline; the model's informational summary (family flags, dense and shared
+/// widths, sliding-window layers, ...) derived from the components. parsePlan(planToJson(p)) gives
+/// a plan whose planToJson is byte-identical. Never throws except std::bad_alloc.
+std::string planToJson(const Plan &plan);
+
+/// Writes planToJson(plan) to `<dir>/plan.json` atomically (a temporary file in `dir`, then
+/// rename), creating `dir` when missing. On failure returns one line naming the path and the
+/// reason, and leaves no temporary file and no directory it created; on success returns "".
+/// Refuses to replace a plan.json that is not a regular file (a link, a device). Never throws.
+std::string writePlan(const Plan &plan, const std::string &dir) noexcept;
 
 } // namespace disagmoe

@@ -208,7 +208,7 @@ private:
 };
 } // namespace
 
-std::string scheduleToJson(const Schedule &s, int indent) {
+json scheduleToJsonValue(const Schedule &s) {
   json root;
   root["kind"] = s.kind;
   root["replicas"] = s.replicas;
@@ -247,7 +247,11 @@ std::string scheduleToJson(const Schedule &s, int indent) {
     programs[p.role] = std::move(list);
   }
   root["programs"] = std::move(programs);
-  return root.dump(indent);
+  return root;
+}
+
+std::string scheduleToJson(const Schedule &s, int indent) {
+  return scheduleToJsonValue(s).dump(indent);
 }
 
 bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {

@@ -1,5 +1,6 @@
 //===- ScheduleJson.h - the schedule section from an nlohmann::json value -*- C++ -*-===//
-// For runtime code that already holds the parsed plan (Plan.cpp); others use scheduleFromJson.
+// For runtime code that already holds the parsed plan (Plan.cpp, PlanWriter.cpp); others use
+// scheduleFromJson / scheduleToJson.
 #ifndef DISAGMOE_RUNTIME_PLAN_SCHEDULEJSON_H
 #define DISAGMOE_RUNTIME_PLAN_SCHEDULEJSON_H
 
@@ -10,6 +11,8 @@
 namespace disagmoe::sched {
 /// Parses `root` (the value of plan.json's "schedule"); false with `error` naming the field.
 bool parseScheduleJson(const nlohmann::json &root, Schedule &out, std::string &error);
+/// The schedule section as a JSON value (what scheduleToJson prints).
+nlohmann::json scheduleToJsonValue(const Schedule &s);
 } // namespace disagmoe::sched
 
 #endif

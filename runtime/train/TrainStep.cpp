@@ -616,7 +616,7 @@ private:
       freshAssign(a.gates, n() * k);
       cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(),
                        a.gates.data(), biasSelection_ ? state_.routerBias[l].data() : nullptr);
-      const float scale = component(model_.layers[l].router).routedScalingFactor;
+      const float scale = component(model_.layers[l].router).routedScalingFactor.value_or(1.0f);
       if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
         for (float &g : a.gates)
           g *= scale;
@@ -941,7 +941,7 @@ private:
       need(a.hasDFfn, "the gate gradients of layer " + std::to_string(l) + " (m2n_send backward)");
       const int64_t E = model_.numExperts;
       std::vector<float> dLogits = freshFloats(n() * E), part = freshFloats(n() * H);
-      const float scale = component(model_.layers[l].router).routedScalingFactor;
+      const float scale = component(model_.layers[l].router).routedScalingFactor.value_or(1.0f);
       if (scale != 1.0f) // g = scale * g', so dL/dg' = scale * dL/dg
         for (float &g : a.dGates)
           g *= scale;
