@@ -3,7 +3,7 @@
 
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
-#include "passes/Passes.h"
+#include "passes/CompilePipeline.h"
 #include "passes/schedule/ModuleSchedule.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -19,42 +19,20 @@
 namespace disagmoe {
 using namespace mlir;
 
-const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names = {"import",    "normalize", "raise",
-                                                 "partition", "groups",    "exchange",
-                                                 "placement", "volume",    "schedule"};
-  return names;
-}
-
 namespace {
-/// Pass argument of each stage after "import".
-std::string passArgument(const std::string &stage) {
-  if (stage == "normalize")
-    return "normalize-onnx";
-  if (stage == "raise")
-    return "raise-onnx-to-moe";
-  if (stage == "partition")
-    return "partition-components";
-  if (stage == "groups")
-    return "assign-groups";
-  if (stage == "exchange")
-    return "fuse-exchange";
-  if (stage == "placement")
-    return "place-groups";
-  if (stage == "volume")
-    return "exchange-volume";
-  if (stage == "schedule")
-    return "afpipe-schedule";
-  return stage;
-}
-
-bool wantsStage(const CompileOptions &o, const std::string &stage) {
+/// `--print-ir-after` asked for `stage` (a short name or pass argument; see compileStages()).
+bool wantsStage(const CompileOptions &o, llvm::StringRef stage) {
   if (o.printIrAfterAll)
     return true;
   for (const std::string &s : o.printIrAfter)
-    if (s == stage || passArgument(s) == passArgument(stage))
+    if (s == stage ||
+        (findCompileStage(s) != nullptr && findCompileStage(s) == findCompileStage(stage)))
       return true;
   return false;
+}
+
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
 /// Collects diagnostics as one line each: "<message>" (the message names the node).
@@ -72,58 +50,34 @@ struct DiagnosticCollector {
 };
 } // namespace
 
-OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
-                                  const CompileOptions &options, llvm::raw_ostream &irOut,
-                                  std::string &error) {
-  if (!options.stopAfter.empty() && std::find(stageNames().begin(), stageNames().end(),
-                                              options.stopAfter) == stageNames().end()) {
-    error = "unknown stage '" + options.stopAfter + "' to stop after";
-    return nullptr;
-  }
-  for (const std::string &s : options.printIrAfter) {
-    bool known = false;
-    for (const std::string &stage : stageNames())
-      known |= s == stage || s == passArgument(stage);
-    if (!known) {
-      error =
-          "--print-ir-after: unknown stage '" + s +
-          "' (expected import, normalize, raise, partition, groups, exchange, placement, volume or "
-          "schedule)";
-      return nullptr;
+llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const std::string &path,
+                                                  const CompileOptions &options,
+                                                  llvm::raw_ostream &irOut) {
+  // The pass pipeline and its option checks are the registered one's (passes/CompilePipeline.h);
+  // they run before the model is loaded, so a bad flag costs no load.
+  CompilePipelineOptions pipeline;
+  pipeline.stopAfter = options.stopAfter;
+  pipeline.groups = options.groups;
+  pipeline.denseSide = options.denseSide;
+  pipeline.sharedExpertsSide = options.sharedExpertsSide;
+  pipeline.embeddingSide = options.embeddingSide;
+  pipeline.headSide = options.headSide;
+  pipeline.attnRanks = options.attnRanks;
+  pipeline.ffnRanks = options.ffnRanks;
+  pipeline.routingProfile = options.routingProfile;
+  pipeline.microBatches = options.microBatches;
+  pipeline.cluster = options.cluster;
+  for (const std::string &s : options.printIrAfter)
+    if (s != "import" && !findCompileStage(s)) {
+      std::string names = "import";
+      for (const CompileStage &stage : compileStages())
+        names += std::string(", ") + stage.name;
+      return fail("--print-ir-after: unknown stage '" + s + "' (expected " + names + ")");
     }
-  }
-  // Limits: the runtime addresses tokens with 32-bit-safe counts and one thread or process per
-  // rank.
-  constexpr int64_t kMaxTokens = int64_t{1} << 30, kMaxRanksPerGroup = 65536, kMaxWorld = 1 << 20;
-  for (auto [name, value] : {std::pair<const char *, int64_t>{"--attn-ranks", options.attnRanks},
-                             {"--ffn-ranks", options.ffnRanks},
-                             {"--groups", options.groups}})
-    if (value < 1 || value > kMaxRanksPerGroup) {
-      error = std::string(name) + " must be in [1, " + std::to_string(kMaxRanksPerGroup) +
-              "], got " + std::to_string(value);
-      return nullptr;
-    }
-  for (auto [name, value] :
-       {std::pair<const char *, const std::string &>{"--dense-side", options.denseSide},
-        {"--shared-experts-side", options.sharedExpertsSide},
-        {"--embedding-side", options.embeddingSide},
-        {"--head-side", options.headSide}})
-    if (value != "attention" && value != "ffn") {
-      error = std::string(name) + " must be attention or ffn, got '" + value + "'";
-      return nullptr;
-    }
-  // Checked before loading the model: the schedule stage refuses it too, but only after the load.
-  if (options.microBatches < 0 || options.microBatches > afpipe::kMaxMicroBatches) {
-    error = "--micro-batches must be in [2p, " + std::to_string(afpipe::kMaxMicroBatches) +
-            "] (0: 2p, p = --groups), got " + std::to_string(options.microBatches);
-    return nullptr;
-  }
-  if (options.groups * (options.attnRanks + options.ffnRanks) > kMaxWorld) {
-    error = "--groups x (--attn-ranks + --ffn-ranks) = " +
-            std::to_string(options.groups * (options.attnRanks + options.ffnRanks)) +
-            " ranks exceeds the supported world size " + std::to_string(kMaxWorld);
-    return nullptr;
-  }
+  if (auto bad = checkCompilePipelineOptions(pipeline))
+    return fail("--" + bad->option + " " + bad->problem);
+  // Limits: the runtime addresses tokens with 32-bit-safe counts.
+  constexpr int64_t kMaxTokens = int64_t{1} << 30;
 
   // Wall time of each phase, printed to stderr with --timing.
   auto clock = std::chrono::steady_clock::now();
@@ -175,10 +129,8 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     return true;
   };
   onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, load, graph);
-  if (!loaded.ok) {
-    error = loaded.error;
-    return nullptr;
-  }
+  if (!loaded.ok)
+    return fail(loaded.error);
   if (options.timing)
     for (const auto &[name, seconds] : loaded.phases)
       llvm::errs() << llvm::formatv("  {0,-24} {1,8:F3} s\n", "  " + name, seconds);
@@ -187,9 +139,10 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
       .loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect, arith::ArithDialect>();
   onnxfe::ImportOptions importOptions;
   importOptions.foldKnownValues = true;
+  std::string error;
   OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, importOptions, error);
   if (!module)
-    return nullptr;
+    return fail(error);
   phase("import");
   graph = onnxfe::Graph(); // the module holds everything from here on
   phase("free the loaded graph");
@@ -204,66 +157,28 @@ OwningOpRef<ModuleOp> compileOnnx(MLIRContext &context, const std::string &path,
     diags(d);
     return success();
   });
-  if (failed(mlir::verify(*module))) {
-    error = path + ": imported IR does not verify: " + diags.first;
-    return nullptr;
-  }
+  if (failed(mlir::verify(*module)))
+    return fail(path + ": imported IR does not verify: " + diags.first);
   phase("verify");
 
   if (options.stopAfter == "import")
     return module;
   PassManager pm(&context);
-  // Each stage's pass, in pipeline order, until options.stopAfter.
-  const std::pair<const char *, std::function<std::unique_ptr<Pass>()>> stages[] = {
-      // Exporter spellings rewritten to the forms raise matches (passes/raise/normalize/).
-      {"normalize", [] { return createNormalizeOnnx(); }},
-      {"raise", [] { return createRaiseOnnxToMoe(); }},
-      {"partition", [] { return createPartitionComponents(); }},
-      {"groups",
-       [&] {
-         return createAssignGroups(AssignGroupsOptions{options.groups, options.denseSide,
-                                                       options.sharedExpertsSide,
-                                                       options.embeddingSide, options.headSide});
-       }},
-      {"exchange", [] { return createFuseExchange(); }},
-      {"placement",
-       [&] {
-         return createPlaceGroups(
-             PlaceGroupsOptions{options.attnRanks, options.ffnRanks, options.routingProfile});
-       }},
-      {"volume", [] { return createExchangeVolume(); }},
-      {"schedule",
-       [&] {
-         return createAfPipeSchedule(AfPipeScheduleOptions{options.microBatches, options.cluster});
-       }},
-  };
-  for (const auto &[name, create] : stages) {
-    pm.addPass(create());
-    if (name == std::string("schedule"))
-      pm.addPass(createAfPipeVerify()); // the compile-time check of the schedule
-    if (options.stopAfter == name)
-      break;
-  }
+  buildCompilePipeline(pm, pipeline);
   if (options.timing)
     pm.enableTiming(); // MLIR's pass timing report, on stderr
   pm.enableIRPrinting(
       /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
       /*shouldPrintAfterPass=*/
       [&](Pass *pass, Operation *) {
-        for (const std::string &stage : stageNames())
-          if (passArgument(stage) == pass->getArgument() && wantsStage(options, stage))
-            return true;
-        return false;
+        return findCompileStage(pass->getArgument()) && wantsStage(options, pass->getArgument());
       },
       /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
       /*printAfterOnlyOnFailure=*/false, irOut, OpPrintingFlags().elideLargeElementsAttrs(8));
   if (failed(pm.run(*module))) {
-    error = path + ": ";
-    for (size_t i = 0; i < diags.all.size(); ++i)
-      error += (i ? "\n" + path + ": " : "") + diags.all[i];
-    if (diags.all.empty())
-      error += "compilation failed";
-    return nullptr;
+    // One line: the first error names the node or option; later ones follow from it.
+    return fail(path + ": " +
+                (diags.all.empty() ? std::string("compilation failed") : diags.first));
   }
   return module;
 }

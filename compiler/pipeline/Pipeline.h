@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -42,7 +43,7 @@ struct CompileOptions {
   /// exchange-volume, afpipe-schedule).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
-  /// Stop after this stage (a name of stageNames(); empty: run the whole pipeline).
+  /// Stop after this stage (import, or a name of compileStages(); empty: run the whole pipeline).
   std::string stopAfter;
   /// Print the wall time of each phase (load, import, verify, each pass) to stderr.
   bool timing = false;
@@ -52,16 +53,15 @@ struct CompileOptions {
   std::string cluster;
 };
 
-/// Short stage names accepted by --print-ir-after, in pipeline order.
-const std::vector<std::string> &stageNames();
-
-/// Loads and imports `path`, runs the pipeline, and returns the placed module (with its verified
-/// `afpipe.schedule` after the schedule stage); on failure returns
-/// null with `error` set to one line naming the file and the node or option at fault. IR dumps go
-/// to `irOut`.
-mlir::OwningOpRef<mlir::ModuleOp> compileOnnx(mlir::MLIRContext &context, const std::string &path,
-                                              const CompileOptions &options,
-                                              llvm::raw_ostream &irOut, std::string &error);
+/// Loads and imports `path`, runs the compile pipeline (passes/CompilePipeline.h, the one
+/// `disagmoe-opt --disagmoe-compile` runs), and returns the placed module (with its verified
+/// `afpipe.schedule` after the schedule stage). Fails with one line naming the file and the node,
+/// or the flag (`--attn-ranks must be in [1, 65536], got 0`), at fault; options are checked before
+/// the model is loaded. IR dumps go to `irOut`.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> compileOnnx(mlir::MLIRContext &context,
+                                                              const std::string &path,
+                                                              const CompileOptions &options,
+                                                              llvm::raw_ostream &irOut);
 
 } // namespace disagmoe
 

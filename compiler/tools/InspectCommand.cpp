@@ -70,12 +70,13 @@ int inspectMain(int argc, char **argv) {
   disagmoe::CompileOptions options;
   options.stopAfter = "raise";
   options.timing = timing;
-  std::string error;
-  auto module = disagmoe::compileOnnx(context, input, options, nulls(), error);
-  if (!module) {
-    errs() << "disagmoe: " << error << "\n";
+  auto compiled = disagmoe::compileOnnx(context, input, options, nulls());
+  if (!compiled) {
+    errs() << "disagmoe: " << llvm::toString(compiled.takeError()) << "\n";
     return 1;
   }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
+  std::string error;
   disagmoe::cost::ModelShape shape;
   if (!disagmoe::configfe::extractModelShape(*module, shape, error)) {
     errs() << "disagmoe: " << input << ": " << error << "\n";

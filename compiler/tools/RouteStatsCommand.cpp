@@ -119,12 +119,13 @@ int routeStatsMain(int argc, char **argv) {
   options.ffnRanks = ffnRanks;
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
-  std::string error;
-  auto module = disagmoe::compileOnnx(context, input, options, nulls(), error);
-  if (!module) {
-    errs() << "disagmoe: " << error << "\n";
+  auto compiled = disagmoe::compileOnnx(context, input, options, nulls());
+  if (!compiled) {
+    errs() << "disagmoe: " << llvm::toString(compiled.takeError()) << "\n";
     return 1;
   }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
+  std::string error;
   std::error_code ec;
   const bool outputExisted = std::filesystem::exists(output.getValue(), ec);
   auto discard = [&] { // the temporary plan, and OUT_DIR when this run created it and left it empty

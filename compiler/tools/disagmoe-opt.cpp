@@ -1,4 +1,5 @@
 //===- disagmoe-opt.cpp - run disagmoe passes on .mlir files --------------===//
+#include "passes/CompilePipeline.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -13,6 +14,7 @@ int main(int argc, char **argv) {
                   disagmoe::afpipe::AfpipeDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
   disagmoe::registerDisagmoePasses();
+  disagmoe::registerCompilePipeline(); // the pipeline `disagmoe compile` runs
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

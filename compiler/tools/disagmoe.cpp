@@ -137,13 +137,13 @@ int compileMain(int argc, char **argv) {
   // Single-threaded: IR printing after passes requires it, and the pipeline is sequential anyway.
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
-  std::string error;
-  auto module = disagmoe::compileOnnx(context, input, options, outs(), error);
+  auto compiled = disagmoe::compileOnnx(context, input, options, outs());
   // Flush the printed IR before any stderr line: errs()' tie to outs() did not hold here
   // (a "wrote" line landed mid-IR under `2>&1 | FileCheck` in CI).
   outs().flush();
-  if (!module)
-    return fail(error);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, input);
   if (!plan)
     return fail(input + ": " + llvm::toString(plan.takeError()));

@@ -15,6 +15,22 @@ namespace disagmoe {
 #define GEN_PASS_DEF_ASSIGNGROUPS
 #include "passes/Passes.h.inc"
 
+std::optional<OptionError> checkAssignGroupsOptions(const AssignGroupsOptions &o) {
+  if (o.groups < 1 || o.groups > kMaxRanksPerGroup)
+    return OptionError{"p", "must be in [1, " + std::to_string(kMaxRanksPerGroup) + "], got " +
+                                std::to_string(o.groups)};
+  // Each always-on FFN (dense layer or shared experts), the embedding and the head run on the
+  // attention or the FFN side.
+  for (auto [value, name] :
+       {std::pair<const std::string &, const char *>{o.denseSide, "dense-side"},
+        {o.sharedExpertsSide, "shared-experts-side"},
+        {o.embeddingSide, "embedding-side"},
+        {o.headSide, "head-side"}})
+    if (value != "attention" && value != "ffn")
+      return OptionError{name, "must be attention or ffn, got '" + value + "'"};
+  return std::nullopt;
+}
+
 namespace {
 using namespace mlir;
 
@@ -24,20 +40,11 @@ struct AssignGroupsPass : impl::AssignGroupsBase<AssignGroupsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     const int64_t p = groups;
-    if (p < 1) {
-      module.emitError() << "assign-groups: p must be at least 1, got " << p;
+    if (auto bad = checkAssignGroupsOptions(
+            AssignGroupsOptions{groups, denseSide, sharedExpertsSide, embeddingSide, headSide})) {
+      module.emitError() << "assign-groups: " << bad->option << " " << bad->problem;
       return signalPassFailure();
     }
-    // Each always-on FFN (dense layer or shared experts) runs on the attention or the FFN side.
-    for (auto [option, name] : {std::pair<StringRef, StringRef>{denseSide, "dense-side"},
-                                {sharedExpertsSide, "shared-experts-side"},
-                                {embeddingSide, "embedding-side"},
-                                {headSide, "head-side"}})
-      if (option != "attention" && option != "ffn") {
-        module.emitError() << "assign-groups: " << name << " must be attention or ffn, got '"
-                           << option << "'";
-        return signalPassFailure();
-      }
     SmallVector<moe::StageOp> stages;
     module.walk([&](moe::StageOp stage) { stages.push_back(stage); });
     if (stages.empty()) {

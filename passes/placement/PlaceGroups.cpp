@@ -18,6 +18,22 @@ namespace disagmoe {
 #define GEN_PASS_DEF_PLACEGROUPS
 #include "passes/Passes.h.inc"
 
+std::optional<OptionError> checkPlaceGroupsOptions(const PlaceGroupsOptions &o, int64_t groups) {
+  for (auto [value, name] :
+       {std::pair<int64_t, const char *>{o.attnRanks, "attn-ranks"}, {o.ffnRanks, "ffn-ranks"}})
+    if (value < 1 || value > kMaxRanksPerGroup)
+      return OptionError{name, "must be in [1, " + std::to_string(kMaxRanksPerGroup) + "], got " +
+                                   std::to_string(value)};
+  if (groups * (o.attnRanks + o.ffnRanks) > kMaxWorldSize)
+    return OptionError{"attn-ranks",
+                       "+ ffn-ranks: p x (" + std::to_string(o.attnRanks) + " + " +
+                           std::to_string(o.ffnRanks) +
+                           ") = " + std::to_string(groups * (o.attnRanks + o.ffnRanks)) +
+                           " ranks exceeds the supported world size " +
+                           std::to_string(kMaxWorldSize) + " (p = " + std::to_string(groups) + ")"};
+  return std::nullopt;
+}
+
 namespace {
 using namespace mlir;
 
@@ -34,9 +50,9 @@ struct PlaceGroupsPass : impl::PlaceGroupsBase<PlaceGroupsPass> {
       return signalPassFailure();
     }
     int64_t p = groupsAttr.getInt();
-    if (attnRanks < 1 || ffnRanks < 1) {
-      module.emitError() << "attn-ranks (" << static_cast<int64_t>(attnRanks) << ") and ffn-ranks ("
-                         << static_cast<int64_t>(ffnRanks) << ") must be at least 1";
+    if (auto bad =
+            checkPlaceGroupsOptions(PlaceGroupsOptions{attnRanks, ffnRanks, routingProfile}, p)) {
+      module.emitError() << "place-groups: " << bad->option << " " << bad->problem;
       return signalPassFailure();
     }
 

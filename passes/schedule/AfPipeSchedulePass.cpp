@@ -14,6 +14,14 @@ namespace disagmoe {
 #define GEN_PASS_DEF_AFPIPESCHEDULE
 #include "passes/Passes.h.inc"
 
+std::optional<OptionError> checkAfPipeScheduleOptions(const AfPipeScheduleOptions &o) {
+  if (o.microBatches < 0 || o.microBatches > afpipe::kMaxMicroBatches)
+    return OptionError{"micro-batches", "must be in [2p, " +
+                                            std::to_string(afpipe::kMaxMicroBatches) +
+                                            "] (0: 2p), got " + std::to_string(o.microBatches)};
+  return std::nullopt;
+}
+
 namespace {
 using namespace mlir;
 
@@ -25,6 +33,10 @@ struct AfPipeSchedulePass : impl::AfPipeScheduleBase<AfPipeSchedulePass> {
     for (auto old : llvm::make_early_inc_range(module.getOps<afpipe::ScheduleOp>()))
       old.erase(); // rebuilding replaces the schedule
     module->removeAttr("afpipe.unscheduled");
+    if (auto bad = checkAfPipeScheduleOptions(AfPipeScheduleOptions{microBatches, cluster})) {
+      module.emitError() << "afpipe-schedule: " << bad->option << " " << bad->problem;
+      return signalPassFailure();
+    }
     afpipe::ModuleScheduleOptions options;
     options.microBatches = microBatches;
     options.clusterPath = cluster;

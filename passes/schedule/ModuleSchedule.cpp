@@ -53,11 +53,7 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
   c.ffnRanks = dict.getAs<mlir::IntegerAttr>("ffn_ranks").getInt();
   const int64_t world = dict.getAs<mlir::IntegerAttr>("world_size").getInt();
   c.replicas = 1;
-  if (options.microBatches < 0 || options.microBatches > kMaxMicroBatches) {
-    error = "micro-batches must be in [2p, " + std::to_string(kMaxMicroBatches) +
-            "] (0: 2p), got " + std::to_string(options.microBatches);
-    return Status::Failed;
-  }
+  // The range [0, kMaxMicroBatches] is the pass's option check (checkAfPipeScheduleOptions).
   c.microbatches = options.microBatches > 0 ? options.microBatches : 2 * c.groups;
   if (c.microbatches < 2 * c.groups) {
     error = "micro-batches " + std::to_string(c.microbatches) +

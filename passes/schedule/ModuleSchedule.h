@@ -33,10 +33,10 @@ enum class ModuleScheduleStatus { Built, Unsized, Failed };
 
 /// Builds and verifies (verifySchedule with the placement's world size) the schedule of `module`.
 /// Unsized: the cost model cannot size the model (e.g. multi-head latent attention is not in
-/// runtime/cost yet); `error` says why. Failed: bad options (micro-batches negative, under 2p or
-/// over kMaxMicroBatches; more than max(4, 2 x batch) A-ranks per group, since
-/// sequence s of a micro-batch runs on A-rank s mod dA and the rest have no work), no placement, or
-/// a failed check.
+/// runtime/cost yet); `error` says why. Failed: bad options (micro-batches under 2p, the range
+/// [0, kMaxMicroBatches] being checked by the pass's checkAfPipeScheduleOptions; more than max(4, 2
+/// x batch) A-ranks per group, since sequence s of a micro-batch runs on A-rank s mod dA and the
+/// rest have no work), no placement, or a failed check.
 ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
                                          const ModuleScheduleOptions &options, sched::Schedule &out,
                                          std::string &error);

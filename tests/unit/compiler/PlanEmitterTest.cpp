@@ -30,12 +30,12 @@ json::Object compileSample(int64_t attn, int64_t ffn, int64_t groups = 1) {
   options.attnRanks = attn;
   options.ffnRanks = ffn;
   options.groups = groups;
-  std::string error;
-  auto module =
-      disagmoe::compileOnnx(context, kSample + "/model.onnx", options, llvm::nulls(), error);
-  EXPECT_TRUE(module) << error;
-  if (!module)
+  auto compiled = disagmoe::compileOnnx(context, kSample + "/model.onnx", options, llvm::nulls());
+  if (!compiled) {
+    ADD_FAILURE() << llvm::toString(compiled.takeError());
     return json::Object();
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   // Through the runtime's writer: what `disagmoe compile` writes to plan.json.
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, kSample + "/model.onnx");
   if (!plan) {

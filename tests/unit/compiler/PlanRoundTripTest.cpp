@@ -61,9 +61,9 @@ void expectRoundTrip(const std::string &model, const disagmoe::CompileOptions &o
                      int64_t capacityTokens = 0) {
   SCOPED_TRACE(model);
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  std::string error;
-  auto module = disagmoe::compileOnnx(context, model, options, llvm::nulls(), error);
-  ASSERT_TRUE(module) << error;
+  auto compiled = disagmoe::compileOnnx(context, model, options, llvm::nulls());
+  ASSERT_TRUE(static_cast<bool>(compiled)) << llvm::toString(compiled.takeError());
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, model);
   ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
   llvm::Expected<std::string> note = disagmoe::emitSchedule(*module, *plan);

@@ -60,7 +60,11 @@ bool compileUpToRaise(const std::string &path, std::string &error) {
   context.printOpOnDiagnostic(false);
   disagmoe::CompileOptions options;
   options.stopAfter = "raise";
-  return static_cast<bool>(disagmoe::compileOnnx(context, path, options, llvm::nulls(), error));
+  auto module = disagmoe::compileOnnx(context, path, options, llvm::nulls());
+  if (module)
+    return true;
+  error = llvm::toString(module.takeError());
+  return false;
 }
 
 } // namespace disagmoe_test
