@@ -139,10 +139,10 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
       .loadDialect<onnxir::OnnxDialect, moe::MoeDialect, func::FuncDialect, arith::ArithDialect>();
   onnxfe::ImportOptions importOptions;
   importOptions.foldKnownValues = true;
-  std::string error;
-  OwningOpRef<ModuleOp> module = onnxfe::importOnnxGraph(context, graph, importOptions, error);
-  if (!module)
-    return fail(error);
+  auto imported = onnxfe::importOnnxGraph(context, graph, importOptions);
+  if (!imported)
+    return imported.takeError();
+  OwningOpRef<ModuleOp> module = std::move(*imported);
   phase("import");
   graph = onnxfe::Graph(); // the module holds everything from here on
   phase("free the loaded graph");

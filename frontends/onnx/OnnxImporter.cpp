@@ -105,13 +105,11 @@ mlir::Attribute convertAttribute(Builder &b, const onnxfe::Attribute &a) {
 }
 } // namespace
 
-OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
-                                      std::string &error) {
-  return importOnnxGraph(context, graph, ImportOptions(), error);
-}
-
-OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
-                                      const ImportOptions &options, std::string &error) {
+llvm::Expected<OwningOpRef<ModuleOp>> importOnnxGraph(MLIRContext &context, const Graph &graph,
+                                                      const ImportOptions &options) {
+  auto fail = [](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
   context.loadDialect<onnxir::OnnxDialect, func::FuncDialect>();
   OpBuilder b(&context);
   Location loc = FileLineColLoc::get(&context, graph.path, 0, 0);
@@ -141,15 +139,13 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
     if (!init.hasFileRange) {
       // Varint-encoded inline data has no byte range; only small integer constants use it.
       if (!init.data) {
-        error = graph.path + ": initializer '" + init.info.name + "': data has no byte range";
-        return nullptr;
+        return fail(graph.path + ": initializer '" + init.info.name + "': data has no byte range");
       }
     }
     Type type = tensorType(b, init.info);
     if (!elementType(b, init.info.type)) {
-      error = graph.path + ": initializer '" + init.info.name + "': element type " +
-              elemTypeName(init.info.type) + " is not supported";
-      return nullptr;
+      return fail(graph.path + ": initializer '" + init.info.name + "': element type " +
+                  elemTypeName(init.info.type) + " is not supported");
     }
     StringAttr name = b.getStringAttr(init.info.name);
     auto weight = b.create<onnxir::WeightOp>(
@@ -228,9 +224,8 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
       }
       auto it = values.find(input);
       if (it == values.end()) {
-        error = graph.path + ": node '" + node.name + "' (" + node.opType + "): input '" + input +
-                "' is not defined";
-        return nullptr;
+        return fail(graph.path + ": node '" + node.name + "' (" + node.opType + "): input '" +
+                    input + "' is not defined");
       }
       operands.push_back(it->second);
     }
@@ -263,8 +258,7 @@ OwningOpRef<ModuleOp> importOnnxGraph(MLIRContext &context, const Graph &graph,
   for (const ValueInfo &out : graph.outputs) {
     auto it = values.find(out.name);
     if (it == values.end()) {
-      error = graph.path + ": graph output '" + out.name + "' is not produced by any node";
-      return nullptr;
+      return fail(graph.path + ": graph output '" + out.name + "' is not produced by any node");
     }
     results.push_back(it->second);
   }

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -32,12 +33,11 @@ struct ImportOptions {
   bool foldKnownValues = false;
 };
 
-/// Imports `graph` into a new module. On failure returns null and sets `error` to one line naming
-/// the file and the node or value at fault (e.g. an element type MLIR cannot represent).
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxGraph(mlir::MLIRContext &context, const Graph &graph,
-                                                  const ImportOptions &options, std::string &error);
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxGraph(mlir::MLIRContext &context, const Graph &graph,
-                                                  std::string &error);
+/// Imports `graph` into a new module. Fails with one line naming the file and the node or value
+/// at fault (e.g. an element type MLIR cannot represent).
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importOnnxGraph(mlir::MLIRContext &context, const Graph &graph,
+                const ImportOptions &options = ImportOptions());
 
 } // namespace disagmoe::onnxfe
 

@@ -37,9 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
-  std::string error;
-  auto module = disagmoe::onnxfe::importOnnxGraph(context, graph, error);
-  if (!module || mlir::failed(mlir::verify(*module)))
+  auto imported = disagmoe::onnxfe::importOnnxGraph(context, graph);
+  if (!imported) {
+    llvm::consumeError(imported.takeError());
+    return 0;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*imported);
+  if (mlir::failed(mlir::verify(*module)))
     return 0;
   mlir::PassManager pm(&context);
   pm.addPass(disagmoe::createNormalizeOnnx());

@@ -39,9 +39,12 @@ std::string runFuzzerStages(const std::string &path, std::string &error) {
       error = d.str();
     return mlir::success();
   });
-  auto module = disagmoe::onnxfe::importOnnxGraph(context, graph, error);
-  if (!module)
+  auto imported = disagmoe::onnxfe::importOnnxGraph(context, graph);
+  if (!imported) {
+    error = llvm::toString(imported.takeError());
     return "import";
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*imported);
   if (mlir::failed(mlir::verify(*module)))
     return "verify";
   mlir::PassManager pm(&context);

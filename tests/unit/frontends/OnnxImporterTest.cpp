@@ -43,9 +43,9 @@ void import(Imported &out, bool fold, onnxfe::ShapeInference engine) {
   ASSERT_TRUE(r.ok) << r.error;
   onnxfe::ImportOptions io;
   io.foldKnownValues = fold;
-  std::string error;
-  out.module = onnxfe::importOnnxGraph(out.context, graph, io, error);
-  ASSERT_TRUE(out.module) << error;
+  auto imported = onnxfe::importOnnxGraph(out.context, graph, io);
+  ASSERT_TRUE(static_cast<bool>(imported)) << llvm::toString(imported.takeError());
+  out.module = std::move(*imported);
   ASSERT_TRUE(succeeded(verify(*out.module)));
   out.module->walk([&](onnxir::NodeOp node) {
     out.byName[node.getNodeName().str()] = node;
