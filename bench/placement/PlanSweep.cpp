@@ -109,10 +109,12 @@ int main(int argc, char **argv) {
               "step (s)", "MFU", "cands", "Z3 (s)", "exhaustive");
   mlir::MLIRContext context;
   for (const std::string &cfg : configs) {
-    auto module = configfe::importModelConfig(context, cfg, 1, 16, error);
+    auto module = configfe::importModelConfig(context, cfg, 1, 16);
     placement::Problem problem = base;
-    if (!module || !configfe::extractModelShape(*module, problem.model, error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+    llvm::Error failure =
+        module ? configfe::extractModelShape(**module, problem.model) : module.takeError();
+    if (failure) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(failure)).c_str());
       return 1;
     }
     std::string name = cfg.substr(cfg.find_last_of('/') + 1);

@@ -76,10 +76,9 @@ int inspectMain(int argc, char **argv) {
     return 1;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
-  std::string error;
   disagmoe::cost::ModelShape shape;
-  if (!disagmoe::configfe::extractModelShape(*module, shape, error)) {
-    errs() << "disagmoe: " << input << ": " << error << "\n";
+  if (llvm::Error e = disagmoe::configfe::extractModelShape(*module, shape)) {
+    errs() << "disagmoe: " << input << ": " << llvm::toString(std::move(e)) << "\n";
     return 1;
   }
   RouterFacts router = routerFacts(*module);

@@ -33,11 +33,13 @@ bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
   configFile = resolve(config, "configs");
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
-  auto module = configfe::importModelConfig(context, configFile, 1, 16, error);
-  if (!module)
+  auto module = configfe::importModelConfig(context, configFile, 1, 16);
+  if (!module) {
+    error = llvm::toString(module.takeError());
     return false;
-  if (!configfe::extractModelShape(*module, problem.model, error)) {
-    error = configFile + ": " + error;
+  }
+  if (llvm::Error e = configfe::extractModelShape(**module, problem.model)) {
+    error = configFile + ": " + llvm::toString(std::move(e));
     return false;
   }
   return true;

@@ -16,6 +16,10 @@ namespace disagmoe::configfe {
 using namespace mlir;
 
 namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 struct Reader {
   const llvm::json::Object &obj;
   std::string &error;
@@ -71,36 +75,26 @@ struct Reader {
 };
 } // namespace
 
-bool parseModelConfig(const std::string &path, ModelConfig &out, std::string &error) {
+llvm::Expected<ModelConfig> parseModelConfig(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = path + ": cannot open file: " + buffer.getError().message();
-    return false;
-  }
+  if (!buffer)
+    return fail(path + ": cannot open file: " + buffer.getError().message());
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
-  if (!parsed) {
-    error = path + ": not JSON: " + llvm::toString(parsed.takeError());
-    return false;
-  }
+  if (!parsed)
+    return fail(path + ": not JSON: " + llvm::toString(parsed.takeError()));
   const llvm::json::Object *obj = parsed->getAsObject();
-  if (!obj) {
-    error = path + ": expected a JSON object";
-    return false;
-  }
+  if (!obj)
+    return fail(path + ": expected a JSON object");
   std::string what;
   Reader r{*obj, what};
   ModelConfig c;
   c.name = path;
   c.modelType = r.string("model_type");
-  if (c.modelType.empty()) {
-    error = path + ": model_type: missing (expected deepseek, qwen3_moe, gpt_oss or mixtral)";
-    return false;
-  }
-  if (c.modelType == "deepseek_v2" || c.modelType == "deepseek_v3" || r.has("kv_lora_rank")) {
-    error = path + ": kv_lora_rank: multi-head latent attention (model_type '" + c.modelType +
-            "') is not representable by moe.attention, which has no low-rank q/kv projections";
-    return false;
-  }
+  if (c.modelType.empty())
+    return fail(path + ": model_type: missing (expected deepseek, qwen3_moe, gpt_oss or mixtral)");
+  if (c.modelType == "deepseek_v2" || c.modelType == "deepseek_v3" || r.has("kv_lora_rank"))
+    return fail(path + ": kv_lora_rank: multi-head latent attention (model_type '" + c.modelType +
+                "') is not representable by moe.attention, which has no low-rank q/kv projections");
   c.hidden = r.positive("hidden_size");
   c.layers = r.positive("num_hidden_layers");
   c.heads = r.positive("num_attention_heads");
@@ -110,10 +104,8 @@ bool parseModelConfig(const std::string &path, ModelConfig &out, std::string &er
   c.ropeTheta = r.number("rope_theta", 10000.0);
   c.rmsEps = r.number("rms_norm_eps", 1e-6);
   c.tiedEmbeddings = r.boolean("tie_word_embeddings", false);
-  if (!r.ok) {
-    error = path + ": " + what;
-    return false;
-  }
+  if (!r.ok)
+    return fail(path + ": " + what);
   c.denseLayer.assign(c.layers, false);
   c.window.assign(c.layers, 0);
   if (c.modelType == "deepseek") {
@@ -129,10 +121,8 @@ bool parseModelConfig(const std::string &path, ModelConfig &out, std::string &er
       c.denseLayer[l] = l < firstDense || (freq > 1 && l % freq != 0);
     bool norm = r.boolean("norm_topk_prob", false);
     std::string scoring = r.string("scoring_func");
-    if (!scoring.empty() && scoring != "softmax") {
-      error = path + ": scoring_func: '" + scoring + "' is not a moe.router scoring";
-      return false;
-    }
+    if (!scoring.empty() && scoring != "softmax")
+      return fail(path + ": scoring_func: '" + scoring + "' is not a moe.router scoring");
     c.scoring = norm ? "softmax_topk_renorm" : "softmax_topk";
   } else if (c.modelType == "qwen3_moe") {
     c.experts = r.positive("num_experts");
@@ -161,44 +151,32 @@ bool parseModelConfig(const std::string &path, ModelConfig &out, std::string &er
     c.scoring = c.modelType == "gpt_oss" ? "topk_softmax" : "softmax_topk_renorm";
     int64_t window = r.integer("sliding_window", 0, false);
     if (const llvm::json::Array *types = obj->getArray("layer_types")) {
-      if (static_cast<int64_t>(types->size()) != c.layers) {
-        error = path + ": layer_types: " + std::to_string(types->size()) + " entries for " +
-                std::to_string(c.layers) + " layers";
-        return false;
-      }
+      if (static_cast<int64_t>(types->size()) != c.layers)
+        return fail(path + ": layer_types: " + std::to_string(types->size()) + " entries for " +
+                    std::to_string(c.layers) + " layers");
       for (int64_t l = 0; l < c.layers; ++l) {
         auto t = (*types)[l].getAsString();
         if (t && *t == "sliding_attention")
           c.window[l] = window;
-        else if (!t || *t != "full_attention") {
-          error = path + ": layer_types[" + std::to_string(l) + "]: unknown layer type";
-          return false;
-        }
+        else if (!t || *t != "full_attention")
+          return fail(path + ": layer_types[" + std::to_string(l) + "]: unknown layer type");
       }
     } else if (window > 0) {
       c.window.assign(c.layers, window);
     }
   } else {
-    error = path + ": model_type: unknown family '" + c.modelType +
-            "' (expected deepseek, qwen3_moe, gpt_oss or mixtral)";
-    return false;
+    return fail(path + ": model_type: unknown family '" + c.modelType +
+                "' (expected deepseek, qwen3_moe, gpt_oss or mixtral)");
   }
-  if (!r.ok) {
-    error = path + ": " + what;
-    return false;
-  }
-  if (c.topK > c.experts) {
-    error = path + ": num_experts_per_tok: " + std::to_string(c.topK) + " exceeds the " +
-            std::to_string(c.experts) + " experts";
-    return false;
-  }
-  if (c.heads % c.kvHeads) {
-    error = path + ": num_key_value_heads: " + std::to_string(c.kvHeads) +
-            " does not divide num_attention_heads " + std::to_string(c.heads);
-    return false;
-  }
-  out = std::move(c);
-  return true;
+  if (!r.ok)
+    return fail(path + ": " + what);
+  if (c.topK > c.experts)
+    return fail(path + ": num_experts_per_tok: " + std::to_string(c.topK) + " exceeds the " +
+                std::to_string(c.experts) + " experts");
+  if (c.heads % c.kvHeads)
+    return fail(path + ": num_key_value_heads: " + std::to_string(c.kvHeads) +
+                " does not divide num_attention_heads " + std::to_string(c.heads));
+  return c;
 }
 
 namespace {
@@ -224,12 +202,10 @@ struct IrBuilder {
 };
 } // namespace
 
-OwningOpRef<ModuleOp> buildMoeModule(MLIRContext &context, const ModelConfig &c, int64_t batch,
-                                     int64_t seqLen, std::string &error) {
-  if (batch < 1 || seqLen < 1) {
-    error = "batch and sequence length must be at least 1";
-    return nullptr;
-  }
+llvm::Expected<OwningOpRef<ModuleOp>> buildMoeModule(MLIRContext &context, const ModelConfig &c,
+                                                     int64_t batch, int64_t seqLen) {
+  if (batch < 1 || seqLen < 1)
+    return fail("batch and sequence length must be at least 1");
   context.loadDialect<moe::MoeDialect, func::FuncDialect, arith::ArithDialect>();
   IrBuilder ir(context);
   OpBuilder &b = ir.b;
@@ -315,26 +291,22 @@ OwningOpRef<ModuleOp> buildMoeModule(MLIRContext &context, const ModelConfig &c,
   return module;
 }
 
-OwningOpRef<ModuleOp> importModelConfig(MLIRContext &context, const std::string &path,
-                                        int64_t batch, int64_t seqLen, std::string &error) {
-  ModelConfig config;
-  if (!parseModelConfig(path, config, error))
-    return nullptr;
-  OwningOpRef<ModuleOp> module = buildMoeModule(context, config, batch, seqLen, error);
-  if (!module) {
-    error = path + ": " + error;
-    return nullptr;
-  }
+llvm::Expected<OwningOpRef<ModuleOp>>
+importModelConfig(MLIRContext &context, const std::string &path, int64_t batch, int64_t seqLen) {
+  llvm::Expected<ModelConfig> config = parseModelConfig(path);
+  if (!config)
+    return config.takeError();
+  llvm::Expected<OwningOpRef<ModuleOp>> module = buildMoeModule(context, *config, batch, seqLen);
+  if (!module)
+    return fail(path + ": " + llvm::toString(module.takeError()));
   std::string first;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
     if (first.empty())
       first = d.str();
     return success();
   });
-  if (failed(verify(*module))) {
-    error = path + ": the built moe IR does not verify: " + first;
-    return nullptr;
-  }
+  if (failed(verify(**module)))
+    return fail(path + ": the built moe IR does not verify: " + first);
   return module;
 }
 

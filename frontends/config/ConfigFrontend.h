@@ -17,7 +17,7 @@
 //    SwiGLU intermediate is the shared experts' total, with a one-expert router whose gate is 1,
 //    which sums the same way) and `moe.kind = "dense"` on a dense FFN built the same way;
 //    their one-column router weights carry `moe.synthetic` and are not model parameters.
-// Built without exceptions (an MLIR library); errors are returned as values.
+// Built without exceptions (an MLIR library); errors are returned as llvm::Error values.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_FRONTENDS_CONFIG_CONFIGFRONTEND_H
@@ -26,6 +26,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -47,18 +48,21 @@ struct ModelConfig {
   bool tiedEmbeddings = false;
 };
 
-/// Reads and normalises `path`; on failure returns false with `error` naming the file and key.
-bool parseModelConfig(const std::string &path, ModelConfig &out, std::string &error);
+/// Reads and normalises `path`. Fails with one line naming the file and the key at fault (or why
+/// the family is not representable).
+llvm::Expected<ModelConfig> parseModelConfig(const std::string &path);
 
 /// Builds `func.func @main(%ids: tensor<batch x seqLen x i64>) -> logits` in the `moe` dialect.
-mlir::OwningOpRef<mlir::ModuleOp> buildMoeModule(mlir::MLIRContext &context,
-                                                 const ModelConfig &config, int64_t batch,
-                                                 int64_t seqLen, std::string &error);
+/// Fails with one line naming the argument at fault (batch or sequence length below 1).
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildMoeModule(mlir::MLIRContext &context,
+                                                                 const ModelConfig &config,
+                                                                 int64_t batch, int64_t seqLen);
 
-/// parseModelConfig + buildMoeModule + verification.
-mlir::OwningOpRef<mlir::ModuleOp> importModelConfig(mlir::MLIRContext &context,
-                                                    const std::string &path, int64_t batch,
-                                                    int64_t seqLen, std::string &error);
+/// parseModelConfig + buildMoeModule + verification. Fails with one line naming the file and the
+/// key at fault, or the first verifier diagnostic of the built IR.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> importModelConfig(mlir::MLIRContext &context,
+                                                                    const std::string &path,
+                                                                    int64_t batch, int64_t seqLen);
 
 } // namespace disagmoe::configfe
 

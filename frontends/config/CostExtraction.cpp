@@ -18,6 +18,10 @@ std::optional<std::pair<int64_t, int64_t>> matrixShape(Value v) {
   return std::make_pair(t.getDimSize(0), t.getDimSize(1));
 }
 
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 std::string kindOf(Operation *op) {
   if (auto k = op->getAttrOfType<StringAttr>("moe.kind"))
     return k.getValue().str();
@@ -25,7 +29,7 @@ std::string kindOf(Operation *op) {
 }
 } // namespace
 
-bool extractModelShape(ModuleOp module, cost::ModelShape &out, std::string &error) {
+llvm::Error extractModelShape(ModuleOp module, cost::ModelShape &out) {
   cost::ModelShape m;
   if (auto src = module->getAttrOfType<StringAttr>("moe.source"))
     m.name = src.getValue().str();
@@ -84,30 +88,23 @@ bool extractModelShape(ModuleOp module, cost::ModelShape &out, std::string &erro
       }
     }
   });
-  if (!failure.empty()) {
-    error = failure;
-    return false;
-  }
-  if (layers.empty()) {
-    error = "the module has no moe.attention op (raise the ONNX graph or import a config first)";
-    return false;
-  }
+  if (!failure.empty())
+    return fail(failure);
+  if (layers.empty())
+    return fail(
+        "the module has no moe.attention op (raise the ONNX graph or import a config first)");
   int64_t expected = 0;
   for (auto &[index, shape] : layers) {
-    if (index != expected) {
-      error = "layer " + std::to_string(expected) + " has no moe.attention op";
-      return false;
-    }
+    if (index != expected)
+      return fail("layer " + std::to_string(expected) + " has no moe.attention op");
     ++expected;
     m.layers.push_back(shape);
   }
   std::string invalid = m.validate();
-  if (!invalid.empty()) {
-    error = invalid;
-    return false;
-  }
+  if (!invalid.empty())
+    return fail(invalid);
   out = std::move(m);
-  return true;
+  return llvm::Error::success();
 }
 
 double countIrParameters(ModuleOp module) {

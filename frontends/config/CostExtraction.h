@@ -11,13 +11,15 @@
 #include "runtime/cost/ModelShape.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
 namespace disagmoe::configfe {
 
-/// On failure returns false with `error` naming the op or attribute at fault.
-bool extractModelShape(mlir::ModuleOp module, cost::ModelShape &out, std::string &error);
+/// Fills `out` from the module's component ops. Fails with one line naming the op or attribute
+/// at fault (or the layer the cost model's validation rejects); `out` is then left unchanged.
+llvm::Error extractModelShape(mlir::ModuleOp module, cost::ModelShape &out);
 
 /// Number of parameters the module's weights hold (`moe.param` and `onnx.weight` results feeding
 /// moe ops; synthetic router columns excluded). An independent count of the IR's weights.

@@ -103,8 +103,10 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
   c.sequencesPerStep = ids.getDimSize(0) * c.microbatches;
 
   cost::ModelShape shape;
-  if (!configfe::extractModelShape(module, shape, error))
+  if (llvm::Error e = configfe::extractModelShape(module, shape)) {
+    error = llvm::toString(std::move(e));
     return Status::Unsized;
+  }
   cost::ClusterSpec cluster;
   if (options.clusterPath.empty()) {
     if (!defaultCluster(world, cluster, error))

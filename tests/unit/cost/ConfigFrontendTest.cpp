@@ -31,11 +31,12 @@ class Configs : public ::testing::TestWithParam<Expected> {};
 TEST_P(Configs, ImportsVerifiesAndCountsTheReferenceParameters) {
   const Expected &e = GetParam();
   mlir::MLIRContext context;
-  std::string error;
-  auto module = configfe::importModelConfig(context, kConfigs + e.file, 1, 64, error);
-  ASSERT_TRUE(module) << error;
+  auto imported = configfe::importModelConfig(context, kConfigs + e.file, 1, 64);
+  ASSERT_TRUE(static_cast<bool>(imported)) << llvm::toString(imported.takeError());
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*imported);
   cost::ModelShape shape;
-  ASSERT_TRUE(configfe::extractModelShape(*module, shape, error)) << error;
+  llvm::Error extracted = configfe::extractModelShape(*module, shape);
+  ASSERT_FALSE(static_cast<bool>(extracted)) << llvm::toString(std::move(extracted));
   EXPECT_EQ(shape.numLayers(), e.layers);
   EXPECT_EQ(shape.numExperts(), e.experts);
   EXPECT_EQ(shape.topK(), e.topK);
@@ -59,19 +60,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ConfigFrontend, LayerStructureFollowsTheConfig) {
   mlir::MLIRContext context;
-  std::string error;
   cost::ModelShape ds, oss;
-  auto a = configfe::importModelConfig(context, kConfigs + "deepseek-moe-16b.json", 2, 16, error);
-  ASSERT_TRUE(a) << error;
-  ASSERT_TRUE(configfe::extractModelShape(*a, ds, error)) << error;
+  auto a = configfe::importModelConfig(context, kConfigs + "deepseek-moe-16b.json", 2, 16);
+  ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+  llvm::Error extracted = configfe::extractModelShape(**a, ds);
+  ASSERT_FALSE(static_cast<bool>(extracted)) << llvm::toString(std::move(extracted));
   // first_k_dense_replace = 1: layer 0 is a dense FFN of 10944, the rest MoE with 2 x 1408 shared.
   EXPECT_FALSE(ds.layers[0].isMoe());
   EXPECT_EQ(ds.layers[0].denseHidden, 10944);
   EXPECT_EQ(ds.layers[1].sharedHidden, 2 * 1408);
   EXPECT_EQ(ds.layers[1].expertHidden, 1408);
-  auto b = configfe::importModelConfig(context, kConfigs + "gpt-oss-120b.json", 1, 16, error);
-  ASSERT_TRUE(b) << error;
-  ASSERT_TRUE(configfe::extractModelShape(*b, oss, error)) << error;
+  auto b = configfe::importModelConfig(context, kConfigs + "gpt-oss-120b.json", 1, 16);
+  ASSERT_TRUE(static_cast<bool>(b)) << llvm::toString(b.takeError());
+  extracted = configfe::extractModelShape(**b, oss);
+  ASSERT_FALSE(static_cast<bool>(extracted)) << llvm::toString(std::move(extracted));
   // layer_types: sliding (window 128) on even layers, full attention on odd ones.
   EXPECT_EQ(oss.layers[0].window, 128);
   EXPECT_EQ(oss.layers[1].window, 0);
@@ -82,9 +84,12 @@ TEST(ConfigFrontend, LayerStructureFollowsTheConfig) {
 
 TEST(ConfigFrontend, RefusesWhatMoeAttentionCannotExpress) {
   mlir::MLIRContext context;
-  std::string error;
-  EXPECT_FALSE(configfe::importModelConfig(context, kConfigs + "deepseek-v3.json", 1, 16, error));
+  auto mla = configfe::importModelConfig(context, kConfigs + "deepseek-v3.json", 1, 16);
+  ASSERT_FALSE(static_cast<bool>(mla));
+  std::string error = llvm::toString(mla.takeError());
   EXPECT_NE(error.find("kv_lora_rank: multi-head latent attention"), std::string::npos) << error;
-  EXPECT_FALSE(configfe::importModelConfig(context, kConfigs + "nope.json", 1, 16, error));
+  auto missing = configfe::importModelConfig(context, kConfigs + "nope.json", 1, 16);
+  ASSERT_FALSE(static_cast<bool>(missing));
+  error = llvm::toString(missing.takeError());
   EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
 }
