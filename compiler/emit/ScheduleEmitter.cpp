@@ -25,9 +25,8 @@ llvm::Expected<std::string> emitSchedule(mlir::ModuleOp module, Plan &plan) {
     return fail("schedule: the module has " + std::to_string(ops.size()) +
                 " afpipe.schedule ops, a plan holds one");
   sched::Schedule s;
-  std::string error;
-  if (!afpipe::readScheduleOp(ops.front(), s, error))
-    return fail("schedule: " + error);
+  if (llvm::Error e = afpipe::readScheduleOp(ops.front(), s))
+    return fail("schedule: " + llvm::toString(std::move(e)));
   sched::VerifyOptions vo;
   vo.worldSize = plan.placement.worldSize;
   if (std::string e = sched::verifySchedule(s, vo); !e.empty())

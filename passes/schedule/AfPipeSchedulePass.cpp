@@ -40,21 +40,18 @@ struct AfPipeSchedulePass : impl::AfPipeScheduleBase<AfPipeSchedulePass> {
     afpipe::ModuleScheduleOptions options;
     options.microBatches = microBatches;
     options.clusterPath = cluster;
-    sched::Schedule s;
-    std::string error;
-    switch (afpipe::buildModuleSchedule(module, options, s, error)) {
-    case afpipe::ModuleScheduleStatus::Failed:
-      module.emitError() << "afpipe-schedule: " << error;
+    llvm::Expected<afpipe::ModuleSchedule> built = afpipe::buildModuleSchedule(module, options);
+    if (!built) {
+      module.emitError() << "afpipe-schedule: " << llvm::toString(built.takeError());
       return signalPassFailure();
-    case afpipe::ModuleScheduleStatus::Unsized:
-      module->setAttr("afpipe.unscheduled", StringAttr::get(module.getContext(), error));
+    }
+    if (built->status == afpipe::ModuleScheduleStatus::Unsized) {
+      module->setAttr("afpipe.unscheduled", StringAttr::get(module.getContext(), built->unsized));
       return;
-    case afpipe::ModuleScheduleStatus::Built:
-      break;
     }
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
-    afpipe::buildScheduleOp(b, module.getLoc(), s);
+    afpipe::buildScheduleOp(b, module.getLoc(), built->schedule);
   }
 };
 } // namespace

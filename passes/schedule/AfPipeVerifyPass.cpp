@@ -29,13 +29,12 @@ struct AfPipeVerifyPass : impl::AfPipeVerifyBase<AfPipeVerifyPass> {
     bool failed = false;
     for (auto op : module.getOps<afpipe::ScheduleOp>()) {
       sched::Schedule s;
-      std::string error;
-      if (!afpipe::readScheduleOp(op, s, error)) {
-        op.emitError() << "afpipe-verify: " << error;
+      if (llvm::Error e = afpipe::readScheduleOp(op, s)) {
+        op.emitError() << "afpipe-verify: " << llvm::toString(std::move(e));
         failed = true;
         continue;
       }
-      error = sched::verifySchedule(s, options);
+      std::string error = sched::verifySchedule(s, options);
       if (error.empty())
         continue;
       Operation *at = afpipe::instructionNamedIn(op, error);

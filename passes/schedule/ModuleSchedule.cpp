@@ -14,39 +14,39 @@
 namespace disagmoe::afpipe {
 namespace {
 
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 /// H800 nodes of 8 GPUs with one 400 Gb/s NIC per GPU (samples/clusters/h800-*.yaml), enough for
 /// `world` ranks: the cluster a plan is sized for when the user names none.
-bool defaultCluster(int64_t world, cost::ClusterSpec &out, std::string &error) {
+llvm::Expected<cost::ClusterSpec> defaultCluster(int64_t world) {
   cost::HardwareCatalog catalog;
+  std::string error;
   if (!cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error))
-    return false;
+    return fail(error);
   const cost::GpuSpec *gpu = catalog.findGpu("H800");
   const cost::NicSpec *nic = catalog.findNic("CX7-400G");
-  if (!gpu || !nic) {
-    error = cost::defaultHardwareCatalogPath() +
-            ": no H800 GPU or CX7-400G NIC for the default cluster";
-    return false;
-  }
+  if (!gpu || !nic)
+    return fail(cost::defaultHardwareCatalogPath() +
+                ": no H800 GPU or CX7-400G NIC for the default cluster");
+  cost::ClusterSpec out;
   out.gpu = *gpu;
   out.nic = *nic;
   out.gpusPerNode = 8;
   out.nicsPerNode = 8;
   out.nodes = static_cast<int>((world + 7) / 8);
   out.name = "h800-" + std::to_string(out.nodes) + "x8";
-  return true;
+  return out;
 }
 
 } // namespace
 
-ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
-                                         const ModuleScheduleOptions &options, sched::Schedule &s,
-                                         std::string &error) {
-  using Status = ModuleScheduleStatus;
+llvm::Expected<ModuleSchedule> buildModuleSchedule(mlir::ModuleOp module,
+                                                   const ModuleScheduleOptions &options) {
   auto dict = module->getAttrOfType<mlir::DictionaryAttr>("moe.placement");
-  if (!dict) {
-    error = "module has no 'moe.placement' attribute (run place-groups first)";
-    return Status::Failed;
-  }
+  if (!dict)
+    return fail("module has no 'moe.placement' attribute (run place-groups first)");
   Config c;
   c.groups = dict.getAs<mlir::IntegerAttr>("num_groups").getInt();
   c.attnRanks = dict.getAs<mlir::IntegerAttr>("attn_ranks").getInt();
@@ -55,22 +55,17 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
   c.replicas = 1;
   // The range [0, kMaxMicroBatches] is the pass's option check (checkAfPipeScheduleOptions).
   c.microbatches = options.microBatches > 0 ? options.microBatches : 2 * c.groups;
-  if (c.microbatches < 2 * c.groups) {
-    error = "micro-batches " + std::to_string(c.microbatches) +
-            " cannot fill the AF-Pipe ring of 2p = " + std::to_string(2 * c.groups) + " stages";
-    return Status::Failed;
-  }
+  if (c.microbatches < 2 * c.groups)
+    return fail("micro-batches " + std::to_string(c.microbatches) +
+                " cannot fill the AF-Pipe ring of 2p = " + std::to_string(2 * c.groups) +
+                " stages");
   // One micro-batch is the compiled static [batch, seq].
   auto funcs = llvm::to_vector(module.getOps<mlir::func::FuncOp>());
-  if (funcs.size() != 1 || funcs.front().getNumArguments() < 1) {
-    error = "expected exactly one function taking the token ids";
-    return Status::Failed;
-  }
+  if (funcs.size() != 1 || funcs.front().getNumArguments() < 1)
+    return fail("expected exactly one function taking the token ids");
   auto ids = llvm::dyn_cast<mlir::RankedTensorType>(funcs.front().getArgument(0).getType());
-  if (!ids || ids.getRank() != 2 || !ids.hasStaticShape()) {
-    error = "token ids must have a static [batch, seq] shape";
-    return Status::Failed;
-  }
+  if (!ids || ids.getRank() != 2 || !ids.hasStaticShape())
+    return fail("token ids must have a static [batch, seq] shape");
   c.seqLen = ids.getDimSize(1);
   // Sequence s of a micro-batch runs on A-rank s mod dA (RankWorker's assignTokens), so A-ranks
   // past the batch hold no tokens. A few idle ones are legal (the runtime runs them with empty
@@ -80,16 +75,13 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
   // keeps the small layouts the tests run on batch-1 plans (1 sequence over 3 A-ranks) legal.
   const int64_t sequences = ids.getDimSize(0);
   const int64_t maxAttnRanks = std::max<int64_t>(4, 2 * sequences);
-  if (c.attnRanks > maxAttnRanks) {
-    error = "attn-ranks " + std::to_string(c.attnRanks) +
-            " exceeds max(4, 2 x batch) = " + std::to_string(maxAttnRanks) + " for the " +
-            std::to_string(sequences) +
-            " sequences of a micro-batch: sequence s runs on A-rank s mod attn-ranks, so " +
-            std::to_string(c.attnRanks - sequences) + " of each group's " +
-            std::to_string(c.attnRanks) +
-            " A-ranks would have no work (use fewer A-ranks or a larger --batch)";
-    return Status::Failed;
-  }
+  if (c.attnRanks > maxAttnRanks)
+    return fail("attn-ranks " + std::to_string(c.attnRanks) + " exceeds max(4, 2 x batch) = " +
+                std::to_string(maxAttnRanks) + " for the " + std::to_string(sequences) +
+                " sequences of a micro-batch: sequence s runs on A-rank s mod attn-ranks, so " +
+                std::to_string(c.attnRanks - sequences) + " of each group's " +
+                std::to_string(c.attnRanks) +
+                " A-ranks would have no work (use fewer A-ranks or a larger --batch)");
   // Sides of the always-on components, as assign-groups set them (the plan emitter reads the same
   // attributes): the schedule computes them on that side and sends the messages the runtime sends.
   funcs.front().walk([&](moe::DenseFfnOp ffn) {
@@ -104,32 +96,39 @@ ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
 
   cost::ModelShape shape;
   if (llvm::Error e = configfe::extractModelShape(module, shape)) {
-    error = llvm::toString(std::move(e));
-    return Status::Unsized;
+    ModuleSchedule unsized;
+    unsized.status = ModuleScheduleStatus::Unsized;
+    unsized.unsized = llvm::toString(std::move(e));
+    return unsized;
   }
   cost::ClusterSpec cluster;
   if (options.clusterPath.empty()) {
-    if (!defaultCluster(world, cluster, error))
-      return Status::Failed;
+    llvm::Expected<cost::ClusterSpec> h800 = defaultCluster(world);
+    if (!h800)
+      return h800.takeError();
+    cluster = std::move(*h800);
   } else {
     cost::HardwareCatalog catalog;
+    std::string error;
     if (!cost::loadHardwareCatalog(cost::defaultHardwareCatalogPath(), catalog, error) ||
         !cost::loadCluster(options.clusterPath, catalog, cluster, error))
-      return Status::Failed;
-    if (cluster.gpus() < world) {
-      error = options.clusterPath + ": " + std::to_string(cluster.gpus()) +
-              " GPUs cannot hold the plan's " + std::to_string(world) + " ranks";
-      return Status::Failed;
-    }
+      return fail(error);
+    if (cluster.gpus() < world)
+      return fail(options.clusterPath + ": " + std::to_string(cluster.gpus()) +
+                  " GPUs cannot hold the plan's " + std::to_string(world) + " ranks");
   }
   c.nicBandwidth = cluster.nic.bandwidth;
   c.pcieBandwidth = cluster.gpu.pcieBandwidth;
-  if (!buildAfPipe(workloadFromModel(shape, cluster, c), hardwareOf(cluster), c, s, error))
-    return Status::Failed;
+  ModuleSchedule built;
+  std::string error;
+  if (!buildAfPipe(workloadFromModel(shape, cluster, c), hardwareOf(cluster), c, built.schedule,
+                   error))
+    return fail(error);
   sched::VerifyOptions vo;
   vo.worldSize = static_cast<int>(world);
-  error = sched::verifySchedule(s, vo);
-  return error.empty() ? Status::Built : Status::Failed;
+  if (std::string bad = sched::verifySchedule(built.schedule, vo); !bad.empty())
+    return fail(bad);
+  return built;
 }
 
 } // namespace disagmoe::afpipe

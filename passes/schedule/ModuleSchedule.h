@@ -14,6 +14,7 @@
 #include "runtime/plan/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -29,17 +30,24 @@ struct ModuleScheduleOptions {
   std::string clusterPath;  ///< cluster YAML (samples/clusters); empty: H800 nodes
 };
 
-enum class ModuleScheduleStatus { Built, Unsized, Failed };
+enum class ModuleScheduleStatus { Built, Unsized };
+
+/// What buildModuleSchedule gives when it does not fail.
+struct ModuleSchedule {
+  ModuleScheduleStatus status = ModuleScheduleStatus::Built;
+  sched::Schedule schedule; ///< Built: the verified schedule
+  std::string unsized;      ///< Unsized: why the cost model cannot size the model (one line)
+};
 
 /// Builds and verifies (verifySchedule with the placement's world size) the schedule of `module`.
 /// Unsized: the cost model cannot size the model (e.g. multi-head latent attention is not in
-/// runtime/cost yet); `error` says why. Failed: bad options (micro-batches under 2p, the range
-/// [0, kMaxMicroBatches] being checked by the pass's checkAfPipeScheduleOptions; more than max(4, 2
-/// x batch) A-ranks per group, since sequence s of a micro-batch runs on A-rank s mod dA and the
-/// rest have no work), no placement, or a failed check.
-ModuleScheduleStatus buildModuleSchedule(mlir::ModuleOp module,
-                                         const ModuleScheduleOptions &options, sched::Schedule &out,
-                                         std::string &error);
+/// runtime/cost yet); `unsized` says why. Fails with one line naming the option, attribute or
+/// check at fault: bad options (micro-batches under 2p, the range [0, kMaxMicroBatches] being
+/// checked by the pass's checkAfPipeScheduleOptions; more than max(4, 2 x batch) A-ranks per group,
+/// since sequence s of a micro-batch runs on A-rank s mod dA and the rest have no work), no
+/// placement, a cluster that cannot be read or holds too few GPUs, or a failed schedule check.
+llvm::Expected<ModuleSchedule> buildModuleSchedule(mlir::ModuleOp module,
+                                                   const ModuleScheduleOptions &options);
 
 } // namespace disagmoe::afpipe
 

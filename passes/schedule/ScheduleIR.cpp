@@ -9,6 +9,9 @@ namespace disagmoe::afpipe {
 using namespace mlir;
 
 namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
 
 FloatAttr f64(OpBuilder &b, double v) { return b.getF64FloatAttr(v); }
 IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
@@ -122,7 +125,7 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
   return op;
 }
 
-bool readScheduleOp(ScheduleOp op, sched::Schedule &s, std::string &error) {
+llvm::Error readScheduleOp(ScheduleOp op, sched::Schedule &s) {
   s = sched::Schedule();
   s.kind = op.getKind().str();
   s.microBatches = static_cast<int>(op.getMicroBatches());
@@ -162,10 +165,8 @@ bool readScheduleOp(ScheduleOp op, sched::Schedule &s, std::string &error) {
       continue;
     }
     auto p = dyn_cast<ProgramOp>(o);
-    if (!p) {
-      error = "afpipe.schedule holds an op that is neither a group nor a program";
-      return false;
-    }
+    if (!p)
+      return fail("afpipe.schedule holds an op that is neither a group nor a program");
     sched::Program prog;
     prog.role = p.getRole().str();
     for (Operation &io : p.getBody().front()) {
@@ -198,14 +199,13 @@ bool readScheduleOp(ScheduleOp op, sched::Schedule &s, std::string &error) {
         in.peers = peersOf(x.getPeers());
         in.bytes = x.getBytes().convertToDouble();
       } else {
-        error = "afpipe.program \"" + prog.role + "\" holds a non-instruction op";
-        return false;
+        return fail("afpipe.program \"" + prog.role + "\" holds a non-instruction op");
       }
       prog.instrs.push_back(std::move(in));
     }
     s.programs.push_back(std::move(prog));
   }
-  return true;
+  return llvm::Error::success();
 }
 
 Operation *instructionNamedIn(ScheduleOp op, const std::string &message) {

@@ -14,6 +14,7 @@
 #include "runtime/plan/Schedule.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -22,8 +23,9 @@ namespace disagmoe::afpipe {
 /// Builds `afpipe.schedule` at the builder's insertion point.
 ScheduleOp buildScheduleOp(mlir::OpBuilder &b, mlir::Location loc, const sched::Schedule &s);
 
-/// Reads an (op-verified) `afpipe.schedule` back; false with `error` naming the op at fault.
-bool readScheduleOp(ScheduleOp op, sched::Schedule &out, std::string &error);
+/// Reads an (op-verified) `afpipe.schedule` back into `out`. Fails with one line naming the op at
+/// fault (one that is neither a group nor a program, or a non-instruction op in a program).
+llvm::Error readScheduleOp(ScheduleOp op, sched::Schedule &out);
 
 /// The instruction op that the verifier's message names first ("<role>[<index>]"), or null.
 mlir::Operation *instructionNamedIn(ScheduleOp op, const std::string &message);
