@@ -115,12 +115,11 @@ NodeOp findContribMoe(Value x) {
   return nullptr;
 }
 
-std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *&errorAt,
-                                               std::string &error) {
-  auto fail = [&](const std::string &message) -> std::optional<ContribMoeMatch> {
-    errorAt = node.getOperation();
-    error = "com.microsoft.MoE: " + message;
-    return std::nullopt;
+char ContribMoeError::ID = 0;
+
+llvm::Expected<ContribMoeMatch> matchContribMoe(NodeOp node, Value x) {
+  auto fail = [&](const std::string &message) -> llvm::Error {
+    return llvm::make_error<ContribMoeError>(node.getOperation(), "com.microsoft.MoE: " + message);
   };
   DictionaryAttr attrs = node.getOnnxAttrs();
   auto intAttr = [&](StringRef name, int64_t dflt) {
@@ -304,10 +303,9 @@ std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, Value x, Operation *
     Value c = logits.getInputs().size() > 2 ? logits.getInputs()[2] : Value();
     if (c && isa_and_nonnull<onnxir::NoneOp>(c.getDefiningOp()))
       c = Value();
-    auto failGemm = [&](const std::string &message) -> std::optional<ContribMoeMatch> {
-      errorAt = logits.getOperation();
-      error = "com.microsoft.MoE: input 'router_probs' is a Gemm " + message;
-      return std::nullopt;
+    auto failGemm = [&](const std::string &message) -> llvm::Error {
+      return llvm::make_error<ContribMoeError>(
+          logits.getOperation(), "com.microsoft.MoE: input 'router_probs' is a Gemm " + message);
     };
     if (gInt("transA") != 0)
       return failGemm("with transA = " + std::to_string(gInt("transA")) +

@@ -40,8 +40,8 @@
 #include "passes/raise/GraphMatchers.h"
 
 #include "mlir/IR/Operation.h"
+#include "llvm/Support/Error.h"
 
-#include <optional>
 #include <string>
 
 namespace disagmoe::raise {
@@ -71,10 +71,22 @@ NodeOp findContribMoe(mlir::Value x);
 /// True for a node of op type MoE in the com.microsoft domain.
 bool isContribMoe(NodeOp node);
 
-/// Reads `node` (found by findContribMoe(x)). On a contradiction or an unsupported form returns
-/// nullopt and sets `errorAt` / `error` (the message names the attribute or input at fault).
-std::optional<ContribMoeMatch> matchContribMoe(NodeOp node, mlir::Value x,
-                                               mlir::Operation *&errorAt, std::string &error);
+/// What matchContribMoe fails with: the op at fault (the node, or the Gemm behind router_probs)
+/// and one line naming the attribute or input at fault ("com.microsoft.MoE: ...").
+class ContribMoeError : public llvm::ErrorInfo<ContribMoeError> {
+public:
+  static char ID;
+  ContribMoeError(mlir::Operation *at, std::string message) : at(at), message(std::move(message)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+  mlir::Operation *at;
+  std::string message;
+};
+
+/// Reads `node` (found by findContribMoe(x)). On a contradiction or an unsupported form fails
+/// with a ContribMoeError naming the op and the attribute or input at fault.
+llvm::Expected<ContribMoeMatch> matchContribMoe(NodeOp node, mlir::Value x);
 
 } // namespace disagmoe::raise
 

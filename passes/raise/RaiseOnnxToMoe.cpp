@@ -1351,11 +1351,11 @@ public:
 
   /// A layer whose router and experts are one com.microsoft.MoE node reading `xn`, added to h.
   bool matchContribLayer(NodeOp node, Value xn, Value h, LayerMatch &layer) {
-    Operation *at = nullptr;
-    std::string message;
-    auto m = matchContribMoe(node, xn, at, message);
+    llvm::Expected<ContribMoeMatch> m = matchContribMoe(node, xn);
     if (!m) {
-      fail(at, message);
+      llvm::handleAllErrors(
+          m.takeError(), [&](const ContribMoeError &e) { fail(e.at, e.message); },
+          [&](const llvm::ErrorInfoBase &e) { fail(node, e.message()); });
       return false;
     }
     RouterMatch &r = layer.router;
