@@ -8,6 +8,11 @@
 #include <random>
 
 namespace disagmoe::observatory {
+namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+} // namespace
 
 const char *toString(DataKind kind) {
   switch (kind) {
@@ -23,11 +28,11 @@ const char *toString(DataKind kind) {
   return "mock";
 }
 
-bool parseDataSpec(const std::string &text, DataSpec &spec, std::string &error) {
-  spec = DataSpec{};
+llvm::Expected<DataSpec> parseDataSpec(const std::string &text) {
+  DataSpec spec;
   if (text == "mock") {
     spec.name = "mock";
-    return true;
+    return spec;
   }
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon),
@@ -38,53 +43,43 @@ bool parseDataSpec(const std::string &text, DataSpec &spec, std::string &error) 
     spec.kind = DataKind::Remapped;
   else if (kind == "text")
     spec.kind = DataKind::Text;
-  else {
-    error = "--data '" + text + "': expected mock, shuffled:FILE, remapped:FILE or text:FILE";
-    return false;
-  }
-  if (file.empty()) {
-    error = "--data '" + text + "': " + kind + " needs a file (" + kind + ":FILE)";
-    return false;
-  }
+  else
+    return fail("--data '" + text + "': expected mock, shuffled:FILE, remapped:FILE or text:FILE");
+  if (file.empty())
+    return fail("--data '" + text + "': " + kind + " needs a file (" + kind + ":FILE)");
   spec.file = file;
   std::string stem = file.substr(file.find_last_of('/') + 1);
   if (const size_t dot = stem.find_last_of('.'); dot != std::string::npos && dot > 0)
     stem = stem.substr(0, dot);
   spec.name = kind + ":" + stem;
-  return true;
+  return spec;
 }
 
-bool buildStream(const DataSpec &spec, int64_t vocab, int64_t maxTokens, uint64_t seed,
-                 std::vector<int64_t> &tokens, std::string &error) {
-  tokens.clear();
+llvm::Expected<std::vector<int64_t>> buildStream(const DataSpec &spec, int64_t vocab,
+                                                 int64_t maxTokens, uint64_t seed) {
+  std::vector<int64_t> tokens;
   std::mt19937_64 rng(seed);
   if (spec.kind == DataKind::Mock) {
     std::uniform_int_distribution<int64_t> id(0, vocab - 1);
     tokens.resize(maxTokens);
     for (int64_t &t : tokens)
       t = id(rng);
-    return true;
+    return tokens;
   }
   std::ifstream in(spec.file, std::ios::binary);
-  if (!in) {
-    error = spec.file + ": cannot read (--data " + spec.name + ")";
-    return false;
-  }
+  if (!in)
+    return fail(spec.file + ": cannot read (--data " + spec.name + ")");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) {
-    error = spec.file + ": empty file";
-    return false;
-  }
+  if (bytes.empty())
+    return fail(spec.file + ": empty file");
   const size_t n = std::min<size_t>(bytes.size(), static_cast<size_t>(maxTokens));
   tokens.resize(n);
   for (size_t i = 0; i < n; ++i) {
     tokens[i] = static_cast<unsigned char>(bytes[i]);
-    if (tokens[i] >= vocab) {
-      error = spec.file + ": byte " + std::to_string(tokens[i]) + " at offset " +
-              std::to_string(i) + " is outside the model's vocabulary of " + std::to_string(vocab) +
-              " (tokens are bytes)";
-      return false;
-    }
+    if (tokens[i] >= vocab)
+      return fail(spec.file + ": byte " + std::to_string(tokens[i]) + " at offset " +
+                  std::to_string(i) + " is outside the model's vocabulary of " +
+                  std::to_string(vocab) + " (tokens are bytes)");
   }
   if (spec.kind == DataKind::Shuffled) {
     for (size_t i = n; i > 1; --i) // Fisher-Yates with the seeded generator
@@ -97,7 +92,7 @@ bool buildStream(const DataSpec &spec, int64_t vocab, int64_t maxTokens, uint64_
     for (int64_t &t : tokens)
       t = perm[t];
   }
-  return true;
+  return tokens;
 }
 
 } // namespace disagmoe::observatory

@@ -6,8 +6,11 @@
 //                   (sequence structure kept, learned embeddings destroyed)
 //   text:FILE       FILE's tokens in order (real text)
 // A FILE's tokens are its bytes (byte-level vocabulary of 256, the samples' tokenizer).
-// Plain C++17, no MLIR; functions report errors through a string, never by exception.
+// Plain C++17, no MLIR; functions report errors through llvm::Error (LLVMSupport), never by
+// exception.
 #pragma once
+
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -23,14 +26,15 @@ struct DataSpec {
   std::string name; ///< "mock", "shuffled:kjv_ot", "text:kjv_nt" (file stem)
 };
 
-/// Parses "mock", "shuffled:FILE", "remapped:FILE" or "text:FILE"; false with `error` otherwise.
-bool parseDataSpec(const std::string &text, DataSpec &spec, std::string &error);
+/// Parses "mock", "shuffled:FILE", "remapped:FILE" or "text:FILE". Fails with one line naming the
+/// --data value otherwise (an unknown kind, or a kind without its FILE).
+llvm::Expected<DataSpec> parseDataSpec(const std::string &text);
 const char *toString(DataKind kind);
 
 /// The first `maxTokens` tokens of the condition (fewer when FILE is shorter; mock gives exactly
-/// maxTokens). `seed` fixes mock's ids, the shuffle and the remapping permutation. Fails when FILE
-/// cannot be read, is empty, or holds a byte >= vocab.
-bool buildStream(const DataSpec &spec, int64_t vocab, int64_t maxTokens, uint64_t seed,
-                 std::vector<int64_t> &tokens, std::string &error);
+/// maxTokens). `seed` fixes mock's ids, the shuffle and the remapping permutation. Fails with one
+/// line naming FILE when it cannot be read, is empty, or holds a byte >= vocab (and its offset).
+llvm::Expected<std::vector<int64_t>> buildStream(const DataSpec &spec, int64_t vocab,
+                                                 int64_t maxTokens, uint64_t seed);
 
 } // namespace disagmoe::observatory

@@ -132,19 +132,21 @@ void writeFile(const std::string &path, const std::string &text) {
   std::filesystem::rename(tmp, path);
 }
 
-bool run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &log,
-         std::string &error) {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &log) {
   const auto t0 = Clock::now();
   if (o.data.empty())
-    return error = "no --data condition given", false;
+    return fail("no --data condition given");
   if (o.seqLen < 1 || o.runBatch < 1 || o.tokens < 1)
-    return error = "--seq-len, --run-batch and --tokens must be >= 1", false;
+    return fail("--seq-len, --run-batch and --tokens must be >= 1");
   for (int64_t g : o.gbs)
     if (g < 1)
-      return error = "--gbs " + std::to_string(g) + ": a global batch holds at least one sequence",
-             false;
+      return fail("--gbs " + std::to_string(g) + ": a global batch holds at least one sequence");
   if (o.gbs.empty() || o.ep.empty())
-    return error = "--ep and --gbs need at least one value", false;
+    return fail("--ep and --gbs need at least one value");
 
   const Plan plan = loadPlan(o.planDir);
   const ModelSpec &model = plan.model;
@@ -154,7 +156,7 @@ bool run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &l
     epList.erase(std::remove_if(epList.begin(), epList.end(), [&](int d) { return d > E; }),
                  epList.end());
   if (std::string bad = checkEpDegrees(epList, E); !bad.empty())
-    return error = o.modelPath + ": " + bad, false;
+    return fail(o.modelPath + ": " + bad);
 
   std::vector<int> eps(epList);
   const int classifyEp = std::min<int>(std::max(o.classifyEp, 1), static_cast<int>(E));
@@ -212,13 +214,14 @@ bool run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &l
   bool profileWritten = false;
 
   for (const DataSpec &spec : o.data) {
-    std::vector<int64_t> tokens;
-    if (!buildStream(spec, model.vocabSize, o.tokens, o.seed, tokens, error))
-      return false;
+    llvm::Expected<std::vector<int64_t>> stream =
+        buildStream(spec, model.vocabSize, o.tokens, o.seed);
+    if (!stream)
+      return stream.takeError();
+    const std::vector<int64_t> tokens = std::move(*stream);
     if (static_cast<int64_t>(tokens.size()) < o.seqLen)
-      return error = spec.name + ": " + std::to_string(tokens.size()) +
-                     " tokens, fewer than one sequence of " + std::to_string(o.seqLen),
-             false;
+      return fail(spec.name + ": " + std::to_string(tokens.size()) +
+                  " tokens, fewer than one sequence of " + std::to_string(o.seqLen));
     const auto f0 = Clock::now();
     const Routing routing = forward(exec, model, tokens, o.seqLen, o.runBatch, o.jobs);
     const double fsec = seconds(f0, Clock::now());
@@ -394,8 +397,8 @@ bool run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ostream &l
   writeFile(o.outDir + "/route-stats.json", doc.dump(1) + "\n");
   writeFile(o.outDir + "/route-stats.csv", csv);
   if (!profileWritten)
-    return error = "--profile-data " + profileCondition + ": no such --data condition", false;
-  return true;
+    return fail("--profile-data " + profileCondition + ": no such --data condition");
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -413,17 +416,16 @@ std::string checkEpDegrees(const std::vector<int> &ep, int64_t experts) {
   return "";
 }
 
-bool runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary, std::ostream &log,
-                   std::string &error) noexcept {
+llvm::Error runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary,
+                          std::ostream &log) noexcept {
   try {
     std::filesystem::create_directories(options.outDir);
-    return run(options, summary, log, error);
+    return run(options, summary, log);
   } catch (const std::exception &e) {
-    error = e.what();
+    return fail(e.what());
   } catch (...) {
-    error = "unknown failure";
+    return fail("unknown failure");
   }
-  return false;
 }
 
 } // namespace disagmoe::observatory

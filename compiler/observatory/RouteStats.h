@@ -8,11 +8,13 @@
 // stream in chunks of `runBatch` sequences, and the per-batch metrics of every global batch size
 // (GBS, in sequences) and EP degree are computed from per-sequence expert counts.
 //
-// Plain C++17 with exceptions inside; the entry point catches everything and reports one line, so
-// the MLIR side (compiled without exceptions) can call it.
+// Plain C++17 with exceptions inside; the entry point catches everything and reports one line as an
+// llvm::Error, so the MLIR side (compiled without exceptions) can call it.
 #pragma once
 
 #include "compiler/observatory/DataConditions.h"
+
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <ostream>
@@ -64,8 +66,11 @@ struct RouteStatsSummary {
 /// fine.
 std::string checkEpDegrees(const std::vector<int> &ep, int64_t experts);
 
-/// Runs everything and writes the outputs into options.outDir. Progress lines go to `log`.
-bool runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary, std::ostream &log,
-                   std::string &error) noexcept;
+/// Runs everything and writes the outputs into options.outDir. Progress lines go to `log`. Never
+/// throws: fails with one line naming the option, file or condition at fault (bad options, a plan
+/// or data file that cannot be read or written, a stream shorter than one sequence), or the
+/// runtime's exception message.
+llvm::Error runRouteStats(const RouteStatsOptions &options, RouteStatsSummary &summary,
+                          std::ostream &log) noexcept;
 
 } // namespace disagmoe::observatory

@@ -72,13 +72,12 @@ int routeStatsMain(int argc, char **argv) {
 
   obs::RouteStatsOptions o;
   for (const std::string &d : data) {
-    obs::DataSpec spec;
-    std::string error;
-    if (!obs::parseDataSpec(d, spec, error)) {
-      errs() << "disagmoe: " << error << "\n";
+    llvm::Expected<obs::DataSpec> spec = obs::parseDataSpec(d);
+    if (!spec) {
+      errs() << "disagmoe: " << llvm::toString(spec.takeError()) << "\n";
       return 1;
     }
-    o.data.push_back(spec);
+    o.data.push_back(std::move(*spec));
   }
   // Token ids of one condition are held in memory (8 bytes each); 99999999999 was std::bad_alloc.
   constexpr int64_t kMaxConditionTokens = int64_t{1} << 28;
@@ -125,7 +124,6 @@ int routeStatsMain(int argc, char **argv) {
     return 1;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
-  std::string error;
   std::error_code ec;
   const bool outputExisted = std::filesystem::exists(output.getValue(), ec);
   auto discard = [&] { // the temporary plan, and OUT_DIR when this run created it and left it empty
@@ -143,11 +141,11 @@ int routeStatsMain(int argc, char **argv) {
   }
 
   obs::RouteStatsSummary s;
-  const bool ok = obs::runRouteStats(o, s, std::cout, error);
+  llvm::Error failed = obs::runRouteStats(o, s, std::cout);
   std::cout.flush(); // progress lines before the summary below
-  if (!ok) {
+  if (failed) {
     discard();
-    errs() << "disagmoe: " << error << "\n";
+    errs() << "disagmoe: " << llvm::toString(std::move(failed)) << "\n";
     return 1;
   }
   std::filesystem::remove_all(finalPlanDir, ec);
