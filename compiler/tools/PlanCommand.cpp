@@ -109,14 +109,18 @@ int planMain(int argc, char **argv) {
   placement::Problem problem;
   std::string error;
   std::string configFile;
-  if (!tools::loadProblemInputs(hardware, clusterPath, config, problem, configFile, error))
-    return fail(error);
+  if (auto read = tools::loadProblemInputs(hardware, clusterPath, config, problem))
+    configFile = std::move(*read);
+  else
+    return fail(llvm::toString(read.takeError()));
 
   placement::PlannerOptions &o = problem.options;
   o.seqLen = seqLen;
   o.globalTokens = globalTokens;
-  if (!tools::parseRecompute(recompute, /*allowSelective=*/true, o.recompute, error))
-    return fail(error);
+  if (auto mode = tools::parseRecompute(recompute, /*allowSelective=*/true))
+    o.recompute = *mode;
+  else
+    return fail(llvm::toString(mode.takeError()));
   o.fixedGroups = groups;
   o.fixedAttnGpus = attnGpus;
   o.fixedFfnGpus = ffnGpus;

@@ -14,6 +14,10 @@
 
 namespace disagmoe::tools {
 namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 /// `path` itself if it exists, else the file of that name in samples/<folder>/ of the source tree.
 std::string resolve(const std::string &path, const char *folder) {
   if (llvm::sys::fs::exists(path))
@@ -23,45 +27,37 @@ std::string resolve(const std::string &path, const char *folder) {
 }
 } // namespace
 
-bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
-                       const std::string &config, placement::Problem &problem,
-                       std::string &configFile, std::string &error) {
+llvm::Expected<std::string> loadProblemInputs(const std::string &hardware,
+                                              const std::string &cluster, const std::string &config,
+                                              placement::Problem &problem) {
   cost::HardwareCatalog catalog;
+  std::string error;
   if (!cost::loadHardwareCatalog(hardware, catalog, error) ||
       !cost::loadCluster(resolve(cluster, "clusters"), catalog, problem.cluster, error))
-    return false;
-  configFile = resolve(config, "configs");
+    return fail(error);
+  std::string configFile = resolve(config, "configs");
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
   auto module = configfe::importModelConfig(context, configFile, 1, 16);
-  if (!module) {
-    error = llvm::toString(module.takeError());
-    return false;
-  }
-  if (llvm::Error e = configfe::extractModelShape(**module, problem.model)) {
-    error = configFile + ": " + llvm::toString(std::move(e));
-    return false;
-  }
-  return true;
+  if (!module)
+    return module.takeError();
+  if (llvm::Error e = configfe::extractModelShape(**module, problem.model))
+    return fail(configFile + ": " + llvm::toString(std::move(e)));
+  return configFile;
 }
 
-bool parseRecompute(const std::string &value, bool allowSelective, placement::Recompute &out,
-                    std::string &error) {
+llvm::Expected<placement::Recompute> parseRecompute(const std::string &value, bool allowSelective) {
   if (value == "auto")
-    out = placement::Recompute::Auto;
-  else if (value == "on")
-    out = placement::Recompute::Always;
-  else if (value == "off")
-    out = placement::Recompute::Never;
-  else if (allowSelective && value == "selective")
-    out = placement::Recompute::Selective;
-  else {
-    error = "--recompute: expected " +
-            std::string(allowSelective ? "auto, on, selective or off" : "auto, on or off") +
-            ", got '" + value + "'";
-    return false;
-  }
-  return true;
+    return placement::Recompute::Auto;
+  if (value == "on")
+    return placement::Recompute::Always;
+  if (value == "off")
+    return placement::Recompute::Never;
+  if (allowSelective && value == "selective")
+    return placement::Recompute::Selective;
+  return fail("--recompute: expected " +
+              std::string(allowSelective ? "auto, on, selective or off" : "auto, on or off") +
+              ", got '" + value + "'");
 }
 
 } // namespace disagmoe::tools

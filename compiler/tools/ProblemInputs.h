@@ -10,20 +10,21 @@
 
 #include "passes/placement/solver/Planner.h"
 
+#include "llvm/Support/Error.h"
+
 #include <string>
 
 namespace disagmoe::tools {
 
-/// Fills `problem.cluster` and `problem.model`; `configFile` receives the config path actually
-/// read. On failure returns false with `error` naming the file at fault.
-bool loadProblemInputs(const std::string &hardware, const std::string &cluster,
-                       const std::string &config, placement::Problem &problem,
-                       std::string &configFile, std::string &error);
+/// Fills `problem.cluster` and `problem.model` and returns the config path actually read. Fails
+/// with one line naming the file at fault (catalog, cluster or config) and what is wrong there.
+llvm::Expected<std::string> loadProblemInputs(const std::string &hardware,
+                                              const std::string &cluster, const std::string &config,
+                                              placement::Problem &problem);
 
-/// Reads `--recompute` (auto, on, off, and selective where `allowSelective`) into `out`; on any
-/// other value returns false with `error` listing the accepted ones.
-bool parseRecompute(const std::string &value, bool allowSelective, placement::Recompute &out,
-                    std::string &error);
+/// Reads `--recompute` (auto, on, off, and selective where `allowSelective`). Fails on any other
+/// value with one line listing the accepted ones.
+llvm::Expected<placement::Recompute> parseRecompute(const std::string &value, bool allowSelective);
 
 } // namespace disagmoe::tools
 
