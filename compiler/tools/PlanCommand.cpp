@@ -148,8 +148,9 @@ int planMain(int argc, char **argv) {
   // The measured stage times are read before any output, so a bad file fails without a plan
   // printed.
   placement::MeasuredStageTimes measured;
-  if (!stageTimes.empty() && !measured.load(stageTimes, error))
-    return fail(error);
+  if (!stageTimes.empty())
+    if (llvm::Error e = measured.load(stageTimes))
+      return fail(llvm::toString(std::move(e)));
 
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;

@@ -14,6 +14,10 @@ namespace disagmoe::placement {
 using namespace detail;
 
 namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
   for (int64_t i = 1; i <= n; ++i)
@@ -60,81 +64,59 @@ double detail::usableBytes(const Problem &problem) {
   return problem.cluster.gpu.hbmBytes - problem.options.reserveBytes;
 }
 
-bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
-                         std::string &error) noexcept {
-  out.clear();
+llvm::Expected<std::vector<Candidate>> enumerateCandidates(const Problem &problem) noexcept {
+  std::vector<Candidate> out;
   const cost::ModelShape &m = problem.model;
   const PlannerOptions &o = problem.options;
   std::string invalid = m.validate();
-  if (!invalid.empty()) {
-    error = "model: " + invalid;
-    return false;
-  }
+  if (!invalid.empty())
+    return fail("model: " + invalid);
   const int64_t W = problem.cluster.gpus(), L = m.numLayers(), E = m.numExperts();
-  if (W < 2 || problem.cluster.nics() < 2) {
-    error = "cluster: needs at least 2 GPUs and 2 NICs (one attention and one FFN side), has " +
-            std::to_string(W) + " GPUs and " + std::to_string(problem.cluster.nics()) + " NICs";
-    return false;
-  }
-  if (o.seqLen < 1 || o.globalTokens < 1) {
-    error = "--seq-len and --global-tokens must be at least 1";
-    return false;
-  }
-  if (o.globalTokens % o.seqLen) {
-    error = "--global-tokens " + std::to_string(o.globalTokens) +
-            " is not a multiple of --seq-len " + std::to_string(o.seqLen) +
-            " (a step holds whole sequences)";
-    return false;
-  }
+  if (W < 2 || problem.cluster.nics() < 2)
+    return fail("cluster: needs at least 2 GPUs and 2 NICs (one attention and one FFN side), has " +
+                std::to_string(W) + " GPUs and " + std::to_string(problem.cluster.nics()) +
+                " NICs");
+  if (o.seqLen < 1 || o.globalTokens < 1)
+    return fail("--seq-len and --global-tokens must be at least 1");
+  if (o.globalTokens % o.seqLen)
+    return fail("--global-tokens " + std::to_string(o.globalTokens) +
+                " is not a multiple of --seq-len " + std::to_string(o.seqLen) +
+                " (a step holds whole sequences)");
   const int64_t B = o.globalTokens / o.seqLen;
   auto name = [](const char *flag, int64_t v) {
     return std::string(flag) + " " + std::to_string(v);
   };
   // Contradictory fixed options, named.
-  if (o.fixedAttnGpus && o.fixedFfnGpus && o.fixedAttnGpus + o.fixedFfnGpus > W) {
-    error = name("--attn-gpus", o.fixedAttnGpus) + " and " + name("--ffn-gpus", o.fixedFfnGpus) +
-            " exceed the cluster's " + std::to_string(W) + " GPUs";
-    return false;
-  }
-  if (o.fixedGroups > L) {
-    error =
-        name("--groups", o.fixedGroups) + " exceeds the model's " + std::to_string(L) + " layers";
-    return false;
-  }
+  if (o.fixedAttnGpus && o.fixedFfnGpus && o.fixedAttnGpus + o.fixedFfnGpus > W)
+    return fail(name("--attn-gpus", o.fixedAttnGpus) + " and " +
+                name("--ffn-gpus", o.fixedFfnGpus) + " exceed the cluster's " + std::to_string(W) +
+                " GPUs");
+  if (o.fixedGroups > L)
+    return fail(name("--groups", o.fixedGroups) + " exceeds the model's " + std::to_string(L) +
+                " layers");
   for (auto [flag, v] : {std::pair<const char *, int64_t>{"--attn-gpus", o.fixedAttnGpus},
                          {"--ffn-gpus", o.fixedFfnGpus}})
-    if (v && o.fixedGroups && v % o.fixedGroups) {
-      error = name(flag, v) + " is not a multiple of " + name("--groups", o.fixedGroups) +
-              " (every group of a side has the same size)";
-      return false;
-    }
-  if (o.fixedMicrobatches && o.fixedGroups && o.fixedMicrobatches < 2 * o.fixedGroups) {
-    error = name("--microbatches", o.fixedMicrobatches) + " is below 2 x " +
-            name("--groups", o.fixedGroups) + " (the ring of 2p stages needs 2p micro-batches)";
-    return false;
-  }
-  if (o.fixedMicrobatches && B % o.fixedMicrobatches) {
-    error = name("--microbatches", o.fixedMicrobatches) + " does not divide the " +
-            std::to_string(B) + " sequences of a step (--global-tokens / --seq-len)";
-    return false;
-  }
+    if (v && o.fixedGroups && v % o.fixedGroups)
+      return fail(name(flag, v) + " is not a multiple of " + name("--groups", o.fixedGroups) +
+                  " (every group of a side has the same size)");
+  if (o.fixedMicrobatches && o.fixedGroups && o.fixedMicrobatches < 2 * o.fixedGroups)
+    return fail(name("--microbatches", o.fixedMicrobatches) + " is below 2 x " +
+                name("--groups", o.fixedGroups) +
+                " (the ring of 2p stages needs 2p micro-batches)");
+  if (o.fixedMicrobatches && B % o.fixedMicrobatches)
+    return fail(name("--microbatches", o.fixedMicrobatches) + " does not divide the " +
+                std::to_string(B) + " sequences of a step (--global-tokens / --seq-len)");
   // Context-parallel degrees: powers of two up to 8 that divide a node's GPUs (the ring stays on
   // NVLink) and split a sequence into 2*cp load-balanced chunks.
   const int64_t node = problem.cluster.gpusPerNode;
-  if (o.fixedCp && (o.fixedCp != 1 && o.fixedCp != 2 && o.fixedCp != 4 && o.fixedCp != 8)) {
-    error = name("--cp", o.fixedCp) + " is not one of 1, 2, 4, 8";
-    return false;
-  }
-  if (o.fixedCp && node % o.fixedCp) {
-    error = name("--cp", o.fixedCp) + " does not divide the cluster's " + std::to_string(node) +
-            " GPUs per node (a CP group stays within a node)";
-    return false;
-  }
-  if (o.fixedCp > 1 && o.seqLen % (2 * o.fixedCp)) {
-    error = name("--cp", o.fixedCp) + " needs --seq-len " + std::to_string(o.seqLen) +
-            " to be a multiple of 2 x cp (load-balanced causal chunks)";
-    return false;
-  }
+  if (o.fixedCp && (o.fixedCp != 1 && o.fixedCp != 2 && o.fixedCp != 4 && o.fixedCp != 8))
+    return fail(name("--cp", o.fixedCp) + " is not one of 1, 2, 4, 8");
+  if (o.fixedCp && node % o.fixedCp)
+    return fail(name("--cp", o.fixedCp) + " does not divide the cluster's " + std::to_string(node) +
+                " GPUs per node (a CP group stays within a node)");
+  if (o.fixedCp > 1 && o.seqLen % (2 * o.fixedCp))
+    return fail(name("--cp", o.fixedCp) + " needs --seq-len " + std::to_string(o.seqLen) +
+                " to be a multiple of 2 x cp (load-balanced causal chunks)");
   std::vector<int64_t> cps;
   for (int64_t cp : {1, 2, 4, 8})
     if (node % cp == 0 && (cp == 1 || o.seqLen % (2 * cp) == 0) && (!o.fixedCp || cp == o.fixedCp))
@@ -185,15 +167,14 @@ bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
       fixed += " " + name("--replicas", o.fixedReplicas);
     if (o.fixedCp)
       fixed += " " + name("--cp", o.fixedCp);
-    error =
+    return fail(
         "no configuration satisfies the integer constraints (" + std::to_string(B) +
         " sequences per step split evenly over replicas x A-ranks / cp x micro-batches, at least "
         "2p micro-batches, at most " +
         std::to_string(E) + " F-ranks per group, at most " + std::to_string(W) + " GPUs)" +
-        (fixed.empty() ? "" : " with" + fixed);
-    return false;
+        (fixed.empty() ? "" : " with" + fixed));
   }
-  return true;
+  return out;
 }
 
 std::pair<int64_t, int64_t> nicCaps(const Problem &problem, const Candidate &c) {
@@ -581,9 +562,12 @@ std::string explainInfeasible(const Problem &problem, const std::vector<Candidat
 Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
   auto start = std::chrono::steady_clock::now();
   Solution s;
-  std::vector<Candidate> cands;
-  if (!enumerateCandidates(problem, cands, s.error))
+  llvm::Expected<std::vector<Candidate>> enumerated = enumerateCandidates(problem);
+  if (!enumerated) {
+    s.error = llvm::toString(enumerated.takeError());
     return s;
+  }
+  const std::vector<Candidate> cands = std::move(*enumerated);
   s.candidates = static_cast<int64_t>(cands.size());
   const int64_t N = problem.cluster.nics();
   const double usable = usableBytes(problem);
@@ -634,12 +618,13 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
 
 std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept {
   std::vector<Solution> out;
-  std::vector<Candidate> cands;
-  std::string error;
-  if (!enumerateCandidates(problem, cands, error))
+  llvm::Expected<std::vector<Candidate>> cands = enumerateCandidates(problem);
+  if (!cands) {
+    llvm::consumeError(cands.takeError()); // contradictory options: no attention GPU count
     return out;
+  }
   std::vector<int64_t> counts;
-  for (const Candidate &c : cands)
+  for (const Candidate &c : *cands)
     counts.push_back(c.attnGpus());
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
@@ -805,13 +790,13 @@ LocalSearchResult localSearch(const Problem &problem, const Config &start,
 ShareBound explainShareBound(const Problem &problem, int64_t attnGpus, int64_t gpus,
                              double chosenStep) noexcept {
   ShareBound out;
-  std::vector<Candidate> cands;
-  std::string error;
-  if (!enumerateCandidates(problem, cands, error)) {
+  llvm::Expected<std::vector<Candidate>> enumerated = enumerateCandidates(problem);
+  if (!enumerated) {
     out.reason = ShareBound::Reason::Divisibility;
-    out.text = "divisibility: " + error;
+    out.text = "divisibility: " + llvm::toString(enumerated.takeError());
     return out;
   }
+  const std::vector<Candidate> cands = std::move(*enumerated);
   const int64_t N = problem.cluster.nics();
   const double inf = std::numeric_limits<double>::infinity();
   out.bestFitStep = out.bestUnlimitedStep = inf;

@@ -29,8 +29,8 @@
 //   D    gradient synchronisation after the drain: a ring all-reduce of fp32 gradients over each
 //        parameter's DP replicas, 2 (n-1)/n * bytes / per-GPU NIC bandwidth (Patarasuk & Yuan
 //        2009).
-// All times in seconds, FLOP/s, bytes, bytes/s. Plain C++ (no MLIR, no Z3 in this header);
-// functions never throw.
+// All times in seconds, FLOP/s, bytes, bytes/s. Plain C++ (no MLIR, no Z3 in this header; errors
+// as llvm::Error from LLVMSupport); functions never throw.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_PASSES_PLACEMENT_SOLVER_PLANNER_H
@@ -39,6 +39,8 @@
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Memory.h"
 #include "runtime/cost/ModelShape.h"
+
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <memory>
@@ -112,10 +114,10 @@ struct Problem {
   PlannerOptions options;
 };
 
-/// The structural candidates (all integer constraints but NICs, memory and time applied).
-/// Returns false with a named reason when the options contradict each other or the cluster.
-bool enumerateCandidates(const Problem &problem, std::vector<Candidate> &out,
-                         std::string &error) noexcept;
+/// The structural candidates (all integer constraints but NICs, memory and time applied). Fails
+/// with one line naming the options (or the model or cluster) when they contradict each other or
+/// the cluster, or when no configuration satisfies the integer constraints.
+llvm::Expected<std::vector<Candidate>> enumerateCandidates(const Problem &problem) noexcept;
 
 /// The roofline evaluation of one configuration.
 Evaluation evaluate(const Problem &problem, const Config &config);

@@ -60,7 +60,7 @@ bool MeasuredStageTimes::busyTimes(const Problem &problem, const Config &config,
   return true;
 }
 
-bool MeasuredStageTimes::load(const std::string &path, std::string &error) noexcept {
+llvm::Error MeasuredStageTimes::load(const std::string &path) noexcept {
   try {
     std::ifstream in(path);
     if (!in)
@@ -121,14 +121,13 @@ bool MeasuredStageTimes::load(const std::string &path, std::string &error) noexc
       out.push_back(e);
     }
     entries = std::move(out);
-    return true;
+    return llvm::Error::success();
   } catch (const std::exception &e) {
-    error = path + ": " + e.what();
-    return false;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + e.what());
   }
 }
 
-bool MeasuredStageTimes::save(const std::string &path, std::string &error) const noexcept {
+llvm::Error MeasuredStageTimes::save(const std::string &path) const noexcept {
   try {
     nlohmann::json doc = {{"format", "disagmoe-stage-times"}, {"version", 1}};
     doc["entries"] = nlohmann::json::array();
@@ -155,10 +154,9 @@ bool MeasuredStageTimes::save(const std::string &path, std::string &error) const
     out << doc.dump(1) << "\n";
     if (!out)
       throw std::runtime_error("cannot write file");
-    return true;
+    return llvm::Error::success();
   } catch (const std::exception &e) {
-    error = path + ": " + e.what();
-    return false;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + e.what());
   }
 }
 

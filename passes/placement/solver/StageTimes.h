@@ -31,9 +31,11 @@ public:
   std::string name() const override { return "measured"; }
   bool busyTimes(const Problem &problem, const Config &config, double &attn,
                  double &ffn) const override;
-  /// Reads `path`; false with `error` naming the file and field.
-  bool load(const std::string &path, std::string &error) noexcept;
-  bool save(const std::string &path, std::string &error) const noexcept;
+  /// Reads `path` into `entries`. Never throws: fails with one line naming the file and the field
+  /// at fault (or why the file cannot be opened or parsed); `entries` is then left unchanged.
+  llvm::Error load(const std::string &path) noexcept;
+  /// Writes `entries` to `path`. Never throws: fails with one line naming the file.
+  llvm::Error save(const std::string &path) const noexcept;
   std::vector<Entry> entries;
 };
 

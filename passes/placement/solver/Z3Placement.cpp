@@ -129,9 +129,12 @@ struct Z3Model {
 Solution solveZ3(const Problem &problem) noexcept {
   auto start = std::chrono::steady_clock::now();
   Solution s;
-  std::vector<Candidate> cands;
-  if (!enumerateCandidates(problem, cands, s.error))
+  llvm::Expected<std::vector<Candidate>> enumerated = enumerateCandidates(problem);
+  if (!enumerated) {
+    s.error = llvm::toString(enumerated.takeError());
     return s;
+  }
+  const std::vector<Candidate> cands = std::move(*enumerated);
   s.candidates = static_cast<int64_t>(cands.size());
   try {
     // Each candidate at its lightest fitting recomputation levels (candidates that fit at none

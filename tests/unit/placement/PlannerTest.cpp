@@ -214,9 +214,9 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   Solution z = solveZ3(p);
   ASSERT_FALSE(z.ok);
   // Oracle: the least max(attention GPU, FFN GPU) bytes over every candidate and choice.
-  std::vector<Candidate> cands;
-  std::string error;
-  ASSERT_TRUE(enumerateCandidates(p, cands, error)) << error;
+  llvm::Expected<std::vector<Candidate>> enumerated = enumerateCandidates(p);
+  ASSERT_TRUE(static_cast<bool>(enumerated)) << llvm::toString(enumerated.takeError());
+  const std::vector<Candidate> cands = std::move(*enumerated);
   double least = 1e300;
   using cost::Recomputation;
   const Recomputation levels[] = {Recomputation::None, Recomputation::Selective,
@@ -414,10 +414,12 @@ TEST(LocalSearch, MeasuredSlowAttentionMovesGpusToAttention) {
   e.attnSeconds = 3 * z.eval.attnBusy;
   e.ffnSeconds = z.eval.ffnBusy;
   measured.entries.push_back(e);
-  std::string error, path = std::string(DISAGMOE_TEST_TMP) + "/stage-times.json";
-  ASSERT_TRUE(measured.save(path, error)) << error;
+  std::string path = std::string(DISAGMOE_TEST_TMP) + "/stage-times.json";
+  llvm::Error saved = measured.save(path);
+  ASSERT_FALSE(static_cast<bool>(saved)) << llvm::toString(std::move(saved));
   MeasuredStageTimes loaded;
-  ASSERT_TRUE(loaded.load(path, error)) << error;
+  llvm::Error read = loaded.load(path);
+  ASSERT_FALSE(static_cast<bool>(read)) << llvm::toString(std::move(read));
   ASSERT_EQ(loaded.entries.size(), 1u);
   bool ok = false;
   double start = stepTimeWith(p, z.config, loaded, ok);
