@@ -7,10 +7,11 @@ namespace disagmoe {
 
 llvm::ArrayRef<CompileStage> compileStages() {
   static const CompileStage stages[] = {
-      {"normalize", "normalize-onnx"},       {"raise", "raise-onnx-to-moe"},
-      {"partition", "partition-components"}, {"groups", "assign-groups"},
-      {"exchange", "fuse-exchange"},         {"placement", "place-groups"},
-      {"volume", "exchange-volume"},         {"schedule", "afpipe-schedule"},
+      {"normalize", "normalize-onnx"}, {"fold", "fold-onnx-constants"},
+      {"raise", "raise-onnx-to-moe"},  {"partition", "partition-components"},
+      {"groups", "assign-groups"},     {"exchange", "fuse-exchange"},
+      {"placement", "place-groups"},   {"volume", "exchange-volume"},
+      {"schedule", "afpipe-schedule"},
   };
   return stages;
 }
@@ -67,6 +68,8 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions 
       const llvm::StringRef name = stage.name;
       if (name == "normalize")
         pm.addPass(createNormalizeOnnx()); // exporter spellings -> the forms raise matches
+      else if (name == "fold")
+        pm.addPass(createFoldOnnxConstants()); // shape-and-constant subgraphs -> dense constants
       else if (name == "raise")
         pm.addPass(createRaiseOnnxToMoe());
       else if (name == "partition")

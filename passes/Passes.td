@@ -26,6 +26,26 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
   }];
 }
 
+def FoldOnnxConstants : Pass<"fold-onnx-constants", "mlir::ModuleOp"> {
+  let summary = "Fold every subgraph of known values into Constant nodes at the static shape";
+  let description = [{
+    The Fold stage of raising (normalize -> fold -> match), between normalize-onnx and
+    raise-onnx-to-moe (passes/raise/fold/): each `onnx.node` whose inputs are all known (Constant
+    nodes, integer and boolean initializers with values, static shapes read by Shape) is evaluated
+    on the host (ConstantEvaluator.h: elementwise arithmetic, comparisons and logic with
+    broadcasting, Where, Cast, reshapes, Expand, Transpose, Concat, Slice, Gather, Range,
+    ConstantOfShape, Trilu, Shape) and replaced by a `Constant` node of the same name. Causal and
+    sliding-window masks, built by Trilu, by comparisons of positions or by `masked_fill`, thus
+    become dense constants that the matcher recognises by value. Float initializers (parameters)
+    and transcendental ops (RoPE's Cos/Sin) are not folded, nor a result of more than
+    `max-elements` values.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"int64_t(1) << 24",
+           "Most values of one folded result">,
+  ];
+}
+
 def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
   let summary = "Recognise embedding, RMSNorm, attention, router, experts and head in an ONNX graph";
   let description = [{

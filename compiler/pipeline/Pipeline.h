@@ -37,10 +37,10 @@ struct CompileOptions {
   std::string embeddingSide = "attention", headSide = "attention";
   /// Routing profile (docs/routing-profile.md) for expert placement; empty: contiguous split.
   std::string routingProfile;
-  /// Stage names after which to print the IR: import, normalize, raise, partition, groups,
+  /// Stage names after which to print the IR: import, normalize, fold, raise, partition, groups,
   /// exchange, placement, volume, schedule (or the pass arguments normalize-onnx,
-  /// raise-onnx-to-moe, partition-components, assign-groups, fuse-exchange, place-groups,
-  /// exchange-volume, afpipe-schedule).
+  /// fold-onnx-constants, raise-onnx-to-moe, partition-components, assign-groups, fuse-exchange,
+  /// place-groups, exchange-volume, afpipe-schedule).
   std::vector<std::string> printIrAfter;
   bool printIrAfterAll = false;
   /// Stop after this stage (import, or a name of compileStages(); empty: run the whole pipeline).

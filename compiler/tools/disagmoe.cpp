@@ -101,11 +101,11 @@ int compileMain(int argc, char **argv) {
           "routing more tokens from one A-rank to one F-rank stops naming the exchange, rank and "
           "count"),
       cl::value_desc("N"), cl::init(0), cl::cat(category));
-  cl::list<std::string> printAfter(
-      "print-ir-after",
-      cl::desc("Print the IR after a stage: import, normalize, raise, partition, groups, exchange, "
-               "placement, volume, schedule"),
-      cl::CommaSeparated, cl::cat(category));
+  cl::list<std::string> printAfter("print-ir-after",
+                                   cl::desc("Print the IR after a stage: import, normalize, fold, "
+                                            "raise, partition, groups, exchange, "
+                                            "placement, volume, schedule"),
+                                   cl::CommaSeparated, cl::cat(category));
   cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
                               cl::cat(category));
   cl::HideUnrelatedOptions(category);

@@ -63,12 +63,21 @@ Type tensorType(Builder &b, const ValueInfo &info) {
   return RankedTensorType::get(dims, elem);
 }
 
-/// Dense attribute holding a small tensor's bytes (little-endian, like the host).
+/// Dense attribute holding a small tensor's bytes (little-endian, like the host; ONNX stores a
+/// bool per byte, which MLIR's raw i1 buffers do not, so booleans are read one by one).
 DenseElementsAttr denseOf(Builder &b, const TensorData &t) {
   Type elem = elementType(b, t.type);
-  if (!elem || t.type == ElemType::Bool)
+  if (!elem)
     return {};
   auto type = RankedTensorType::get(t.dims, elem);
+  if (t.type == ElemType::Bool) {
+    if (static_cast<int64_t>(t.bytes.size()) != type.getNumElements())
+      return {};
+    SmallVector<bool> values;
+    for (char byte : t.bytes)
+      values.push_back(byte != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+  }
   bool splat = false;
   if (!DenseElementsAttr::isValidRawBuffer(type, ArrayRef<char>(t.bytes), splat))
     return {};

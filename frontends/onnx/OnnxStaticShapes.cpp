@@ -284,12 +284,16 @@ private:
     else if (op == "Expand")
       expand();
     else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" ||
-             op == "Equal" || op == "Less" || op == "Greater" || op == "Min" || op == "Max" ||
-             op == "Where")
+             op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+             op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor" || op == "Min" ||
+             op == "Max" || op == "Where")
       elementwise(op);
     else if (op == "Neg") {
       same(0);
       negate();
+    } else if (op == "Not") { // masking_utils' ~mask
+      same(0);
+      logicalNot();
     } else if (op == "Cos" || op == "Sin" || op == "Sigmoid" || op == "Sqrt" || op == "Softmax" ||
                op == "Clip" || op == "Trilu" || op == "ScatterElements" || op == "Relu" ||
                op == "Tanh" || op == "Exp" || op == "Erf" || op == "Reciprocal" || op == "Abs" ||
@@ -610,7 +614,8 @@ private:
   }
 
   void elementwise(const std::string &op) {
-    const bool compare = op == "Equal" || op == "Less" || op == "Greater";
+    const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                         op == "GreaterOrEqual";
     const ElemType type = compare ? ElemType::Bool : typeOf(op == "Where" ? 1 : 0);
     Dims out;
     if (!broadcastInputs(out))
@@ -644,8 +649,28 @@ private:
         return r = x < y, true;
       if (op == "Greater")
         return r = x > y, true;
+      if (op == "LessOrEqual")
+        return r = x <= y, true;
+      if (op == "GreaterOrEqual")
+        return r = x >= y, true;
+      if (op == "And")
+        return r = (x != 0) && (y != 0), true;
+      if (op == "Or")
+        return r = (x != 0) || (y != 0), true;
+      if (op == "Xor")
+        return r = (x != 0) != (y != 0), true;
       return false; // Pow
     });
+  }
+
+  void logicalNot() {
+    const Known *k = knownOf(0);
+    if (!k || k->type != ElemType::Bool)
+      return;
+    Known r = *k;
+    for (int64_t &x : r.v)
+      x = x == 0;
+    setKnown(0, std::move(r));
   }
 
   void negate() {

@@ -332,15 +332,20 @@ private:
         return true; // residual, RoPE's rotated halves, the experts' accumulation
       if (anyIn([](Value v) { return isWeight(v); }))
         return true; // bias
-      if (anyIn([&](Value v) { return staticFrom(v, {"Trilu", "Where"}); }))
-        return true; // additive causal / sliding-window mask
+      if (anyIn([&](Value v) {
+            return staticFrom(v, {"Trilu", "Where"}) ||
+                   (!isData(v) && additiveMaskByValue(v).has_value());
+          }))
+        return true; // additive causal / sliding-window mask (folded to a constant, or not)
       if (anyIn([](Value v) { return static_cast<bool>(producer(v, {"Clip"})); }) &&
           anyIn([](Value v) { return scalarConstant(v) == 1.0; }))
         return true; // GPT-OSS: Clip(up) + 1
       if (anyIn([](Value v) { return static_cast<bool>(producer(v, {"ReduceSum"})); }))
         return true; // the renormalisation's eps
       if (anyIn([](Value v) { return static_cast<bool>(producer(v, {"ScatterElements"})); }) &&
-          anyIn([](Value v) { return static_cast<bool>(producer(v, {"ConstantOfShape"})); }))
+          anyIn([](Value v) {
+            return static_cast<bool>(producer(v, {"ConstantOfShape"})) || isZeroConstant(v);
+          }))
         return true; // index_add_: zeros + scattered expert outputs
       return false;
     }

@@ -5,7 +5,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
 #include <deque>
+#include <vector>
 
 using namespace mlir;
 
@@ -138,6 +140,93 @@ NodeOp findUpstream(Value from, StringRef opType, int budget) {
 
 std::string describe(NodeOp node) {
   return "node '" + node.getNodeName().str() + "' (" + node.getOpType().str() + ")";
+}
+
+namespace {
+/// The Constant node behind `v` through broadcasts and the ops that keep values in order.
+NodeOp constantBehind(Value v) {
+  while (auto node = producer(
+             v, {"Expand", "Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))
+    v = node.getInputs()[0];
+  return producer(v, {"Constant"});
+}
+} // namespace
+
+std::optional<MaskByValue> additiveMaskByValue(Value v, std::string *whyNot) {
+  if (whyNot)
+    whyNot->clear();
+  NodeOp constant = constantBehind(v);
+  auto dense = constant ? constant.getOnnxAttrs().getAs<DenseElementsAttr>("value") : nullptr;
+  if (!dense || !llvm::isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  auto type = llvm::cast<ShapedType>(dense.getType());
+  if (type.getRank() < 2 || !type.hasStaticShape())
+    return std::nullopt;
+  const int64_t q = type.getDimSize(type.getRank() - 2), k = type.getDimSize(type.getRank() - 1);
+  auto values = valuesOf(dense);
+  if (!values)
+    return std::nullopt;
+  constexpr double kHidden = -1e4; // finfo(float16).min is -65504; any hidden score is below this
+  for (double x : *values)
+    if (x != 0.0 && !(x <= kHidden))
+      return std::nullopt; // not a mask of 0 and large negatives: some other constant
+  auto refuse = [&](const std::string &why) -> std::optional<MaskByValue> {
+    if (whyNot)
+      *whyNot = why;
+    return std::nullopt;
+  };
+  if (q != k)
+    return refuse("the mask is [" + std::to_string(q) + ", " + std::to_string(k) +
+                  "] (queries x keys), not square: a past key-value cache is not supported");
+  // The first key each query sees; every query must see a contiguous run ending at itself.
+  const int64_t slices = type.getNumElements() / (q * k);
+  std::vector<int64_t> first(static_cast<size_t>(q), -1);
+  for (int64_t s = 0; s < slices; ++s)
+    for (int64_t i = 0; i < q; ++i) {
+      const double *row = values->data() + (s * q + i) * k;
+      int64_t lo = -1, hi = -1;
+      for (int64_t j = 0; j < k; ++j)
+        if (row[j] == 0.0) {
+          if (lo < 0)
+            lo = j;
+          else if (hi != j - 1)
+            return refuse("query " + std::to_string(i) + " sees keys that are not contiguous");
+          hi = j;
+        }
+      if (hi != i)
+        return refuse("query " + std::to_string(i) + " sees keys up to " + std::to_string(hi) +
+                      ", not up to itself (a causal mask)");
+      if (s > 0 && first[i] != lo)
+        return refuse("the mask differs between batch rows or heads (a padding mask is not "
+                      "supported)");
+      first[i] = lo;
+    }
+  // A sliding window w: query i sees keys max(0, i - w + 1) .. i.
+  int64_t window = 0;
+  for (int64_t i = 0; i < q && window == 0; ++i)
+    if (first[i] > 0)
+      window = i - first[i] + 1;
+  for (int64_t i = 0; i < q; ++i) {
+    const int64_t expected = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+    if (first[i] != expected)
+      return refuse("query " + std::to_string(i) + " sees keys from " + std::to_string(first[i]) +
+                    ", not from " + std::to_string(expected) +
+                    (window > 0 ? " (a sliding window of " + std::to_string(window) + ")"
+                                : std::string(" (a causal mask)")));
+  }
+  return MaskByValue{window};
+}
+
+bool isZeroConstant(Value v) {
+  NodeOp constant = producer(v, {"Constant"});
+  auto dense = constant ? constant.getOnnxAttrs().getAs<DenseElementsAttr>("value") : nullptr;
+  if (!dense)
+    return false;
+  if (dense.isSplat())
+    return llvm::isa<FloatType>(dense.getElementType()) ? dense.getSplatValue<APFloat>().isZero()
+                                                        : dense.getSplatValue<APInt>().isZero();
+  auto values = valuesOf(dense);
+  return values && llvm::all_of(*values, [](double x) { return x == 0.0; });
 }
 
 } // namespace disagmoe::raise

@@ -15,6 +15,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <string>
 
 namespace disagmoe::raise {
 
@@ -58,6 +59,23 @@ NodeOp findUpstream(mlir::Value from, llvm::StringRef opType, int budget = 256);
 
 /// Readable "node 'name' (OpType)" for diagnostics.
 std::string describe(NodeOp node);
+
+/// An additive attention mask recognised by its values (the Fold stage turns masks into
+/// constants, whatever ops built them): a float constant, read through Expand, Cast and the
+/// reshaping ops, of shape [..., Q, Q] whose every [Q, Q] slice holds exactly 0 where query i sees
+/// key j and a value <= -1e4 (finfo.min, -inf) where it does not, each query i seeing exactly the
+/// keys max(0, i - w + 1) .. i. `window` is w, or 0 when every query sees every key up to its own
+/// (full causal; a window of at least Q is the same mask at this length).
+struct MaskByValue {
+  int64_t window = 0;
+};
+/// The mask `v` holds, or nullopt. With nullopt, `whyNot` (when given) is empty if `v` is not a
+/// constant of zeros and large negative values at all, and otherwise says how a constant mask
+/// differs from a causal or sliding-window one (the first row that does).
+std::optional<MaskByValue> additiveMaskByValue(mlir::Value v, std::string *whyNot = nullptr);
+
+/// `v` is a constant whose values are all zero (a splat, or every value 0).
+bool isZeroConstant(mlir::Value v);
 
 } // namespace disagmoe::raise
 

@@ -295,8 +295,10 @@ public:
         transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr());
   }
 
-  /// `v` is all zeros: ConstantOfShape with a zero (or no) value.
+  /// `v` is all zeros: a zero constant, or ConstantOfShape with a zero (or no) value.
   static bool isZeros(Value v) {
+    if (isZeroConstant(skipDataMovement(v)))
+      return true; // folded by the fold stage
     NodeOp node = producer(skipDataMovement(v), {"ConstantOfShape"});
     if (!node)
       return false;
@@ -619,15 +621,26 @@ public:
     }
 
     // Causal mask: an additive mask on the scores before the Softmax that hides key j > query i,
-    // optionally also key j <= query i - w (sliding window).
+    // optionally also key j <= query i - w (sliding window). Recognised by its values (the fold
+    // stage makes a mask a constant at the compiled shape, whatever ops built it), else by the
+    // structure of the Trilu / position-comparison forms.
     bool causal = false;
     for (NodeOp node : between(scores, softmax))
       if (node.getOpType() == "Add")
-        for (Value operand : node.getInputs())
-          if (isCausalMask(operand)) {
+        for (Value operand : node.getInputs()) {
+          std::string whyNot;
+          if (auto mask = additiveMaskByValue(operand, &whyNot)) {
+            causal = true;
+            m.slidingWindow = mask->window;
+          } else if (!whyNot.empty()) {
+            return fail(node, "attention: the mask added before the Softmax is neither causal nor "
+                              "a sliding window: " +
+                                  whyNot);
+          } else if (isCausalMask(operand)) {
             causal = true;
             m.slidingWindow = slidingWindowOf(operand);
           }
+        }
     if (!causal)
       return fail(softmax, "attention: no causal mask (Trilu(upper=1), or -inf where key "
                            "position > query position) added before the Softmax; only causal "
@@ -805,12 +818,17 @@ public:
     bool causal = false;
     for (NodeOp node : between(scores, softmax))
       if (node.getOpType() == "Add")
-        for (Value operand : node.getInputs())
-          if (isCausalMask(operand)) {
+        for (Value operand : node.getInputs()) {
+          std::string whyNot;
+          auto mask = additiveMaskByValue(operand, &whyNot);
+          if (!mask && !whyNot.empty())
+            return fail(node, "MLA: the mask added before the Softmax is not causal: " + whyNot);
+          if (mask || isCausalMask(operand)) {
             causal = true;
-            if (slidingWindowOf(operand) > 0)
+            if ((mask ? mask->window : slidingWindowOf(operand)) > 0)
               return fail(node, "MLA: sliding windows are not supported with MLA");
           }
+        }
     if (!causal)
       return fail(softmax, "MLA: no causal mask added before the Softmax");
     NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);

@@ -31,7 +31,9 @@ MUST_TRAIN = {
     "qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
     "gpt_oss_tiny", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum", "ms_moe_tiny/silu_fc3_bias",
     "ms_moe_tiny/swiglu_interleaved", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/swiglu_concat_oai_bias",
-    "deepseek_v2_lite_tiny",
+    "deepseek_v2_lite_tiny", "mixtral_variants/hf_casts_opset17",
+    "mixtral_variants/hf_mask_converter_opset17", "mixtral_variants/hf_mask_converter_window_opset14",
+    "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

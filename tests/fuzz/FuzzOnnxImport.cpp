@@ -47,6 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   mlir::PassManager pm(&context);
   pm.addPass(disagmoe::createNormalizeOnnx());
+  pm.addPass(disagmoe::createFoldOnnxConstants());
   pm.addPass(disagmoe::createRaiseOnnxToMoe());
   (void)pm.run(*module);
   return 0;

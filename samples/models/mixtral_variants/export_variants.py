@@ -13,7 +13,12 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     (`x.to(torch.float32)` ... `w * x.to(input_dtype)`), whose dtype round trip the exporter keeps
     as Casts to float of f32 values even in an fp32 model (the compiler's normalize stage drops
     them). Attention's softmax is HF's in every variant: `softmax(..., dtype=torch.float32)
-    .to(q.dtype)`, two more such Casts.
+    .to(q.dtype)`, two more such Casts;
+  - causal mask: torch.triu of -inf (the sample's), a position comparison (opset 13), or Hugging
+    Face's two generations written from transformers' code: AttentionMaskConverter's
+    torch.full(finfo.min) + masked_fill (modeling_attn_mask_utils.py) and masking_utils' boolean
+    kv_idx <= q_idx turned into where(mask, 0, finfo.min), each also with a sliding window of
+    WINDOW keys (the compiler folds them to constants and recognises them by value).
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
 hyper-parameters, for tests; the compiler never reads it).
@@ -51,7 +56,18 @@ VARIANTS = {
     "opset16_topk_softmax": (16, True, False, "topk_softmax", "triu", "sample"),
     "opset17_external": (17, True, True, "softmax_topk_renorm", "triu", "sample"),
     "hf_casts_opset17": (17, True, False, "softmax_topk_renorm", "triu", "hf_casts"),
+    # Hugging Face's two generations of causal masks, written line by line from transformers'
+    # code (with its RMSNorm casts), folded by the compiler's fold stage and matched by value:
+    "hf_mask_converter_opset17": (17, True, False, "softmax_topk_renorm", "hf_converter", "hf_casts"),
+    "hf_mask_converter_window_opset14": (14, False, False, "softmax_topk_renorm",
+                                         "hf_converter_window", "hf_casts"),
+    "hf_masking_utils_opset17": (17, True, False, "softmax_topk_renorm", "hf_masking_utils",
+                                 "hf_casts"),
+    "hf_masking_utils_window_opset16": (16, False, False, "softmax_topk_renorm",
+                                        "hf_masking_utils_window", "hf_casts"),
 }
+# The sliding window of the *_window variants (Mistral-style: every layer).
+WINDOW = 3
 
 
 class HfRMSNorm(base.RMSNorm):
@@ -84,15 +100,56 @@ class Router(base.SparseMoeBlock):
         return logits, probs, w.to(x.dtype), ids
 
 
+def converter_causal_mask(bsz, tgt_len, dtype, sliding_window=None):
+    """transformers' AttentionMaskConverter._make_causal_mask (modeling_attn_mask_utils.py), past
+    length 0: finfo.min everywhere, masked_fill(0) on and below the diagonal, the sliding window's
+    lower triangle filled back with finfo.min, then [bsz, 1, tgt, tgt] by expand."""
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    if sliding_window is not None:
+        diagonal = 0 - sliding_window - 1
+        context_mask = torch.tril(torch.ones_like(mask, dtype=torch.bool), diagonal=diagonal)
+        mask.masked_fill_(context_mask, torch.finfo(dtype).min)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len)
+
+
+def masking_utils_causal_mask(bsz, cache_position, kv_length, dtype, sliding_window=None):
+    """transformers' masking_utils without vmap (sdpa_mask's export form), kv_offset 0, no padding:
+    the boolean kv_idx <= q_idx, times kv_idx > q_idx - window for a sliding window, expanded to
+    [bsz, 1, q, kv]; then eager_mask's torch.where(mask, 0, finfo.min)."""
+    kv_arange = torch.arange(kv_length)
+    kv_arange += 0
+    reshaped_cache_position = cache_position.view(-1, 1)
+    causal_mask = kv_arange <= reshaped_cache_position
+    if sliding_window is not None:
+        sliding_mask_overlay = kv_arange > reshaped_cache_position - sliding_window
+        causal_mask *= sliding_mask_overlay
+    causal_mask = causal_mask[None, None, :, :].expand(bsz, -1, -1, -1)
+    # transformers passes min_dtype as a Python float; torch 1.13's exporter types that scalar as
+    # double next to the f32 zero, a Where that onnxruntime refuses, so it is a tensor of the
+    # mask's dtype here (the same value).
+    min_dtype = torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    return torch.where(causal_mask, torch.tensor(0.0, dtype=dtype), min_dtype)
+
+
 class Model(base.MixtralTiny):
     mask_form = "triu"
 
     def rope_and_mask(self, input_ids):
         cos, sin, mask = super().rope_and_mask(input_ids)
+        bsz, seq = input_ids.shape
+        window = WINDOW if self.mask_form.endswith("_window") else None
         if self.mask_form == "compare":
-            pos = torch.arange(input_ids.shape[1])
+            pos = torch.arange(seq)
             mask = torch.where(pos[None, :] > pos[:, None], torch.tensor(float("-inf")),
                                torch.tensor(0.0))
+        elif self.mask_form.startswith("hf_converter"):
+            mask = converter_causal_mask(bsz, seq, cos.dtype, window)
+        elif self.mask_form.startswith("hf_masking_utils"):
+            cache_position = torch.arange(seq)
+            mask = masking_utils_causal_mask(bsz, cache_position, seq, cos.dtype, window)
         return cos, sin, mask
 
 
@@ -159,6 +216,13 @@ def export_variant(name, out_dir):
                external_data=external, trace_batch=2, trace_seq=8)
     if norm_form != "sample":
         cfg["rms_norm_form"] = norm_form
+    if mask_form != "triu":
+        cfg["mask_form"] = mask_form
+    if mask_form.endswith("_window"):
+        # The keys each query sees. AttentionMaskConverter fills tril(diagonal = -window - 1), so
+        # its queries see window + 1 keys; masking_utils' kv_idx > q_idx - window, window keys.
+        cfg["sliding_window"] = WINDOW + 1 if mask_form.startswith("hf_converter") else WINDOW
+        cfg["layer_types"] = ["sliding_attention"] * CONFIG["num_layers"]
     with open(os.path.join(gdir, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -49,6 +49,7 @@ std::string runFuzzerStages(const std::string &path, std::string &error) {
     return "verify";
   mlir::PassManager pm(&context);
   pm.addPass(disagmoe::createNormalizeOnnx());
+  pm.addPass(disagmoe::createFoldOnnxConstants());
   pm.addPass(disagmoe::createRaiseOnnxToMoe());
   if (mlir::failed(pm.run(*module)))
     return "raise";
