@@ -7,7 +7,7 @@
 Runs `disagmoe simulate` for DeepSeek-MoE, GPT-OSS-120B and Qwen3-235B on 16 x 8 H800 at 4K, 8K,
 16K and 32K tokens per sequence (one JSON per run under OUT/results/), then writes OUT/results.md
 with the speed-ups and exposed-communication reductions beside the paper's reported figures
-(../shared/reference/papers.md), the ratio of every step time to the roofline lower bound, and the
+(docs/reference/papers.md), the ratio of every step time to the roofline lower bound, and the
 simulator's assumptions, and draws OUT/results_speedup.png, OUT/results_exposed.png and
 OUT/results_lower_bound.png (Debian's python3-matplotlib).
 """
@@ -23,7 +23,7 @@ MODELS = [("deepseek-moe-16b.json", "DeepSeek-MoE"), ("gpt-oss-120b.json", "GPT-
 SEQS = [4096, 8192, 16384, 32768]
 BASELINES = [("megatron", "Megatron 1F1B"), ("megatron-overlap", "Megatron 1F1B + A2A overlap"),
              ("dualpipe", "DualPipe")]
-# The paper's reported figures (../shared/reference/papers.md, DisagMoE).
+# The paper's reported figures (docs/reference/papers.md, DisagMoE).
 PAPER = {
     "megatron": "1.59-1.81x (up to 1.81x over Megatron interleaved 1F1B)",
     "megatron-overlap": "1.2-1.5x over Tutel/Comet (overlapping systems; up to 1.34x over the best)",

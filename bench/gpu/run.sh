@@ -5,7 +5,7 @@
 #      against the CPU kernels on random data;
 #   2. disagmoe-bench-cuda: bf16 GEMM TFLOP/s against the GPU's dense bf16 peak and attention time
 #      against its roofline bound, medians of several runs; the peak and HBM bandwidth are the
-#      GPU's row of runtime/cost/data/hardware.json (copied from ../shared/reference/hardware.json),
+#      GPU's row of runtime/cost/data/hardware.json (copied from docs/reference/hardware.json),
 #      matched by name (override: PEAK_TFLOPS=... HBM_TBPS=...).
 # Builds nothing: configure where nvcc is (cmake says "building the cuda backend for sm_90") and
 #   ninja -C BUILD_DIR RuntimeCudaKernelsTest RuntimeCudaRmsNormTest disagmoe-bench-cuda

@@ -2,7 +2,7 @@
 //
 //   build/bin/disagmoe-bench-sim [--runs N]
 //
-// Qwen3-235B-A22B's shape (94 layers, hidden 4096, 128 experts top-8; ../shared/reference/
+// Qwen3-235B-A22B's shape (94 layers, hidden 4096, 128 experts top-8; docs/reference/
 // papers.md), AF-Pipe with 64 micro-batches on 128 ranks (16 x 8 H800) and 1024 ranks (128 x 8),
 // and the Megatron baseline on the same ranks. Prints, per plan, the median seconds to order
 // (one dynamic run), verify and replay, against the targets (1 s at 128 ranks, 15 s at 1024), and

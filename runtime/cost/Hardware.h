@@ -1,7 +1,7 @@
 //===- Hardware.h - GPU, NIC and cluster specs of the machine model -*- C++ -*-===//
 //
 // The machine half of the roofline cost model (docs/cost-model.md). Specs are data files:
-//   runtime/cost/data/hardware.json  GPUs and NICs, seeded from ../shared/reference/hardware.json
+//   runtime/cost/data/hardware.json  GPUs and NICs, seeded from docs/reference/hardware.json
 //   samples/clusters/*.yaml          clusters: nodes, GPUs and NICs per node, link overrides
 // Units: FLOP/s, bytes, bytes/s (per direction), seconds. Loaders never throw: they return false
 // and set `error` to one line naming the file and field, so MLIR code (-fno-exceptions) can call
@@ -59,7 +59,7 @@ struct ClusterSpec {
 };
 
 /// The roofline turning point I = peak FLOP/s / NIC bandwidth, in FLOPs per byte of network
-/// traffic (DisagMoE §"Adaptive worker allocation"; ../shared/reference/papers.md). A stage whose
+/// traffic (DisagMoE §"Adaptive worker allocation"; docs/reference/papers.md). A stage whose
 /// FLOPs per exchanged byte exceed I (with its GPU:NIC ratio) is compute-bound.
 double turningPoint(const GpuSpec &gpu, const NicSpec &nic);
 

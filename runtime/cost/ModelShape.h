@@ -4,7 +4,7 @@
 // It is extracted from the `moe` IR (frontends/config/CostExtraction.h), whether that IR came from
 // an ONNX export or from a model's config.json, and never needs MLIR itself.
 // Parameter counts are in parameters (not bytes); biases, norms' epsilons and attention sinks are
-// not modelled (they are < 0.1% of any model in ../shared/reference/models.json).
+// not modelled (they are < 0.1% of any model in docs/reference/models.json).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_RUNTIME_COST_MODELSHAPE_H

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the committed config.json files of samples/configs/ from ../shared/reference/models.json.
+"""Writes the committed config.json files of samples/configs/ from docs/reference/models.json.
 
 Each file uses the Hugging Face config.json keys of its model family (model_type, architectures,
 hidden_size, num_experts_per_tok, ...), with the values of models.json (whose entries cite the
 published configs). Run from the repository root:
-    python3 samples/configs/make_configs.py ../shared/reference/models.json samples/configs
+    python3 samples/configs/make_configs.py docs/reference/models.json samples/configs
 """
 import json
 import os
@@ -64,7 +64,7 @@ def convert(m):
                   "sliding_window": None})
     else:
         raise SystemExit("unknown architecture " + arch)
-    c["_source"] = ("../shared/reference/models.json entry '%s' (%s); reported total %s, "
+    c["_source"] = ("docs/reference/models.json entry '%s' (%s); reported total %s, "
                     "computed total %sB" % (m["name"], "; ".join(m["source"][:1]),
                                             m["total_params_reported"], m["computed_params"]["total_B"]))
     return c

@@ -22,7 +22,7 @@
 // pace of the slower side), with ties broken by MFU (fewer GPUs for the same time):
 //   U_x  busy time of the busiest group of side x per micro-batch: the sum over its layers of the
 //        roofline stage time max(FLOPs / (GPUs * peak), bytes / min(NICs * NIC bw, GPUs * PCIe bw))
-//        (DisagMoE roofline, ../shared/reference/papers.md), plus the LM head on the head group;
+//        (DisagMoE roofline, docs/reference/papers.md), plus the LM head on the head group;
 //   K    m + (2p - 1) / v: m micro-batches, and the fill/drain bubble of the ring of 2p stages,
 //        (2p - 1) stage times of U/v each (v = ceil(L/p) layers per group) — the interleaved 1F1B
 //        bubble (PP - 1) * (t_f + t_b) / v of Narayanan et al. 2021 §2.2.2 with PP = 2p;

@@ -1,6 +1,6 @@
 //===- ConfigFrontendTest.cpp - config.json -> moe IR -> ModelShape --------===//
 //
-// Oracles: the parameter totals of ../shared/reference/models.json ("computed_params", arithmetic
+// Oracles: the parameter totals of docs/reference/models.json ("computed_params", arithmetic
 // from the published configs by an independent script), and the IR's own moe.param shapes.
 //
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,5 @@
 // The AF-Pipe schedule: warm-up bubble against the closed form reported for AF-Pipe
-// (../shared/reference/papers.md: ((PP-1)/(2v)) * [max(T_a, T_f) + T_M2N]), a timeline computed by
+// (docs/reference/papers.md: ((PP-1)/(2v)) * [max(T_a, T_f) + T_M2N]), a timeline computed by
 // hand, and the frozen plan replaying the run that ordered it.
 #include "Uniform.h"
 

@@ -1,5 +1,5 @@
 // The baselines against the closed-form bubbles of 1F1B and interleaved 1F1B (Narayanan et al.
-// 2021 §2.2; ../shared/reference/papers.md: 1F1B (PP-1)(F+B)) on a uniform model with free
+// 2021 §2.2; docs/reference/papers.md: 1F1B (PP-1)(F+B)) on a uniform model with free
 // communication, and the orderings between the baselines when exchanges cost time.
 #include "runtime/sim/Baselines.h"
 #include "runtime/cost/Roofline.h"

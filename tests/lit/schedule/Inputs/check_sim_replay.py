@@ -5,7 +5,7 @@ and the measured op times (every compute op of one kind takes the same time, exc
   - warm-up: ring stage k (A0, F0, A1, F1, ...: stage 2g = attention group g running layer g,
     2g+1 = FFN group g) starts micro-batch 0 at k x T_fwd plus k exchange hops, each at most the
     hop's bytes over the slowest link (the paper's warm-up term (PP-1) x [max(T_a, T_f) + T_M2N]
-    per virtual stage, ../shared/reference/papers.md);
+    per virtual stage, docs/reference/papers.md);
   - step time = the trace's last event end; MFU = model FLOPs / (step x ranks x peak).
 Usage: check_sim_replay.py PLAN.json OP_TIMES.json STDOUT.txt TRACE.json"""
 import json
