@@ -58,6 +58,33 @@ class RMSNorm(nn.Module):
         return self.weight * x
 
 
+class HfRMSNorm(RMSNorm):
+    """Hugging Face's RMSNorm forward as transformers writes it (LlamaRMSNorm, Qwen3MoeRMSNorm,
+    ...): the statistics in float32 and the result cast back to the input dtype, Casts that the
+    TorchScript exporter keeps even in an fp32 model. Same parameter as RMSNorm, same values."""
+
+    def forward(self, x):
+        input_dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + self.eps)
+        return self.weight * x.to(input_dtype)
+
+
+def masking_utils_causal_mask(bsz, seq, dtype):
+    """transformers' masking_utils for eager attention, past length 0, no padding: sdpa_mask's
+    export form kv_idx <= q_idx (boolean), expanded to [bsz, 1, seq, seq], then eager_mask's
+    where(mask, 0, finfo.min). min_dtype is a tensor of the mask's dtype: torch 1.13's exporter
+    types a Python float next to an f32 tensor as double, a Where onnxruntime refuses."""
+    cache_position = torch.arange(seq)
+    kv_arange = torch.arange(seq)
+    kv_arange += 0
+    causal = kv_arange <= cache_position.view(-1, 1)
+    causal = causal[None, None, :, :].expand(bsz, -1, -1, -1)
+    min_dtype = torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    return torch.where(causal, torch.tensor(0.0, dtype=dtype), min_dtype)
+
+
 def rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2:]

@@ -70,6 +70,10 @@ def run_node(node, ins):
         return [np.less(ins[0], ins[1])]
     if op == "Greater":
         return [np.greater(ins[0], ins[1])]
+    if op == "LessOrEqual":  # masking_utils' kv_idx <= q_idx
+        return [np.less_equal(ins[0], ins[1])]
+    if op == "And":
+        return [np.logical_and(ins[0], ins[1])]
     if op == "Min":
         return [np.minimum(*ins)]
     if op == "Max":

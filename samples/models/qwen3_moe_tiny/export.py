@@ -17,6 +17,8 @@ Two variants, sharing the module code and differing only in norm_topk_prob:
   ./norm_topk_false/  norm_topk_prob = false
   ./dense_masked/     norm_topk_prob = true, the experts as dense-masked batched MatMuls over the
                       stacked expert weights, weighted by the dense [tokens, experts] gate matrix
+  ./hf_forms/         the same model in Hugging Face's spellings: RMSNorms (q/k norms too) with
+                      transformers' float32 Casts, masking_utils' boolean causal mask
 Each has model.onnx (opset 17, constant folding, dynamic batch/seq) and golden/ (see
 ../family_common/family_export.py).
 """
@@ -69,8 +71,9 @@ class Qwen3MoeAttention(nn.Module):
         self.k_proj = nn.Linear(h, cfg["num_kv_heads"] * d, bias=False)
         self.v_proj = nn.Linear(h, cfg["num_kv_heads"] * d, bias=False)
         self.o_proj = nn.Linear(cfg["num_heads"] * d, h, bias=False)
-        self.q_norm = fx.RMSNorm(d, cfg["rms_norm_eps"])  # over head_dim, per head
-        self.k_norm = fx.RMSNorm(d, cfg["rms_norm_eps"])
+        norm = fx.HfRMSNorm if cfg.get("hf_forms") else fx.RMSNorm
+        self.q_norm = norm(d, cfg["rms_norm_eps"])  # over head_dim, per head
+        self.k_norm = norm(d, cfg["rms_norm_eps"])
 
     def forward(self, x, cos, sin, mask):
         bsz, q_len, _ = x.shape
@@ -139,9 +142,10 @@ class Qwen3MoeSparseMoeBlock(nn.Module):
 class Qwen3MoeDecoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.input_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        norm = fx.HfRMSNorm if cfg.get("hf_forms") else fx.RMSNorm
+        self.input_layernorm = norm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.self_attn = Qwen3MoeAttention(cfg)
-        self.post_attention_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.post_attention_layernorm = norm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.mlp = Qwen3MoeSparseMoeBlock(cfg)
 
     def forward(self, x, cos, sin, mask):
@@ -155,13 +159,16 @@ class Qwen3MoeTiny(nn.Module):
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList([Qwen3MoeDecoderLayer(cfg) for _ in range(cfg["num_layers"])])
-        self.norm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.norm = (fx.HfRMSNorm if cfg.get("hf_forms") else fx.RMSNorm)(cfg["hidden_size"],
+                                                                          cfg["rms_norm_eps"])
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
         self.rotary_emb = fx.RotaryEmbedding(cfg["head_dim"], cfg["rope_theta"])
 
     def rope_and_mask(self, ids):
         seq = ids.shape[1]
         cos, sin = self.rotary_emb(torch.arange(seq).unsqueeze(0))
+        if self.cfg.get("hf_forms"):
+            return cos, sin, fx.masking_utils_causal_mask(ids.shape[0], seq, cos.dtype)
         return cos, sin, fx.causal_mask(seq)
 
     def forward(self, ids):
@@ -173,7 +180,8 @@ class Qwen3MoeTiny(nn.Module):
 
     def intermediates(self, ids):
         """Layer-0 attention (with q/k norm) and router, tokens flattened row-major."""
-        if not self.cfg["norm_topk_prob"] or self.cfg.get("expert_form") == "dense_masked":
+        if (not self.cfg["norm_topk_prob"] or self.cfg.get("expert_form") == "dense_masked"
+                or self.cfg.get("hf_forms")):
             return {}
         H = self.cfg["hidden_size"]
         l0 = self.layers[0]
@@ -224,6 +232,12 @@ VARIANTS = [
     {"name": "qwen3_moe_tiny/dense_masked", "subdir": "dense_masked", "shapes": SHAPES[:2],
      "seed_base": 1000, "weight_seed": 0,
      "build": lambda: build(dict(CONFIG, expert_form="dense_masked"))},
+    # Hugging Face's own spellings of the same model (same weights as ./): every RMSNorm, q/k
+    # norms included, with transformers' float32 round-trip Casts, and masking_utils' boolean
+    # causal mask turned into where(mask, 0, finfo.min) (the compiler's normalize and fold stages).
+    {"name": "qwen3_moe_tiny/hf_forms", "subdir": "hf_forms", "shapes": SHAPES[:2],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, hf_forms=True))},
 ]
 
 if __name__ == "__main__":
