@@ -20,7 +20,9 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     trips in an fp32 export: RMSNorm's `x.to(torch.float32)` ... `.to(input_dtype)`, softmax's
     `dtype=torch.float32` then `.to(q.dtype)`); rewrites Reciprocal(Sqrt(x)) and Pow(x, -0.5) to
     Div(1, Sqrt(x)) and Mul(x, x) to Pow(x, 2), the forms torch.onnx.export writes for
-    torch.rsqrt and x.pow(2), which the RMSNorm matcher accepts. Each pattern is exact or
+    torch.rsqrt and x.pow(2), which the RMSNorm matcher accepts; and MatMul(Mul(a, c1), Mul(b, c2))
+    with scalar constants to Mul(MatMul(a, b), c1 * c2), torch's scaled_dot_product_attention
+    symbolic (q and k each scaled by sqrt(scale)). Each pattern is exact or
     rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
     another exponent, a Mul of two different values are kept.
   }];
@@ -38,7 +40,8 @@ def FoldOnnxConstants : Pass<"fold-onnx-constants", "mlir::ModuleOp"> {
     sliding-window masks, built by Trilu, by comparisons of positions or by `masked_fill`, thus
     become dense constants that the matcher recognises by value. Float initializers (parameters)
     and transcendental ops (RoPE's Cos/Sin) are not folded, nor a result of more than
-    `max-elements` values.
+    `max-elements` values. Then the normalize patterns run again, for those whose constants were
+    computed from shapes (the scaled_dot_product_attention scales).
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"int64_t(1) << 24",

@@ -34,7 +34,7 @@ MUST_TRAIN = {
     "deepseek_v2_lite_tiny", "mixtral_variants/hf_casts_opset17",
     "mixtral_variants/hf_mask_converter_opset17", "mixtral_variants/hf_mask_converter_window_opset14",
     "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
-    "qwen3_moe_tiny/hf_forms",
+    "qwen3_moe_tiny/hf_forms", "mixtral_variants/sdpa_symbolic_opset17",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

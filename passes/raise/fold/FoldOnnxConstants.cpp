@@ -8,12 +8,18 @@
 // the matcher recognises a mask by its values, whatever ops built it (docs/architecture.md, "Raise:
 // normalize, fold, match"). Float initializers are model parameters and are never folded (their
 // bytes stay in the model file); neither are the transcendental ops of RoPE tables. A result above
-// `max-elements` values stays unfolded, so folding never grows beyond the masks' own size.
+// `max-elements` values stays unfolded, so folding never grows beyond the masks' own size. The
+// normalize patterns are applied once more at the end, for those whose constants only folding
+// reveals (torch's scaled_dot_product_attention scales q and k by sqrt(1/sqrt(E)) read from q's
+// shape).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/raise/fold/ConstantEvaluator.h"
 
+#include "passes/raise/normalize/NormalizePatterns.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <memory>
@@ -102,6 +108,16 @@ struct FoldOnnxConstantsPass : impl::FoldOnnxConstantsBase<FoldOnnxConstantsPass
     });
     for (NodeOp node : dead)
       node.erase();
+    // The normalize patterns again: some match only once their constants are known (the scales
+    // of torch's scaled_dot_product_attention, computed from q's shape).
+    RewritePatternSet patterns(&getContext());
+    normalize::populateNormalizeOnnxPatterns(patterns);
+    GreedyRewriteConfig config;
+    config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config))) {
+      getOperation().emitError("fold-onnx-constants: the normalize rewrites did not converge");
+      signalPassFailure();
+    }
   }
 };
 

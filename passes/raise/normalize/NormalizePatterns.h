@@ -27,6 +27,10 @@ void populateCanonicalRsqrtPatterns(mlir::RewritePatternSet &patterns);
 /// Mul(x, x) -> Pow(x, 2) (CanonicalSquare.cpp).
 void populateCanonicalSquarePatterns(mlir::RewritePatternSet &patterns);
 
+/// MatMul(Mul(a, c1), Mul(b, c2)) -> Mul(MatMul(a, b), c1 * c2) for scalar constants
+/// (HoistMatMulScales.cpp: torch's scaled_dot_product_attention symbolic).
+void populateHoistMatMulScalesPatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

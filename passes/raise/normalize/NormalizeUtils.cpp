@@ -48,6 +48,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateDropSameTypeCastPatterns(patterns);
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);
+  populateHoistMatMulScalesPatterns(patterns);
 }
 
 } // namespace disagmoe::normalize

@@ -65,6 +65,9 @@ VARIANTS = {
                                  "hf_casts"),
     "hf_masking_utils_window_opset16": (16, False, False, "softmax_topk_renorm",
                                         "hf_masking_utils_window", "hf_casts"),
+    # Attention as torch.onnx's scaled_dot_product_attention symbolic writes it (is_causal=True):
+    # q and k^T each scaled by sqrt(1/sqrt(E)), its own boolean Trilu mask into Where(0, -inf).
+    "sdpa_symbolic_opset17": (17, True, False, "softmax_topk_renorm", "sdpa_causal", "hf_casts"),
 }
 # The sliding window of the *_window variants (Mistral-style: every layer).
 WINDOW = 3
@@ -134,6 +137,33 @@ def masking_utils_causal_mask(bsz, cache_position, kv_length, dtype, sliding_win
     return torch.where(causal_mask, torch.tensor(0.0, dtype=dtype), min_dtype)
 
 
+class SdpaAttention(base.Attention):
+    """base.Attention with its scores computed as torch.onnx's scaled_dot_product_attention
+    symbolic (torch/onnx/symbolic_opset14.py, torch 2.x) does for is_causal=True, written out
+    because torch 1.13 has no F.scaled_dot_product_attention: scale = 1/sqrt(E) from q's last dim,
+    q and k^T each multiplied by sqrt(scale), a [L, S] boolean mask tril(ones) turned into
+    where(mask, 0, -inf) and added, softmax, then V. The model's own mask is not used."""
+
+    def forward(self, x, cos, sin, mask):
+        bsz, q_len, _ = x.size()
+        q = self.q_proj(x).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(bsz, q_len, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(bsz, q_len, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q, k = base.apply_rotary_pos_emb(q, k, cos, sin)
+        n_rep = self.num_heads // self.num_kv_heads
+        k = base.repeat_kv(k, n_rep)
+        v = base.repeat_kv(v, n_rep)
+        embedding = torch.tensor(q.shape[-1], dtype=torch.float32)
+        sqrt_scale = torch.sqrt(1.0 / torch.sqrt(embedding))
+        scores = torch.matmul(q * sqrt_scale, k.transpose(-2, -1) * sqrt_scale)
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(diagonal=0)
+        attn_mask = torch.where(causal, torch.tensor(0.0), torch.tensor(float("-inf")))
+        probs = F.softmax(scores + attn_mask, dim=-1)
+        out = torch.matmul(probs, v)
+        out = out.transpose(1, 2).contiguous().reshape(bsz, q_len, self.num_heads * self.head_dim)
+        return self.o_proj(out)
+
+
 class Model(base.MixtralTiny):
     mask_form = "triu"
 
@@ -161,6 +191,8 @@ def build(scoring, mask_form, norm_form="sample"):
         block = Router(CONFIG)
         block.scoring = scoring
         layer.block_sparse_moe = block
+        if mask_form == "sdpa_causal":  # same parameters, same registration order
+            layer.self_attn = SdpaAttention(CONFIG)
     if norm_form == "hf_casts":
         # Same parameters in the same order, so the seeded weights equal the other variants'.
         eps = CONFIG["rms_norm_eps"]

@@ -199,3 +199,40 @@ func.func @canonical(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %d = onnx.node "Div"(%one, %s) {node_name = "d", onnx_attrs = {}} : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
   return %p, %d : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// torch's scaled_dot_product_attention symbolic: q and k^T each scaled by sqrt(scale) before
+// their MatMul; the scale moves after it, as one constant (0.5 * 0.5 = 0.25), the form the
+// attention matcher reads.
+// CHECK-LABEL: func.func @sdpa_scales
+// CHECK:       %[[P:.*]] = onnx.node "MatMul"(%arg0, %arg1) {node_name = "scores/unscaled"
+// CHECK:       %[[C:.*]] = onnx.node "Constant"() {node_name = "scores/scale", onnx_attrs = {value = dense<2.500000e-01> : tensor<f32>}}
+// CHECK:       onnx.node "Mul"(%[[P]], %[[C]]) {node_name = "scores"
+func.func @sdpa_scales(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32> {
+  %s = onnx.node "Constant"() {node_name = "sqrt_scale", onnx_attrs = {value = dense<0.5> : tensor<f32>}} : () -> tensor<f32>
+  %qs = onnx.node "Mul"(%q, %s) {node_name = "q_scaled", onnx_attrs = {}} : (tensor<2x4x8x16xf32>, tensor<f32>) -> tensor<2x4x8x16xf32>
+  %ks = onnx.node "Mul"(%kt, %s) {node_name = "k_scaled", onnx_attrs = {}} : (tensor<2x4x16x8xf32>, tensor<f32>) -> tensor<2x4x16x8xf32>
+  %w = onnx.node "MatMul"(%qs, %ks) {node_name = "scores", onnx_attrs = {}} : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  return %w : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// Kept: only one operand scaled, or a scale that is a tensor rather than one value.
+// CHECK-LABEL: func.func @matmul_scales_kept
+// CHECK:       onnx.node "Mul"(%arg0
+// CHECK:       onnx.node "MatMul"
+// CHECK:       onnx.node "Mul"(%arg0
+// CHECK:       onnx.node "Mul"(%arg1
+// CHECK:       onnx.node "MatMul"
+func.func @matmul_scales_kept(%q: tensor<2x16xf32>, %k: tensor<16x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %s = onnx.node "Constant"() {node_name = "s", onnx_attrs = {value = dense<0.5> : tensor<f32>}} : () -> tensor<f32>
+  %v = onnx.node "Constant"() {node_name = "v", onnx_attrs = {value = dense<0.5> : tensor<16xf32>}} : () -> tensor<16xf32>
+  %qs = onnx.node "Mul"(%q, %s) {node_name = "one_side", onnx_attrs = {}} : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %a = onnx.node "MatMul"(%qs, %k) {node_name = "a", onnx_attrs = {}} : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  %qv = onnx.node "Mul"(%q, %v) {node_name = "q_vec", onnx_attrs = {}} : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  %kv = onnx.node "Mul"(%k, %s) {node_name = "k_s", onnx_attrs = {}} : (tensor<16x2xf32>, tensor<f32>) -> tensor<16x2xf32>
+  %b = onnx.node "MatMul"(%qv, %kv) {node_name = "b", onnx_attrs = {}} : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  return %a, %b : tensor<2x2xf32>, tensor<2x2xf32>
+}
