@@ -19,7 +19,6 @@
 
 #include "passes/raise/normalize/NormalizePatterns.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <memory>
@@ -110,11 +109,7 @@ struct FoldOnnxConstantsPass : impl::FoldOnnxConstantsBase<FoldOnnxConstantsPass
       node.erase();
     // The normalize patterns again: some match only once their constants are known (the scales
     // of torch's scaled_dot_product_attention, computed from q's shape).
-    RewritePatternSet patterns(&getContext());
-    normalize::populateNormalizeOnnxPatterns(patterns);
-    GreedyRewriteConfig config;
-    config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config))) {
+    if (failed(normalize::applyNormalizeOnnxPatterns(getOperation()))) {
       getOperation().emitError("fold-onnx-constants: the normalize rewrites did not converge");
       signalPassFailure();
     }

@@ -8,8 +8,6 @@
 #include "passes/Passes.h"
 #include "passes/raise/normalize/NormalizePatterns.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-
 namespace disagmoe {
 #define GEN_PASS_DEF_NORMALIZEONNX
 #include "passes/Passes.h.inc"
@@ -19,12 +17,7 @@ using namespace mlir;
 
 struct NormalizeOnnxPass : impl::NormalizeOnnxBase<NormalizeOnnxPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    normalize::populateNormalizeOnnxPatterns(patterns);
-    GreedyRewriteConfig config;
-    // Rewrites only: no region simplification (it would also erase unused weights and blocks).
-    config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config))) {
+    if (failed(normalize::applyNormalizeOnnxPatterns(getOperation()))) {
       getOperation().emitError("normalize-onnx: the rewrites did not converge");
       signalPassFailure();
     }

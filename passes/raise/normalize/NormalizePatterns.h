@@ -34,6 +34,10 @@ void populateHoistMatMulScalesPatterns(mlir::RewritePatternSet &patterns);
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 
+/// Applies all of the above greedily to `root` (rewrites only, no region simplification: that
+/// would also erase unused weights and blocks). Fails if they do not converge.
+mlir::LogicalResult applyNormalizeOnnxPatterns(mlir::Operation *root);
+
 // --- helpers shared by the patterns (NormalizeUtils.cpp) ---------------------------------------
 
 /// `node` is a standard-domain node of `opType` with `inputs` operands and `outputs` results.

@@ -3,6 +3,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -49,6 +50,14 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
+}
+
+LogicalResult applyNormalizeOnnxPatterns(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateNormalizeOnnxPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+  return applyPatternsAndFoldGreedily(root, std::move(patterns), config);
 }
 
 } // namespace disagmoe::normalize
