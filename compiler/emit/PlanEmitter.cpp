@@ -34,7 +34,7 @@ struct IrPlacement {
       r.push_back(static_cast<int>(group * attnRanks + i));
     return r;
   }
-  std::vector<int> ffnRanks_(int64_t group) const {
+  std::vector<int> ffnGroupRanks(int64_t group) const {
     std::vector<int> r;
     for (int64_t i = 0; i < ffnRanks; ++i)
       r.push_back(static_cast<int>(groups * attnRanks + group * ffnRanks + i));
@@ -78,7 +78,7 @@ private:
     return p_.attentionRanks(layer % p_.groups);
   }
   std::vector<int> headRanks(bool onFfn) const {
-    return onFfn ? p_.ffnRanks_(numLayers_ % p_.groups) : attnGroupRanks(numLayers_);
+    return onFfn ? p_.ffnGroupRanks(numLayers_ % p_.groups) : attnGroupRanks(numLayers_);
   }
   /// Embedding / head stages with on = "ffn" (assign-groups' embedding-side / head-side) run on
   /// the FFN group of the same index: x_0 goes F -> A, x_L A -> F (docs/plan-format.md).
@@ -166,7 +166,7 @@ void PlanBuilder::addEmbedding(moe::EmbeddingOp e) {
   plan_.placement.embeddingOnFfn = onFfn;
   Component c;
   c.kind = ComponentKind::Embedding;
-  c.weight = weight(e.getWeight(), onFfn ? p_.ffnRanks_(0) : attnGroupRanks(0));
+  c.weight = weight(e.getWeight(), onFfn ? p_.ffnGroupRanks(0) : attnGroupRanks(0));
   component(std::move(c));
   auto &programs = plan_.programs;
   if (onFfn) {
@@ -348,7 +348,7 @@ llvm::Error PlanBuilder::addDenseFfn(moe::DenseFfnOp d) {
                 (onFfn ? "ffn" : "attention") + "' but sits in a " +
                 (stage ? stage.getSide().str() : std::string("function")) +
                 " stage (run fuse-exchange after assign-groups)");
-  const auto ranks = onFfn ? p_.ffnRanks_(layer % p_.groups) : attnGroupRanks(layer);
+  const auto ranks = onFfn ? p_.ffnGroupRanks(layer % p_.groups) : attnGroupRanks(layer);
   Component c;
   c.kind = ComponentKind::DenseFfn;
   c.layer = layer;
@@ -456,7 +456,7 @@ void PlanBuilder::buildPlacement() {
     for (int64_t l = g; l < numLayers_; l += p_.groups)
       layers.push_back(l);
     placement.groups.push_back({GroupRole::Attention, g, p_.attentionRanks(g), layers});
-    placement.groups.push_back({GroupRole::Ffn, g, p_.ffnRanks_(g), layers});
+    placement.groups.push_back({GroupRole::Ffn, g, p_.ffnGroupRanks(g), layers});
   }
   placement.expertToRank = p_.expertToRank;
   placement.embeddingGroup = 0;

@@ -81,6 +81,7 @@ private:
   llvm::DenseSet<Value> gateSources;
   llvm::DenseSet<Operation *> claimed;
   llvm::DenseMap<Operation *, int> scalesPerSoftmax;
+  mutable MaskAnalysis masks; // the layers' shared mask constant, read once
 
   bool isData(Value v) const { return data.contains(v); }
 
@@ -333,8 +334,7 @@ private:
       if (anyIn([](Value v) { return isWeight(v); }))
         return true; // bias
       if (anyIn([&](Value v) {
-            return staticFrom(v, {"Trilu", "Where"}) ||
-                   (!isData(v) && additiveMaskByValue(v).has_value());
+            return staticFrom(v, {"Trilu", "Where"}) || (!isData(v) && masks.of(v).has_value());
           }))
         return true; // additive causal / sliding-window mask (folded to a constant, or not)
       if (anyIn([](Value v) { return static_cast<bool>(producer(v, {"Clip"})); }) &&

@@ -152,11 +152,10 @@ NodeOp constantBehind(Value v) {
 }
 } // namespace
 
-std::optional<MaskByValue> additiveMaskByValue(Value v, std::string *whyNot) {
-  if (whyNot)
-    whyNot->clear();
-  NodeOp constant = constantBehind(v);
-  auto dense = constant ? constant.getOnnxAttrs().getAs<DenseElementsAttr>("value") : nullptr;
+namespace {
+/// The mask that `constant` holds (MaskAnalysis::of, uncached).
+std::optional<MaskByValue> maskOfConstant(NodeOp constant, std::string *whyNot) {
+  auto dense = constant.getOnnxAttrs().getAs<DenseElementsAttr>("value");
   if (!dense || !llvm::isa<FloatType>(dense.getElementType()))
     return std::nullopt;
   auto type = llvm::cast<ShapedType>(dense.getType());
@@ -215,6 +214,21 @@ std::optional<MaskByValue> additiveMaskByValue(Value v, std::string *whyNot) {
                                 : std::string(" (a causal mask)")));
   }
   return MaskByValue{window};
+}
+} // namespace
+
+std::optional<MaskByValue> MaskAnalysis::of(Value v, std::string *whyNot) {
+  if (whyNot)
+    whyNot->clear();
+  NodeOp constant = constantBehind(v);
+  if (!constant)
+    return std::nullopt;
+  auto [it, inserted] = cache_.try_emplace(constant.getOperation());
+  if (inserted)
+    it->second.mask = maskOfConstant(constant, &it->second.whyNot);
+  if (whyNot)
+    *whyNot = it->second.whyNot;
+  return it->second.mask;
 }
 
 bool isZeroConstant(Value v) {

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -69,10 +70,23 @@ std::string describe(NodeOp node);
 struct MaskByValue {
   int64_t window = 0;
 };
-/// The mask `v` holds, or nullopt. With nullopt, `whyNot` (when given) is empty if `v` is not a
-/// constant of zeros and large negative values at all, and otherwise says how a constant mask
-/// differs from a causal or sliding-window one (the first row that does).
-std::optional<MaskByValue> additiveMaskByValue(mlir::Value v, std::string *whyNot = nullptr);
+/// Masks recognised by value, each constant read once: every layer's attention adds the same
+/// mask Constant, whose [Q, Q] values (Q the compiled sequence) are scanned once per pass run, not
+/// once per layer and use.
+class MaskAnalysis {
+public:
+  /// The mask `v` holds, or nullopt. With nullopt, `whyNot` (when given) is empty if `v` is not a
+  /// constant of zeros and large negative values at all, and otherwise says how a constant mask
+  /// differs from a causal or sliding-window one (the first row that does).
+  std::optional<MaskByValue> of(mlir::Value v, std::string *whyNot = nullptr);
+
+private:
+  struct Result {
+    std::optional<MaskByValue> mask;
+    std::string whyNot;
+  };
+  llvm::DenseMap<mlir::Operation *, Result> cache_; // by the Constant node behind the value
+};
 
 /// `v` is a constant whose values are all zero (a splat, or every value 0).
 bool isZeroConstant(mlir::Value v);

@@ -629,7 +629,7 @@ public:
       if (node.getOpType() == "Add")
         for (Value operand : node.getInputs()) {
           std::string whyNot;
-          if (auto mask = additiveMaskByValue(operand, &whyNot)) {
+          if (auto mask = masks.of(operand, &whyNot)) {
             causal = true;
             m.slidingWindow = mask->window;
           } else if (!whyNot.empty()) {
@@ -820,7 +820,7 @@ public:
       if (node.getOpType() == "Add")
         for (Value operand : node.getInputs()) {
           std::string whyNot;
-          auto mask = additiveMaskByValue(operand, &whyNot);
+          auto mask = masks.of(operand, &whyNot);
           if (!mask && !whyNot.empty())
             return fail(node, "MLA: the mask added before the Softmax is not causal: " + whyNot);
           if (mask || isCausalMask(operand)) {
@@ -1415,6 +1415,7 @@ public:
 
 private:
   func::FuncOp func;
+  MaskAnalysis masks; // every layer adds the same mask constant: read it once
 
   static NodeOp single(const SmallVector<NodeOp> &nodes) {
     return nodes.size() == 1 ? nodes.front() : NodeOp();

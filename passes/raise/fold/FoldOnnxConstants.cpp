@@ -97,7 +97,13 @@ struct FoldOnnxConstantsPass : impl::FoldOnnxConstantsBase<FoldOnnxConstantsPass
       known[constant.getResult(0)] = std::make_unique<HostTensor>(std::move(*result));
       node.getOutputs()[0].replaceAllUsesWith(constant.getResult(0));
       known.erase(node.getOutputs()[0]);
+      SmallVector<Value> inputs(node.getInputs());
       node.erase();
+      // An input read by nothing else needs its host copy no more (a mask's S x S steps would
+      // otherwise all stay in memory until the end of the pass).
+      for (Value v : inputs)
+        if (v.use_empty())
+          known.erase(v);
     }
     // Constants that only fed folded nodes (onnx.node is not Pure: nothing else removes them).
     SmallVector<NodeOp> dead;
