@@ -34,21 +34,22 @@ PlaceGroupsOptions placeGroupsOptions(const CompilePipelineOptions &o) {
 AfPipeScheduleOptions afPipeScheduleOptions(const CompilePipelineOptions &o) {
   return AfPipeScheduleOptions{o.microBatches, o.cluster};
 }
+} // namespace
 
-std::string stageList() {
+std::string compileStageList() {
   std::string names = "import";
   for (const CompileStage &stage : compileStages())
     names += std::string(", ") + stage.name;
   return names;
 }
-} // namespace
 
 std::optional<OptionError> checkCompilePipelineOptions(const CompilePipelineOptions &o) {
   for (auto [name, value] :
        {std::pair<const char *, const std::string &>{"start-after", o.startAfter},
         {"stop-after", o.stopAfter}})
     if (!value.empty() && value != "import" && !findCompileStage(value))
-      return OptionError{name, "'" + value + "' is not a stage (expected " + stageList() + ")"};
+      return OptionError{name,
+                         "'" + value + "' is not a stage (expected " + compileStageList() + ")"};
   if (auto bad = checkAssignGroupsOptions(assignGroupsOptions(o))) {
     if (bad->option == "p")
       bad->option = "groups"; // the pipeline's name for assign-groups' p

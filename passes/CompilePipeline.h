@@ -68,6 +68,8 @@ struct CompileStage {
 };
 /// The stages, in order, after the import (which the frontend does, outside any pass).
 llvm::ArrayRef<CompileStage> compileStages();
+/// "import, normalize, fold, ...": every stage name, the import first, for messages.
+std::string compileStageList();
 /// The stage named `nameOrPass` (a short name or a pass argument), or null.
 const CompileStage *findCompileStage(llvm::StringRef nameOrPass);
 

@@ -68,12 +68,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
   pipeline.microBatches = options.microBatches;
   pipeline.cluster = options.cluster;
   for (const std::string &s : options.printIrAfter)
-    if (s != "import" && !findCompileStage(s)) {
-      std::string names = "import";
-      for (const CompileStage &stage : compileStages())
-        names += std::string(", ") + stage.name;
-      return fail("--print-ir-after: unknown stage '" + s + "' (expected " + names + ")");
-    }
+    if (s != "import" && !findCompileStage(s))
+      return fail("--print-ir-after: unknown stage '" + s + "' (expected " + compileStageList() +
+                  ")");
   if (auto bad = checkCompilePipelineOptions(pipeline))
     return fail("--" + bad->option + " " + bad->problem);
   // Limits: the runtime addresses tokens with 32-bit-safe counts.
