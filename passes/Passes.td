@@ -58,7 +58,18 @@ def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
     Reshape constants, RoPE base from the inverse-frequency constant, top-k from TopK's K, ...).
     Fails with an error naming the node when an op outside the supported set appears, or when the
     graph has no MoE layer.
+
+    The match stage of raising: one rewrite pattern per component variant, each rooted at its
+    anchor op (passes/raise/patterns/), applied in three phases; then the residual stream is
+    assembled (layers numbered, roles set) and every node must have a role
+    (passes/raise/ResidualStream.h, ComponentCoverage.h). With `match-only`, only the patterns
+    run and every failure they recorded is an error: the per-pattern lit tests.
   }];
+  let options = [
+    Option<"matchOnly", "match-only", "bool", /*default=*/"false",
+           "apply the component patterns only (no assembly, no legality check); norms and dense "
+           "FFNs keep layer -1 and an empty role">
+  ];
   let dependentDialects = ["disagmoe::moe::MoeDialect", "mlir::arith::ArithDialect"];
 }
 

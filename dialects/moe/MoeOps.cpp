@@ -77,7 +77,9 @@ LogicalResult RmsNormOp::verify() {
   if (getEps().convertToDouble() <= 0.0)
     return emitOpError() << "attribute 'eps' must be positive, got " << getEps().convertToDouble();
   StringRef role = getRole();
-  if (role != "attn_norm" && role != "ffn_norm" && role != "final_norm")
+  // Empty with layer -1: raised by a match pattern, its place in the stream not assembled yet.
+  bool pending = role.empty() && getLayer() == -1;
+  if (!pending && role != "attn_norm" && role != "ffn_norm" && role != "final_norm")
     return emitOpError() << "attribute 'role' must be attn_norm, ffn_norm or final_norm, got '"
                          << role << "'";
   return expectShape(*this, getWeight(), "weight", {lastDim(getX())});
@@ -234,12 +236,14 @@ LogicalResult ExpertsOp::verify() {
 
 LogicalResult DenseFfnOp::verify() {
   StringRef role = getRole();
-  if (role != "dense" && role != "shared")
+  // Empty with layer -1: raised by a match pattern, dense or shared not decided yet.
+  bool pending = role.empty() && getLayer() == -1;
+  if (!pending && role != "dense" && role != "shared")
     return emitOpError() << "attribute 'role' must be dense or shared, got '" << role << "'";
   int64_t inner = getFfnHidden();
   if (failed(expectPositive(*this, "ffn_hidden", inner)))
     return failure();
-  if (getLayer() < 0)
+  if (!pending && getLayer() < 0)
     return emitOpError() << "attribute 'layer' must be >= 0, got " << getLayer();
   if (auto side = getSide(); side && *side != "attention" && *side != "ffn")
     return emitOpError() << "attribute 'side' must be attention or ffn, got '" << *side << "'";

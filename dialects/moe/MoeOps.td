@@ -58,7 +58,9 @@ def Moe_EmbeddingOp : Moe_Op<"embedding", [Pure]> {
 def Moe_RmsNormOp : Moe_Op<"rms_norm", [Pure]> {
   let summary = "RMSNorm: y = x / sqrt(mean(x^2, -1) + eps) * w";
   let description = [{
-    `role` is `attn_norm`, `ffn_norm` or `final_norm`; `layer` is -1 for the final norm.
+    `role` is `attn_norm`, `ffn_norm` or `final_norm`; `layer` is -1 for the final norm. Inside
+    raise-onnx-to-moe (its match patterns, before the residual stream is assembled) `role` may be
+    empty with `layer` -1: not yet placed.
     Source: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization", eq. 4.
   }];
   let arguments = (ins F32Tensor:$x, F32Tensor:$weight, F64Attr:$eps, Moe_I64Attr:$layer, StrAttr:$role);
@@ -226,6 +228,8 @@ def Moe_DenseFfnOp : Moe_Op<"dense_ffn", [Pure]> {
   let summary = "an always-on SwiGLU FFN: a dense layer's FFN or a layer's shared experts";
   let description = [{
     y = (silu(x W1) * (x W3)) W2 with W1, W3 [hidden, ffn_hidden] and W2 [ffn_hidden, hidden].
+    (Inside raise-onnx-to-moe, before the residual stream is assembled, `role` may be empty with
+    `layer` -1: dense or shared not decided yet.)
     `role = "dense"`: the whole FFN of a dense layer (DeepSeek's first_k_dense_replace layers), so
     x_{l+1} = h_l + y; `role = "shared"`: the shared experts of an MoE layer, fused into one FFN of
     width `num_shared_experts` x the routed expert width, so r_l = h_l + y is what the layer's

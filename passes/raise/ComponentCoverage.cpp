@@ -107,7 +107,7 @@ private:
   }
 
   /// RMSNorm chains Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Div -> [Mul(x, .)] -> Mul(w, .)
-  /// (each link the single consumer of its kind, as the recogniser's matchNorm requires).
+  /// (each link the single consumer of its kind, as RmsNormPattern's matchNorm requires).
   void claimNorms() {
     for (NodeOp pow : nodes) {
       if (pow.getOpType() != "Pow" || pow.getInputs().size() != 2 ||
@@ -239,7 +239,7 @@ private:
   /// constant routed_scaling_factor applies; not the per-expert gathers of them, where a constant
   /// factor would be a stray node.
   bool isRouterGates(Value v) const {
-    // Directly: the recogniser reads the factor only from a Mul on these values (matchRouter).
+    // Directly: RouterPattern reads the factor only from a Mul on these values (matchRouter).
     NodeOp p = producer(v, {"TopK", "Div", "Softmax"});
     if (!p)
       return false;

@@ -1,7 +1,7 @@
 //===- ComponentCoverage.h - every computing node has a role in a recognised component ---===//
 //
-// The recogniser finds each component by its anchors (projections, Softmax, TopK, the norm chain)
-// and walks over the nodes between some of them (the heads' reshapes, the combine of the experts).
+// The match patterns find each component from its anchor (Softmax, TopK, the norm chain, ...) and
+// walk over the nodes between some of its parts (the heads' reshapes, the combine of the experts).
 // A node inserted on such a path, e.g. a Mul scaling softmax(QK^T)V before o_proj, or an expert's
 // output multiplied by a constant before the combine, would be dropped silently by the raised
 // model. This check accounts for every node that computes on the token stream:

@@ -59,7 +59,8 @@ WeightOp rowSlice(WeightOp w, int64_t e, int64_t row0, int64_t rows, StringRef p
 }
 
 /// A reference to the 2-D weight `w` as its transpose (marked `transposed`, as
-/// foldWeightTransposes does), for a router weight that a Gemm reads with transB = 1.
+/// normalize-onnx's FoldWeightTranspose does), for a router weight that a Gemm reads with transB
+/// = 1.
 WeightOp transposedRef(WeightOp w) {
   auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
   if (type.getRank() != 2)

@@ -79,6 +79,8 @@ public:
   /// constant of zeros and large negative values at all, and otherwise says how a constant mask
   /// differs from a causal or sliding-window one (the first row that does).
   std::optional<MaskByValue> of(mlir::Value v, std::string *whyNot = nullptr);
+  /// Drops the verdict cached for `op` (called when it is erased: its address may be reused).
+  void forget(mlir::Operation *op) { cache_.erase(op); }
 
 private:
   struct Result {

@@ -31,6 +31,10 @@ void populateCanonicalSquarePatterns(mlir::RewritePatternSet &patterns);
 /// (HoistMatMulScales.cpp: torch's scaled_dot_product_attention symbolic).
 void populateHoistMatMulScalesPatterns(mlir::RewritePatternSet &patterns);
 
+/// Transpose(W) of a 2-D weight -> W referenced as [in, out], marked `transposed`
+/// (FoldWeightTranspose.cpp).
+void populateFoldWeightTransposePatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

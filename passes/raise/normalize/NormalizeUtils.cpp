@@ -50,6 +50,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
+  populateFoldWeightTransposePatterns(patterns);
 }
 
 LogicalResult applyNormalizeOnnxPatterns(Operation *root) {

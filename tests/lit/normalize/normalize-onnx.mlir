@@ -236,3 +236,31 @@ func.func @matmul_scales_kept(%q: tensor<2x16xf32>, %k: tensor<16x2xf32>) -> (te
   %b = onnx.node "MatMul"(%qv, %kv) {node_name = "b", onnx_attrs = {}} : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
   return %a, %b : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// Transpose(W) of a 2-D weight (an export without constant folding reads nn.Linear's [out, in]
+// bytes this way) becomes the same bytes referenced as [in, out], marked `transposed`.
+// CHECK-LABEL: func.func @weight_transpose
+// CHECK-NOT:   "Transpose"
+// CHECK:       %[[W:.*]] = onnx.weight "q_proj.weight" {file = "m.onnx", length = 96 : i64, offset = 0 : i64, transposed} : tensor<4x6xf32>
+// CHECK:       onnx.node "MatMul"(%arg0, %[[W]])
+func.func @weight_transpose(%x: tensor<2x4xf32>) -> tensor<2x6xf32> {
+  %w = onnx.weight "q_proj.weight" {file = "m.onnx", offset = 0 : i64, length = 96 : i64} : tensor<6x4xf32>
+  %t = onnx.node "Transpose"(%w) {node_name = "t", onnx_attrs = {perm = [1, 0]}} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %y = onnx.node "MatMul"(%x, %t) {node_name = "mm", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<4x6xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+// A Transpose of an activation, or of a 3-D (stacked) weight, is kept.
+// CHECK-LABEL: func.func @weight_transpose_kept
+// CHECK:       onnx.node "Transpose"(%arg0)
+// CHECK:       onnx.node "Transpose"(%{{.*}}) {node_name = "t3"
+func.func @weight_transpose_kept(%x: tensor<2x4xf32>) -> (tensor<4x2xf32>, tensor<2x4x6xf32>) {
+  %w = onnx.weight "stacked" {file = "m.onnx", offset = 0 : i64, length = 192 : i64} : tensor<2x6x4xf32>
+  %t = onnx.node "Transpose"(%x) {node_name = "t", onnx_attrs = {perm = [1, 0]}} : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %t3 = onnx.node "Transpose"(%w) {node_name = "t3", onnx_attrs = {perm = [0, 2, 1]}} : (tensor<2x6x4xf32>) -> tensor<2x4x6xf32>
+  return %t, %t3 : tensor<4x2xf32>, tensor<2x4x6xf32>
+}

@@ -1,0 +1,157 @@
+//===- ExpertsLoopPattern.cpp - Hugging Face's loop over experts -> moe.experts ------===//
+//
+// Anchor: a moe.router whose ids feed OneHot (Mixtral's and Qwen3-MoE's sparse blocks: one-hot
+// expert mask, then per expert e: token indices from Gather(mask, e) -> NonZero, rows gathered
+// from the norm output, a SwiGLU (or GPT-OSS's clamped SwiGLU) on them, scaled by the gathered
+// gates and index_add-ed into the output). Each expert's id is read from the Gather of its rows.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/raise/patterns/ExpertsPattern.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <deque>
+
+using namespace mlir;
+
+namespace disagmoe::raise {
+
+static Value skipTranspose(Value v) {
+  while (auto t = producer(v, {"Transpose"}))
+    v = t.getInputs()[0];
+  return v;
+}
+
+/// Expert id whose one-hot row selects `rows`: Gather(mask', e) upstream of rows, where mask' is
+/// the OneHot output (possibly transposed).
+static std::optional<int64_t> expertIndexOf(MatchContext &ctx, Value rows, NodeOp oneHot) {
+  // The walk from `rows` does not depend on `oneHot`: its candidates (Gathers with a constant
+  // index, by the mask they read) are kept per `rows` (MatchContext), so each expert's rows are
+  // walked once, not once per layer. The first candidate on `oneHot`'s mask is the one the walk
+  // meets first.
+  auto [cached, fresh] = ctx.expertCandidates.try_emplace(rows);
+  if (fresh) {
+    llvm::DenseSet<Value> seen;
+    std::deque<Value> work{rows};
+    for (int budget = 128; !work.empty() && budget-- > 0;) {
+      Value v = work.front();
+      work.pop_front();
+      if (!seen.insert(v).second)
+        continue;
+      NodeOp node = producer(v);
+      if (!node)
+        continue;
+      if (node.getOpType() == "Gather" && node.getInputs().size() == 2)
+        if (auto e = scalarConstant(node.getInputs()[1]))
+          cached->second.push_back({skipTranspose(node.getInputs()[0]), static_cast<int64_t>(*e)});
+      if (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1]))
+        continue; // another component's projection: stop here
+      for (Value operand : node.getInputs())
+        work.push_back(operand);
+    }
+  }
+  for (auto [mask, e] : cached->second)
+    if (mask == oneHot.getOutputs()[0])
+      return e;
+  return std::nullopt;
+}
+
+std::optional<SmallVector<ExpertMatch>>
+ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHidden,
+                                   ExpertForm &form) {
+  NodeOp oneHot = single(consumers(router.ids, "OneHot"));
+  if (!oneHot)
+    return fail(router.topk, "experts: the router's expert ids feed more than one OneHot mask"),
+           std::nullopt;
+  SmallVector<ExpertMatch> experts(router.numExperts);
+  bool sawPlain = false, sawOai = false;
+  for (NodeOp sigmoid : allNodes("Sigmoid")) {
+    NodeOp mm1 = producer(sigmoid.getInputs()[0], {"MatMul"});
+    if (!mm1) {
+      // GPT-OSS's clamped SwiGLU on a fused gate_up projection.
+      Value rows;
+      auto oai = matchOaiExpert(sigmoid, rows);
+      if (error)
+        return std::nullopt;
+      if (!oai)
+        continue;
+      std::optional<int64_t> expert = expertIndexOf(ctx, rows, oneHot);
+      if (!expert)
+        continue;
+      if (*expert < 0 || *expert >= router.numExperts || experts[*expert].w1)
+        return fail(sigmoid, "experts: expert index " + std::to_string(*expert) +
+                                 " is out of range or appears twice"),
+               std::nullopt;
+      if (sawOai && (oai->second.limit != form.limit || oai->second.alpha != form.alpha))
+        return fail(sigmoid, "experts: the experts of one layer use different swiglu limits "
+                             "or alphas"),
+               std::nullopt;
+      sawOai = true;
+      form = oai->second;
+      experts[*expert] = oai->first;
+      experts[*expert].expert = *expert;
+      expertHidden = outWidth(oai->first.w1) / 2;
+      continue;
+    }
+    if (!weightOf(mm1.getInputs()[1]))
+      continue;
+    Value rows = mm1.getInputs()[0];
+    // Which expert: rows come from Gather(x, tokens) with tokens from Gather(mask, e).
+    std::optional<int64_t> expert = expertIndexOf(ctx, rows, oneHot);
+    if (!expert)
+      continue;
+    NodeOp silu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
+    if (!silu || !otherOperand(silu, sigmoid.getOutputs()[0]) ||
+        *otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
+      return fail(sigmoid, "experts: expected SiLU = x * Sigmoid(x)"), std::nullopt;
+    NodeOp gated = single(consumers(silu.getOutputs()[0], "Mul"));
+    NodeOp mm3 =
+        gated ? producer(*otherOperand(gated, silu.getOutputs()[0]), {"MatMul"}) : NodeOp();
+    if (!mm3 || mm3.getInputs()[0] != rows || !weightOf(mm3.getInputs()[1]))
+      return fail(silu, "experts: expected SwiGLU silu(x W1) * (x W3)"), std::nullopt;
+    NodeOp mm2 = single(consumers(gated.getOutputs()[0], "MatMul"));
+    if (!mm2 || !weightOf(mm2.getInputs()[1]))
+      return fail(gated, "experts: expected the down projection MatMul(., W2)"), std::nullopt;
+    if (*expert < 0 || *expert >= router.numExperts || experts[*expert].w1)
+      return fail(mm1, "experts: expert index " + std::to_string(*expert) +
+                           " is out of range or appears twice"),
+             std::nullopt;
+    sawPlain = true;
+    experts[*expert] = {*expert, weightOf(mm1.getInputs()[1]), weightOf(mm3.getInputs()[1]),
+                        weightOf(mm2.getInputs()[1])};
+    auto w1Shape = staticShape(experts[*expert].w1.getResult());
+    expertHidden = w1Shape.size() == 2 ? w1Shape[1] : 0;
+  }
+  if (sawPlain && sawOai)
+    return fail(router.topk, "experts: one layer mixes plain and clamped SwiGLU experts"),
+           std::nullopt;
+  for (auto [e, ex] : llvm::enumerate(experts))
+    if (!ex.w1)
+      return fail(router.topk, "experts: no SwiGLU expert found for expert id " +
+                                   std::to_string(e) + " of " + std::to_string(router.numExperts)),
+             std::nullopt;
+  return experts;
+}
+
+namespace {
+
+struct ExpertsLoopPattern : ExpertsPattern {
+  using ExpertsPattern::ExpertsPattern;
+
+  bool isForm(moe::RouterOp router) const override {
+    return !consumers(router.getIds(), "OneHot").empty();
+  }
+  std::optional<SmallVector<ExpertMatch>> match(ComponentMatcher &m, const RouterMatch &router,
+                                                int64_t &expertHidden,
+                                                ExpertForm &form) const override {
+    return m.matchLoopExperts(router, expertHidden, form);
+  }
+};
+
+} // namespace
+
+void populateExpertsLoopPattern(RewritePatternSet &patterns, MatchContext &ctx) {
+  patterns.add<ExpertsLoopPattern>(patterns.getContext(), ctx);
+}
+
+} // namespace disagmoe::raise

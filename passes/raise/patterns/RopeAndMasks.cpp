@@ -1,0 +1,157 @@
+//===- RopeAndMasks.cpp - the rotary embedding and causal masks of the attention patterns ---===//
+//
+// What AttentionPattern and MlaAttentionPattern read around the scores: the head split, the RoPE
+// inverse frequencies and the causal / sliding-window mask in its structural forms (a mask the
+// fold stage made a constant is read by value, MaskAnalysis in GraphMatchers.h).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/raise/patterns/ComponentMatcher.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+#include <deque>
+
+using namespace mlir;
+
+namespace disagmoe::raise {
+
+/// Trilu nodes of an additive mask built from -inf tensors: the mask itself, or a sum of them.
+static SmallVector<NodeOp> trilusOf(Value mask) {
+  SmallVector<NodeOp> out;
+  std::deque<Value> work{skipDataMovement(mask)};
+  for (int budget = 16; !work.empty() && budget-- > 0;) {
+    Value v = skipDataMovement(work.front());
+    work.pop_front();
+    if (NodeOp t = producer(v, {"Trilu"}))
+      out.push_back(t);
+    else if (NodeOp add = producer(v, {"Add"}))
+      for (Value in : add.getInputs())
+        work.push_back(in);
+  }
+  return out;
+}
+
+/// `v` is Unsqueeze(Range(0, n, 1), axes = [axis]).
+static bool positionsAlong(Value v, int64_t axis) {
+  NodeOp unsqueeze = producer(v, {"Unsqueeze"});
+  if (!unsqueeze)
+    return false;
+  std::optional<SmallVector<double>> axes;
+  if (unsqueeze.getInputs().size() == 2)
+    axes = constantValues(unsqueeze.getInputs()[1]); // opset >= 13: axes is an input
+  else if (auto attr = unsqueeze.getOnnxAttrs().getAs<ArrayAttr>("axes"))
+    axes = SmallVector<double>{static_cast<double>(llvm::cast<IntegerAttr>(attr[0]).getInt())};
+  NodeOp range = producer(unsqueeze.getInputs()[0], {"Range"});
+  auto start = range ? scalarConstant(range.getInputs()[0]) : std::nullopt;
+  auto step = range ? scalarConstant(range.getInputs()[2]) : std::nullopt;
+  return axes && axes->size() == 1 && (*axes)[0] == axis && start && *start == 0 && step &&
+         *step == 1;
+}
+
+/// The projection's Reshape to [b, s, heads, head_dim] agrees with (heads, headDim), where the
+/// shape is known (statically typed result, or constant trailing entries of its shape Concat;
+/// heads may be -1, as in `view(b, s, -1, head_dim)`).
+bool ComponentMatcher::checkHeadsInReshape(Value projOut, int64_t heads, int64_t headDim) {
+  NodeOp reshape = single(consumers(projOut, "Reshape"));
+  if (!reshape)
+    return true; // no explicit head split to compare with
+  auto shape = staticShape(reshape.getOutputs()[0]);
+  if (shape.size() == 4)
+    return shape[2] == heads && shape[3] == headDim;
+  if (auto concat = producer(reshape.getInputs()[1], {"Concat"})) {
+    auto n = concat.getInputs().size();
+    auto h = n >= 2 ? constantValues(concat.getInputs()[n - 2]) : std::nullopt;
+    auto d = n >= 2 ? constantValues(concat.getInputs()[n - 1]) : std::nullopt;
+    if (h && d && h->size() == 1 && d->size() == 1)
+      return ((*h)[0] == heads || (*h)[0] == -1) && (*d)[0] == headDim;
+  }
+  return true;
+}
+
+/// A float constant with `count` values upstream of the RoPE angles.
+std::optional<SmallVector<double>> ComponentMatcher::findInverseFrequencies(Value angles,
+                                                                            int64_t count) {
+  llvm::DenseSet<Value> seen;
+  std::deque<Value> work{angles};
+  for (int budget = 256; !work.empty() && budget-- > 0;) {
+    Value v = work.front();
+    work.pop_front();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto values = constantValues(v))
+      if (static_cast<int64_t>(values->size()) == count)
+        return values;
+    if (Operation *def = v.getDefiningOp())
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+  }
+  return std::nullopt;
+}
+
+/// An additive causal mask: -inf strictly above the diagonal of [query, key], built either as
+/// Trilu(upper = 1) of a -inf tensor, or as Where(key > query, -inf, 0) with key and query the
+/// positions Range(0, seq) unsqueezed along axes 0 and 1 (exports before opset 14 lack Trilu).
+bool ComponentMatcher::isCausalMask(Value mask) {
+  if (findUpstream(mask, "Trilu", 16)) {
+    for (NodeOp trilu : trilusOf(mask)) {
+      auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
+      if (!upper || upper.getInt() == 1)
+        return true;
+    }
+    return false;
+  }
+  NodeOp where = producer(skipDataMovement(mask), {"Where"});
+  if (!where || where.getInputs().size() != 3)
+    return false;
+  auto masked = scalarConstant(where.getInputs()[1]), kept = scalarConstant(where.getInputs()[2]);
+  if (!masked || !kept || *kept != 0.0 || *masked > -1e4)
+    return false;
+  NodeOp cmp = producer(where.getInputs()[0], {"Greater", "Less"});
+  if (!cmp)
+    return false;
+  // Greater(key, query) or Less(query, key), key = positions along the last axis.
+  Value key = cmp.getInputs()[cmp.getOpType() == "Greater" ? 0 : 1];
+  Value query = cmp.getInputs()[cmp.getOpType() == "Greater" ? 1 : 0];
+  return positionsAlong(key, 0) && positionsAlong(query, 1);
+}
+
+/// The sliding window w of a causal mask that also adds Trilu(-inf, k = -w, upper = 0) (keys
+/// j <= i - w hidden, HF's sliding_window_overlay); 0 for a plain causal mask.
+int64_t ComponentMatcher::slidingWindowOf(Value mask) {
+  for (NodeOp trilu : trilusOf(mask)) {
+    auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
+    if (!upper || upper.getInt() != 0 || trilu.getInputs().size() < 2)
+      continue;
+    auto k = scalarConstant(trilu.getInputs()[1]);
+    if (k && *k <= -1)
+      return static_cast<int64_t>(-*k);
+    fail(trilu, "attention: a lower-triangular mask whose diagonal offset is not a negative "
+                "constant (sliding window)");
+  }
+  return 0;
+}
+
+/// Every inverse frequency equals theta^(-2i/dim) to fp32 precision (so the frequencies are plain
+/// RoPE's and no scaling such as YaRN changed some of them).
+bool ComponentMatcher::isPlainRope(ArrayRef<double> invFreq, int64_t dim, double theta) {
+  for (size_t i = 0; i < invFreq.size(); ++i) {
+    double want = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+    if (std::abs(invFreq[i] - want) > 1e-5 * want)
+      return false;
+  }
+  return true;
+}
+
+/// theta from inverse frequencies inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), averaged over
+/// i and kept to 6 significant digits (the constant is fp32).
+double ComponentMatcher::thetaOf(ArrayRef<double> invFreq, int64_t dim) {
+  double logTheta = 0;
+  for (size_t i = 1; i < invFreq.size(); ++i)
+    logTheta += -static_cast<double>(dim) / (2.0 * i) * std::log(invFreq[i]);
+  double theta = std::exp(logTheta / static_cast<double>(invFreq.size() - 1));
+  double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
+  return std::round(theta / magnitude) * magnitude;
+}
+
+} // namespace disagmoe::raise

@@ -1,0 +1,150 @@
+//===- RouterPattern.cpp - the MoE router -> moe.router --------------------------===//
+//
+// Anchor: TopK(K constant) of the router logits MatMul(x, Wg) [+ b] or Gemm(x, Wg^T, b), x the
+// FFN norm's output through reshapes. Scoring from the nodes around TopK: Softmax before it
+// (softmax_topk), with Div(ReduceSum) after (softmax_topk_renorm), or Softmax after it
+// (topk_softmax); a positive constant Mul on the gates is DeepSeek's routed_scaling_factor.
+// The TopK's ids and the final gates are replaced by moe.router's results, which the experts
+// patterns start from.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/raise/patterns/ComponentMatcher.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace disagmoe::raise {
+
+std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
+  // Logits: MatMul(x', Wg) [+ b] or Gemm(x', Wg^T, b) upstream of TopK, x' a reshape of x.
+  NodeOp logits = findUpstream(topk.getInputs()[0], "MatMul", 8);
+  if (!logits || !weightOf(logits.getInputs()[1]))
+    logits = findUpstream(topk.getInputs()[0], "Gemm", 8);
+  if (!logits)
+    return std::nullopt;
+  Value x = skipDataMovement(logits.getInputs()[0]);
+  RouterMatch r;
+  r.input = x;
+  r.topk = topk;
+  r.weight = weightOf(logits.getInputs()[1]);
+  if (r.weight && logits.getOpType() == "Gemm") {
+    auto attrs = logits.getOnnxAttrs();
+    auto intAttr = [&](StringRef name, int64_t dflt) {
+      auto a = attrs.getAs<IntegerAttr>(name);
+      return a ? a.getInt() : dflt;
+    };
+    auto floatAttr = [&](StringRef name) {
+      auto a = attrs.getAs<FloatAttr>(name);
+      return a ? a.getValueAsDouble() : 1.0;
+    };
+    if (intAttr("transA", 0) != 0 || floatAttr("alpha") != 1.0 || floatAttr("beta") != 1.0)
+      return fail(logits, "router: Gemm with transA or alpha/beta other than 1");
+    if (intAttr("transB", 0) == 1) {
+      if (r.weight.getTransposed())
+        return fail(logits, "router: Gemm transposes a weight that is already transposed");
+      r.weight = transposedRef(r.weight);
+    }
+    if (logits.getInputs().size() > 2 &&
+        !isa_and_nonnull<onnxir::NoneOp>(logits.getInputs()[2].getDefiningOp())) {
+      r.bias = weightOf(logits.getInputs()[2]);
+      if (!r.bias)
+        return fail(logits, "router: the Gemm's bias is not a weight");
+    }
+  }
+  auto k = scalarConstant(topk.getInputs()[1]);
+  auto wShape = r.weight ? staticShape(r.weight.getResult()) : SmallVector<int64_t>{};
+  if (!r.weight || !k || wShape.size() != 2)
+    return fail(topk, "router: expected TopK(K constant) of MatMul(x, Wg[hidden, experts])");
+  r.numExperts = wShape[1];
+  r.topK = static_cast<int64_t>(*k);
+  if (logits.getOpType() == "MatMul")
+    r.bias = biasAfter(logits.getOutputs()[0], r.numExperts).second;
+  if (r.bias && staticShape(r.bias.getResult()) != SmallVector<int64_t>{r.numExperts})
+    return fail(logits,
+                "router: the logits' bias is not [experts = " + std::to_string(r.numExperts) + "]");
+  if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
+    if (largest.getInt() != 1)
+      return fail(topk, "router: TopK must select the largest scores");
+  bool softmaxBefore = static_cast<bool>(findUpstream(topk.getInputs()[0], "Softmax", 4));
+  Value values = topk.getOutputs()[0];
+  NodeOp div;
+  for (NodeOp d : consumers(values, "Div")) {
+    if (d.getInputs()[0] != values)
+      continue;
+    // Div(values, ReduceSum(values)) or Div(values, ReduceSum(values) + tiny eps).
+    Value den = d.getInputs()[1];
+    if (NodeOp add = producer(den, {"Add"}))
+      for (Value in : add.getInputs())
+        if (producer(in, {"ReduceSum"}) && otherOperand(add, in) &&
+            scalarConstant(*otherOperand(add, in)) &&
+            std::abs(*scalarConstant(*otherOperand(add, in))) < 1e-6)
+          den = in;
+    if (producer(den, {"ReduceSum"}))
+      div = d;
+  }
+  NodeOp softmaxAfter = single(consumers(values, "Softmax"));
+  if (softmaxBefore && div) {
+    r.scoring = "softmax_topk_renorm";
+    r.gates = div.getOutputs()[0];
+  } else if (softmaxBefore) {
+    r.scoring = "softmax_topk";
+    r.gates = values;
+  } else if (softmaxAfter) {
+    r.scoring = "topk_softmax";
+    r.gates = softmaxAfter.getOutputs()[0];
+  } else {
+    return fail(topk, "router: no Softmax before or after TopK");
+  }
+  // routed_scaling_factor: the gates multiplied by a positive constant.
+  for (NodeOp mul : consumers(r.gates, "Mul"))
+    if (auto c = otherOperand(mul, r.gates) ? scalarConstant(*otherOperand(mul, r.gates))
+                                            : std::nullopt) {
+      if (*c <= 0)
+        return fail(mul, "router: the gates are multiplied by a non-positive constant");
+      r.scalingFactor = shortestF32(*c);
+      r.gates = mul.getOutputs()[0];
+      break;
+    }
+  r.ids = topk.getOutputs()[1];
+  return r;
+}
+
+namespace {
+
+struct RouterPattern : OpRewritePattern<NodeOp> {
+  RouterPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
+  MatchContext &ctx;
+
+  LogicalResult matchAndRewrite(NodeOp topk, PatternRewriter &rewriter) const override {
+    if (topk.getOpType() != "TopK" || topk.getInputs().size() < 2 || topk.getOutputs().size() != 2)
+      return failure();
+    ComponentMatcher m(ctx);
+    auto r = m.matchRouter(topk);
+    if (!r) {
+      if (m.error)
+        ctx.recordFailure(topk, *m.error);
+      return failure();
+    }
+    rewriter.setInsertionPoint(topk);
+    auto op = rewriter.create<moe::RouterOp>(
+        topk.getLoc(), RankedTensorType::get({ctx.tokens, r->topK}, rewriter.getI64Type()),
+        RankedTensorType::get({ctx.tokens, r->topK}, rewriter.getF32Type()), r->input,
+        r->weight.getResult(), r->bias ? r->bias.getResult() : Value(),
+        rewriter.getI64IntegerAttr(-1), rewriter.getI64IntegerAttr(r->numExperts),
+        rewriter.getI64IntegerAttr(r->topK), rewriter.getStringAttr(r->scoring),
+        r->scalingFactor > 0 ? rewriter.getF64FloatAttr(r->scalingFactor) : FloatAttr());
+    ctx.inheritOrder(op, topk);
+    replaceComponent(rewriter, r->gates, op.getGates());
+    replaceComponent(rewriter, r->ids, op.getIds());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateRouterPattern(RewritePatternSet &patterns, MatchContext &ctx) {
+  patterns.add<RouterPattern>(patterns.getContext(), ctx);
+}
+
+} // namespace disagmoe::raise
