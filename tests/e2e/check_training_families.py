@@ -52,7 +52,15 @@ import error_model  # noqa: E402
 
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
             "deepseek_v2_lite_tiny", "qwen3_moe_tiny/dense_masked", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
-            "qwen3_moe_tiny/hf_forms"]
+            "qwen3_moe_tiny/hf_forms",
+            # The Hugging Face forms of the Mixtral sample's modules (samples/models/mixtral_variants, issue 12):
+            # RMSNorm casts, both generations of transformers' causal masks (with and without a sliding
+            # window) and the scaled_dot_product_attention symbolic; goldens by export_train_goldens.py
+            # samples/models/mixtral_variants --variant NAME, each from its own model (the window
+            # variants' losses differ from the full-causal ones').
+            "mixtral_variants/hf_casts_opset17", "mixtral_variants/hf_mask_converter_opset17",
+            "mixtral_variants/hf_mask_converter_window_opset14", "mixtral_variants/hf_masking_utils_opset17",
+            "mixtral_variants/hf_masking_utils_window_opset16", "mixtral_variants/sdpa_symbolic_opset17"]
 # Other export forms of the same module, weights and golden batch (export.py VARIANTS: "the same
 # weights as ./"): checked against that sample's training goldens (torch's math is the same).
 SAME_MODEL = {"qwen3_moe_tiny/dense_masked": "qwen3_moe_tiny", "gpt_oss_tiny/dense_masked": "gpt_oss_tiny",

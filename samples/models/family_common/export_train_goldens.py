@@ -7,9 +7,11 @@ and weights (never changes its outputs).
     /usr/bin/python3 samples/models/family_common/export_train_goldens.py FAMILY_DIR --check
 
 FAMILY_DIR is a family sample folder with an export.py (e.g. samples/models/qwen3_moe_tiny);
---variant selects one of its VARIANTS by name (default: the one whose subdir is "."). The model is
-built exactly as export.py builds it (same seed), and must reproduce golden/logits_b2_s8.npy
-bit for bit. The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence
+--variant selects one of its VARIANTS by name (default: the one whose subdir is "."). FAMILY_DIR may
+also be samples/models/mixtral_variants (export_variants.py; --variant required, e.g.
+hf_masking_utils_window_opset16): the model is that script's build() of the variant, its goldens go
+to <variant>/golden/train/. The model is built exactly as the exporter builds it (same seed), and
+must reproduce golden/logits_b2_s8.npy (within the fp32 error model's regeneration bound). The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence
 and the loss is the mean cross-entropy over those B*(S-1) = 14 targets (docs/architecture.md,
 "Training semantics and numerics"), as in samples/models/mixtral_tiny/export_grads.py.
 
@@ -51,7 +53,8 @@ l{l}_q|k|v|o, l{l}_q_norm, l{l}_k_norm (Qwen3), l{l}_router, l{l}_expert{e}_w1|w
 (gate_proj|up_proj|down_proj), l{l}_dense_w1|w3|w2 (a dense layer's FFN) and l{l}_shared_w1|w3|w2
 (shared experts; DeepSeek), l{l}_q|k|v|o_bias, l{l}_sinks, l{l}_router_bias, l{l}_expert{e}_b1|b2
 (GPT-OSS; its stacked expert parameters split per expert, w1 the interleaved gate/up [hidden, 2*inner]),
-l{l}_kv_a, l{l}_kv_norm, l{l}_kv_b (DeepSeek-V2's MLA; l{l}_q is its q_proj).
+l{l}_kv_a, l{l}_kv_norm, l{l}_kv_b (DeepSeek-V2's MLA; l{l}_q is its q_proj); Mixtral's
+block_sparse_moe.gate is l{l}_router, its experts' w1|w3|w2 keep their names.
 """
 
 import argparse
@@ -104,8 +107,10 @@ def param_key(name):
             return l + p[3], False
         if p[2] == "self_attn" and p[3] == "kv_a_layernorm":
             return l + "kv_norm", False
-        if p[2] == "mlp" and p[3] in ("gate", "router"):
+        if p[2] in ("mlp", "block_sparse_moe") and p[3] in ("gate", "router"):
             return l + "router", True
+        if p[2] == "block_sparse_moe" and p[3] == "experts" and p[5] in ("w1", "w2", "w3"):  # Mixtral
+            return f"{l}expert{p[4]}_{p[5]}", True
         if p[2] == "mlp" and p[3] == "experts" and p[5] in EXPERT:
             return f"{l}expert{p[4]}_{EXPERT[p[5]]}", True
         if p[2] == "mlp" and p[3] in EXPERT:  # a dense layer's FFN (DeepSeek)
@@ -263,13 +268,53 @@ def f32(t):
 
 
 def load_family(family_dir):
-    spec = importlib.util.spec_from_file_location("family_export_module", os.path.join(family_dir, "export.py"))
+    script = "export.py"
+    if not os.path.exists(os.path.join(family_dir, script)) and os.path.exists(os.path.join(family_dir, MIXTRAL_VARIANTS)):
+        script = MIXTRAL_VARIANTS
+    spec = importlib.util.spec_from_file_location("family_export_module", os.path.join(family_dir, script))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+# samples/models/mixtral_variants: export settings and attention/mask/RMSNorm forms of the Mixtral
+# sample's modules (../mixtral_tiny/export.py), VARIANTS {name: (opset, fold, external, router scoring,
+# mask form, RMSNorm form)}, each model made by its build(), its folder <name>/.
+MIXTRAL_VARIANTS = "export_variants.py"
+
+
+def mixtral_variant(module, name):
+    """A variant of export_variants.py as a family variant: its build() (which seeds its weights
+    itself) with two additions that change no output: model.cfg (the config family_export reads)
+    and routers that record the scores their top-k selects on (family_export.record_router_scores:
+    the probabilities, or the logits for "topk_softmax"), for the routing and idle batch below."""
+    if name not in module.VARIANTS:
+        raise SystemExit(f"export_train_goldens.py: no variant {name} in {MIXTRAL_VARIANTS}")
+    _, _, _, scoring, mask_form, norm_form = module.VARIANTS[name]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import family_export  # samples/models/family_common, this script's folder
+
+    class RecordingRouter(module.Router):
+        def route(self, x):
+            logits, probs, w, ids = super().route(x)
+            family_export.record_router_scores(logits if self.scoring == "topk_softmax" else probs)
+            return logits, probs, w, ids
+
+    def build():
+        model = module.build(scoring, mask_form, norm_form)
+        model.cfg = dict(module.CONFIG)
+        for layer in model.layers:
+            layer.block_sparse_moe.__class__ = RecordingRouter  # a class, so that deepcopy keeps it
+        return model
+
+    return {"name": name, "subdir": name, "weight_seed": 0, "build": build}
+
+
 def pick_variant(module, name):
+    if hasattr(module, "export_variant"):  # mixtral_variants/export_variants.py
+        if name is None:
+            raise SystemExit(f"export_train_goldens.py: {MIXTRAL_VARIANTS} needs --variant NAME")
+        return mixtral_variant(module, name)
     for v in module.VARIANTS:
         if (name is None and v["subdir"] == ".") or v["name"] == name:
             return v

@@ -21,7 +21,9 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     WINDOW keys (the compiler folds them to constants and recognises them by value).
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
-hyper-parameters, for tests; the compiler never reads it).
+hyper-parameters, for tests; the compiler never reads it). The Hugging Face-form variants' golden/train/
+(loss, gradients, SGD, AdamW) is written by ../family_common/export_train_goldens.py
+samples/models/mixtral_variants --variant NAME (with --check, its regeneration check), not here.
 
   /usr/bin/python3 export_variants.py [--out DIR] [--check]
 --check regenerates into a temporary directory and compares: model files byte-identical, goldens
