@@ -38,6 +38,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 #include <string>
@@ -143,9 +145,15 @@ public:
   /// "node 'NAME' (TYPE)" of the node `op` is or stands for (see inheritOrder), else the op name.
   std::string describeOp(mlir::Operation *op) const;
 
+  /// The live nodes of `opType`, in block order, from an index built by one walk on first use
+  /// (a walk per call made the expert patterns quadratic in the layers).
+  llvm::SmallVector<NodeOp> nodesOfType(llvm::StringRef opType);
+
   void notifyOperationErased(mlir::Operation *op) override;
 
 private:
+  std::optional<llvm::StringMap<llvm::SmallVector<NodeOp>>> nodesByType_;
+  llvm::DenseSet<mlir::Operation *> erasedNodes_; // index entries to skip (patterns make no nodes)
   llvm::DenseMap<mlir::Operation *, int64_t> order_;
   llvm::DenseMap<mlir::Operation *, std::string> described_;
   llvm::DenseMap<mlir::Operation *, MatchError> failures_;

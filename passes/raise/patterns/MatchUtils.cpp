@@ -68,7 +68,23 @@ std::string MatchContext::describeOp(Operation *op) const {
   return op->getName().getStringRef().str();
 }
 
+SmallVector<NodeOp> MatchContext::nodesOfType(StringRef opType) {
+  if (!nodesByType_) {
+    nodesByType_.emplace();
+    func.walk([&](NodeOp node) { (*nodesByType_)[node.getOpType()].push_back(node); });
+  }
+  SmallVector<NodeOp> out;
+  auto it = nodesByType_->find(opType);
+  if (it != nodesByType_->end())
+    for (NodeOp node : it->second)
+      if (!erasedNodes_.contains(node))
+        out.push_back(node);
+  return out;
+}
+
 void MatchContext::notifyOperationErased(Operation *op) {
+  if (isa<NodeOp>(op))
+    erasedNodes_.insert(op);
   failures_.erase(op);
   order_.erase(op);
   described_.erase(op);
@@ -144,15 +160,7 @@ SmallVector<NodeOp> ComponentMatcher::between(NodeOp from, NodeOp to) {
   return chain;
 }
 
-SmallVector<NodeOp> ComponentMatcher::allNodes(StringRef opType) {
-  // A walk per call: the patterns erase the nodes they raise, so no index outlives one match.
-  SmallVector<NodeOp> out;
-  ctx.func.walk([&](NodeOp node) {
-    if (node.getOpType() == opType)
-      out.push_back(node);
-  });
-  return out;
-}
+SmallVector<NodeOp> ComponentMatcher::allNodes(StringRef opType) { return ctx.nodesOfType(opType); }
 
 Operation *ComponentMatcher::firstUser(Value v) {
   return v.getUsers().empty() ? v.getParentBlock()->getParentOp() : *v.getUsers().begin();
