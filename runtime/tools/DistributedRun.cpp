@@ -14,6 +14,7 @@
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointDir.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -61,13 +62,15 @@ struct Options {
   double routerBiasRate = 0;               // --router-bias-update-rate (0: none)
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
-  std::string data, dataFormat, lossLog, checkpoint, resume;
-  int64_t checkpointEvery = 0;
+  std::string data, dataFormat, lossLog, checkpoint, checkpointDir, resume;
+  int64_t checkpointEvery = 0, keepCheckpoints = 0;
+  std::string resumeFile; // the file --resume names (a directory: what its `latest` names)
   // --op-times-out / --trace: measured op medians and a Chrome trace
   // (runtime/executor/OpProfile.h).
   std::string opTimesOut, trace;
   bool loop() const {
-    return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty();
+    return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !checkpointDir.empty() ||
+           !resume.empty();
   }
 };
 
@@ -195,6 +198,10 @@ Options parseArgs(int argc, char **argv) {
       o.lossLog = value;
     else if (name == "--save-checkpoint")
       o.checkpoint = value;
+    else if (name == "--checkpoint-dir")
+      o.checkpointDir = value;
+    else if (name == "--keep-checkpoints")
+      o.keepCheckpoints = parseInteger(name, value, 1);
     else if (name == "--checkpoint-every")
       o.checkpointEvery = parseInteger(name, value, 1);
     else if (name == "--resume")
@@ -242,13 +249,20 @@ Options parseArgs(int argc, char **argv) {
   if (o.optimizer == "sgd" && o.weightDecay > 0)
     throw UsageError("--weight-decay applies to adamw only");
   if (o.loop() && !o.train)
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
+    throw UsageError(
+        "--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume need --train");
   if (!o.data.empty() && (!o.input.empty() || !o.targets.empty()))
     throw UsageError("--data gives the batches; it does not combine with --input or --targets");
   if (!o.dataFormat.empty() && o.data.empty())
     throw UsageError("--data-format needs --data");
-  if (o.checkpointEvery && o.checkpoint.empty())
-    throw UsageError("--checkpoint-every needs --save-checkpoint");
+  if (!o.checkpoint.empty() && !o.checkpointDir.empty())
+    throw UsageError("--save-checkpoint FILE and --checkpoint-dir DIR both say where checkpoints "
+                     "go: give one");
+  if (o.checkpointEvery && o.checkpoint.empty() && o.checkpointDir.empty())
+    throw UsageError("--checkpoint-every needs --save-checkpoint or --checkpoint-dir");
+  if (o.keepCheckpoints && o.checkpointDir.empty())
+    throw UsageError(
+        "--keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one file)");
   return o;
 }
 
@@ -265,19 +279,28 @@ void checkOutputs(const Options &o) {
       checkOutputFile(flag, *path);
   if (!o.saveGrads.empty())
     checkOutputDir("--save-grads", o.saveGrads);
+  if (!o.checkpointDir.empty())
+    checkOutputDir("--checkpoint-dir", o.checkpointDir);
   if (!o.saveWeights.empty())
     checkOutputDir("--save-weights", o.saveWeights);
 }
 
 // Every input path, before any work: a directory or FIFO is named, not misread (or waited on).
-void checkInputs(const Options &o) {
-  const std::pair<const char *, const std::string *> files[] = {{"--input", &o.input},
-                                                                {"--targets", &o.targets},
-                                                                {"--data", &o.data},
-                                                                {"--resume", &o.resume}};
+// --resume may name a checkpoint directory: the file its `latest` names is resolved here.
+void checkInputs(Options &o) {
+  const std::pair<const char *, const std::string *> files[] = {
+      {"--input", &o.input}, {"--targets", &o.targets}, {"--data", &o.data}};
   for (const auto &[flag, path] : files)
     if (!path->empty())
       checkInputFile(flag, *path);
+  if (o.resume.empty())
+    return;
+  try {
+    o.resumeFile = train::resolveCheckpoint(o.resume);
+  } catch (const train::CheckpointError &e) {
+    throw UsageError(std::string("--resume: ") + e.what());
+  }
+  checkInputFile("--resume", o.resumeFile);
 }
 
 // The files --save-grads/--save-weights will write (names known once the plan is loaded): an
@@ -639,8 +662,10 @@ train::LoopOptions loopOptions(const Options &o) {
   lo.steps = o.steps;
   lo.lossLog = o.lossLog;
   lo.checkpoint = o.checkpoint;
+  lo.checkpointDir = o.checkpointDir;
+  lo.keepCheckpoints = o.keepCheckpoints;
   lo.checkpointEvery = o.checkpointEvery;
-  lo.resume = o.resume;
+  lo.resume = o.resumeFile;
   lo.dataName = o.data;
   return lo;
 }
@@ -743,6 +768,7 @@ int runMpi(const Options &o) {
           train::saveCheckpointGathered(path, plan, trainer, info, *comm, checkpointTag, timeout);
         };
         runtime.report = me == 0;
+        runtime.writesCheckpoints = me == 0;
         train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
                                loopOptions(o), runtime, std::cout);
       } else {
@@ -794,8 +820,8 @@ std::vector<std::vector<int>> reduceGroups(const Plan &plan) {
 // of --comm mpi, and a failing rank ends the job the same way.
 int runNccl(const Options &o) {
   if (o.loop())
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume do not run on --comm nccl "
-                     "in this version");
+    throw UsageError("--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume do not "
+                     "run on --comm nccl in this version");
   std::unique_ptr<NcclComm> comm = NcclComm::start();
   const int me = comm->rank();
   try {
@@ -869,7 +895,9 @@ const char *distributedUsage() {
          "[--trace FILE]\n"
          "                    [--router-bias-update-rate U]\n"
          "                    [--debug-nan-fill] [--data FILE --data-format F] [--loss-log FILE]\n"
-         "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
+         "                    [--save-checkpoint FILE | --checkpoint-dir DIR [--keep-checkpoints "
+         "N]]\n"
+         "                    [--checkpoint-every N] [--resume FILE|DIR]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm "
          "local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output "
@@ -936,6 +964,11 @@ const char *distributedUsage() {
          "--resume\n"
          "continues from one bit-identically (every tensor checked against its CRC-32 in the "
          "metadata;\n"
+         "--checkpoint-dir DIR writes DIR/step-<N>.safetensors instead, then DIR/latest naming it "
+         "(atomically),\n"
+         "then deletes the step files beyond the newest --keep-checkpoints N; --resume DIR "
+         "continues from\n"
+         "what DIR/latest names;\n"
          "under --comm mpi rank 0 writes the checkpoint gathered from every rank, and prints and "
          "logs).\n"
          "In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
@@ -956,7 +989,7 @@ const char *distributedUsage() {
 
 int distributedMain(int argc, char **argv) {
   try {
-    const Options o = parseArgs(argc, argv);
+    Options o = parseArgs(argc, argv);
     checkOutputs(o);
     checkInputs(o);
 #ifdef DISAGMOE_HAVE_MPI

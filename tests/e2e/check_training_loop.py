@@ -8,7 +8,9 @@
    int64 document indices; several sequences and documents) give bit-identical step losses.
 2. Resume: N steps in one run against N/2 steps + --resume + N/2 steps (AdamW, clipping, warm-up +
    cosine): the weights (--save-weights .npy files), the final checkpoints and the loss-log lines of
-   the resumed steps are byte-identical.
+   the resumed steps are byte-identical. With --checkpoint-dir (every 2 steps, keep 2): the step
+   files, `latest` and the pruning after 6 steps and after 3 + --resume DIR + 3, whose step 4 and 6
+   files are byte-identical to the uninterrupted run's.
 3. The checkpoint read by an independent safetensors parser (8-byte little-endian header length,
    JSON header, raw data; written here from the spec): every weight equals the --save-weights .npy,
    AdamW moments present, metadata step/data_position right.
@@ -26,6 +28,7 @@
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -129,6 +132,46 @@ def main(bin_dir, sample, data_file, work):
         return rows
     check(log(os.path.join(work, "full.jsonl")) == log(os.path.join(work, "res.jsonl")),
           "loss logs (JSON lines) of the two runs identical, steps 1-6")
+
+    # 2b. Step-numbered checkpoints in a directory: 6 uninterrupted steps (every 2, keep 2) against 3 steps
+    # (every 2, keep 2: step 2 and the final step 3), then --resume DIR (what its `latest` names) to 6 into the
+    # same directory. The names, `latest` and the pruning follow from the steps alone; the files are compared
+    # with the uninterrupted run's.
+    step_file = lambda s: f"step-{s:08d}.safetensors"  # noqa: E731
+    dir_a, dir_b = os.path.join(work, "ckdir_full"), os.path.join(work, "ckdir_res")
+    for d in (dir_a, dir_b):
+        shutil.rmtree(d, ignore_errors=True)  # a previous run's files would stay (later steps are never pruned)
+    every = ["--checkpoint-every", "2", "--keep-checkpoints", "2"]
+    text_a = run(common + ["--steps", "6", "--checkpoint-dir", dir_a] + every).stdout
+    check(sorted(os.listdir(dir_a)) == ["latest", step_file(4), step_file(6)]
+          and open(os.path.join(dir_a, "latest")).read() == step_file(6) + "\n",
+          f"6 steps, every 2, keep 2: {sorted(os.listdir(dir_a))}, latest names {step_file(6)}")
+    ck_lines = [line for line in text_a.splitlines() if line.startswith("checkpoint at step")]
+    check(ck_lines == [f"checkpoint at step {s} written to {os.path.join(dir_a, step_file(s))}" for s in (2, 4)]
+          + [f"checkpoint at step 6 written to {os.path.join(dir_a, step_file(6))}; removed {step_file(2)} "
+             "(keeping the newest 2)"],
+          "checkpoints at steps 2, 4, 6; step 2's file deleted once step 6's is complete")
+    run(common + ["--steps", "3", "--checkpoint-dir", dir_b] + every)
+    check(sorted(os.listdir(dir_b)) == ["latest", step_file(2), step_file(3)]
+          and open(os.path.join(dir_b, "latest")).read() == step_file(3) + "\n",
+          f"3 steps, every 2, keep 2: {sorted(os.listdir(dir_b))}")
+    text_b = run(common + ["--steps", "6", "--resume", dir_b, "--checkpoint-dir", dir_b] + every).stdout
+    check(f"resumed from {os.path.join(dir_b, step_file(3))} at step 3" in text_b and "step 4/6" in text_b
+          and "step 3/6" not in text_b, "--resume DIR continues from the checkpoint DIR/latest names (step 3)")
+    check(sorted(os.listdir(dir_b)) == ["latest", step_file(4), step_file(6)]
+          and open(os.path.join(dir_b, "latest")).read() == step_file(6) + "\n",
+          f"after the resumed run: {sorted(os.listdir(dir_b))}, latest names {step_file(6)}")
+    same = [s for s in (4, 6) if open(os.path.join(dir_a, step_file(s)), "rb").read()
+            == open(os.path.join(dir_b, step_file(s)), "rb").read()]
+    check(same == [4, 6] and open(os.path.join(dir_a, step_file(6)), "rb").read() == open(full_ck, "rb").read(),
+          "3 + resume DIR + 3: the step 4 and 6 checkpoints byte-identical to the uninterrupted run's "
+          "(and step 6 to --save-checkpoint's file)")
+    empty = os.path.join(work, "ckdir_empty")
+    os.makedirs(empty, exist_ok=True)
+    r = run(common + ["--steps", "6", "--resume", empty], ok=False)
+    last = r.stdout.strip().splitlines()[-1]
+    check(r.returncode == 1 and last == f"disagmoe-run: --resume: {os.path.join(empty, 'latest')}: missing "
+          f"({empty} holds no complete checkpoint)", f"--resume of a directory without latest refused: {last}")
 
     # 3. Independent reader.
     tensors, meta = read_safetensors(full_ck)

@@ -126,6 +126,14 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
        "above capacity_tokens 64 of "
        "exchange \"residual.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
       {plan + " --output=", "disagmoe-run: --output: empty value\n"},
+      {plan + " --train --keep-checkpoints 2",
+       "disagmoe-run: --keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one "
+       "file)\n"},
+      {plan + " --train --save-checkpoint c.safetensors --checkpoint-dir d",
+       "disagmoe-run: --save-checkpoint FILE and --checkpoint-dir DIR both say where checkpoints "
+       "go: give one\n"},
+      {plan + " --train --checkpoint-every 2",
+       "disagmoe-run: --checkpoint-every needs --save-checkpoint or --checkpoint-dir\n"},
       {plan + " --output /dev/null",
        "disagmoe-run: --output /dev/null: exists and is not a regular file (a device): "
        "refusing to replace it\n"},

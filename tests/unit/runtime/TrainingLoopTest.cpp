@@ -6,11 +6,13 @@
 
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointDir.h"
 #include "runtime/train/LrSchedule.h"
 #include "runtime/train/TokenData.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -175,4 +177,47 @@ TEST(Checkpoint, Crc32IsTheIsoHdlcCrc) {
   const char text[] = "123456789";
   EXPECT_EQ(train::crc32Hex(text, 9), "cbf43926");
   EXPECT_EQ(train::crc32Hex(text, 0), "00000000");
+}
+
+// Step-numbered checkpoint files (CheckpointDir.h): the names, `latest` replaced atomically, the
+// resolution of --resume DIR and its refusals, and keep-last-N, which deletes only step files below
+// the newest step (foreign files and later steps of another run stay).
+TEST(CheckpointDir, NamesLatestResolveAndPrune) {
+  EXPECT_EQ(checkpointFileName(10), "step-00000010.safetensors");
+  EXPECT_EQ(checkpointFileName(123456789), "step-123456789.safetensors");
+  const std::string dir = test::makeTempDir("ckdir");
+  const auto read = [](const std::string &path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: missing (" + dir + " holds no complete checkpoint)");
+  for (int s : {2, 4, 6, 8})
+    writeBytes(dir + "/" + checkpointFileName(s), "x");
+  writeBytes(dir + "/step-00000003.safetensors.tmp.1.0", "partial");
+  writeBytes(dir + "/notes.txt", "mine");
+  writeLatest(dir, checkpointFileName(6));
+  EXPECT_EQ(read(dir + "/latest"), "step-00000006.safetensors\n");
+  EXPECT_EQ(resolveCheckpoint(dir), dir + "/step-00000006.safetensors");
+  EXPECT_EQ(resolveCheckpoint(dir + "/step-00000002.safetensors"),
+            dir + "/step-00000002.safetensors");
+  // Newest step 6, keep 2: step 4 stays beside 6; step 2 goes; step 8 (another run's) stays.
+  EXPECT_EQ(pruneCheckpoints(dir, 2, 6), std::vector<std::string>{"step-00000002.safetensors"});
+  std::vector<std::string> left;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left,
+            (std::vector<std::string>{"latest", "notes.txt", "step-00000003.safetensors.tmp.1.0",
+                                      "step-00000004.safetensors", "step-00000006.safetensors",
+                                      "step-00000008.safetensors"}));
+  EXPECT_TRUE(pruneCheckpoints(dir, 0, 6).empty()); // keep 0: all
+  EXPECT_EQ(pruneCheckpoints(dir, 1, 6), std::vector<std::string>{"step-00000004.safetensors"});
+  // A bad pointer is named, never followed outside DIR.
+  writeBytes(dir + "/latest", "../elsewhere.safetensors\n");
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: names \"../elsewhere.safetensors\", not a file name in " + dir);
+  writeBytes(dir + "/latest", "step-00000004.safetensors\n");
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: names step-00000004.safetensors, which does not exist");
 }
