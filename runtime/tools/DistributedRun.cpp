@@ -13,6 +13,8 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunConfig.h"
+#include "runtime/tools/RunFlags.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/CheckpointDir.h"
 #include "runtime/train/Trainer.h"
@@ -24,9 +26,12 @@
 #include "runtime/comm/nccl/NcclComm.h"
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -100,6 +105,13 @@ double parseReal(const std::string &flag, const std::string &text, double lo) {
     throw UsageError(flag + ": expected a number >= " + std::to_string(lo) + ", got \"" + text +
                      "\"");
   return v;
+}
+
+// "unknown option --lr-mn (did you mean --lr-min? see --help)"
+std::string unknownOption(const std::string &name) {
+  const std::string near = suggestRunFlag(name.rfind("--", 0) == 0 ? name.substr(2) : name);
+  return "unknown option " + name +
+         (near.empty() ? " (see --help)" : " (did you mean --" + near + "? see --help)");
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -207,7 +219,7 @@ Options parseArgs(int argc, char **argv) {
     else if (name == "--resume")
       o.resume = value;
     else
-      throw UsageError("unknown option " + name + " (see --help)");
+      throw UsageError(unknownOption(name));
   }
   if (o.plan.empty())
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
@@ -637,18 +649,23 @@ void maybeFail(const Options &o, int rank) {
     throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
 }
 
-// --data's batches (nullptr without --data); `print`: the "data:" line.
-std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
-                                                   int64_t batch, int64_t seqLen, bool print) {
-  if (o.data.empty())
-    return nullptr;
-  // The format: --data-format, else megatron for a .bin with an .idx beside it.
+// --data's format: --data-format, else megatron for a .bin with an .idx beside it.
+std::string dataFormat(const Options &o) {
   std::string format = o.dataFormat;
   const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
   if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx"))
     format = "megatron";
   if (format.empty())
     throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
+  return format;
+}
+
+// --data's batches (nullptr without --data); `print`: the "data:" line.
+std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
+                                                   int64_t batch, int64_t seqLen, bool print) {
+  if (o.data.empty())
+    return nullptr;
+  const std::string format = dataFormat(o);
   auto data = std::make_unique<train::TokenBatcher>(
       train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
@@ -657,7 +674,59 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
   return data;
 }
 
-train::LoopOptions loopOptions(const Options &o) {
+std::string absolutePath(const std::string &path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+// The options that determine a run's bits (docs/training.md, "Run config"), as the JSON object
+// every checkpoint records (__metadata__.config) and --resume compares (RunConfig.h). Where outputs
+// go, how many steps this invocation runs and how the job is launched are not recorded, so a
+// resumed run, an mpi run and a local run write byte-identical checkpoints.
+std::string runOptionsJson(const Options &o, const Plan &plan, const train::TrainOptions &t,
+                           int64_t batch, int64_t seqLen, const train::TokenBatcher *data) {
+  nlohmann::json j = nlohmann::json::object();
+  std::ifstream in(plan.path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  j["plan"] = absolutePath(plan.path);
+  j["plan-identity"] = "crc32 " + train::crc32Hex(text.data(), text.size()) + ", " +
+                       std::to_string(text.size()) + " bytes";
+  j["batch"] = batch;
+  j["seq-len"] = seqLen;
+  j["micro-batches"] = o.microBatches;
+  if (data) {
+    j["data"] = absolutePath(o.data);
+    j["data-format"] = dataFormat(o);
+    j["data-tokens"] = data->size();
+  } else if (!o.input.empty()) {
+    j["input"] = absolutePath(o.input);
+  } else {
+    j["seed"] = o.seed;
+  }
+  if (!o.targets.empty())
+    j["targets"] = absolutePath(o.targets);
+  j["optimizer"] = o.optimizer;
+  j["lr"] = t.optimizer.lr;
+  if (t.optimizer.kind == train::OptimizerKind::AdamW) {
+    j["weight-decay"] = t.optimizer.weightDecay;
+    j["beta1"] = t.optimizer.beta1;
+    j["beta2"] = t.optimizer.beta2;
+    j["eps"] = t.optimizer.eps;
+  }
+  j["clip-grad"] = o.clipGrad;
+  j["warmup-steps"] = o.warmupSteps;
+  j["total-steps"] = o.totalSteps;
+  j["lr-min"] = o.lrMin;
+  j["aux-loss-coef"] = o.auxLossCoef;
+  j["capacity-factor"] = o.capacityFactor;
+  j["router-bias-update-rate"] = o.routerBiasRate;
+  return j.dump();
+}
+
+train::LoopOptions loopOptions(const Options &o, const Plan &plan, const train::TrainOptions &t,
+                               int64_t batch, int64_t seqLen, const train::TokenBatcher *data,
+                               bool report) {
   train::LoopOptions lo;
   lo.steps = o.steps;
   lo.lossLog = o.lossLog;
@@ -667,6 +736,11 @@ train::LoopOptions loopOptions(const Options &o) {
   lo.checkpointEvery = o.checkpointEvery;
   lo.resume = o.resumeFile;
   lo.dataName = o.data;
+  lo.config = runOptionsJson(o, plan, t, batch, seqLen, data);
+  const std::string config = lo.config, resumed = o.resumeFile;
+  lo.checkResumed = [config, resumed, report](const train::CheckpointInfo &info) {
+    checkResumedConfig(resumed, info.config, config, report ? &std::cerr : nullptr);
+  };
   return lo;
 }
 
@@ -698,8 +772,8 @@ int runLocalTrain(const Options &o) {
   };
   if (o.loop()) {
     std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
-    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o),
-                           std::cout);
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
+                           loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
     saveOutputs(o, trainer, true);
     writeProfile();
     return 0;
@@ -770,7 +844,8 @@ int runMpi(const Options &o) {
         runtime.report = me == 0;
         runtime.writesCheckpoints = me == 0;
         train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
-                               loopOptions(o), runtime, std::cout);
+                               loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0), runtime,
+                               std::cout);
       } else {
         for (int64_t s = 0; s < o.steps; ++s) {
           const train::StepResult r = step(ids, targets);
@@ -884,8 +959,9 @@ bool handlesArgs(int argc, char **argv) {
 }
 
 const char *distributedUsage() {
-  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer "
-         "sgd|adamw]\n"
+  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--config RUN.yaml|RUN.json] [--targets "
+         "targets.npy]\n"
+         "                    [--optimizer sgd|adamw]\n"
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights "
          "DIR]\n"
@@ -973,6 +1049,12 @@ const char *distributedUsage() {
          "logs).\n"
          "In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
          "naming the step, before anything is saved.\n"
+         "--config RUN.yaml|RUN.json gives options by their flag names without -- (plan: for the "
+         "plan,\n"
+         "train: true); a flag on the command line overrides the file. Checkpoints record the "
+         "run's\n"
+         "options; --resume refuses another plan, data, batch shape or schedule and warns on "
+         "another lr.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing "
          "rank ends\n"

@@ -18,6 +18,8 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunConfig.h"
+#include "runtime/tools/RunFlags.h"
 #include "runtime/tools/SimBackend.h"
 
 #include <algorithm>
@@ -29,6 +31,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace disagmoe;
 
@@ -111,8 +114,14 @@ Options parseArgs(int argc, char **argv) {
     static const char *const kFlags[] = {
         "--backend", "--comm",     "--input", "--output",       "--batch",  "--seq-len",   "--seed",
         "--timeout", "--op-times", "--trace", "--op-times-out", "--warmup", "--host-cores"};
-    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
-      throw UsageError("unknown option " + name + " (see --help)");
+    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags)) {
+      if (tools::findRunFlag(name.substr(2)))
+        throw UsageError(name + " needs --train (or --comm mpi; see --help)");
+      const std::string near = tools::suggestRunFlag(name.substr(2));
+      throw UsageError(
+          "unknown option " + name +
+          (near.empty() ? " (see --help)" : " (did you mean --" + near + "? see --help)"));
+    }
     if (eq == std::string::npos) {
       if (i + 1 >= argc)
         throw UsageError(name + " needs a value");
@@ -281,6 +290,21 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // --config RUN.yaml|RUN.json: the file's options first, the command line's after them (they
+  // override; runtime/tools/RunConfig.h).
+  std::vector<std::string> args;
+  try {
+    args = tools::expandRunConfig(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception &e) {
+    std::cerr << "disagmoe-run: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<char *> expanded = {argv[0]};
+  for (std::string &a : args)
+    expanded.push_back(a.data());
+  expanded.push_back(nullptr);
+  argc = static_cast<int>(expanded.size()) - 1;
+  argv = expanded.data();
   // --train and --comm mpi: runtime/tools/DistributedRun.h.
   if (disagmoe::tools::handlesArgs(argc, argv))
     return disagmoe::tools::distributedMain(argc, argv);

@@ -53,6 +53,8 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   std::ostream &out = runtime.report ? realOut : nowhere;
   if (!o.resume.empty()) {
     const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
+    if (o.checkResumed)
+      o.checkResumed(info);
     if (data)
       data->setPosition(info.dataPosition);
     out << "resumed from " << o.resume << " at step " << info.step << ", data position "
@@ -86,6 +88,7 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
     info.step = trainer.steps();
     info.dataPosition = data ? data->position() : 0;
     info.data = o.dataName;
+    info.config = o.config;
     const std::string name = checkpointFileName(info.step);
     const std::string path = o.checkpointDir.empty()
                                  ? o.checkpoint

@@ -33,6 +33,10 @@ struct LoopOptions {
   int64_t checkpointEvery = 0; ///< 0: only after the last step
   std::string resume;          ///< a checkpoint file to continue from (resolveCheckpoint's)
   std::string dataName;        ///< the token file's path, recorded in checkpoints
+  std::string config;          ///< the run's options (a JSON object), recorded in checkpoints
+  /// Called with the resumed checkpoint's info once it is loaded, before any step: throws to
+  /// refuse options that differ from the checkpoint's, or warns (disagmoe-run's RunConfig.h).
+  std::function<void(const CheckpointInfo &resumed)> checkResumed;
 };
 
 /// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:

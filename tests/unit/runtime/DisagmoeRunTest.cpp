@@ -144,3 +144,59 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
     EXPECT_EQ(o.err, expected) << args;
   }
 }
+
+// --config (runtime/tools/RunConfig.h): a YAML or JSON file gives the options by their flag names;
+// the command line overrides it. The oracle is the same run given by flags alone.
+TEST(DisagmoeRun, RunConfigGivesOptionsAndTheCommandLineOverrides) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_config");
+  ASSERT_EQ(
+      runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/flags.npy").exitCode, 0);
+  std::ofstream(dir + "/run.yaml") << "plan: " << plan << "\nbatch: 3\nseq-len: 5\nseed: 8\n";
+  std::ofstream(dir + "/run.json") << "{\"batch\": 3, \"seq-len\": 5, \"seed\": 7}";
+  const Outcome yaml = runTool("--config " + dir + "/run.yaml --seed 7 --output " + dir + "/y.npy");
+  ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
+  const Outcome json = runTool(plan + " --config=" + dir + "/run.json --output " + dir + "/j.npy");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  const Tensor flags = readNpyFloat32(dir + "/flags.npy");
+  EXPECT_EQ(flags.shape, (std::vector<int64_t>{3, 5, 256}));
+  EXPECT_EQ(readNpyFloat32(dir + "/y.npy").data, flags.data); // --seed 7 overrode the file's 8
+  EXPECT_EQ(readNpyFloat32(dir + "/j.npy").data, flags.data);
+}
+
+TEST(DisagmoeRun, RunConfigErrorsNameTheFileAndTheKey) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_config_bad");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"typo.yaml", "train: true\nlr_min: 0.1\n"},
+      {"far.yaml", "frobnicate: 1\n"},
+      {"list.yaml", "lr: [1, 2]\n"},
+      {"switch.json", "{\"train\": \"yes please\"}"},
+      {"nested.json", "{\"config\": \"other.json\"}"},
+      {"broken.yaml", "lr: 1\n  steps: 2\n"},
+      {"top.json", "[1, 2]"},
+      {"run.toml", "lr = 1"},
+  };
+  for (const auto &[name, text] : files)
+    std::ofstream(dir + "/" + name) << text;
+  const std::string d = dir + "/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"typo.yaml", d + "typo.yaml: unknown key \"lr_min\" (did you mean \"lr-min\"?)"},
+      {"far.yaml",
+       d + "far.yaml: unknown key \"frobnicate\" (keys are disagmoe-run's flags without --)"},
+      {"list.yaml", d + "list.yaml: key \"lr\": expected a number or a string, got a list"},
+      {"switch.json", d + "switch.json: key \"train\": expected true or false, got \"yes please\""},
+      {"nested.json", d + "nested.json: key \"config\": a run config cannot include another"},
+      {"broken.yaml", d + "broken.yaml: line 2, column 8: illegal map value"},
+      {"top.json",
+       d + "top.json: expected an object of options ({\"key\": value}) at the top level"},
+      {"run.toml",
+       d + "run.toml: expected a .yaml, .yml or .json file (the format follows the extension)"},
+      {"missing.yaml", d + "missing.yaml: cannot open: No such file or directory"},
+  };
+  for (const auto &[name, expected] : cases) {
+    const Outcome o = runTool(plan + " --config " + d + name);
+    EXPECT_EQ(o.exitCode, 1) << name;
+    EXPECT_EQ(o.err, "disagmoe-run: " + expected + "\n") << name;
+  }
+}
