@@ -667,7 +667,7 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
     return nullptr;
   const std::string format = dataFormat(o);
   auto data = std::make_unique<train::TokenBatcher>(
-      train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
+      train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
   if (print)
     std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
