@@ -21,6 +21,7 @@
 #include "runtime/tools/RunConfig.h"
 #include "runtime/tools/RunFlags.h"
 #include "runtime/tools/SimBackend.h"
+#include "runtime/version/Version.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,7 +44,8 @@ public:
 };
 
 const char *kUsage =
-    "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
+    "usage: disagmoe-run --version   (the product version and the commit it was built from)\n"
+    "       disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
     "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout "
     "SECONDS]\n"
     "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
@@ -290,6 +292,11 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::cout << versionLine("disagmoe-run") << "\n";
+      return 0;
+    }
   // --config RUN.yaml|RUN.json: the file's options first, the command line's after them (they
   // override; runtime/tools/RunConfig.h).
   std::vector<std::string> args;

@@ -3,6 +3,7 @@
 
 #include "runtime/executor/RankWorker.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/version/Version.h"
 
 #include <zlib.h>
 
@@ -91,6 +92,7 @@ void write(const std::string &path, const Plan &plan, const Trainer &trainer,
       {"data", info.data},
       {"optimizer", toString(trainer.options().optimizer.kind)},
       {"model", modelTag(plan)},
+      {"producer", versionLine("disagmoe")},
   };
   if (!info.config.empty())
     meta["config"] = info.config;

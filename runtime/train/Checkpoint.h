@@ -13,6 +13,7 @@
 //             data_position (the token batcher's position; 0 without token data), optimizer
 //             ("sgd" or "adamw"), model (family, layers, experts), data (the token file),
 //             config (optional: the run's options as a JSON object, disagmoe-run's RunConfig.h),
+//             producer ("disagmoe 0.6.0 (commit abc1234)", runtime/version/Version.h; not read),
 //             and
 //             "crc32.<tensor>" for every tensor: the CRC-32 (ISO-HDLC / IEEE 802.3 polynomial, as
 //             zlib's crc32 and Python's zlib.crc32) of its little-endian data bytes, 8 lower-case
