@@ -13,8 +13,8 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
-#include "runtime/tools/RunFlags.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/CheckpointDir.h"
 #include "runtime/train/Trainer.h"
@@ -107,44 +107,17 @@ double parseReal(const std::string &flag, const std::string &text, double lo) {
   return v;
 }
 
-// "unknown option --lr-mn (did you mean --lr-min? see --help)"
-std::string unknownOption(const std::string &name) {
-  const std::string near = suggestRunFlag(name.rfind("--", 0) == 0 ? name.substr(2) : name);
-  return "unknown option " + name +
-         (near.empty() ? " (see --help)" : " (did you mean --" + near + "? see --help)");
-}
-
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--train") {
+  // One parser for every disagmoe-run flag (RunArgs.h); the forward-only ones are refused by name.
+  const RunArgs args = parseRunArgs(argc, argv, RunMode::Train);
+  o.plan = args.plan;
+  for (const auto &[name, value] : args.flags) {
+    if (name == "--train")
       o.train = true;
-      continue;
-    }
-    if (arg == "--debug-nan-fill") { // runtime/tensor/FreshBuffers.h
+    else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
       setDebugNanFill(true);
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty())
-        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
-      o.plan = arg;
-      continue;
-    }
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc)
-        throw UsageError(arg + " needs a value");
-      value = argv[++i];
-    }
-    if (value.empty())
-      throw UsageError(name + ": empty value");
-    if (name == "--backend")
+    else if (name == "--backend")
       o.backend = value;
     else if (name == "--comm")
       o.comm = value;
@@ -219,7 +192,7 @@ Options parseArgs(int argc, char **argv) {
     else if (name == "--resume")
       o.resume = value;
     else
-      throw UsageError(unknownOption(name));
+      throw UsageError("unknown option " + name + " (see --help)");
   }
   if (o.plan.empty())
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");

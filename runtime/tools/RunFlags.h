@@ -8,9 +8,14 @@
 
 namespace disagmoe::tools {
 
+/// Which runs take a flag: every run, only the forward pass (disagmoe-run.cpp), or only --train and
+/// --comm mpi runs (DistributedRun.cpp).
+enum class RunMode { Any, Forward, Train };
+
 struct RunFlag {
   const char *name; ///< without the leading "--": "lr-min"
   bool takesValue;  ///< false for the switches --train and --debug-nan-fill
+  RunMode mode;
 };
 
 /// Every flag, in the order of `disagmoe-run --help`.

@@ -18,8 +18,8 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
-#include "runtime/tools/RunFlags.h"
 #include "runtime/tools/SimBackend.h"
 #include "runtime/version/Version.h"
 
@@ -94,44 +94,16 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::cout << kUsage << disagmoe::tools::distributedUsage();
       std::exit(0);
     }
-    if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty())
-        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
-      o.plan = arg;
-      continue;
-    }
-    // Both "--flag value" and "--flag=value".
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    static const char *const kFlags[] = {
-        "--backend", "--comm",     "--input", "--output",       "--batch",  "--seq-len",   "--seed",
-        "--timeout", "--op-times", "--trace", "--op-times-out", "--warmup", "--host-cores"};
-    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags)) {
-      if (tools::findRunFlag(name.substr(2)))
-        throw UsageError(name + " needs --train (or --comm mpi; see --help)");
-      const std::string near = tools::suggestRunFlag(name.substr(2));
-      throw UsageError(
-          "unknown option " + name +
-          (near.empty() ? " (see --help)" : " (did you mean --" + near + "? see --help)"));
-    }
-    if (eq == std::string::npos) {
-      if (i + 1 >= argc)
-        throw UsageError(name + " needs a value");
-      value = argv[++i];
-    }
-    if (value.empty())
-      throw UsageError(name + ": empty value");
-    const std::string &arg_ = name;
+  // One parser for every disagmoe-run flag (runtime/tools/RunArgs.h); the training ones are
+  // refused here by name.
+  const tools::RunArgs args = tools::parseRunArgs(argc, argv, tools::RunMode::Forward);
+  o.plan = args.plan;
+  for (const auto &[arg_, value] : args.flags) {
     if (arg_ == "--backend")
       o.backend = value;
     else if (arg_ == "--comm")

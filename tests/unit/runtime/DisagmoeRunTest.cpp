@@ -126,6 +126,20 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
        "above capacity_tokens 64 of "
        "exchange \"residual.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
       {plan + " --output=", "disagmoe-run: --output: empty value\n"},
+      // One parser (CLI11, runtime/tools/RunArgs.h) for both kinds of run: the nearest flag,
+      // flags of the other kind named, a missing value, a second positional argument.
+      {plan + " --lr-mn 3", "disagmoe-run: unknown option --lr-mn (did you mean --lr-min? see "
+                            "--help)\n"},
+      {plan + " --train --chekpoint-every=2",
+       "disagmoe-run: unknown option --chekpoint-every (did you mean --checkpoint-every? see "
+       "--help)\n"},
+      {plan + " --lr 0.1", "disagmoe-run: --lr needs --train (or --comm mpi; see --help)\n"},
+      {plan + " --train --warmup 2", "disagmoe-run: --warmup applies to the forward run only (not "
+                                     "to --train or --comm mpi runs)\n"},
+      {plan + " --batch", "disagmoe-run: --batch needs a value\n"},
+      {plan + " --train --steps", "disagmoe-run: --steps needs a value\n"},
+      {plan + " extra",
+       "disagmoe-run: unexpected argument \"extra\" (the plan is \"" + plan + "\")\n"},
       {plan + " --train --keep-checkpoints 2",
        "disagmoe-run: --keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one "
        "file)\n"},
@@ -143,6 +157,18 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
     EXPECT_EQ(o.exitCode, 1) << args;
     EXPECT_EQ(o.err, expected) << args;
   }
+}
+
+// A flag given twice takes its last value (what lets the command line override a run config).
+TEST(DisagmoeRun, ARepeatedFlagTakesItsLastValue) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_last");
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/a.npy").exitCode,
+            0);
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 1 --seed=7 --output " + dir + "/b.npy")
+                .exitCode,
+            0);
+  EXPECT_EQ(readNpyFloat32(dir + "/a.npy").data, readNpyFloat32(dir + "/b.npy").data);
 }
 
 // --config (runtime/tools/RunConfig.h): a YAML or JSON file gives the options by their flag names;
