@@ -8,7 +8,7 @@ BUILD_DIR=${1:-build}
 PACKAGES=(
   cmake ninja-build ccache g++ pkg-config clang-format-19
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
-  libz3-dev libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler
+  libz3-dev libyaml-cpp-dev libcli11-dev libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libopenblas-dev openmpi-bin libopenmpi-dev libgtest-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3-torch python3-onnx python3-numpy python3-matplotlib

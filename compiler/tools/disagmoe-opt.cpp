@@ -7,8 +7,13 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "runtime/version/Version.h"
+#include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
+  // --version: the product's version and commit instead of LLVM's.
+  llvm::cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << disagmoe::versionLine("disagmoe-opt") << "\n"; });
   mlir::DialectRegistry registry;
   registry.insert<disagmoe::onnxir::OnnxDialect, disagmoe::moe::MoeDialect,
                   disagmoe::afpipe::AfpipeDialect, mlir::func::FuncDialect,

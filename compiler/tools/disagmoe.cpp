@@ -14,6 +14,7 @@
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/emit/ScheduleEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "runtime/version/Version.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -170,8 +171,14 @@ int planMain(int argc, char **argv);       // PlanCommand.cpp
 int simulateMain(int argc, char **argv);   // SimulateCommand.cpp
 
 int main(int argc, char **argv) {
+  // `disagmoe --version` and every command's --version (llvm::cl's, LLVM's own otherwise).
+  cl::SetVersionPrinter([](raw_ostream &os) { os << disagmoe::versionLine("disagmoe") << "\n"; });
   if (argc < 2)
     return usage();
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "-version") == 0) {
+    outs() << disagmoe::versionLine("disagmoe") << "\n";
+    return 0;
+  }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-help") == 0 ||
       std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
     printCommands(outs());

@@ -13,7 +13,10 @@
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunArgs.h"
+#include "runtime/tools/RunConfig.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointDir.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -23,9 +26,12 @@
 #include "runtime/comm/nccl/NcclComm.h"
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -61,13 +67,15 @@ struct Options {
   double routerBiasRate = 0;               // --router-bias-update-rate (0: none)
   int64_t warmupSteps = 0, totalSteps = 0; // --warmup-steps, --total-steps (LrSchedule.h)
   // The training loop on token files (runtime/train/TrainingLoop.h).
-  std::string data, dataFormat, lossLog, checkpoint, resume;
-  int64_t checkpointEvery = 0;
+  std::string data, dataFormat, lossLog, checkpoint, checkpointDir, resume;
+  int64_t checkpointEvery = 0, keepCheckpoints = 0;
+  std::string resumeFile; // the file --resume names (a directory: what its `latest` names)
   // --op-times-out / --trace: measured op medians and a Chrome trace
   // (runtime/executor/OpProfile.h).
   std::string opTimesOut, trace;
   bool loop() const {
-    return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !resume.empty();
+    return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !checkpointDir.empty() ||
+           !resume.empty();
   }
 };
 
@@ -101,35 +109,15 @@ double parseReal(const std::string &flag, const std::string &text, double lo) {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--train") {
+  // One parser for every disagmoe-run flag (RunArgs.h); the forward-only ones are refused by name.
+  const RunArgs args = parseRunArgs(argc, argv, RunMode::Train);
+  o.plan = args.plan;
+  for (const auto &[name, value] : args.flags) {
+    if (name == "--train")
       o.train = true;
-      continue;
-    }
-    if (arg == "--debug-nan-fill") { // runtime/tensor/FreshBuffers.h
+    else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
       setDebugNanFill(true);
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty())
-        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
-      o.plan = arg;
-      continue;
-    }
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc)
-        throw UsageError(arg + " needs a value");
-      value = argv[++i];
-    }
-    if (value.empty())
-      throw UsageError(name + ": empty value");
-    if (name == "--backend")
+    else if (name == "--backend")
       o.backend = value;
     else if (name == "--comm")
       o.comm = value;
@@ -195,6 +183,10 @@ Options parseArgs(int argc, char **argv) {
       o.lossLog = value;
     else if (name == "--save-checkpoint")
       o.checkpoint = value;
+    else if (name == "--checkpoint-dir")
+      o.checkpointDir = value;
+    else if (name == "--keep-checkpoints")
+      o.keepCheckpoints = parseInteger(name, value, 1);
     else if (name == "--checkpoint-every")
       o.checkpointEvery = parseInteger(name, value, 1);
     else if (name == "--resume")
@@ -242,13 +234,20 @@ Options parseArgs(int argc, char **argv) {
   if (o.optimizer == "sgd" && o.weightDecay > 0)
     throw UsageError("--weight-decay applies to adamw only");
   if (o.loop() && !o.train)
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume need --train");
+    throw UsageError(
+        "--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume need --train");
   if (!o.data.empty() && (!o.input.empty() || !o.targets.empty()))
     throw UsageError("--data gives the batches; it does not combine with --input or --targets");
   if (!o.dataFormat.empty() && o.data.empty())
     throw UsageError("--data-format needs --data");
-  if (o.checkpointEvery && o.checkpoint.empty())
-    throw UsageError("--checkpoint-every needs --save-checkpoint");
+  if (!o.checkpoint.empty() && !o.checkpointDir.empty())
+    throw UsageError("--save-checkpoint FILE and --checkpoint-dir DIR both say where checkpoints "
+                     "go: give one");
+  if (o.checkpointEvery && o.checkpoint.empty() && o.checkpointDir.empty())
+    throw UsageError("--checkpoint-every needs --save-checkpoint or --checkpoint-dir");
+  if (o.keepCheckpoints && o.checkpointDir.empty())
+    throw UsageError(
+        "--keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one file)");
   return o;
 }
 
@@ -265,19 +264,28 @@ void checkOutputs(const Options &o) {
       checkOutputFile(flag, *path);
   if (!o.saveGrads.empty())
     checkOutputDir("--save-grads", o.saveGrads);
+  if (!o.checkpointDir.empty())
+    checkOutputDir("--checkpoint-dir", o.checkpointDir);
   if (!o.saveWeights.empty())
     checkOutputDir("--save-weights", o.saveWeights);
 }
 
 // Every input path, before any work: a directory or FIFO is named, not misread (or waited on).
-void checkInputs(const Options &o) {
-  const std::pair<const char *, const std::string *> files[] = {{"--input", &o.input},
-                                                                {"--targets", &o.targets},
-                                                                {"--data", &o.data},
-                                                                {"--resume", &o.resume}};
+// --resume may name a checkpoint directory: the file its `latest` names is resolved here.
+void checkInputs(Options &o) {
+  const std::pair<const char *, const std::string *> files[] = {
+      {"--input", &o.input}, {"--targets", &o.targets}, {"--data", &o.data}};
   for (const auto &[flag, path] : files)
     if (!path->empty())
       checkInputFile(flag, *path);
+  if (o.resume.empty())
+    return;
+  try {
+    o.resumeFile = train::resolveCheckpoint(o.resume);
+  } catch (const train::CheckpointError &e) {
+    throw UsageError(std::string("--resume: ") + e.what());
+  }
+  checkInputFile("--resume", o.resumeFile);
 }
 
 // The files --save-grads/--save-weights will write (names known once the plan is loaded): an
@@ -614,34 +622,98 @@ void maybeFail(const Options &o, int rank) {
     throw ExecError("rank " + std::to_string(rank) + ": injected failure (--fail-rank)");
 }
 
-// --data's batches (nullptr without --data); `print`: the "data:" line.
-std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
-                                                   int64_t batch, int64_t seqLen, bool print) {
-  if (o.data.empty())
-    return nullptr;
-  // The format: --data-format, else megatron for a .bin with an .idx beside it.
+// --data's format: --data-format, else megatron for a .bin with an .idx beside it.
+std::string dataFormat(const Options &o) {
   std::string format = o.dataFormat;
   const bool bin = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".bin") == 0;
   if (format.empty() && bin && std::ifstream(o.data.substr(0, o.data.size() - 4) + ".idx"))
     format = "megatron";
   if (format.empty())
     throw UsageError("--data " + o.data + ": give --data-format bytes|uint16|uint32|megatron");
+  return format;
+}
+
+// --data's batches (nullptr without --data); `print`: the "data:" line.
+std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
+                                                   int64_t batch, int64_t seqLen, bool print) {
+  if (o.data.empty())
+    return nullptr;
+  const std::string format = dataFormat(o);
   auto data = std::make_unique<train::TokenBatcher>(
-      train::loadTokens(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
+      train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
   if (print)
     std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
   return data;
 }
 
-train::LoopOptions loopOptions(const Options &o) {
+std::string absolutePath(const std::string &path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+// The options that determine a run's bits (docs/training.md, "Run config"), as the JSON object
+// every checkpoint records (__metadata__.config) and --resume compares (RunConfig.h). Where outputs
+// go, how many steps this invocation runs and how the job is launched are not recorded, so a
+// resumed run, an mpi run and a local run write byte-identical checkpoints.
+std::string runOptionsJson(const Options &o, const Plan &plan, const train::TrainOptions &t,
+                           int64_t batch, int64_t seqLen, const train::TokenBatcher *data) {
+  nlohmann::json j = nlohmann::json::object();
+  std::ifstream in(plan.path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  j["plan"] = absolutePath(plan.path);
+  j["plan-identity"] = "crc32 " + train::crc32Hex(text.data(), text.size()) + ", " +
+                       std::to_string(text.size()) + " bytes";
+  j["batch"] = batch;
+  j["seq-len"] = seqLen;
+  j["micro-batches"] = o.microBatches;
+  if (data) {
+    j["data"] = absolutePath(o.data);
+    j["data-format"] = dataFormat(o);
+    j["data-tokens"] = data->size();
+  } else if (!o.input.empty()) {
+    j["input"] = absolutePath(o.input);
+  } else {
+    j["seed"] = o.seed;
+  }
+  if (!o.targets.empty())
+    j["targets"] = absolutePath(o.targets);
+  j["optimizer"] = o.optimizer;
+  j["lr"] = t.optimizer.lr;
+  if (t.optimizer.kind == train::OptimizerKind::AdamW) {
+    j["weight-decay"] = t.optimizer.weightDecay;
+    j["beta1"] = t.optimizer.beta1;
+    j["beta2"] = t.optimizer.beta2;
+    j["eps"] = t.optimizer.eps;
+  }
+  j["clip-grad"] = o.clipGrad;
+  j["warmup-steps"] = o.warmupSteps;
+  j["total-steps"] = o.totalSteps;
+  j["lr-min"] = o.lrMin;
+  j["aux-loss-coef"] = o.auxLossCoef;
+  j["capacity-factor"] = o.capacityFactor;
+  j["router-bias-update-rate"] = o.routerBiasRate;
+  return j.dump();
+}
+
+train::LoopOptions loopOptions(const Options &o, const Plan &plan, const train::TrainOptions &t,
+                               int64_t batch, int64_t seqLen, const train::TokenBatcher *data,
+                               bool report) {
   train::LoopOptions lo;
   lo.steps = o.steps;
   lo.lossLog = o.lossLog;
   lo.checkpoint = o.checkpoint;
+  lo.checkpointDir = o.checkpointDir;
+  lo.keepCheckpoints = o.keepCheckpoints;
   lo.checkpointEvery = o.checkpointEvery;
-  lo.resume = o.resume;
+  lo.resume = o.resumeFile;
   lo.dataName = o.data;
+  lo.config = runOptionsJson(o, plan, t, batch, seqLen, data);
+  const std::string config = lo.config, resumed = o.resumeFile;
+  lo.checkResumed = [config, resumed, report](const train::CheckpointInfo &info) {
+    checkResumedConfig(resumed, info.config, config, report ? &std::cerr : nullptr);
+  };
   return lo;
 }
 
@@ -673,8 +745,8 @@ int runLocalTrain(const Options &o) {
   };
   if (o.loop()) {
     std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
-    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, loopOptions(o),
-                           std::cout);
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
+                           loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
     saveOutputs(o, trainer, true);
     writeProfile();
     return 0;
@@ -743,8 +815,10 @@ int runMpi(const Options &o) {
           train::saveCheckpointGathered(path, plan, trainer, info, *comm, checkpointTag, timeout);
         };
         runtime.report = me == 0;
+        runtime.writesCheckpoints = me == 0;
         train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
-                               loopOptions(o), runtime, std::cout);
+                               loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0), runtime,
+                               std::cout);
       } else {
         for (int64_t s = 0; s < o.steps; ++s) {
           const train::StepResult r = step(ids, targets);
@@ -794,8 +868,8 @@ std::vector<std::vector<int>> reduceGroups(const Plan &plan) {
 // of --comm mpi, and a failing rank ends the job the same way.
 int runNccl(const Options &o) {
   if (o.loop())
-    throw UsageError("--data, --loss-log, --save-checkpoint and --resume do not run on --comm nccl "
-                     "in this version");
+    throw UsageError("--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume do not "
+                     "run on --comm nccl in this version");
   std::unique_ptr<NcclComm> comm = NcclComm::start();
   const int me = comm->rank();
   try {
@@ -858,8 +932,9 @@ bool handlesArgs(int argc, char **argv) {
 }
 
 const char *distributedUsage() {
-  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--targets targets.npy] [--optimizer "
-         "sgd|adamw]\n"
+  return "       disagmoe-run PLAN_DIR_OR_JSON --train [--config RUN.yaml|RUN.json] [--targets "
+         "targets.npy]\n"
+         "                    [--optimizer sgd|adamw]\n"
          "                    [--lr X] [--weight-decay X] [--beta1 X] [--beta2 X] [--eps X]\n"
          "                    [--micro-batches M] [--steps N] [--save-grads DIR] [--save-weights "
          "DIR]\n"
@@ -869,7 +944,9 @@ const char *distributedUsage() {
          "[--trace FILE]\n"
          "                    [--router-bias-update-rate U]\n"
          "                    [--debug-nan-fill] [--data FILE --data-format F] [--loss-log FILE]\n"
-         "                    [--save-checkpoint FILE [--checkpoint-every N]] [--resume FILE]\n"
+         "                    [--save-checkpoint FILE | --checkpoint-dir DIR [--keep-checkpoints "
+         "N]]\n"
+         "                    [--checkpoint-every N] [--resume FILE|DIR]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm "
          "local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output "
@@ -936,10 +1013,21 @@ const char *distributedUsage() {
          "--resume\n"
          "continues from one bit-identically (every tensor checked against its CRC-32 in the "
          "metadata;\n"
+         "--checkpoint-dir DIR writes DIR/step-<N>.safetensors instead, then DIR/latest naming it "
+         "(atomically),\n"
+         "then deletes the step files beyond the newest --keep-checkpoints N; --resume DIR "
+         "continues from\n"
+         "what DIR/latest names;\n"
          "under --comm mpi rank 0 writes the checkpoint gathered from every rank, and prints and "
          "logs).\n"
          "In every --train run a NaN or Inf loss or gradient norm stops the run (exit 1)\n"
          "naming the step, before anything is saved.\n"
+         "--config RUN.yaml|RUN.json gives options by their flag names without -- (plan: for the "
+         "plan,\n"
+         "train: true); a flag on the command line overrides the file. Checkpoints record the "
+         "run's\n"
+         "options; --resume refuses another plan, data, batch shape or schedule and warns on "
+         "another lr.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
          "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing "
          "rank ends\n"
@@ -956,7 +1044,7 @@ const char *distributedUsage() {
 
 int distributedMain(int argc, char **argv) {
   try {
-    const Options o = parseArgs(argc, argv);
+    Options o = parseArgs(argc, argv);
     checkOutputs(o);
     checkInputs(o);
 #ifdef DISAGMOE_HAVE_MPI

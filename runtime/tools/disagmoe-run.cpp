@@ -18,7 +18,10 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/RunArgs.h"
+#include "runtime/tools/RunConfig.h"
 #include "runtime/tools/SimBackend.h"
+#include "runtime/version/Version.h"
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +32,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace disagmoe;
 
@@ -40,7 +44,8 @@ public:
 };
 
 const char *kUsage =
-    "usage: disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
+    "usage: disagmoe-run --version   (the product version and the commit it was built from)\n"
+    "       disagmoe-run PLAN_DIR_OR_JSON [--backend cpu] [--comm local] [--input ids.npy]\n"
     "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout "
     "SECONDS]\n"
     "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
@@ -89,38 +94,16 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::cout << kUsage << disagmoe::tools::distributedUsage();
       std::exit(0);
     }
-    if (arg.rfind("--", 0) != 0) {
-      if (!o.plan.empty())
-        throw UsageError("unexpected argument \"" + arg + "\" (the plan is \"" + o.plan + "\")");
-      o.plan = arg;
-      continue;
-    }
-    // Both "--flag value" and "--flag=value".
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    static const char *const kFlags[] = {
-        "--backend", "--comm",     "--input", "--output",       "--batch",  "--seq-len",   "--seed",
-        "--timeout", "--op-times", "--trace", "--op-times-out", "--warmup", "--host-cores"};
-    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags))
-      throw UsageError("unknown option " + name + " (see --help)");
-    if (eq == std::string::npos) {
-      if (i + 1 >= argc)
-        throw UsageError(name + " needs a value");
-      value = argv[++i];
-    }
-    if (value.empty())
-      throw UsageError(name + ": empty value");
-    const std::string &arg_ = name;
+  // One parser for every disagmoe-run flag (runtime/tools/RunArgs.h); the training ones are
+  // refused here by name.
+  const tools::RunArgs args = tools::parseRunArgs(argc, argv, tools::RunMode::Forward);
+  o.plan = args.plan;
+  for (const auto &[arg_, value] : args.flags) {
     if (arg_ == "--backend")
       o.backend = value;
     else if (arg_ == "--comm")
@@ -281,6 +264,26 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::cout << versionLine("disagmoe-run") << "\n";
+      return 0;
+    }
+  // --config RUN.yaml|RUN.json: the file's options first, the command line's after them (they
+  // override; runtime/tools/RunConfig.h).
+  std::vector<std::string> args;
+  try {
+    args = tools::expandRunConfig(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception &e) {
+    std::cerr << "disagmoe-run: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<char *> expanded = {argv[0]};
+  for (std::string &a : args)
+    expanded.push_back(a.data());
+  expanded.push_back(nullptr);
+  argc = static_cast<int>(expanded.size()) - 1;
+  argv = expanded.data();
   // --train and --comm mpi: runtime/tools/DistributedRun.h.
   if (disagmoe::tools::handlesArgs(argc, argv))
     return disagmoe::tools::distributedMain(argc, argv);

@@ -3,6 +3,7 @@
 
 #include "runtime/executor/RankWorker.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/version/Version.h"
 
 #include <zlib.h>
 
@@ -91,7 +92,10 @@ void write(const std::string &path, const Plan &plan, const Trainer &trainer,
       {"data", info.data},
       {"optimizer", toString(trainer.options().optimizer.kind)},
       {"model", modelTag(plan)},
+      {"producer", versionLine("disagmoe")},
   };
+  if (!info.config.empty())
+    meta["config"] = info.config;
   for (const auto &[name, t] : tensors)
     meta[kCrcPrefix + name] = crc32Hex(t->data.data(), t->data.size() * sizeof(float));
   try {
@@ -266,6 +270,8 @@ CheckpointInfo loadCheckpoint(const std::string &path, const Plan &plan, Trainer
   info.step = parseCount(path, meta, "step");
   info.dataPosition = parseCount(path, meta, "data_position");
   info.data = get("data");
+  if (const auto it = meta.find("config"); it != meta.end())
+    info.config = it->second;
 
   // Integrity first: every tensor's bytes against its CRC-32, before anything is restored.
   if (version == "2") {

@@ -11,7 +11,10 @@
 //                                  RankState::routerBias)
 //   metadata  format "disagmoe-train-checkpoint", version "2", step (optimizer steps taken),
 //             data_position (the token batcher's position; 0 without token data), optimizer
-//             ("sgd" or "adamw"), model (family, layers, experts), data (the token file), and
+//             ("sgd" or "adamw"), model (family, layers, experts), data (the token file),
+//             config (optional: the run's options as a JSON object, disagmoe-run's RunConfig.h),
+//             producer ("disagmoe 0.6.0 (commit abc1234)", runtime/version/Version.h; not read),
+//             and
 //             "crc32.<tensor>" for every tensor: the CRC-32 (ISO-HDLC / IEEE 802.3 polynomial, as
 //             zlib's crc32 and Python's zlib.crc32) of its little-endian data bytes, 8 lower-case
 //             hex digits. Version 1 files (no checksums, no selection bias) still load.
@@ -46,6 +49,8 @@ struct CheckpointInfo {
   int64_t step = 0;
   int64_t dataPosition = 0;
   std::string data; ///< the token file it was trained on ("" for a fixed batch)
+  /// The run's options as a JSON object text (__metadata__.config; "" when the file has none).
+  std::string config;
 };
 
 /// Writes every tensor of `trainer` (all of them must be held in this process: the local comm).

@@ -3,9 +3,11 @@
 #include "runtime/io/FileKind.h"
 
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointDir.h"
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 namespace disagmoe::train {
@@ -51,6 +53,8 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   std::ostream &out = runtime.report ? realOut : nowhere;
   if (!o.resume.empty()) {
     const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
+    if (o.checkResumed)
+      o.checkResumed(info);
     if (data)
       data->setPosition(info.dataPosition);
     out << "resumed from " << o.resume << " at step " << info.step << ", data position "
@@ -71,13 +75,39 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
     if (!log)
       throw DataError(o.lossLog + ": cannot open the loss log for writing");
   }
+  const bool saves = !o.checkpoint.empty() || !o.checkpointDir.empty();
+  if (!o.checkpointDir.empty() && runtime.writesCheckpoints) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpointDir, ec);
+    if (ec)
+      throw CheckpointError(o.checkpointDir +
+                            ": cannot create the checkpoint directory: " + ec.message());
+  }
   const auto checkpoint = [&] {
     CheckpointInfo info;
     info.step = trainer.steps();
     info.dataPosition = data ? data->position() : 0;
     info.data = o.dataName;
-    runtime.saveCheckpoint(o.checkpoint, info);
-    out << "checkpoint at step " << info.step << " written to " << o.checkpoint << "\n";
+    info.config = o.config;
+    const std::string name = checkpointFileName(info.step);
+    const std::string path = o.checkpointDir.empty()
+                                 ? o.checkpoint
+                                 : (std::filesystem::path(o.checkpointDir) / name).string();
+    runtime.saveCheckpoint(path, info);
+    out << "checkpoint at step " << info.step << " written to " << path;
+    if (!o.checkpointDir.empty() && runtime.writesCheckpoints) {
+      // Only once the file is complete: `latest` names it, then older files go.
+      writeLatest(o.checkpointDir, name);
+      const std::vector<std::string> removed =
+          pruneCheckpoints(o.checkpointDir, o.keepCheckpoints, info.step);
+      if (!removed.empty()) {
+        out << "; removed";
+        for (const std::string &r : removed)
+          out << " " << r;
+        out << " (keeping the newest " << o.keepCheckpoints << ")";
+      }
+    }
+    out << "\n";
   };
   while (trainer.steps() < o.steps) {
     if (data && data->next(ids, targets))
@@ -121,11 +151,10 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
           << ", \"dropped\": " << droppedJson(r) << "}\n"
           << std::flush;
     }
-    if (!o.checkpoint.empty() && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 &&
-        r.step < o.steps)
+    if (saves && o.checkpointEvery > 0 && r.step % o.checkpointEvery == 0 && r.step < o.steps)
       checkpoint();
   }
-  if (!o.checkpoint.empty())
+  if (saves)
     checkpoint();
 }
 

@@ -22,13 +22,21 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+struct CheckpointInfo;
+
 struct LoopOptions {
   int64_t steps = 1;   ///< run until this many optimizer steps in total (a resumed run counts on)
   std::string lossLog; ///< JSON lines, one per step; appended to when resuming
-  std::string checkpoint;      ///< written every checkpointEvery steps and after the last step
+  std::string checkpoint;      ///< one file, replaced every checkpointEvery steps and at the end
+  std::string checkpointDir;   ///< or: DIR/step-<N>.safetensors + DIR/latest (CheckpointDir.h)
+  int64_t keepCheckpoints = 0; ///< with checkpointDir: keep the newest N step files (0: all)
   int64_t checkpointEvery = 0; ///< 0: only after the last step
-  std::string resume;          ///< a checkpoint to continue from
+  std::string resume;          ///< a checkpoint file to continue from (resolveCheckpoint's)
   std::string dataName;        ///< the token file's path, recorded in checkpoints
+  std::string config;          ///< the run's options (a JSON object), recorded in checkpoints
+  /// Called with the resumed checkpoint's info once it is loaded, before any step: throws to
+  /// refuse options that differ from the checkpoint's, or warns (disagmoe-run's RunConfig.h).
+  std::function<void(const CheckpointInfo &resumed)> checkResumed;
 };
 
 /// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:
@@ -39,8 +47,6 @@ struct LoopOptions {
 /// after each step, with or without --data.
 void checkFinite(const StepResult &r);
 
-struct CheckpointInfo;
-
 /// How the loop steps and saves: runTrainingLoop's default is the local comm (Trainer::step and
 /// saveCheckpoint, every rank in this process); with one process per rank (--comm mpi) the caller
 /// gives Trainer::stepRank and saveCheckpointGathered, and only rank 0 reports.
@@ -49,17 +55,23 @@ struct LoopRuntime {
       step;
   std::function<void(const std::string &path, const CheckpointInfo &info)> saveCheckpoint;
   bool report = true; ///< print the progress lines and write the loss log
+  /// This process writes the checkpoint files (rank 0 under mpi): it creates checkpointDir,
+  /// writes `latest` and prunes old step files after each saveCheckpoint.
+  bool writesCheckpoints = true;
 };
 
 /// Runs the loop. `data`: the batch source, or nullptr to train on `ids`/`targets` every step.
 /// Each step prints to `out`:
 ///   step S/N | loss L | T tokens/s | lr X | grad norm G[ (clipped)] | data position P
 /// and appends {"step", "loss", "lr", "grad_norm", "clip_coef", "target_tokens", "tokens_per_s",
-/// "seconds", "data_position"} to the loss log. Throws DivergedError("step S: loss is NaN ...",
-/// naming the first forward output that held a NaN/Inf: instruction, layer, rank) on a non-finite
-/// loss or gradient norm (checkFinite), std::invalid_argument when a resumed checkpoint already
-/// holds options.steps steps or more (nothing left to run), CheckpointError / DataError / ExecError
-/// otherwise. When the data wraps to position 0 it prints one line
+/// "seconds", "data_position"} to the loss log. Each checkpoint prints
+///   checkpoint at step S written to PATH[; removed step-... (keeping the newest K)]
+/// With checkpointDir the file is DIR/step-<S>.safetensors, then DIR/latest names it, then the
+/// step files beyond keepCheckpoints are deleted (CheckpointDir.h). Throws DivergedError("step S:
+/// loss is NaN ...", naming the first forward output that held a NaN/Inf: instruction, layer, rank)
+/// on a non-finite loss or gradient norm (checkFinite), std::invalid_argument when a resumed
+/// checkpoint already holds options.steps steps or more (nothing left to run), CheckpointError /
+/// DataError / ExecError otherwise. When the data wraps to position 0 it prints one line
 ///   data: end of FILE reached after T tokens; wrapping to position 0 (epoch E)
 void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
                      std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,

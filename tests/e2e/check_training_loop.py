@@ -8,7 +8,14 @@
    int64 document indices; several sequences and documents) give bit-identical step losses.
 2. Resume: N steps in one run against N/2 steps + --resume + N/2 steps (AdamW, clipping, warm-up +
    cosine): the weights (--save-weights .npy files), the final checkpoints and the loss-log lines of
-   the resumed steps are byte-identical.
+   the resumed steps are byte-identical. With --checkpoint-dir (every 2 steps, keep 2): the step
+   files, `latest` and the pruning after 6 steps and after 3 + --resume DIR + 3, whose step 4 and 6
+   files are byte-identical to the uninterrupted run's. A run config (--config RUN.yaml, RUN.json
+   with a flag overriding it) gives the same bits as the flags; the checkpoint records the options
+   (__metadata__.config, against those asked for: the plan's CRC-32 by zlib, the token count);
+   --resume refuses a changed plan (same model, another group count), batch, micro-batching,
+   schedule or data naming both values and warns
+   on a changed lr.
 3. The checkpoint read by an independent safetensors parser (8-byte little-endian header length,
    JSON header, raw data; written here from the spec): every weight equals the --save-weights .npy,
    AdamW moments present, metadata step/data_position right.
@@ -26,6 +33,7 @@
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -129,6 +137,102 @@ def main(bin_dir, sample, data_file, work):
         return rows
     check(log(os.path.join(work, "full.jsonl")) == log(os.path.join(work, "res.jsonl")),
           "loss logs (JSON lines) of the two runs identical, steps 1-6")
+
+    # 2b. Step-numbered checkpoints in a directory: 6 uninterrupted steps (every 2, keep 2) against 3 steps
+    # (every 2, keep 2: step 2 and the final step 3), then --resume DIR (what its `latest` names) to 6 into the
+    # same directory. The names, `latest` and the pruning follow from the steps alone; the files are compared
+    # with the uninterrupted run's.
+    step_file = lambda s: f"step-{s:08d}.safetensors"  # noqa: E731
+    dir_a, dir_b = os.path.join(work, "ckdir_full"), os.path.join(work, "ckdir_res")
+    for d in (dir_a, dir_b):
+        shutil.rmtree(d, ignore_errors=True)  # a previous run's files would stay (later steps are never pruned)
+    every = ["--checkpoint-every", "2", "--keep-checkpoints", "2"]
+    text_a = run(common + ["--steps", "6", "--checkpoint-dir", dir_a] + every).stdout
+    check(sorted(os.listdir(dir_a)) == ["latest", step_file(4), step_file(6)]
+          and open(os.path.join(dir_a, "latest")).read() == step_file(6) + "\n",
+          f"6 steps, every 2, keep 2: {sorted(os.listdir(dir_a))}, latest names {step_file(6)}")
+    ck_lines = [line for line in text_a.splitlines() if line.startswith("checkpoint at step")]
+    check(ck_lines == [f"checkpoint at step {s} written to {os.path.join(dir_a, step_file(s))}" for s in (2, 4)]
+          + [f"checkpoint at step 6 written to {os.path.join(dir_a, step_file(6))}; removed {step_file(2)} "
+             "(keeping the newest 2)"],
+          "checkpoints at steps 2, 4, 6; step 2's file deleted once step 6's is complete")
+    run(common + ["--steps", "3", "--checkpoint-dir", dir_b] + every)
+    check(sorted(os.listdir(dir_b)) == ["latest", step_file(2), step_file(3)]
+          and open(os.path.join(dir_b, "latest")).read() == step_file(3) + "\n",
+          f"3 steps, every 2, keep 2: {sorted(os.listdir(dir_b))}")
+    text_b = run(common + ["--steps", "6", "--resume", dir_b, "--checkpoint-dir", dir_b] + every).stdout
+    check(f"resumed from {os.path.join(dir_b, step_file(3))} at step 3" in text_b and "step 4/6" in text_b
+          and "step 3/6" not in text_b, "--resume DIR continues from the checkpoint DIR/latest names (step 3)")
+    check(sorted(os.listdir(dir_b)) == ["latest", step_file(4), step_file(6)]
+          and open(os.path.join(dir_b, "latest")).read() == step_file(6) + "\n",
+          f"after the resumed run: {sorted(os.listdir(dir_b))}, latest names {step_file(6)}")
+    same = [s for s in (4, 6) if open(os.path.join(dir_a, step_file(s)), "rb").read()
+            == open(os.path.join(dir_b, step_file(s)), "rb").read()]
+    check(same == [4, 6] and open(os.path.join(dir_a, step_file(6)), "rb").read() == open(full_ck, "rb").read(),
+          "3 + resume DIR + 3: the step 4 and 6 checkpoints byte-identical to the uninterrupted run's "
+          "(and step 6 to --save-checkpoint's file)")
+    empty = os.path.join(work, "ckdir_empty")
+    os.makedirs(empty, exist_ok=True)
+    r = run(common + ["--steps", "6", "--resume", empty], ok=False)
+    last = r.stdout.strip().splitlines()[-1]
+    check(r.returncode == 1 and last == f"disagmoe-run: --resume: {os.path.join(empty, 'latest')}: missing "
+          f"({empty} holds no complete checkpoint)", f"--resume of a directory without latest refused: {last}")
+
+    # 2c. A run config (--config): the options of `common` in a YAML file, and in a JSON file with another lr that
+    # the command line overrides, give the bits of the run given by flags (full_ck). The checkpoint records the
+    # run's options (__metadata__.config), compared here with what was asked for; --resume refuses a changed
+    # batch shape, data or schedule and warns on a changed learning rate.
+    opts = {"plan": plan, "train": True, "batch": B, "seq-len": S, "data": files["bytes"], "data-format": "bytes",
+            "optimizer": "adamw", "lr": "3e-3", "clip-grad": 1, "warmup-steps": 2, "total-steps": 6, "lr-min": 3e-4,
+            "steps": 6}
+    yaml_path, json_path = os.path.join(work, "run.yaml"), os.path.join(work, "run.json")
+    with open(yaml_path, "w") as f:
+        f.write("# the run of section 2\n" + "".join(f"{k}: {str(v).lower() if v is True else v}\n"
+                                                   for k, v in opts.items()))
+    json.dump(dict(opts, lr=1e-2), open(json_path, "w"))
+    yaml_ck, json_ck = os.path.join(work, "yaml.safetensors"), os.path.join(work, "json.safetensors")
+    run([run_bin, "--config", yaml_path, "--save-checkpoint", yaml_ck])
+    run([run_bin, "--config=" + json_path, "--lr", "3e-3", "--save-checkpoint", json_ck])
+    check(open(yaml_ck, "rb").read() == open(full_ck, "rb").read() == open(json_ck, "rb").read(),
+          "--config RUN.yaml, and RUN.json with its lr overridden on the command line: checkpoints byte-identical "
+          "to the run given by flags")
+    config = json.loads(read_safetensors(full_ck)[1]["config"])
+    plan_text = open(os.path.join(plan, "plan.json"), "rb").read()
+    expected = {"plan": os.path.realpath(os.path.join(plan, "plan.json")),
+                "plan-identity": "crc32 %08x, %d bytes" % (zlib.crc32(plan_text), len(plan_text)),
+                "batch": B, "seq-len": S, "micro-batches": 1, "data": os.path.realpath(files["bytes"]),
+                "data-format": "bytes", "data-tokens": len(tokens), "optimizer": "adamw", "lr": 3e-3,
+                "weight-decay": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "clip-grad": 1, "warmup-steps": 2,
+                "total-steps": 6, "lr-min": 3e-4, "aux-loss-coef": 0, "capacity-factor": 0,
+                "router-bias-update-rate": 0}
+    check(config == expected, f"__metadata__.config records the run's options: {config}")
+    why = "(a resumed run keeps the checkpoint's plan, data, batch shape and schedule; start a new run to change them)"
+    for extra, message in (
+            (["--batch", "2"], f"--batch is 2 here, {B} in the checkpoint {why}"),
+            (["--micro-batches", "2"], f"--micro-batches is 2 here, 1 in the checkpoint {why}"),
+            (["--warmup-steps", "3"], f"--warmup-steps is 3 here, 2 in the checkpoint {why}"),
+            (["--data", files["uint16"], "--data-format", "uint16"],
+             f"--data is {os.path.realpath(files['uint16'])} here, {os.path.realpath(files['bytes'])} in the "
+             f"checkpoint {why}")):
+        r = run(common + ["--steps", "6", "--resume", half_ck] + extra, ok=False)
+        last = r.stdout.strip().splitlines()[-1]
+        check(r.returncode == 1 and last == f"disagmoe-run: --resume {half_ck}: {message}",
+              f"--resume with {' '.join(extra)} refused: {last}")
+    plan1 = os.path.join(work, "plan_p1")  # the same model and ranks, one group instead of two
+    run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan1,
+         "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "1", "--batch", str(B), "--seq-len", str(S)])
+    p1_text = open(os.path.join(plan1, "plan.json"), "rb").read()
+    r = run([run_bin, plan1] + common[2:] + ["--steps", "6", "--resume", half_ck], ok=False)
+    last = r.stdout.strip().splitlines()[-1]
+    check(r.returncode == 1 and last == f"disagmoe-run: --resume {half_ck}: the plan differs from the checkpoint's: "
+          f"{os.path.realpath(os.path.join(plan1, 'plan.json'))} (plan.json crc32 {zlib.crc32(p1_text):08x}, "
+          f"{len(p1_text)} bytes) here, {expected['plan']} (plan.json {expected['plan-identity']}) in the checkpoint "
+          f"{why}", f"--resume with another plan of the same model refused: {last}")
+    r = run(common + ["--steps", "4", "--resume", half_ck, "--lr", "1e-3"], ok=False)
+    warning = f"disagmoe-run: warning: --resume {half_ck}: --lr is 0.001 here, 0.003 in the checkpoint; continuing " \
+              "with 0.001"
+    check(r.returncode == 0 and warning in r.stdout.splitlines() and "step 4/4" in r.stdout,
+          f"--resume with another --lr warns in one line and trains on: {warning}")
 
     # 3. Independent reader.
     tensors, meta = read_safetensors(full_ck)

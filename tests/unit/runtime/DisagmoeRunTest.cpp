@@ -126,6 +126,28 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
        "above capacity_tokens 64 of "
        "exchange \"residual.0\" (compile the plan for this shape with --batch/--seq-len)\n"},
       {plan + " --output=", "disagmoe-run: --output: empty value\n"},
+      // One parser (CLI11, runtime/tools/RunArgs.h) for both kinds of run: the nearest flag,
+      // flags of the other kind named, a missing value, a second positional argument.
+      {plan + " --lr-mn 3", "disagmoe-run: unknown option --lr-mn (did you mean --lr-min? see "
+                            "--help)\n"},
+      {plan + " --train --chekpoint-every=2",
+       "disagmoe-run: unknown option --chekpoint-every (did you mean --checkpoint-every? see "
+       "--help)\n"},
+      {plan + " --lr 0.1", "disagmoe-run: --lr needs --train (or --comm mpi; see --help)\n"},
+      {plan + " --train --warmup 2", "disagmoe-run: --warmup applies to the forward run only (not "
+                                     "to --train or --comm mpi runs)\n"},
+      {plan + " --batch", "disagmoe-run: --batch needs a value\n"},
+      {plan + " --train --steps", "disagmoe-run: --steps needs a value\n"},
+      {plan + " extra",
+       "disagmoe-run: unexpected argument \"extra\" (the plan is \"" + plan + "\")\n"},
+      {plan + " --train --keep-checkpoints 2",
+       "disagmoe-run: --keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one "
+       "file)\n"},
+      {plan + " --train --save-checkpoint c.safetensors --checkpoint-dir d",
+       "disagmoe-run: --save-checkpoint FILE and --checkpoint-dir DIR both say where checkpoints "
+       "go: give one\n"},
+      {plan + " --train --checkpoint-every 2",
+       "disagmoe-run: --checkpoint-every needs --save-checkpoint or --checkpoint-dir\n"},
       {plan + " --output /dev/null",
        "disagmoe-run: --output /dev/null: exists and is not a regular file (a device): "
        "refusing to replace it\n"},
@@ -134,5 +156,73 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
     const Outcome o = runTool(args);
     EXPECT_EQ(o.exitCode, 1) << args;
     EXPECT_EQ(o.err, expected) << args;
+  }
+}
+
+// A flag given twice takes its last value (what lets the command line override a run config).
+TEST(DisagmoeRun, ARepeatedFlagTakesItsLastValue) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_last");
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/a.npy").exitCode,
+            0);
+  ASSERT_EQ(runTool(plan + " --batch 3 --seq-len 5 --seed 1 --seed=7 --output " + dir + "/b.npy")
+                .exitCode,
+            0);
+  EXPECT_EQ(readNpyFloat32(dir + "/a.npy").data, readNpyFloat32(dir + "/b.npy").data);
+}
+
+// --config (runtime/tools/RunConfig.h): a YAML or JSON file gives the options by their flag names;
+// the command line overrides it. The oracle is the same run given by flags alone.
+TEST(DisagmoeRun, RunConfigGivesOptionsAndTheCommandLineOverrides) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_config");
+  ASSERT_EQ(
+      runTool(plan + " --batch 3 --seq-len 5 --seed 7 --output " + dir + "/flags.npy").exitCode, 0);
+  std::ofstream(dir + "/run.yaml") << "plan: " << plan << "\nbatch: 3\nseq-len: 5\nseed: 8\n";
+  std::ofstream(dir + "/run.json") << "{\"batch\": 3, \"seq-len\": 5, \"seed\": 7}";
+  const Outcome yaml = runTool("--config " + dir + "/run.yaml --seed 7 --output " + dir + "/y.npy");
+  ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
+  const Outcome json = runTool(plan + " --config=" + dir + "/run.json --output " + dir + "/j.npy");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  const Tensor flags = readNpyFloat32(dir + "/flags.npy");
+  EXPECT_EQ(flags.shape, (std::vector<int64_t>{3, 5, 256}));
+  EXPECT_EQ(readNpyFloat32(dir + "/y.npy").data, flags.data); // --seed 7 overrode the file's 8
+  EXPECT_EQ(readNpyFloat32(dir + "/j.npy").data, flags.data);
+}
+
+TEST(DisagmoeRun, RunConfigErrorsNameTheFileAndTheKey) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_config_bad");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"typo.yaml", "train: true\nlr_min: 0.1\n"},
+      {"far.yaml", "frobnicate: 1\n"},
+      {"list.yaml", "lr: [1, 2]\n"},
+      {"switch.json", "{\"train\": \"yes please\"}"},
+      {"nested.json", "{\"config\": \"other.json\"}"},
+      {"broken.yaml", "lr: 1\n  steps: 2\n"},
+      {"top.json", "[1, 2]"},
+      {"run.toml", "lr = 1"},
+  };
+  for (const auto &[name, text] : files)
+    std::ofstream(dir + "/" + name) << text;
+  const std::string d = dir + "/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"typo.yaml", d + "typo.yaml: unknown key \"lr_min\" (did you mean \"lr-min\"?)"},
+      {"far.yaml",
+       d + "far.yaml: unknown key \"frobnicate\" (keys are disagmoe-run's flags without --)"},
+      {"list.yaml", d + "list.yaml: key \"lr\": expected a number or a string, got a list"},
+      {"switch.json", d + "switch.json: key \"train\": expected true or false, got \"yes please\""},
+      {"nested.json", d + "nested.json: key \"config\": a run config cannot include another"},
+      {"broken.yaml", d + "broken.yaml: line 2, column 8: illegal map value"},
+      {"top.json",
+       d + "top.json: expected an object of options ({\"key\": value}) at the top level"},
+      {"run.toml",
+       d + "run.toml: expected a .yaml, .yml or .json file (the format follows the extension)"},
+      {"missing.yaml", d + "missing.yaml: cannot open: No such file or directory"},
+  };
+  for (const auto &[name, expected] : cases) {
+    const Outcome o = runTool(plan + " --config " + d + name);
+    EXPECT_EQ(o.exitCode, 1) << name;
+    EXPECT_EQ(o.err, "disagmoe-run: " + expected + "\n") << name;
   }
 }

@@ -6,18 +6,23 @@
 
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/CheckpointDir.h"
 #include "runtime/train/LrSchedule.h"
 #include "runtime/train/TokenData.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace disagmoe;
 using namespace disagmoe::train;
@@ -103,6 +108,11 @@ TEST(TokenData, Uint32AndMegatronInt32) {
   writeBytes(dir + "/m.idx", idx);
   EXPECT_EQ(loadTokens(dir + "/m", TokenFormat::Megatron, 256),
             (std::vector<int64_t>{1, 2, 3, 5, 6}));
+  // A window that starts inside the first sequence and runs into the second (stored before it).
+  const TokenFile mapped = TokenFile::open(dir + "/m.bin", TokenFormat::Megatron, 256);
+  std::vector<int64_t> window(3);
+  mapped.read(1, 3, window.data());
+  EXPECT_EQ(window, (std::vector<int64_t>{2, 3, 5}));
   idx[17] = 6; // float64
   writeBytes(dir + "/m.idx", idx);
   EXPECT_NE(
@@ -175,4 +185,103 @@ TEST(Checkpoint, Crc32IsTheIsoHdlcCrc) {
   const char text[] = "123456789";
   EXPECT_EQ(train::crc32Hex(text, 9), "cbf43926");
   EXPECT_EQ(train::crc32Hex(text, 0), "00000000");
+}
+
+// Step-numbered checkpoint files (CheckpointDir.h): the names, `latest` replaced atomically, the
+// resolution of --resume DIR and its refusals, and keep-last-N, which deletes only step files below
+// the newest step (foreign files and later steps of another run stay).
+TEST(CheckpointDir, NamesLatestResolveAndPrune) {
+  EXPECT_EQ(checkpointFileName(10), "step-00000010.safetensors");
+  EXPECT_EQ(checkpointFileName(123456789), "step-123456789.safetensors");
+  const std::string dir = test::makeTempDir("ckdir");
+  const auto read = [](const std::string &path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: missing (" + dir + " holds no complete checkpoint)");
+  for (int s : {2, 4, 6, 8})
+    writeBytes(dir + "/" + checkpointFileName(s), "x");
+  writeBytes(dir + "/step-00000003.safetensors.tmp.1.0", "partial");
+  writeBytes(dir + "/notes.txt", "mine");
+  writeLatest(dir, checkpointFileName(6));
+  EXPECT_EQ(read(dir + "/latest"), "step-00000006.safetensors\n");
+  EXPECT_EQ(resolveCheckpoint(dir), dir + "/step-00000006.safetensors");
+  EXPECT_EQ(resolveCheckpoint(dir + "/step-00000002.safetensors"),
+            dir + "/step-00000002.safetensors");
+  // Newest step 6, keep 2: step 4 stays beside 6; step 2 goes; step 8 (another run's) stays.
+  EXPECT_EQ(pruneCheckpoints(dir, 2, 6), std::vector<std::string>{"step-00000002.safetensors"});
+  std::vector<std::string> left;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left,
+            (std::vector<std::string>{"latest", "notes.txt", "step-00000003.safetensors.tmp.1.0",
+                                      "step-00000004.safetensors", "step-00000006.safetensors",
+                                      "step-00000008.safetensors"}));
+  EXPECT_TRUE(pruneCheckpoints(dir, 0, 6).empty()); // keep 0: all
+  EXPECT_EQ(pruneCheckpoints(dir, 1, 6), std::vector<std::string>{"step-00000004.safetensors"});
+  // A bad pointer is named, never followed outside DIR.
+  writeBytes(dir + "/latest", "../elsewhere.safetensors\n");
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: names \"../elsewhere.safetensors\", not a file name in " + dir);
+  writeBytes(dir + "/latest", "step-00000004.safetensors\n");
+  EXPECT_EQ(errorOf([&] { resolveCheckpoint(dir); }),
+            dir + "/latest: names step-00000004.safetensors, which does not exist");
+}
+
+// Token files are memory-mapped (TokenData.h): a 1 GiB uint16 file (sparse, made with
+// resize_file: zeros, valid tokens, and a few written tokens near both ends) opens, is checked
+// against the vocabulary and gives its batches while the process's peak resident memory stays far
+// below the file (read whole it would need 1 GiB, and 4 GiB more as int64 tokens). In a child
+// process, so that the peak (getrusage's ru_maxrss) is this test's alone.
+TEST(TokenData, ALargeFileIsMappedNotReadWhole) {
+  const std::string dir = test::makeTempDir("bigtokens");
+  const std::string path = dir + "/big.u16";
+  const uint64_t bytes = uint64_t(1) << 30;
+  {
+    std::ofstream(path, std::ios::binary).put('\0');
+    std::filesystem::resize_file(path, bytes);
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(0);
+    f << le<uint16_t>(7) << le<uint16_t>(8) << le<uint16_t>(9);
+    f.seekp(static_cast<std::streamoff>(bytes - 4));
+    f << le<uint16_t>(254) << le<uint16_t>(255);
+  }
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    long result[4] = {-1, -1, -1, -1};
+    try {
+      TokenFile file = TokenFile::open(path, TokenFormat::Uint16, 256);
+      result[0] = static_cast<long>(file.size());
+      std::vector<int64_t> tail(3);
+      file.read(file.size() - 3, 3, tail.data());
+      result[1] = static_cast<long>(tail[0] * 1000000 + tail[1] * 1000 + tail[2]);
+      TokenBatcher batcher(std::move(file), 2, 4, path);
+      std::vector<int64_t> ids, targets;
+      batcher.next(ids, targets);
+      result[2] = static_cast<long>(ids[0] * 1000000 + ids[1] * 1000 + targets[1]);
+    } catch (const std::exception &) {
+    }
+    struct rusage usage;
+    ::getrusage(RUSAGE_SELF, &usage);
+    result[3] = usage.ru_maxrss; // KiB
+    ssize_t written = ::write(fds[1], result, sizeof result);
+    ::_exit(written == sizeof result ? 0 : 1);
+  }
+  ::close(fds[1]);
+  long result[4] = {0, 0, 0, 0};
+  ASSERT_EQ(::read(fds[0], result, sizeof result), static_cast<ssize_t>(sizeof result));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::filesystem::remove(path);
+  EXPECT_EQ(result[0], static_cast<long>(bytes / 2));
+  EXPECT_EQ(result[1], 0 * 1000000 + 254 * 1000 + 255); // the last three tokens
+  EXPECT_EQ(result[2], 7 * 1000000 + 8 * 1000 + 9);     // ids 7, 8, ...; targets 8, 9, ...
+  EXPECT_LT(result[3], 128 * 1024) << "peak resident memory " << result[3] / 1024 << " MiB";
 }
