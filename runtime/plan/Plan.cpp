@@ -131,6 +131,8 @@ public:
                             " is not supported (this runtime reads version " +
                             std::to_string(kPlanVersion) + ")");
     plan_.source = root_["source"].string();
+    if (root_.has("producer"))
+      plan_.producer = root_["producer"].string();
     checkWeightFiles();
     parseHyperParameters(root_["model"]);
     parsePlacement(root_["placement"]);

@@ -262,6 +262,10 @@ struct Plan {
   std::string path; ///< the plan.json path as given (not written)
   std::string dir;  ///< its directory, against which weight files resolve (not written)
   std::string source;
+  /// The compiler that wrote the plan, "disagmoe 0.6.0 (commit abc1234)" (versionLine of
+  /// runtime/version/Version.h); empty in plans written before it was recorded. planToJson writes
+  /// the running binary's line when empty.
+  std::string producer;
   std::vector<WeightFileStamp> files;
   ModelSpec model;
   Placement placement;

@@ -3,6 +3,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanSchema.h"
 #include "runtime/plan/ScheduleJson.h"
+#include "runtime/version/Version.h"
 
 #include <nlohmann/json.hpp>
 
@@ -161,6 +162,7 @@ std::string planToJson(const Plan &plan) {
   root["format"] = kPlanFormat;
   root["version"] = kPlanVersion;
   root["source"] = plan.source;
+  root["producer"] = plan.producer.empty() ? versionLine("disagmoe") : plan.producer;
   if (!plan.files.empty()) {
     json files = json::array();
     for (const WeightFileStamp &f : plan.files)
