@@ -221,9 +221,8 @@ static Value projectionInputAbove(Value side) {
 
 namespace {
 
-struct AttentionPattern : OpRewritePattern<NodeOp> {
-  AttentionPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct AttentionPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp softmax, PatternRewriter &rewriter) const override {
     Value x = attentionInputOf(softmax);

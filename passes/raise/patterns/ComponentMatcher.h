@@ -159,6 +159,14 @@ private:
   llvm::DenseMap<mlir::Operation *, MatchError> failures_;
 };
 
+/// The base of the component patterns: an OpRewritePattern rooted at OpT that shares the run's
+/// MatchContext.
+template <typename OpT> struct ComponentPattern : mlir::OpRewritePattern<OpT> {
+  ComponentPattern(mlir::MLIRContext *context, MatchContext &ctx)
+      : mlir::OpRewritePattern<OpT>(context), ctx(ctx) {}
+  MatchContext &ctx;
+};
+
 /// The matchers of the component patterns: each `match...` reads one component from its input
 /// or anchor and returns nullopt when the anchor is not that component (silently) or when its
 /// structure contradicts it (then `error` holds why). Defined beside the pattern that uses it.

@@ -15,10 +15,8 @@ using namespace mlir;
 namespace disagmoe::raise {
 namespace {
 
-struct ContribMoePattern : OpRewritePattern<NodeOp> {
-  ContribMoePattern(MLIRContext *context, MatchContext &ctx)
-      : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct ContribMoePattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp node, PatternRewriter &rewriter) const override {
     if (!isContribMoe(node) || node.getInputs().empty())

@@ -10,9 +10,8 @@ using namespace mlir;
 namespace disagmoe::raise {
 namespace {
 
-struct EmbeddingPattern : OpRewritePattern<NodeOp> {
-  EmbeddingPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct EmbeddingPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp gather, PatternRewriter &rewriter) const override {
     if (gather.getOpType() != "Gather" || gather.getInputs().size() != 2 ||

@@ -13,10 +13,9 @@
 
 namespace disagmoe::raise {
 
-class ExpertsPattern : public mlir::OpRewritePattern<moe::RouterOp> {
+class ExpertsPattern : public ComponentPattern<moe::RouterOp> {
 public:
-  ExpertsPattern(mlir::MLIRContext *context, MatchContext &ctx)
-      : OpRewritePattern(context), ctx(ctx) {}
+  using ComponentPattern::ComponentPattern;
 
   mlir::LogicalResult matchAndRewrite(moe::RouterOp router,
                                       mlir::PatternRewriter &rewriter) const final;
@@ -29,8 +28,6 @@ protected:
                                                               const RouterMatch &router,
                                                               int64_t &expertHidden,
                                                               ExpertForm &form) const = 0;
-
-  MatchContext &ctx;
 };
 
 /// The RouterMatch that `router` stands for (input, ids, gates, expert count; topk = router).

@@ -11,9 +11,8 @@ using namespace mlir;
 namespace disagmoe::raise {
 namespace {
 
-struct HeadPattern : OpRewritePattern<NodeOp> {
-  HeadPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct HeadPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp mm, PatternRewriter &rewriter) const override {
     if (mm.getOpType() != "MatMul" || mm.getInputs().size() != 2)

@@ -178,10 +178,8 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
 
 namespace {
 
-struct MlaAttentionPattern : OpRewritePattern<NodeOp> {
-  MlaAttentionPattern(MLIRContext *context, MatchContext &ctx)
-      : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct MlaAttentionPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp softmax, PatternRewriter &rewriter) const override {
     Value x = attentionInputOf(softmax);

@@ -53,9 +53,8 @@ std::optional<NormMatch> ComponentMatcher::normOn(Value x) {
 
 namespace {
 
-struct RmsNormPattern : OpRewritePattern<NodeOp> {
-  RmsNormPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct RmsNormPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp mean, PatternRewriter &rewriter) const override {
     if (mean.getOpType() != "ReduceMean" || mean.getInputs().empty())

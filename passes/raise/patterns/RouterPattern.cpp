@@ -112,9 +112,8 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
 
 namespace {
 
-struct RouterPattern : OpRewritePattern<NodeOp> {
-  RouterPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct RouterPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp topk, PatternRewriter &rewriter) const override {
     if (topk.getOpType() != "TopK" || topk.getInputs().size() < 2 || topk.getOutputs().size() != 2)

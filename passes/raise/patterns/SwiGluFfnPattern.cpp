@@ -49,9 +49,8 @@ std::optional<FfnMatch> ComponentMatcher::matchSwiGLU(Value x) {
 
 namespace {
 
-struct SwiGluFfnPattern : OpRewritePattern<NodeOp> {
-  SwiGluFfnPattern(MLIRContext *context, MatchContext &ctx) : OpRewritePattern(context), ctx(ctx) {}
-  MatchContext &ctx;
+struct SwiGluFfnPattern : ComponentPattern<NodeOp> {
+  using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp sigmoid, PatternRewriter &rewriter) const override {
     if (sigmoid.getOpType() != "Sigmoid" || sigmoid.getInputs().size() != 1)
