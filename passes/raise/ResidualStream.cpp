@@ -43,6 +43,7 @@ public:
         noRouter = false;
     });
     moe::HeadOp head;
+    moe::RouterOp firstRouter;
     for (int64_t l = 0;; ++l) {
       auto norm = userReading<moe::RmsNormOp>(x);
       if (!norm)
@@ -98,6 +99,17 @@ public:
         x = add(ffnAdd, h, dense.getResult());
         continue;
       }
+      // The plan holds one expert count and top-k for the model (docs/plan-format.md, model).
+      if (firstRouter && (router.getNumExperts() != firstRouter.getNumExperts() ||
+                          router.getTopK() != firstRouter.getTopK()))
+        return fail(router, "layer " + std::to_string(l) + "'s router has " +
+                                std::to_string(router.getNumExperts()) + " experts, top-" +
+                                std::to_string(router.getTopK()) + "; an earlier layer's has " +
+                                std::to_string(firstRouter.getNumExperts()) + ", top-" +
+                                std::to_string(firstRouter.getTopK()) +
+                                ": every MoE layer must have the same expert count and top-k");
+      if (!firstRouter)
+        firstRouter = router;
       anyMoe = true;
       setLayer(router, l);
       auto experts = userReading<moe::ExpertsOp>(hn);

@@ -36,6 +36,8 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
       softmax = findDownstream(proj.first.getOutputs()[0], "Softmax");
   if (!softmax)
     return fail(projs[0].first, "attention: no Softmax downstream of the q/k/v projections");
+  if (!isLastAxisSoftmax(softmax))
+    return fail(softmax, "attention: the Softmax is not over the keys (the last axis)");
   NodeOp pv = findDownstream(softmax.getOutputs()[0], "MatMul");
   if (!pv)
     return fail(softmax, "attention: the Softmax feeds no MatMul with V");
@@ -193,6 +195,9 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
   if (!isPlainRope(*invFreq, m.headDim, m.ropeTheta))
     return fail(cos, "RoPE: the inverse frequencies are not theta^(-2i/head_dim) for one theta "
                      "(scaled RoPE such as YaRN or linear/NTK scaling is not supported)");
+  for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
+    if (auto why = rotateHalfMismatch(side, m.headDim))
+      return fail(scores, std::string("RoPE on ") + name + ": " + *why);
   return m;
 }
 

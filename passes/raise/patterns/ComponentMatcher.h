@@ -218,6 +218,12 @@ public:
   static bool isPlainRope(llvm::ArrayRef<double> invFreq, int64_t dim, double theta);
   static double thetaOf(llvm::ArrayRef<double> invFreq, int64_t dim);
   bool isCausalMask(mlir::Value mask);
+  /// Why the rotation on the scores' operand `side` is not RoPE's rotate-half over `rotaryDim`
+  /// dims (no sign flip, or halves split elsewhere than rotaryDim / 2); nullopt if it is, or
+  /// where the split points are not constants.
+  std::optional<std::string> rotateHalfMismatch(mlir::Value side, int64_t rotaryDim);
+  /// A Softmax over the last axis (axis -1, absent, or rank - 1).
+  static bool isLastAxisSoftmax(NodeOp softmax);
   int64_t slidingWindowOf(mlir::Value mask);
 
   // --- shared helpers (MatchUtils.cpp) ---

@@ -66,6 +66,8 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
   m.softmax = softmax;
   if (!softmax || !pv || !scores)
     return fail(qProj, "MLA: no softmax(Q K^T) V downstream of q_proj");
+  if (!isLastAxisSoftmax(softmax))
+    return fail(softmax, "MLA: the Softmax is not over the keys (the last axis)");
   if (!dependsOn(scores.getInputs()[0], qProj.getOutputs()[0]) ||
       !dependsOn(scores.getInputs()[1], kvbProj.getOutputs()[0]) ||
       !dependsOn(scores.getInputs()[1], kvaSplit.getOutputs()[1]) ||
@@ -141,6 +143,9 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
     return fail(scores, "MLA: no rotary embedding with qk_rope_head_dim/2 = " +
                             std::to_string(m.rope / 2) + " inverse frequencies");
   m.ropeTheta = thetaOf(*invFreq, m.rope);
+  for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
+    if (auto why = rotateHalfMismatch(side, m.rope))
+      return fail(scores, std::string("MLA: RoPE on ") + name + ": " + *why);
   if (!isPlainRope(*invFreq, m.rope, m.ropeTheta))
     return fail(cos, "MLA: the inverse frequencies are not theta^(-2i/qk_rope_head_dim) for one "
                      "theta (scaled RoPE such as YaRN is not supported)");

@@ -154,4 +154,70 @@ double ComponentMatcher::thetaOf(ArrayRef<double> invFreq, int64_t dim) {
   return std::round(theta / magnitude) * magnitude;
 }
 
+/// The nodes between the scores' operand `side` and the projection MatMul(x, W) it comes from
+/// (not past it), breadth-first.
+static SmallVector<NodeOp> nodesAboveUntilProjection(Value side) {
+  SmallVector<NodeOp> out;
+  llvm::DenseSet<Operation *> seen;
+  std::deque<Value> work{side};
+  for (int budget = 512; !work.empty() && budget-- > 0;) {
+    NodeOp node = producer(work.front());
+    work.pop_front();
+    if (!node || !seen.insert(node).second ||
+        (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1])))
+      continue;
+    out.push_back(node);
+    for (Value in : node.getInputs())
+      work.push_back(in);
+  }
+  return out;
+}
+
+std::optional<std::string> ComponentMatcher::rotateHalfMismatch(Value side, int64_t rotaryDim) {
+  SmallVector<NodeOp> nodes = nodesAboveUntilProjection(side);
+  auto has = [&](StringRef op) {
+    return llvm::any_of(nodes, [&](NodeOp n) { return n.getOpType() == op; });
+  };
+  // rotate_half(x) = Concat(-x[..., d/2:], x[..., :d/2]) (HF, RoFormer eq. 34), or the halves'
+  // products subtracted, x1 cos - x2 sin (GPT-OSS): without a Neg or a Sub there is no rotation.
+  if (!has("Neg") && !has("Sub"))
+    return std::string("no rotate-half sign (a Neg of the second half, or a Sub of the rotated "
+                       "products) between the projection and the scores");
+  // Where the halves are Slices with constant bounds on the last axis, they must meet at d/2.
+  const int64_t half = rotaryDim / 2;
+  for (NodeOp neg : nodes) {
+    if (neg.getOpType() != "Neg")
+      continue;
+    NodeOp slice = producer(neg.getInputs()[0], {"Slice"});
+    if (!slice || slice.getInputs().size() < 3)
+      continue;
+    auto starts = constantValues(slice.getInputs()[1]);
+    if (starts && starts->size() == 1 && (*starts)[0] != static_cast<double>(half))
+      return "rotate_half negates from index " +
+             std::to_string(static_cast<int64_t>((*starts)[0])) +
+             ", not from the middle of the rotary dims (" + std::to_string(half) + ")";
+  }
+  for (NodeOp slice : nodes) {
+    if (slice.getOpType() != "Slice" || slice.getInputs().size() < 3)
+      continue;
+    auto starts = constantValues(slice.getInputs()[1]), ends = constantValues(slice.getInputs()[2]);
+    if (!starts || !ends || starts->size() != 1 || ends->size() != 1)
+      continue;
+    const double lo = (*starts)[0], hi = (*ends)[0];
+    bool firstHalf = lo == 0 && hi < static_cast<double>(rotaryDim);
+    if (firstHalf && hi != static_cast<double>(half))
+      return "rotate_half's first half ends at " + std::to_string(static_cast<int64_t>(hi)) +
+             ", not at the middle of the rotary dims (" + std::to_string(half) + ")";
+  }
+  return std::nullopt;
+}
+
+bool ComponentMatcher::isLastAxisSoftmax(NodeOp softmax) {
+  auto axis = softmax.getOnnxAttrs().getAs<IntegerAttr>("axis");
+  if (!axis || axis.getInt() == -1)
+    return true; // opset >= 13's default is the last axis
+  const int64_t rank = rankOf(softmax.getInputs()[0]);
+  return rank > 0 && axis.getInt() == rank - 1;
+}
+
 } // namespace disagmoe::raise

@@ -66,7 +66,10 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
   if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
     if (largest.getInt() != 1)
       return fail(topk, "router: TopK must select the largest scores");
-  bool softmaxBefore = static_cast<bool>(findUpstream(topk.getInputs()[0], "Softmax", 4));
+  NodeOp before = findUpstream(topk.getInputs()[0], "Softmax", 4);
+  bool softmaxBefore = static_cast<bool>(before);
+  if (before && !isLastAxisSoftmax(before))
+    return fail(before, "router: the Softmax is not over the experts (the last axis)");
   Value values = topk.getOutputs()[0];
   NodeOp div;
   for (NodeOp d : consumers(values, "Div")) {
@@ -84,6 +87,8 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
       div = d;
   }
   NodeOp softmaxAfter = single(consumers(values, "Softmax"));
+  if (softmaxAfter && !isLastAxisSoftmax(softmaxAfter))
+    return fail(softmaxAfter, "router: the Softmax is not over the top-k (the last axis)");
   if (softmaxBefore && div) {
     r.scoring = "softmax_topk_renorm";
     r.gates = div.getOutputs()[0];

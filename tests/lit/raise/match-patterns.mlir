@@ -223,8 +223,25 @@ func.func @attention(%ids: tensor<1x2xi64>) -> tensor<1x2x4xf32> {
   %ang = onnx.node "Mul"(%pos, %invf) {node_name = "freqs", onnx_attrs = {}} : (tensor<2x1xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
   %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  %qr = onnx.node "Mul"(%q, %cos) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
-  %kr = onnx.node "Mul"(%k, %cos) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %zero = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %four = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %eight = onnx.node "Constant"() {node_name = "c8", onnx_attrs = {value = dense<8> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%q, %zero, %four, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %q2 = onnx.node "Slice"(%q, %four, %eight, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %qc = onnx.node "Mul"(%q, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %k1 = onnx.node "Slice"(%k, %zero, %four, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %k2 = onnx.node "Slice"(%k, %four, %eight, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %kc = onnx.node "Mul"(%k, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
   %kt = onnx.node "Transpose"(%kr) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1]}} : (tensor<1x2x8xf32>) -> tensor<1x8x2xf32>
   %s = onnx.node "MatMul"(%qr, %kt) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x8x2xf32>) -> tensor<1x2x2xf32>
   %c = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.82842708> : tensor<f32>}} : () -> tensor<f32>
@@ -232,6 +249,105 @@ func.func @attention(%ids: tensor<1x2xi64>) -> tensor<1x2x4xf32> {
   %mask = onnx.node "Constant"() {node_name = "causal", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2xf32>
   %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %v) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pv, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return %y : tensor<1x2x4xf32>
+}
+
+// -----
+
+// Without the sign flip of rotate_half (here on q) the rotation is not RoPE: refused at the scores.
+func.func @attention_no_rotate_sign_refused(%ids: tensor<1x2xi64>) -> tensor<1x2x4xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 128 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 256 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 384 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 512 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<8x4xf32>, tensor<1x2xi64>) -> tensor<1x2x4xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf32>}} : () -> tensor<4xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%pos, %invf) {node_name = "freqs", onnx_attrs = {}} : (tensor<2x1xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %zero = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %four = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %eight = onnx.node "Constant"() {node_name = "c8", onnx_attrs = {value = dense<8> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%q, %zero, %four, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %q2 = onnx.node "Slice"(%q, %four, %eight, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %qh = onnx.node "Concat"(%q2, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %qc = onnx.node "Mul"(%q, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %k1 = onnx.node "Slice"(%k, %zero, %four, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %k2 = onnx.node "Slice"(%k, %four, %eight, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %kc = onnx.node "Mul"(%k, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %kt = onnx.node "Transpose"(%kr) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1]}} : (tensor<1x2x8xf32>) -> tensor<1x8x2xf32>
+  // expected-error @+1 {{node 'scores' (MatMul): RoPE on q: no rotate-half sign}}
+  %s = onnx.node "MatMul"(%qr, %kt) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x8x2xf32>) -> tensor<1x2x2xf32>
+  %c = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.82842708> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %c) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<f32>) -> tensor<1x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "causal", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %v) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pv, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  return %y : tensor<1x2x4xf32>
+}
+
+// -----
+
+// A Softmax over the queries (axis 1 of [b, q, k]) is not attention's: refused at the Softmax.
+func.func @attention_softmax_axis_refused(%ids: tensor<1x2xi64>) -> tensor<1x2x4xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 128 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 256 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 384 : i64, length = 128 : i64} : tensor<4x8xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 512 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<8x4xf32>, tensor<1x2xi64>) -> tensor<1x2x4xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<1x2x8xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf32>}} : () -> tensor<4xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%pos, %invf) {node_name = "freqs", onnx_attrs = {}} : (tensor<2x1xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %zero = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %four = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %eight = onnx.node "Constant"() {node_name = "c8", onnx_attrs = {value = dense<8> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%q, %zero, %four, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %q2 = onnx.node "Slice"(%q, %four, %eight, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %qc = onnx.node "Mul"(%q, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %k1 = onnx.node "Slice"(%k, %zero, %four, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %k2 = onnx.node "Slice"(%k, %four, %eight, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8xf32>
+  %kc = onnx.node "Mul"(%k, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<2x8xf32>) -> tensor<1x2x8xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %kt = onnx.node "Transpose"(%kr) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1]}} : (tensor<1x2x8xf32>) -> tensor<1x8x2xf32>
+  %s = onnx.node "MatMul"(%qr, %kt) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x8x2xf32>) -> tensor<1x2x2xf32>
+  %c = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.82842708> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %c) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<f32>) -> tensor<1x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "causal", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2xf32>
+  // expected-error @+1 {{node 'softmax' (Softmax): attention: the Softmax is not over the keys (the last axis)}}
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = 1 : i64}} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %pv = onnx.node "MatMul"(%p, %v) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
   %y = onnx.node "MatMul"(%pv, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
   return %y : tensor<1x2x4xf32>
