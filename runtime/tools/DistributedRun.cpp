@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -101,9 +102,10 @@ double parseReal(const std::string &flag, const std::string &text, double lo) {
   } catch (const std::exception &) {
     used = 0;
   }
-  if (used != text.size() || text.empty() || !(v >= lo))
-    throw UsageError(flag + ": expected a number >= " + std::to_string(lo) + ", got \"" + text +
-                     "\"");
+  // Finite only: an infinite learning rate or decay would write non-finite weights.
+  if (used != text.size() || text.empty() || !(v >= lo) || !std::isfinite(v))
+    throw UsageError(flag + ": expected a finite number >= " + std::to_string(lo) + ", got \"" +
+                     text + "\"");
   return v;
 }
 
