@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/ProblemInputs.h"
+#include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/Planner.h"
 #include "passes/schedule/AfPipe.h"
 
@@ -137,6 +138,24 @@ int simulateMain(int argc, char **argv) {
   cl::opt<bool> noSearch("no-search",
                          cl::desc("Take the Z3 optimum as is (no refinement on simulated times)"),
                          cl::cat(category));
+  cl::opt<int64_t> searchSeeds(
+      "search-seeds",
+      cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
+      cl::init(16), cl::cat(category));
+  cl::opt<std::string> layoutName(
+      "layout",
+      cl::desc("AF-Pipe rank layout: auto (searched), separate (attention GPUs first), packed "
+               "(replica by replica)"),
+      cl::init("auto"), cl::cat(category));
+  cl::opt<std::string> gradReduce(
+      "grad-reduce", cl::desc("Gradient reduction dtype on the wire, every system: fp32, bf16"),
+      cl::init("fp32"), cl::cat(category));
+  cl::opt<std::string> distOptimizer(
+      "distributed-optimizer",
+      cl::desc(
+          "on: reduce-scatter gradients + all-gather weights, optimizer state sharded (ZeRO-1; "
+          "default); off: all-reduce, optimizer state replicated"),
+      cl::init("on"), cl::cat(category));
   cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"),
                                cl::init(""), cl::cat(category));
   cl::opt<std::string> traceOut("trace",
@@ -150,6 +169,23 @@ int simulateMain(int argc, char **argv) {
     return fail("--compute-efficiency must be in (0, 1]");
   if (inflight < 0 || ep < 1)
     return fail("--inflight must be >= 0 and --ep >= 1");
+  if (searchSeeds < 0)
+    return fail("--search-seeds must be >= 0");
+  std::vector<afpipe::Config::Layout> layouts;
+  if (layoutName == "auto") {
+    layouts = {afpipe::Config::Layout::Separate, afpipe::Config::Layout::Packed};
+  } else {
+    afpipe::Config::Layout l;
+    if (!afpipe::parseLayout(layoutName, l))
+      return fail("--layout: unknown layout '" + layoutName + "' (auto, separate, packed)");
+    layouts = {l};
+  }
+  cost::GradSyncOptions gradSync;
+  if (!cost::parseReduceDtype(gradReduce, gradSync.reduceBytes))
+    return fail("--grad-reduce: unknown dtype '" + gradReduce + "' (fp32, bf16)");
+  if (distOptimizer != "on" && distOptimizer != "off")
+    return fail("--distributed-optimizer: expected on or off, got '" + distOptimizer + "'");
+  gradSync.distributedOptimizer = distOptimizer == "on";
   // Baseline names are parsed now, not after the placement search and the AF-Pipe simulation.
   std::vector<std::pair<std::string, sim::Baseline>> baselineKinds;
   if (baselines != "none") {
@@ -231,6 +267,10 @@ int simulateMain(int argc, char **argv) {
   afpipe::Config ac;
   ac.seqLen = o.seqLen;
   ac.sequencesPerStep = sequences;
+  ac.gradSync = gradSync;
+  ac.memory.zero1 = gradSync.distributedOptimizer;
+  o.memory.zero1 = gradSync.distributedOptimizer;
+  o.gradSync = gradSync;
   double modelFlops = afpipe::workloadFromModel(m, clu, ac).modelFlops;
   const double lowerBound = modelFlops / (static_cast<double>(clu.gpus()) * clu.gpu.peakFlops);
 
@@ -238,110 +278,55 @@ int simulateMain(int argc, char **argv) {
   sched::Schedule afSchedule;
   sim::SimResult afRun;
   // ---- DisagMoE: Z3 placement + AF-Pipe, refined on simulated step times ----
-  // The Z3 optimum assumes 2p micro-batches in flight fill the ring; the simulator shows the ring
-  // needs more when exchanges take as long as compute, so, as DisagMoE refines its roofline start
-  // by local search on measured stage times, the Z3 optima with recomputation off and on and with
-  // p halved or doubled are simulated too and the fastest wins (--no-search: the Z3 optimum only).
+  // Z3's optimum assumes 2p micro-batches in flight fill the ring and every exchange crosses NICs;
+  // the simulated search (passes/placement/search/PlanSearch.h) seeds from it and the roofline's
+  // fastest candidates, in every rank layout, and climbs on simulated step times
+  // (--no-search: Z3's optimum only, in the layout given).
+  search::SearchResult found;
   {
     Outcome best;
     best.system = "disagmoe";
-    best.error = "no configuration";
-    int searched = 0;
-    auto runOne = [&](const placement::Problem &pr, Outcome &out, sched::Schedule &sched,
-                      sim::SimResult &run) {
-      placement::Solution sol = placement::solveZ3(pr);
-      if (!sol.ok) {
-        out.error = sol.error;
-        return false;
-      }
-      const placement::Config &c = sol.config;
-      afpipe::Config cfg = ac;
-      cfg.replicas = c.cand.replicas;
-      cfg.groups = c.cand.groups;
-      cfg.attnRanks = c.cand.attnRanks;
-      cfg.ffnRanks = c.cand.ffnRanks;
-      cfg.microbatches = c.cand.microbatches;
-      cfg.attnRecompute = c.attnRecompute;
-      cfg.ffnRecompute = c.ffnRecompute;
-      cfg.attnNics = c.attnNics;
-      cfg.ffnNics = c.ffnNics;
-      cfg.nicBandwidth = clu.nic.bandwidth;
-      cfg.pcieBandwidth = clu.gpu.pcieBandwidth;
-      cfg.inflight = inflight;
-      cfg.reserveBytes = o.reserveBytes;
-      cfg.computeEfficiency = efficiency;
-      out.config =
-          formatv(
-              "{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}/{10}",
-              c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
-              c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
-              cost::recomputationName(c.attnRecompute), cost::recomputationName(c.ffnRecompute))
-              .str();
-      out.gpus = c.cand.gpus();
-      if (!afpipe::buildAfPipe(afpipe::workloadFromModel(m, clu, cfg), hw, cfg, sched, error)) {
-        out.error = error;
-        return false;
-      }
-      sim::SimOptions so;
-      so.opTimes = opTimes.empty() ? nullptr : &times;
-      so.recordTimes = !traceOut.empty();
-      run = sim::simulate(sched, so);
-      out.ok = run.ok;
-      out.error = run.error;
-      out.result = run;
-      fillMemory(out, sched);
-      return out.ok;
-    };
     auto t0 = std::chrono::steady_clock::now();
-    Outcome first;
-    if (runOne(problem, first, afSchedule, afRun))
-      best = first;
-    else
-      best.error = first.error;
-    if (!noSearch) {
-      int64_t p0 = groups;
-      if (!p0) {
-        placement::Solution z = placement::solveZ3(problem);
-        p0 = z.ok ? z.config.cand.groups : 1;
-      }
-      std::vector<int64_t> ps{p0};
-      if (!groups) {
-        if (p0 / 2 >= 1)
-          ps.push_back(p0 / 2);
-        if (p0 * 2 <= m.numLayers())
-          ps.push_back(p0 * 2);
-      }
-      // Auto: each side's lightest level that fits (the planner's choice), beside none and full.
-      std::vector<placement::Recompute> rcs{placement::Recompute::Auto, placement::Recompute::Never,
-                                            placement::Recompute::Always};
-      if (recompute != "auto")
-        rcs = {o.recompute};
-      for (int64_t pg : ps)
-        for (placement::Recompute rc : rcs) {
-          placement::Problem pr = problem;
-          pr.options.fixedGroups = pg;
-          pr.options.recompute = rc;
-          Outcome out;
-          sched::Schedule sc;
-          sim::SimResult run;
-          ++searched;
-          if (runOne(pr, out, sc, run) && (!best.ok || run.stepTime < best.result.stepTime)) {
-            best = out;
-            afSchedule = std::move(sc);
-            afRun = std::move(run);
-          }
-        }
+    placement::Solution z3 = placement::solveZ3(problem);
+    search::SearchOptions so;
+    so.base = ac;
+    so.base.inflight = inflight;
+    so.base.reserveBytes = o.reserveBytes;
+    so.base.computeEfficiency = efficiency;
+    so.opTimes = opTimes.empty() ? nullptr : &times;
+    so.layouts = layouts;
+    if (noSearch) {
+      so.seeds = 0;
+      so.maxMoves = 0;
+      so.layouts.resize(1);
+    } else {
+      so.seeds = static_cast<size_t>(searchSeeds);
     }
-    best.system = "disagmoe";
+    found = search::searchPlan(problem, z3, so, !traceOut.empty());
+    best.ok = found.ok;
+    best.error = found.error;
+    if (found.ok) {
+      best.config = search::describe(found.best.config, found.best.layout);
+      best.result = found.run;
+      best.gpus = found.best.config.cand.gpus();
+      fillMemory(best, found.schedule);
+      afSchedule = found.schedule;
+      afRun = found.run;
+    }
     best.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (best.ok && searched)
-      os << formatv("DisagMoE configuration: Z3 optimum {0} ({1}); best of {2} Z3 optima around it "
-                    "on simulated "
-                    "times: {3}\n",
-                    first.config,
-                    first.ok ? formatv("step {0:F4} s simulated", first.result.stepTime).str()
-                             : first.error,
-                    searched + 1, best.config);
+    if (found.ok) {
+      os << formatv("DisagMoE configuration: Z3 optimum {0} ({1}; roofline {2:F4} s)\n",
+                    z3.ok ? search::describe(found.seed.config, found.seed.layout) : z3.error,
+                    found.seed.ok ? formatv("step {0:F4} s simulated", found.seed.simulated).str()
+                                  : (found.seed.error.empty() ? std::string("not simulated")
+                                                              : found.seed.error),
+                    found.seed.predicted);
+      os << formatv("  search: {0} configurations simulated in {1:F2} s; chosen {2} "
+                    "(roofline {3:F4} s, simulated {4:F4} s, {5})\n",
+                    found.trials.size(), found.seconds, found.best.origin, found.best.predicted,
+                    found.best.simulated, found.why);
+      os << formatv("  gradient synchronisation: {0}\n", ac.gradSync.describe());
+    }
     outcomes.push_back(best);
   }
   // ---- baselines, each at its best pipeline depth ----
@@ -356,6 +341,8 @@ int simulateMain(int argc, char **argv) {
     base.sequencesPerStep = sequences;
     base.reserveBytes = o.reserveBytes;
     base.computeEfficiency = efficiency;
+    base.gradSync = gradSync;
+    base.memory.zero1 = gradSync.distributedOptimizer;
     std::vector<bool> rcs = recompute == "on"    ? std::vector<bool>{true}
                             : recompute == "off" ? std::vector<bool>{false}
                                                  : std::vector<bool>{false, true};

@@ -152,6 +152,10 @@ LogicalResult ProgramOp::verify() {
       group = a.getGroup();
     else if (auto a = dyn_cast<AllReduceOp>(op))
       group = a.getGroup();
+    else if (auto a = dyn_cast<ReduceScatterOp>(op))
+      group = a.getGroup();
+    else if (auto a = dyn_cast<AllGatherOp>(op))
+      group = a.getGroup();
     else
       return op.emitOpError("is not an afpipe instruction");
     if (group >= static_cast<int64_t>(groupRoles.size()))
@@ -203,6 +207,18 @@ LogicalResult AllToAllOp::verify() {
 }
 
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
+    return failure();
+  return verifyBytes(*this, getBytes().convertToDouble());
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
+    return failure();
+  return verifyBytes(*this, getBytes().convertToDouble());
+}
+
+LogicalResult AllGatherOp::verify() {
   if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
     return failure();
   return verifyBytes(*this, getBytes().convertToDouble());

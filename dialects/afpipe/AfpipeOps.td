@@ -124,4 +124,12 @@ def Afpipe_AllReduceOp : Afpipe_InstrOp<"all_reduce",
     "ring all-reduce of bytes per rank over the group's ranks in every replica (`all`) or rank i of every replica (`same`)",
     (ins StrAttr:$peers, F64Attr:$bytes), "$peers `bytes` $bytes">;
 
+def Afpipe_ReduceScatterOp : Afpipe_InstrOp<"reduce_scatter",
+    "reduce-scatter of bytes per rank (each member keeps its reduced 1/n) over the same members as all_reduce",
+    (ins StrAttr:$peers, F64Attr:$bytes), "$peers `bytes` $bytes">;
+
+def Afpipe_AllGatherOp : Afpipe_InstrOp<"all_gather",
+    "all-gather to bytes per rank (each member contributes 1/n) over the same members as all_reduce",
+    (ins StrAttr:$peers, F64Attr:$bytes), "$peers `bytes` $bytes">;
+
 #endif // DISAGMOE_AFPIPE_OPS

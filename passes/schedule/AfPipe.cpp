@@ -2,6 +2,7 @@
 #include "passes/schedule/AfPipe.h"
 
 #include "runtime/cost/Roofline.h"
+#include "runtime/sim/GradSync.h"
 #include "runtime/sim/ScheduleBuilder.h"
 
 #include <algorithm>
@@ -74,7 +75,7 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
     lw.attnActivationBytes = (cost::attentionActivationBytesPerToken(m, l, rA, rF) -
                               (lw.alwaysOnFfn ? alwaysOnKept : 0.0)) *
                              tokA;
-    lw.attnGradBytes = mo.gradientBytes * (m.attentionSideParams(l) - alwaysOnParams);
+    lw.attnGradParams = m.attentionSideParams(l) - alwaysOnParams;
     lw.attnStaticBytes = staticOf(m.attentionSideParams(l) - alwaysOnParams, dpA);
     const double homeSeqs = std::ceil(seqsPerMb / eF),
                  homeTok = homeSeqs * static_cast<double>(c.seqLen);
@@ -86,7 +87,7 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
                                     : rF == Recomputation::Selective ? 2.0 * h + 4.0 * I
                                                                      : 8.0 * I) *
                                    homeTok;
-      lw.alwaysOnGradBytes = mo.gradientBytes * alwaysOnParams;
+      lw.alwaysOnGradParams = alwaysOnParams;
       lw.ffnStaticBytes =
           staticOf(alwaysOnParams, dpF * eF); // replicated on every F-rank of the group
     }
@@ -122,7 +123,7 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
       if (rF == Recomputation::Redispatch)
         lw.m2nBwdBytes += lw.m2nBytes;
       double expertParams = static_cast<double>(expertsBusiest) * m.expertParams(l);
-      lw.ffnGradBytes = mo.gradientBytes * expertParams;
+      lw.ffnGradParams = expertParams;
       lw.ffnStaticBytes += staticOf(expertParams, dpF);
     }
     lw.residualBytes = tokA * pair;
@@ -133,9 +134,9 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   w.headBwdFlops = 2 * fh;                                           // the head is not recomputed
   w.headActivationBytes = 2.0 * tokA * static_cast<double>(m.vocab); // bf16 logits
   double vocabRows = static_cast<double>(m.vocab) * h;
-  w.headGradBytes = mo.gradientBytes * (vocabRows + h);
+  w.headGradParams = vocabRows + h;
   w.headStaticBytes = staticOf(vocabRows + h, dpA);
-  w.embedGradBytes = mo.gradientBytes * vocabRows;
+  w.embedGradParams = vocabRows;
   w.embedStaticBytes = staticOf(vocabRows, dpA);
   // FFN-side embedding / head: replicated on every F-rank of their group; x_0 / x_L cross once.
   w.embeddingOnFfn = c.embeddingOnFfn;
@@ -164,6 +165,19 @@ Workload workloadFromModel(const cost::ModelShape &m, const cost::ClusterSpec &c
   (void)p;
   (void)cl;
   return w;
+}
+
+const char *toString(Config::Layout l) {
+  return l == Config::Layout::Packed ? "packed" : "separate";
+}
+
+bool parseLayout(const std::string &name, Config::Layout &out) {
+  for (Config::Layout l : {Config::Layout::Separate, Config::Layout::Packed})
+    if (name == toString(l)) {
+      out = l;
+      return true;
+    }
+  return false;
 }
 
 namespace {
@@ -204,13 +218,24 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     double bw = static_cast<double>(nics) / gpus * c.nicBandwidth;
     return c.pcieBandwidth > 0 ? std::min(bw, c.pcieBandwidth) : bw;
   };
-  const double bwA = share(c.attnNics, M), bwF = share(c.ffnNics, R * p * eF);
+  double bwA = share(c.attnNics, M), bwF = share(c.ffnNics, R * p * eF);
+  const bool packed = c.layout == Config::Layout::Packed;
+  // Packed: A- and F-workers share nodes, so each GPU has its own NIC share (every NIC used).
+  if (packed)
+    bwA = bwF = 0;
+  const int replicaSpan = p * (dA + eF); // Packed: the ranks of one replica
+  auto attnRank = [&](int r, int g, int i) {
+    return packed ? r * replicaSpan + g * dA + i : (r * p + g) * dA + i;
+  };
+  auto ffnRank = [&](int r, int g, int i) {
+    return packed ? r * replicaSpan + p * dA + g * eF + i : M + (r * p + g) * eF + i;
+  };
   std::vector<int> A(p), F(p);
   for (int g = 0; g < p; ++g) {
     std::vector<std::vector<int>> ra(R);
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < dA; ++i)
-        ra[r].push_back((r * p + g) * dA + i);
+        ra[r].push_back(attnRank(r, g, i));
     double sa = 0;
     for (int l = g; l < L; l += p)
       sa += w.layers[l].attnStaticBytes;
@@ -226,7 +251,7 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     std::vector<std::vector<int>> rf(R);
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < eF; ++i)
-        rf[r].push_back(M + (r * p + g) * eF + i);
+        rf[r].push_back(ffnRank(r, g, i));
     double sf = 0;
     for (int l = g; l < L; l += p)
       sf += w.layers[l].ffnStaticBytes;
@@ -238,6 +263,28 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     if (g == headGroup && w.headOnFfn)
       b.schedule().groups[F[g]].headLogitsBytes = w.headActivationBytes;
   }
+  // Weights all-gathered ahead of their first forward (distributed optimizer; GradSync.h).
+  sim::GradSync sync(b, c.gradSync);
+  std::vector<int> attnGather(L, -1), ffnGather(L, -1), denseGather(L, -1);
+  for (int l = 0; l < L; ++l) {
+    const LayerWork &lw = w.layers[l];
+    attnGather[l] = sync.gather(A[l % p], Peers::All, "attention", l, lw.attnGradParams);
+    if (lw.moe)
+      ffnGather[l] = sync.gather(F[l % p], Peers::Same, "experts", l, lw.ffnGradParams);
+    if (lw.alwaysOnFfn)
+      denseGather[l] = sync.gather(F[l % p], Peers::All, "dense_ffn", l, lw.alwaysOnGradParams);
+  }
+  const int embedGather =
+      sync.gather(w.embeddingOnFfn ? F[0] : A[0], Peers::All, "embedding", -1, w.embedGradParams);
+  const int headGather = sync.gather(w.headOnFfn ? F[headGroup] : A[headGroup], Peers::All, "head",
+                                     L, w.headGradParams);
+  // Every micro-batch's forward waits for the weights it reads (not only the first: a later one
+  // that is ready earlier would otherwise run on stale weights).
+  auto withGather = [](std::vector<int> deps, int gather, int /*j*/) {
+    if (gather >= 0)
+      deps.push_back(gather);
+    return deps;
+  };
   // Priorities: the tick at which an uncontended ring would run the instruction (micro-batch j
   // enters at tick j, each stage takes a tick forward; backward from the loss in reverse).
   auto fwdPrio = [&](int j, int layer) { return static_cast<double>(j + 2 * layer); };
@@ -257,7 +304,7 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       // FFN-side embedding: each home F-rank of FFN group 0 sends x_0 of its sequences to A-group
       // 0.
       b.send(F[0], A[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM, fwdPrio(j, 0),
-             {});
+             withGather({}, embedGather, j));
       prevResRecv = b.recv(A[0], F[0], Peers::All, "embedding", PF, j, -1, w.embeddingBytes, COMM,
                            fwdPrio(j, 0));
     }
@@ -270,6 +317,9 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
         deps.push_back(prevResRecv);
       if (prevN2mRecv >= 0)
         deps.push_back(prevN2mRecv);
+      deps = withGather(deps, attnGather[l], j);
+      if (l == 0 && !w.embeddingOnFfn)
+        deps = withGather(deps, embedGather, j);
       attnFwd[l] = b.compute(ga, FWD, PF, "attention", j, l, lw.attnFwdFlops, 0,
                              lw.attnActivationBytes, fwdPrio(j, l), deps);
       if (firstFwd[l % p][j] < 0)
@@ -285,9 +335,11 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
         // An FFN-side dense FFN / shared experts start the N2M vector before the routed experts.
         if (lw.alwaysOnFfn)
           rcv = denseFwd[l] = b.compute(gf, FWD, PF, "dense_ffn", j, l, lw.alwaysOnFwdFlops, 0,
-                                        lw.alwaysOnActivationBytes, fwdPrio(j, l), {rcv});
+                                        lw.alwaysOnActivationBytes, fwdPrio(j, l),
+                                        withGather({rcv}, denseGather[l], j));
         ffnFwd[l] = lw.moe ? b.compute(gf, FWD, PF, "experts", j, l, lw.ffnFwdFlops, 0,
-                                       lw.ffnActivationBytes, fwdPrio(j, l), {rcv})
+                                       lw.ffnActivationBytes, fwdPrio(j, l),
+                                       withGather({rcv}, ffnGather[l], j))
                            : denseFwd[l];
         if (firstFwd[p + l % p][j] < 0)
           firstFwd[p + l % p][j] = lw.alwaysOnFfn ? denseFwd[l] : ffnFwd[l];
@@ -308,8 +360,8 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
           b.recv(F[headGroup], gh, Peers::All, "head", PF, j, L, w.headBytes, COMM, fwdPrio(j, L))};
     }
     const int headRunner = w.headOnFfn ? F[headGroup] : gh;
-    int hf =
-        b.compute(headRunner, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L), deps);
+    int hf = b.compute(headRunner, FWD, PF, "head", j, L, w.headFwdFlops, 0, 0, fwdPrio(j, L),
+                       withGather(deps, headGather, j));
     int hb =
         b.compute(headRunner, BWD, PB, "head", j, L, w.headBwdFlops, 0, 0, bwdPrio(j, L), {hf});
     lastHeadBwd = hb;
@@ -366,29 +418,29 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
     for (int j = W; j < m; ++j)
       if (firstFwd[g][j] >= 0 && lastBwd[g][j - W] >= 0)
         b.after(firstFwd[g][j], lastBwd[g][j - W]);
-  // ---- update: gradient all-reduce overlapped with the tail, then the optimizer ----
+  // ---- update: gradients synchronised while the tail runs (GradSync.h), then the optimizer ----
   std::vector<std::vector<int>> groupReduces(2 * p);
-  const double last = 1e18;
+  auto keep = [](std::vector<int> &v, int h) {
+    if (h >= 0)
+      v.push_back(h);
+  };
   for (int l = L - 1; l >= 0; --l) {
     const LayerWork &lw = w.layers[l];
-    groupReduces[l % p].push_back(b.allReduce(A[l % p], Peers::All, "grad_attention", l,
-                                              lw.attnGradBytes, COMM, last, {lastAttnBwd[l]}));
+    keep(groupReduces[l % p],
+         sync.reduce(A[l % p], Peers::All, "attention", l, lw.attnGradParams, lastAttnBwd[l]));
     if (lw.moe)
-      groupReduces[p + l % p].push_back(b.allReduce(F[l % p], Peers::Same, "grad_experts", l,
-                                                    lw.ffnGradBytes, COMM, last, {lastFfnBwd[l]}));
+      keep(groupReduces[p + l % p],
+           sync.reduce(F[l % p], Peers::Same, "experts", l, lw.ffnGradParams, lastFfnBwd[l]));
     if (lw.alwaysOnFfn) // replicated on every F-rank of the group
-      groupReduces[p + l % p].push_back(b.allReduce(F[l % p], Peers::All, "grad_dense_ffn", l,
-                                                    lw.alwaysOnGradBytes, COMM, last,
-                                                    {lastFfnBwd[l]}));
+      keep(groupReduces[p + l % p],
+           sync.reduce(F[l % p], Peers::All, "dense_ffn", l, lw.alwaysOnGradParams, lastFfnBwd[l]));
   }
   const int headSlot = w.headOnFfn ? p + headGroup : headGroup,
             embedSlot = w.embeddingOnFfn ? p : 0;
-  groupReduces[headSlot].push_back(b.allReduce(w.headOnFfn ? F[headGroup] : A[headGroup],
-                                               Peers::All, "grad_head", L, w.headGradBytes, COMM,
-                                               last, {lastHeadBwd}));
-  groupReduces[embedSlot].push_back(b.allReduce(w.embeddingOnFfn ? F[0] : A[0], Peers::All,
-                                                "grad_embedding", -1, w.embedGradBytes, COMM, last,
-                                                {lastEmbedBwd}));
+  keep(groupReduces[headSlot], sync.reduce(w.headOnFfn ? F[headGroup] : A[headGroup], Peers::All,
+                                           "head", L, w.headGradParams, lastHeadBwd));
+  keep(groupReduces[embedSlot], sync.reduce(w.embeddingOnFfn ? F[0] : A[0], Peers::All, "embedding",
+                                            -1, w.embedGradParams, lastEmbedBwd));
   for (int g = 0; g < 2 * p; ++g) {
     int gid = g < p ? A[g] : F[g - p];
     std::vector<int> deps = groupReduces[g];
@@ -399,7 +451,7 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
       deps.push_back(lastHeadBwd);
     // Adam reads and writes every byte of weights, gradients and optimizer state once.
     b.compute(gid, FWD, Phase::Update, "optimizer", -1, -1, 0,
-              2 * b.schedule().groups[gid].staticBytes, 0, last, deps);
+              2 * b.schedule().groups[gid].staticBytes, 0, 1e18, deps);
   }
   return b.build(/*listScheduleCompute=*/true, /*orderCommByReadiness=*/true, out, error);
 }
@@ -418,17 +470,50 @@ bool buildAfPipe(const Workload &w, const Hardware &hw, const Config &c, Schedul
             " stages (need at least 2p)";
     return false;
   }
+  if (c.gradSync.distributedOptimizer != c.memory.zero1) {
+    error = "afpipe: the distributed optimizer (gradient reduce-scatter + weight all-gather) and "
+            "the sharded optimizer state (zero1) must be chosen together";
+    return false;
+  }
   if (c.inflight < 0) {
     error = "afpipe: inflight must be >= 1 (0: chosen by memory)";
     return false;
   }
-  // The window: given, or the largest of 4p, 3p, 2p micro-batches whose activations fit memory
-  // (the ring needs 2p; more hides the backward's longer trip, docs/results.md).
+  // The window: given, or the largest of 8p, 6p, 4p, 3p, 2p micro-batches whose activations fit
+  // memory (the ring needs 2p; more hides the backward's longer trip, docs/results.md).
   std::vector<int> windows;
   if (c.inflight > 0)
     windows.push_back(static_cast<int>(c.inflight));
   else
-    windows = {4 * p, 3 * p, 2 * p};
+    windows = {8 * p, 6 * p, 4 * p, 3 * p, 2 * p};
+  // Windows whose closed-form bound already exceeds memory are not built: a group holds its
+  // weights, gradients and optimizer state, the head's logits and at most min(W, m) micro-batches'
+  // activations (sched::peakMemory counts what the built schedule keeps live, never more).
+  if (windows.size() > 1 && hw.hbmBytes > c.reserveBytes) {
+    const double capacity = hw.hbmBytes - c.reserveBytes;
+    auto bound = [&](int W) {
+      double worst = 0;
+      for (int g = 0; g < p; ++g) {
+        double sa = 0, sf = 0, aa = 0, af = 0;
+        for (int l = g; l < L; l += p) {
+          const LayerWork &lw = w.layers[l];
+          sa += lw.attnStaticBytes;
+          sf += lw.ffnStaticBytes;
+          aa += lw.attnActivationBytes;
+          af += lw.ffnActivationBytes + lw.alwaysOnActivationBytes;
+        }
+        if (g == 0)
+          (w.embeddingOnFfn ? sf : sa) += w.embedStaticBytes;
+        if (g == L % p)
+          (w.headOnFfn ? sf : sa) += w.headStaticBytes + w.headActivationBytes;
+        const double n = std::min<double>(W, static_cast<double>(c.microbatches));
+        worst = std::max({worst, sa + n * aa, sf + n * af});
+      }
+      return worst;
+    };
+    while (windows.size() > 1 && bound(windows.front()) > capacity)
+      windows.erase(windows.begin());
+  }
   for (size_t k = 0; k < windows.size(); ++k) {
     if (!buildWithWindow(w, hw, c, windows[k], out, error))
       return false;

@@ -26,15 +26,16 @@
 // runs on F group 0 / L mod p with `embedding` / `head` messages both ways (docs/plan-format.md).
 // Memory: a group starts micro-batch j's forward only after micro-batch j - W finished its backward
 // there, which bounds activations in flight to W micro-batches. The ring needs W >= 2p; since the
-// backward trip is twice the forward's, the default takes the largest of 4p, 3p, 2p that fits
-// memory. Stream orders: list scheduling on the roofline times with the priority of an uncontended
-// ring's tick (forward j + 2l, backward j + 2(L - l)); the comm stream in the order exchanges
-// become ready (ScheduleBuilder.h); the result is verified.
+// backward trip is twice the forward's and exchanges lengthen both, the default takes the largest
+// of 8p, 6p, 4p, 3p, 2p that fits memory. Stream orders: list scheduling on the roofline times with
+// the priority of an uncontended ring's tick (forward j + 2l, backward j + 2(L - l)); the comm
+// stream in the order exchanges become ready (ScheduleBuilder.h); the result is verified.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_PASSES_SCHEDULE_AFPIPE_H
 #define DISAGMOE_PASSES_SCHEDULE_AFPIPE_H
 
+#include "runtime/cost/GradSync.h"
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Memory.h"
 #include "runtime/cost/ModelShape.h"
@@ -53,8 +54,9 @@ struct LayerWork {
   double ffnFwdFlops = 0, ffnBwdFlops = 0, ffnActivationBytes = 0;
   /// Exchange bytes per (A-rank, F-rank) pair; the residual per A-rank (rank i -> rank i).
   double m2nBytes = 0, n2mBytes = 0, m2nBwdBytes = 0, n2mBwdBytes = 0, residualBytes = 0;
-  /// Gradient bytes per rank to all-reduce (attention side over r x dA ranks, experts over r).
-  double attnGradBytes = 0, ffnGradBytes = 0;
+  /// Parameters per rank whose gradients are synchronised (attention side over r x dA ranks,
+  /// experts over r; Config::gradSync says how).
+  double attnGradParams = 0, ffnGradParams = 0;
   /// Weights, gradients and optimizer state per rank.
   double attnStaticBytes = 0, ffnStaticBytes = 0;
   /// The layer's dense FFN or shared experts run on the FFN side (Config::denseOnFfn /
@@ -63,16 +65,16 @@ struct LayerWork {
   /// one destination per token). Their FLOPs, parameters and activations are not in attn*.
   bool alwaysOnFfn = false;
   double alwaysOnFwdFlops = 0, alwaysOnBwdFlops = 0, alwaysOnActivationBytes = 0;
-  double alwaysOnGradBytes = 0; ///< all-reduced over the F-ranks of the group (replicated there)
+  double alwaysOnGradParams = 0; ///< synchronised over the F-ranks of the group (replicated there)
 };
 
 /// Everything the schedule needs, independent of where it came from (a ModelShape through the
 /// roofline, or a synthetic model in tests).
 struct Workload {
   std::vector<LayerWork> layers;
-  double headFwdFlops = 0, headBwdFlops = 0, headActivationBytes = 0, headGradBytes = 0,
+  double headFwdFlops = 0, headBwdFlops = 0, headActivationBytes = 0, headGradParams = 0,
          headStaticBytes = 0;
-  double embedGradBytes = 0, embedStaticBytes = 0;
+  double embedGradParams = 0, embedStaticBytes = 0;
   /// Embedding / final norm + head on FFN group 0 / L mod p (Config::embeddingOnFfn / headOnFfn):
   /// x_0 goes F -> A (`embedding` message, dL/dx_0 back), x_L A -> F (`head`, dL/dx_L back); bytes
   /// per (A-rank, F-rank) pair, each token to or from its home F-rank only.
@@ -95,7 +97,7 @@ struct Config {
           ffnNics = 0; ///< NICs of each side (all replicas); 0: the cluster's per-GPU share
   double nicBandwidth = 0,
          pcieBandwidth = 0; ///< one NIC, one GPU's PCIe link (bytes/s), for the NIC shares
-  int64_t inflight = 0;     ///< W; 0: the largest of 4p, 3p, 2p that fits memory
+  int64_t inflight = 0;     ///< W; 0: the largest of 8p, 6p, 4p, 3p, 2p that fits memory
   double reserveBytes = 4e9;
   double computeEfficiency = 1;
   sched::Schedule::Sharing sharing = sched::Schedule::Sharing::Equal; ///< Schedule::sharing
@@ -104,7 +106,24 @@ struct Config {
   /// embedding-side, head-side; the plan's dense_ffn side and placement.embedding_side/head_side):
   /// false = attention side (default), true = FFN side, where each token runs on its home F-rank.
   bool denseOnFfn = false, sharedOnFfn = false, embeddingOnFfn = false, headOnFfn = false;
+  /// Gradient synchronisation (reduction dtype, all-reduce or distributed optimizer); its
+  /// distributedOptimizer must equal memory.zero1 (the sharded optimizer state it budgets).
+  cost::GradSyncOptions gradSync;
+  /// Where the groups' ranks sit (Layout).
+  enum class Layout : uint8_t {
+    /// Attention groups of every replica first (replica-major, group g of replica r at
+    /// (r p + g) dA), then the FFN groups: attention GPUs fill the first nodes, every M2N/N2M
+    /// that leaves a node crosses NICs.
+    Separate,
+    /// Replica by replica: replica r's attention groups, then its FFN groups, from rank
+    /// r (p dA + p eF); a replica that fits a node exchanges M2N/N2M over NVLink, and A- and
+    /// F-workers share that node's NICs (each GPU its own share).
+    Packed
+  };
+  Layout layout = Layout::Separate;
 };
+const char *toString(Config::Layout l);
+bool parseLayout(const std::string &name, Config::Layout &out);
 
 /// The roofline workload of `model` under `config` (runtime/cost: Roofline.h, Memory.h).
 Workload workloadFromModel(const cost::ModelShape &model, const cost::ClusterSpec &cluster,
@@ -113,9 +132,8 @@ Workload workloadFromModel(const cost::ModelShape &model, const cost::ClusterSpe
 /// Hardware block of a schedule for `cluster`.
 sched::Hardware hardwareOf(const cost::ClusterSpec &cluster);
 
-/// Builds and verifies the AF-Pipe schedule. Ranks: attention groups of every replica first
-/// (replica-major, group g of replica r at (r p + g) dA), then the FFN groups, so attention GPUs
-/// fill the first nodes. Returns false with `error` (one line) on invalid input or a failed check.
+/// Builds and verifies the AF-Pipe schedule, ranks as Config::layout places them. Returns false
+/// with `error` (one line) on invalid input or a failed check.
 bool buildAfPipe(const Workload &work, const sched::Hardware &hw, const Config &config,
                  sched::Schedule &out, std::string &error, bool verify = true);
 

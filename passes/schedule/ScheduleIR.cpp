@@ -119,6 +119,15 @@ ScheduleOp buildScheduleOp(OpBuilder &b, Location loc, const sched::Schedule &s)
         b.create<AllReduceOp>(loc, label, stream, phase, group, mb, layer,
                               b.getStringAttr(sched::toString(in.peers)), f64(b, in.bytes), after);
         break;
+      case sched::Kind::ReduceScatter:
+        b.create<ReduceScatterOp>(loc, label, stream, phase, group, mb, layer,
+                                  b.getStringAttr(sched::toString(in.peers)), f64(b, in.bytes),
+                                  after);
+        break;
+      case sched::Kind::AllGather:
+        b.create<AllGatherOp>(loc, label, stream, phase, group, mb, layer,
+                              b.getStringAttr(sched::toString(in.peers)), f64(b, in.bytes), after);
+        break;
       }
     }
   }
@@ -196,6 +205,16 @@ llvm::Error readScheduleOp(ScheduleOp op, sched::Schedule &s) {
       } else if (auto x = dyn_cast<AllReduceOp>(io)) {
         readCommon(x, in);
         in.kind = sched::Kind::AllReduce;
+        in.peers = peersOf(x.getPeers());
+        in.bytes = x.getBytes().convertToDouble();
+      } else if (auto x = dyn_cast<ReduceScatterOp>(io)) {
+        readCommon(x, in);
+        in.kind = sched::Kind::ReduceScatter;
+        in.peers = peersOf(x.getPeers());
+        in.bytes = x.getBytes().convertToDouble();
+      } else if (auto x = dyn_cast<AllGatherOp>(io)) {
+        readCommon(x, in);
+        in.kind = sched::Kind::AllGather;
         in.peers = peersOf(x.getPeers());
         in.bytes = x.getBytes().convertToDouble();
       } else {

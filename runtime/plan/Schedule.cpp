@@ -45,8 +45,15 @@ const char *toString(Kind k) {
     return "all_to_all";
   case Kind::AllReduce:
     return "all_reduce";
+  case Kind::ReduceScatter:
+    return "reduce_scatter";
+  case Kind::AllGather:
+    return "all_gather";
   }
   return "?";
+}
+bool isCollective(Kind k) {
+  return k == Kind::AllReduce || k == Kind::ReduceScatter || k == Kind::AllGather;
 }
 const char *toString(Peers p) { return p == Peers::All ? "all" : "same"; }
 
@@ -107,7 +114,7 @@ json instrToJson(const Instr &i) {
     o["layer"] = i.layer;
   if (i.kind == Kind::Send || i.kind == Kind::Recv)
     o["peer"] = i.peer;
-  if (i.kind == Kind::Send || i.kind == Kind::Recv || i.kind == Kind::AllReduce)
+  if (i.kind == Kind::Send || i.kind == Kind::Recv || isCollective(i.kind))
     o["peers"] = toString(i.peers);
   if (i.flops != 0)
     o["flops"] = i.flops;
@@ -345,8 +352,9 @@ bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {
           const json &io = (*it)[k];
           const std::string p = pp + "[" + std::to_string(k) + "]";
           Instr i;
-          static const Kind kinds[] = {Kind::Compute, Kind::Send, Kind::Recv, Kind::AllToAll,
-                                       Kind::AllReduce};
+          static const Kind kinds[] = {Kind::Compute,  Kind::Send,      Kind::Recv,
+                                       Kind::AllToAll, Kind::AllReduce, Kind::ReduceScatter,
+                                       Kind::AllGather};
           static const Stream streams[] = {Stream::Forward, Stream::Backward, Stream::Comm};
           static const Phase phases[] = {Phase::Forward, Phase::Backward, Phase::Update};
           static const Peers peers[] = {Peers::All, Peers::Same};
@@ -361,7 +369,7 @@ bool parseScheduleJson(const json &root, Schedule &s, std::string &error) {
           bool p2p = i.kind == Kind::Send || i.kind == Kind::Recv;
           if (p2p)
             i.peer = r.integer(io, p, "peer", -1, true, 0, static_cast<int>(s.groups.size()) - 1);
-          if (p2p || i.kind == Kind::AllReduce)
+          if (p2p || isCollective(i.kind))
             i.peers = r.choice(io, p, "peers", peers, Peers::All);
           i.flops = r.number(io, p, "flops", 0, false);
           i.memBytes = r.number(io, p, "mem_bytes", 0, false);

@@ -29,14 +29,20 @@ enum class Stream : uint8_t { Forward = 0, Backward = 1, Comm = 2 };
 /// (gradient all-reduce, optimizer).
 enum class Phase : uint8_t { Forward = 0, Backward = 1, Update = 2 };
 enum class Kind : uint8_t {
-  Compute,  ///< FLOPs and HBM bytes on this rank
-  Send,     ///< to the ranks of `peer` (see Peers); `bytes` per rank pair
-  Recv,     ///< from the ranks of `peer`; `bytes` per rank pair
-  AllToAll, ///< every rank of the group to every other rank of it; `bytes` per rank pair
-  AllReduce ///< ring all-reduce of `bytes` per rank over the group's ranks in every replica
+  Compute,       ///< FLOPs and HBM bytes on this rank
+  Send,          ///< to the ranks of `peer` (see Peers); `bytes` per rank pair
+  Recv,          ///< from the ranks of `peer`; `bytes` per rank pair
+  AllToAll,      ///< every rank of the group to every other rank of it; `bytes` per rank pair
+  AllReduce,     ///< all-reduce of `bytes` per rank over the group's ranks in every replica
+  ReduceScatter, ///< reduce-scatter of `bytes` per rank (each keeps 1/n, reduced); as AllReduce
+  AllGather      ///< all-gather to `bytes` per rank (each holds 1/n before); as AllReduce
 };
+/// True for the three collectives (AllReduce, ReduceScatter, AllGather): members and `peers` as
+/// AllReduce's. The simulator prices them hierarchically (NVLink inside a node, then the NICs),
+/// Simulator.h.
+bool isCollective(Kind k);
 /// Which ranks a Send/Recv pairs: every rank of one group with every rank of the other (M2N,
-/// N2M), or rank i with rank i (the residual route, pipeline point-to-point). For AllReduce:
+/// N2M), or rank i with rank i (the residual route, pipeline point-to-point). For collectives:
 /// All = every rank of the group in every replica (data-parallel attention weights), Same = rank i
 /// of the group in every replica (expert weights, sharded inside the group).
 enum class Peers : uint8_t { All, Same };

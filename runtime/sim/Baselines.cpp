@@ -3,6 +3,7 @@
 #include "runtime/sim/Baselines.h"
 
 #include "runtime/cost/Roofline.h"
+#include "runtime/sim/GradSync.h"
 #include "runtime/sim/ScheduleBuilder.h"
 
 #include <algorithm>
@@ -76,6 +77,12 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   if (vpp > 1 && m % pp) {
     error = std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" +
             std::to_string(m) + ") divisible by pp (" + std::to_string(pp) + ")";
+    return false;
+  }
+  if (c.gradSync.distributedOptimizer != c.memory.zero1) {
+    error = std::string(toString(c.kind)) +
+            ": the distributed optimizer and the sharded optimizer state (zero1) must be chosen "
+            "together";
     return false;
   }
   if (dual && (m % 2 || pp % 2)) {
@@ -288,7 +295,9 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
             b.after(fwdUnitFirst[nw + i], bwdUnitLast[i - 1]);
       }
     }
-  // Gradient all-reduce per chunk after its last backward, then the optimizer per stage.
+  // Per chunk: its weights all-gathered before micro-batch 0's forward (distributed optimizer),
+  // its gradients synchronised after its last backward (GradSync.h), then the optimizer per stage.
+  GradSync sync(b, c.gradSync, COMM);
   std::vector<std::vector<int>> stageDeps(pp);
   for (int d = 0; d < dirs; ++d)
     for (int vs = 0; vs < VS; ++vs) {
@@ -302,13 +311,18 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
         attn += vocabRows;
       if (vs == VS - 1)
         attn += vocabRows + h;
+      // Every micro-batch's first forward of the chunk waits (not only micro-batch 0's).
+      for (int gather : {sync.gather(g, Peers::All, "attention", chunk[vs].front(), attn),
+                         sync.gather(g, Peers::Same, "experts", chunk[vs].front(), exp)})
+        for (int j = 0; j < mPerDir && gather >= 0; ++j)
+          if (fwdFirst[key(d, j, vs)] >= 0)
+            b.after(fwdFirst[key(d, j, vs)], gather);
       int after = lastBwdOfChunk[d][vs];
       stageDeps[s].push_back(after);
-      stageDeps[s].push_back(b.allReduce(g, Peers::All, "grad_attention", chunk[vs].front(),
-                                         mo.gradientBytes * attn, COMM, 1e18, {after}));
-      if (exp > 0)
-        stageDeps[s].push_back(b.allReduce(g, Peers::Same, "grad_experts", chunk[vs].front(),
-                                           mo.gradientBytes * exp, COMM, 1e18, {after}));
+      for (int reduce : {sync.reduce(g, Peers::All, "attention", chunk[vs].front(), attn, after),
+                         sync.reduce(g, Peers::Same, "experts", chunk[vs].front(), exp, after)})
+        if (reduce >= 0)
+          stageDeps[s].push_back(reduce);
     }
   for (int s = 0; s < pp; ++s)
     b.compute(G[s], Stream::Forward, Phase::Update, "optimizer", -1, -1, 0,

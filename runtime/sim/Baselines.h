@@ -20,13 +20,15 @@
 //                      communication stream; each direction keeps 1F1B's in-flight bound, so a rank
 //                      holds at most pp + 1 micro-batches. The split of the backward into input and
 //                      weight gradients (the zero-bubble part) is not modelled.
-// Gradients: attention weights all-reduced over EP x replicas ranks, expert weights over the
-// replicas, each chunk's as soon as its last backward is done (overlapped with the tail).
+// Gradients: attention weights synchronised over EP x replicas ranks, expert weights over the
+// replicas, each chunk's as soon as its last backward is done (overlapped with the tail), as
+// BaselineConfig::gradSync says (runtime/sim/GradSync.h, the same as AF-Pipe's).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_RUNTIME_SIM_BASELINES_H
 #define DISAGMOE_RUNTIME_SIM_BASELINES_H
 
+#include "runtime/cost/GradSync.h"
 #include "runtime/cost/Memory.h"
 #include "runtime/cost/ModelShape.h"
 #include "runtime/plan/Schedule.h"
@@ -54,6 +56,7 @@ struct BaselineConfig {
   double reserveBytes = 4e9;
   double computeEfficiency = 1;
   cost::MemoryOptions memory;
+  cost::GradSyncOptions gradSync; ///< distributedOptimizer must equal memory.zero1
 };
 
 /// Builds (and verifies) a baseline schedule of `model` on `hw`; ranks: stage s of replica r holds

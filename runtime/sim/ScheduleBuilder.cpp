@@ -84,8 +84,14 @@ int ScheduleBuilder::allToAll(int group, const std::string &op, Phase phase, int
 int ScheduleBuilder::allReduce(int group, Peers peers, const std::string &op, int layer,
                                double bytes, Stream stream, double priority,
                                std::vector<int> after) {
-  Instr in =
-      instr(Kind::AllReduce, group, stream, Phase::Update, op, /*mb=*/-1, layer, std::move(after));
+  return collective(Kind::AllReduce, group, peers, op, layer, bytes, stream, priority,
+                    std::move(after));
+}
+
+int ScheduleBuilder::collective(Kind kind, int group, Peers peers, const std::string &op, int layer,
+                                double bytes, Stream stream, double priority,
+                                std::vector<int> after) {
+  Instr in = instr(kind, group, stream, Phase::Update, op, /*mb=*/-1, layer, std::move(after));
   in.peers = peers;
   in.bytes = bytes;
   return add(std::move(in), priority);

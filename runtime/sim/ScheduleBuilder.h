@@ -43,6 +43,9 @@ public:
                double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
   int allReduce(int group, sched::Peers peers, const std::string &op, int layer, double bytes,
                 sched::Stream stream, double priority, std::vector<int> after = {});
+  /// An update-phase collective (AllReduce, ReduceScatter or AllGather; Schedule.h).
+  int collective(sched::Kind kind, int group, sched::Peers peers, const std::string &op, int layer,
+                 double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
   void after(int handle, int dependency);
   const sched::Instr &instr(int handle) const { return instrs_[handle]; }
 

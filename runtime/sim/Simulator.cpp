@@ -327,9 +327,14 @@ Loads Sim::loadsFor(const Instr &in) {
         countPeers(a, rep, L.nicOut, L.nvlOut);
     L.nicIn = L.nicOut;
     L.nvlIn = L.nvlOut;
-  } else if (in.kind == Kind::AllReduce) {
-    // Ring all-reduce: each member sends and receives 2 (n-1)/n of the payload; over the NICs when
-    // the members span nodes (the ring's slowest hop), else over NVLink.
+  } else if (isCollective(in.kind)) {
+    // Hierarchical ring (NCCL's intra-node then inter-node rings, pipelined over chunks): a set of
+    // n members on N nodes with k of them on a node moves, per member, (k-1)/k of the payload over
+    // NVLink for the intra-node reduce-scatter and again for the all-gather, and 2 (N-1)/N of its
+    // 1/k shard over its NIC for the inter-node all-reduce (Patarasuk & Yuan 2009 per level). A
+    // reduce-scatter or an all-gather alone is half of each. With k = 1 this is the flat ring
+    // over NICs, with N = 1 the flat ring over NVLink. The busiest node (fewest members, most NIC
+    // bytes each; most members, most NVLink bytes) sets the loads.
     std::vector<std::vector<int>> sets;
     if (in.peers == Peers::All) {
       sets.emplace_back();
@@ -342,18 +347,23 @@ Loads Sim::loadsFor(const Instr &in) {
           sets.back().push_back(rep[i]);
       }
     }
+    const double half = in.kind == Kind::AllReduce ? 1.0 : 0.5;
     for (const auto &set : sets) {
-      double n = static_cast<double>(set.size());
-      if (n < 2)
+      if (set.size() < 2)
         continue;
-      bool spans = false;
+      std::map<int, int> perNode;
       for (int q : set)
-        spans |= node(q) != node(set[0]);
-      double f = 2 * (n - 1) / n;
-      if (spans)
-        L.nicOut = L.nicIn = std::max(L.nicOut, f);
-      else
-        L.nvlOut = L.nvlIn = std::max(L.nvlOut, f);
+        ++perNode[node(q)];
+      int kMin = static_cast<int>(set.size()), kMax = 0;
+      for (const auto &[nd, k] : perNode) {
+        kMin = std::min(kMin, k);
+        kMax = std::max(kMax, k);
+      }
+      const double N = static_cast<double>(perNode.size());
+      const double nvl = half * 2 * (kMax - 1) / static_cast<double>(kMax);
+      const double nic = N > 1 ? half * 2 * (N - 1) / N / static_cast<double>(kMin) : 0.0;
+      L.nicOut = L.nicIn = std::max(L.nicOut, nic);
+      L.nvlOut = L.nvlIn = std::max(L.nvlOut, nvl);
     }
   }
   loadCache_[key] = L;

@@ -11,6 +11,11 @@
 //    that loads each link class (NVLink/NIC, in/out, per group) by the bytes of its busiest rank:
 //    peers on the same node over NVLink, others over the NIC. Concurrent flows share links
 //    max-min fairly (progressive filling on each flow's fraction of its stand-alone speed).
+//    Collectives (all_reduce, reduce_scatter, all_gather) are hierarchical rings, NCCL's
+//    intra-node then inter-node rings pipelined over chunks: per member (k-1)/k of the payload
+//    over NVLink for each intra-node half and 2 (N-1)/N of its 1/k shard over its NIC (k members
+//    per node, N nodes; a reduce-scatter or all-gather alone is half of each), the slower link
+//    class setting the pace.
 //  - Streams: a compute stream runs its instructions one after another; the comm stream issues
 //    its instructions in order without waiting for them (sends are buffered; a receive completes
 //    when its message has arrived). An instruction starts once its `after` instructions are done.

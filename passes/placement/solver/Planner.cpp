@@ -404,8 +404,10 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
   out.K =
       static_cast<double>(c.microbatches) + static_cast<double>(2 * p - 1) / static_cast<double>(v);
   const double bwGpu = cl.perGpuNetworkBandwidth();
-  auto allReduce = [&](double bytes, int64_t n) {
-    return n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / bwGpu : 0.0;
+  // Gradient synchronisation over n replicas (runtime/cost/GradSync.h: all-reduce, or the
+  // distributed optimizer's reduce-scatter + all-gather), over the NIC share of a GPU.
+  auto syncTime = [&](double params, int64_t n) {
+    return o.gradSync.wireBytes(params, static_cast<double>(n)) / bwGpu;
   };
   const double usable = usableBytes(problem);
   const int64_t expertsPerRank = (E + c.ffnRanks - 1) / c.ffnRanks; // the busiest F-rank's
@@ -456,8 +458,8 @@ CandidateCosts detail::buildCosts(const Problem &problem, const Candidate &c,
       out.ffnFlopsBusiest = flopsF;
       out.ffnBytesBusiest = bytesF;
     }
-    out.D = std::max({out.D, allReduce(o.memory.gradientBytes * paramsA, c.replicas * c.attnRanks),
-                      allReduce(o.memory.gradientBytes * paramsF, c.replicas)});
+    out.D = std::max(
+        {out.D, syncTime(paramsA, c.replicas * c.attnRanks), syncTime(paramsF, c.replicas)});
   }
   candidateMemory(problem, c, attnRecompute, ffnRecompute, out.attnMemory, out.ffnMemory);
   out.fits = out.attnMemory.total() <= usable && out.ffnMemory.total() <= usable;
@@ -614,6 +616,55 @@ Solution solveExhaustive(const Problem &problem, bool everyNicPair) noexcept {
   }
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
+}
+
+std::vector<Solution> rankByRoofline(const Problem &problem, size_t limit) noexcept {
+  std::vector<Solution> out;
+  llvm::Expected<std::vector<Candidate>> enumerated = enumerateCandidates(problem);
+  if (!enumerated) {
+    llvm::consumeError(enumerated.takeError());
+    return out;
+  }
+  const int64_t N = problem.cluster.nics();
+  const double usable = usableBytes(problem);
+  const std::vector<cost::Recomputation> levelsA = recomputeChoices(problem.options, false);
+  const std::vector<cost::Recomputation> levelsF = recomputeChoices(problem.options, true);
+  for (const Candidate &c : *enumerated) {
+    Solution best;
+    cost::MemoryBreakdown a, f;
+    for (cost::Recomputation rf : levelsF)
+      for (cost::Recomputation ra : levelsA) {
+        candidateMemory(problem, c, ra, rf, a, f);
+        if (a.total() > usable || f.total() > usable)
+          continue;
+        CandidateCosts costs = buildCosts(problem, c, ra, rf);
+        if (!costs.fits)
+          continue;
+        // The FFN side takes every NIC the attention side leaves (up to its cap): the side times
+        // are non-increasing in their NICs, so no split leaves one idle.
+        for (int64_t nA = 1; nA <= costs.capA; ++nA) {
+          int64_t nF = std::min(costs.capF, N - nA);
+          if (nF < 1)
+            break;
+          double step = std::max(costs.sideA(nA), costs.sideF(nF));
+          if (best.ok && step >= best.eval.stepTime)
+            continue;
+          best.ok = true;
+          best.config = Config{c, ra, rf, nA, nF};
+          best.eval.stepTime = step;
+        }
+      }
+    if (best.ok)
+      out.push_back(best);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Solution &x, const Solution &y) {
+    return x.eval.stepTime < y.eval.stepTime;
+  });
+  if (out.size() > limit)
+    out.resize(limit);
+  for (Solution &s : out)
+    s.eval = evaluate(problem, s.config);
+  return out;
 }
 
 std::vector<Solution> bestPerAttentionGpus(const Problem &problem) noexcept {

@@ -26,9 +26,10 @@
 //   K    m + (2p - 1) / v: m micro-batches, and the fill/drain bubble of the ring of 2p stages,
 //        (2p - 1) stage times of U/v each (v = ceil(L/p) layers per group) — the interleaved 1F1B
 //        bubble (PP - 1) * (t_f + t_b) / v of Narayanan et al. 2021 §2.2.2 with PP = 2p;
-//   D    gradient synchronisation after the drain: a ring all-reduce of fp32 gradients over each
-//        parameter's DP replicas, 2 (n-1)/n * bytes / per-GPU NIC bandwidth (Patarasuk & Yuan
-//        2009).
+//   D    gradient synchronisation after the drain: PlannerOptions::gradSync's wire bytes over each
+//        parameter's DP replicas (runtime/cost/GradSync.h: a ring all-reduce sends 2 (n-1)/n of
+//        the gradients, the distributed optimizer (n-1)/n of the gradients and of the bf16
+//        weights; Patarasuk & Yuan 2009) / per-GPU NIC bandwidth.
 // All times in seconds, FLOP/s, bytes, bytes/s. Plain C++ (no MLIR, no Z3 in this header; errors
 // as llvm::Error from LLVMSupport); functions never throw.
 //
@@ -36,6 +37,7 @@
 #ifndef DISAGMOE_PASSES_PLACEMENT_SOLVER_PLANNER_H
 #define DISAGMOE_PASSES_PLACEMENT_SOLVER_PLANNER_H
 
+#include "runtime/cost/GradSync.h"
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Memory.h"
 #include "runtime/cost/ModelShape.h"
@@ -58,6 +60,8 @@ struct PlannerOptions {
   int64_t globalTokens = int64_t(1) << 24; ///< tokens per step, all replicas (16M)
   Recompute recompute = Recompute::Auto;
   cost::MemoryOptions memory;
+  /// How gradients are synchronised (D); its distributedOptimizer should equal memory.zero1.
+  cost::GradSyncOptions gradSync;
   double reserveBytes = 4e9;  ///< per GPU, not usable by the model (CUDA context, NCCL buffers)
   double expertImbalance = 1; ///< busiest F-rank load / mean (1: balanced; from expert placement)
   // Optional fixed choices (0 = free). Contradictions are reported by name.
@@ -143,6 +147,11 @@ struct Solution {
 /// (exact because the FFN side time is non-increasing in its NICs; the tests check both agree),
 /// which makes it usable as the benchmark's peer on 128+ GPUs.
 Solution solveExhaustive(const Problem &problem, bool everyNicPair = true) noexcept;
+
+/// Every structural candidate at its roofline-fastest pair of recomputation levels and NIC split
+/// (the FFN side takes every NIC the attention side leaves, up to its cap), fastest first, at most
+/// `limit` of them: the seeds of the simulated search (passes/placement/search).
+std::vector<Solution> rankByRoofline(const Problem &problem, size_t limit) noexcept;
 
 /// For each attention GPU count M, the best configuration with exactly M attention GPUs
 /// (exhaustive, `everyNicPair` false), ascending M: the runner-ups that explain why a split won.

@@ -139,13 +139,22 @@ TEST(Planner, StepTimeIsTheSlowerSideTimesTheBubbleFactorPlusSync) {
   EXPECT_GE(e.ffnBusy * (1 + 1e-12), std::max(e.ffnCompute, e.ffnComm));
   // Group bandwidth: 6 NICs over r*p = 2 groups, below 4 GPUs' PCIe.
   EXPECT_DOUBLE_EQ(e.attnBandwidth, 3 * 50e9);
-  // Gradient all-reduce over r*dA = 4 ranks of the busiest attention GPU's fp32 gradients:
+  // Gradient synchronisation over r*dA = 4 ranks of the busiest attention GPU's parameters:
   // group 0 holds layers 0, 2, 4 and the embedding; group 1 layers 1, 3, 5 and the head
-  // (head group = L mod p = 0: the head is on group 0 too).
+  // (head group = L mod p = 0: the head is on group 0 too). Default: the distributed optimizer,
+  // a ring reduce-scatter of fp32 gradients and all-gather of bf16 weights, (n-1)/n x (4 + 2)
+  // bytes per parameter; an fp32 all-reduce sends 2 (n-1)/n x 4.
   cost::ModelShape m = p.model;
   double params0 = m.attentionSideParams(0) * 3 + 2.0 * m.vocab * m.hidden + m.hidden;
-  double syncA = 2.0 * 3 / 4 * 4 * params0 / 50e9;
+  double syncA = 3.0 / 4 * (4 + 2) * params0 / 50e9;
   EXPECT_NEAR(e.gradSync, syncA, 1e-12 * syncA);
+  Problem allReduce = p;
+  allReduce.options.gradSync.distributedOptimizer = false;
+  double syncAllReduce = 2.0 * 3 / 4 * 4 * params0 / 50e9;
+  EXPECT_NEAR(evaluate(allReduce, c).gradSync, syncAllReduce, 1e-12 * syncAllReduce);
+  Problem bf16 = allReduce;
+  bf16.options.gradSync.reduceBytes = 2;
+  EXPECT_NEAR(evaluate(bf16, c).gradSync, syncAllReduce / 2, 1e-12 * syncAllReduce);
   // MFU: 3 x forward model FLOPs over step time x GPUs x peak.
   double tokens = double(int64_t(1) << 17), flops = 3 * cost::headForwardFlops(m, tokens);
   for (int64_t l = 0; l < 6; ++l)

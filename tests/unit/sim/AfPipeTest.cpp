@@ -106,8 +106,9 @@ TEST(AfPipe, RefusesTooFewMicrobatches) {
 }
 
 TEST(AfPipe, WindowIsTheLargestThatFitsMemory) {
-  // Each group holds 2 layers x 1 MB of activations per micro-batch: 4p micro-batches need 16 MB.
-  for (double capacity : {1e9, 13e6, 9e6}) {
+  // Each group holds 2 layers x 1 MB of activations per micro-batch: 8p micro-batches need 32 MB,
+  // 6p 24 MB, 4p 16 MB, 3p 12 MB.
+  for (double capacity : {1e9, 30e6, 20e6, 13e6, 9e6}) {
     afpipe::Config c = simtest::uniformConfig(2, 16);
     sched::Hardware hw = simtest::uniformHardware();
     hw.hbmBytes = capacity;
@@ -117,7 +118,12 @@ TEST(AfPipe, WindowIsTheLargestThatFitsMemory) {
         << error;
     int inflight = 0;
     peakMemory(s, 0, &inflight);
-    EXPECT_EQ(inflight, capacity > 16e6 ? 8 : capacity > 12e6 ? 6 : 4) << capacity;
+    EXPECT_EQ(inflight, capacity > 32e6   ? 16
+                        : capacity > 24e6 ? 12
+                        : capacity > 16e6 ? 8
+                        : capacity > 12e6 ? 6
+                                          : 4)
+        << capacity;
   }
 }
 

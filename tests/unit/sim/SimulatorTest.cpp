@@ -108,6 +108,31 @@ TEST(Simulator, RingAllReduceTime) {
   EXPECT_NEAR(sim::simulate(s2).stepTime, 8e-3, 1e-12);
 }
 
+TEST(Simulator, CollectivesAreHierarchicalNvlinkThenNics) {
+  // 4 replicas x 2 ranks on nodes of 4 GPUs (ranks 0-3 on node 0, 4-7 on node 1). All 8 ranks in
+  // one all-reduce: k = 4 members per node, N = 2 nodes. Per member: NVLink 2 (k-1)/k x B =
+  // 1.5 x 8 MB at 4 GB/s = 3 ms; NIC 2 (N-1)/N x B/k = 2 MB at 1 GB/s = 2 ms. Pipelined over
+  // chunks: the slower, 3 ms. A flat ring over NICs would take 2 x 7/8 x 8 ms = 14 ms.
+  auto run = [](Kind kind, Peers peers, double bytes) {
+    sim::ScheduleBuilder b(header(4));
+    b.schedule().replicas = 4;
+    int a = b.addGroup("a", 0, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, 0);
+    int c = b.compute(a, Stream::Forward, Phase::Forward, "x", -1, -1, 0, 0, 0, 0);
+    b.collective(kind, a, peers, "grad", 0, bytes, Stream::Comm, 0, {c});
+    Schedule s = build(b);
+    sim::SimResult r = sim::simulate(s);
+    EXPECT_TRUE(r.ok) << r.error;
+    return r.stepTime;
+  };
+  EXPECT_NEAR(run(Kind::AllReduce, Peers::All, 8e6), 3e-3, 1e-12);
+  // A reduce-scatter or all-gather alone moves half of each.
+  EXPECT_NEAR(run(Kind::ReduceScatter, Peers::All, 8e6), 1.5e-3, 1e-12);
+  EXPECT_NEAR(run(Kind::AllGather, Peers::All, 8e6), 1.5e-3, 1e-12);
+  // Rank i of every replica: {0, 2, 4, 6} and {1, 3, 5, 7}, k = 2 per node, N = 2: NVLink
+  // 2 x 1/2 x 8 MB / 4 GB/s = 2 ms, NIC 2 x 1/2 x 4 MB / 1 GB/s = 4 ms: the NICs bind.
+  EXPECT_NEAR(run(Kind::AllReduce, Peers::Same, 8e6), 4e-3, 1e-12);
+}
+
 TEST(Simulator, ForwardAndBackwardStreamsShareTheGpu) {
   // 1 ms forward and 3 ms backward started together: 2 ms at half speed finishes the forward;
   // the backward then has 2 ms left alone: it ends at 4 ms. Busy the whole time.

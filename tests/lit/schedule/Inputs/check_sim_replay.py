@@ -5,7 +5,9 @@ and the measured op times (every compute op of one kind takes the same time, exc
   - warm-up: ring stage k (A0, F0, A1, F1, ...: stage 2g = attention group g running layer g,
     2g+1 = FFN group g) starts micro-batch 0 at k x T_fwd plus k exchange hops, each at most the
     hop's bytes over the slowest link (the paper's warm-up term (PP-1) x [max(T_a, T_f) + T_M2N]
-    per virtual stage, docs/reference/papers.md);
+    per virtual stage, docs/reference/papers.md), plus, with the distributed optimizer, at most the
+    weight all-gathers issued at the start of the step (each moves at most its bytes per rank over
+    the slowest link: (n-1)/n of them, runtime/sim/Simulator.h);
   - step time = the trace's last event end; MFU = model FLOPs / (step x ranks x peak).
 Usage: check_sim_replay.py PLAN.json OP_TIMES.json STDOUT.txt TRACE.json"""
 import json
@@ -44,6 +46,8 @@ p = sum(1 for g in groups if g["role"] == "attention")
 slowest = min(s["hardware"]["nvlink_bandwidth"], s["hardware"]["nic_bandwidth"])
 hop = max(i.get("bytes", 0) for prog in s["programs"].values() for i in prog
           if i["kind"] == "send" and i["phase"] == "forward") * world / slowest
+gathers = sum(i["bytes"] for prog in s["programs"].values() for i in prog
+              if i["kind"] == "all_gather") / slowest
 t_fwd = times[("attention", "forward")]
 assert times[("experts", "forward")] == t_fwd, "the closed form needs uniform stages"
 pid = {(g["role"], g["index"]): k for k, g in enumerate(groups)}
@@ -53,5 +57,6 @@ for k in range(2 * p):
     starts = [e["ts"] / 1e6 for e in trace if e.get("ph") == "X" and e["pid"] == pid[(role, layer)]
               and e["name"] == op + " forward" and e["args"]["mb"] == 0 and e["args"]["layer"] == layer]
     assert len(starts) == 1, (k, starts)
-    assert k * t_fwd - 1e-9 <= starts[0] <= k * (t_fwd + hop) + 1e-9, (k, starts[0], k * t_fwd, hop)
+    assert k * t_fwd - 1e-9 <= starts[0] <= k * (t_fwd + hop) + gathers + 1e-9, (k, starts[0], k * t_fwd, hop,
+                                                                                  gathers)
 print("ok: %d groups, step %.6f s, warm-up of %d ring stages within %.3g s of k x T" % (len(groups), step, 2 * p, hop))

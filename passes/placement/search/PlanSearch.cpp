@@ -1,0 +1,295 @@
+//===- PlanSearch.cpp - DisagMoE configurations scored by the simulator -------------===//
+#include "passes/placement/search/PlanSearch.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <tuple>
+
+namespace disagmoe::search {
+
+using Layout = afpipe::Config::Layout;
+
+afpipe::Config toAfPipe(const placement::Config &c, const placement::Problem &problem,
+                        const afpipe::Config &base, Layout layout) {
+  afpipe::Config cfg = base;
+  cfg.replicas = c.cand.replicas;
+  cfg.groups = c.cand.groups;
+  cfg.attnRanks = c.cand.attnRanks;
+  cfg.ffnRanks = c.cand.ffnRanks;
+  cfg.microbatches = c.cand.microbatches;
+  cfg.attnRecompute = c.attnRecompute;
+  cfg.ffnRecompute = c.ffnRecompute;
+  cfg.attnNics = c.attnNics;
+  cfg.ffnNics = c.ffnNics;
+  cfg.nicBandwidth = problem.cluster.nic.bandwidth;
+  cfg.pcieBandwidth = problem.cluster.gpu.pcieBandwidth;
+  cfg.layout = layout;
+  return cfg;
+}
+
+std::string describe(const placement::Config &c, Layout layout) {
+  return llvm::formatv(
+             "{0}:{1} GPUs, {2}:{3} NICs, p {4}, r {5}, dA {6}, eF {7}, m {8}, recompute {9}/{10}, "
+             "layout {11}",
+             c.cand.attnGpus(), c.cand.ffnGpus(), c.attnNics, c.ffnNics, c.cand.groups,
+             c.cand.replicas, c.cand.attnRanks, c.cand.ffnRanks, c.cand.microbatches,
+             cost::recomputationName(c.attnRecompute), cost::recomputationName(c.ffnRecompute),
+             afpipe::toString(layout))
+      .str();
+}
+
+namespace {
+
+/// Packed layout: each GPU keeps its own NIC share, so the NIC counts are the GPU counts (every
+/// NIC of the nodes used; the cluster has one share per GPU).
+placement::Config withLayoutNics(placement::Config c, const placement::Problem &problem,
+                                 Layout layout) {
+  if (layout == Layout::Packed) {
+    const double perGpu = static_cast<double>(problem.cluster.nicsPerNode) /
+                          static_cast<double>(std::max<int64_t>(1, problem.cluster.gpusPerNode));
+    c.attnNics = static_cast<int64_t>(perGpu * static_cast<double>(c.cand.attnGpus()) + 0.5);
+    c.ffnNics = static_cast<int64_t>(perGpu * static_cast<double>(c.cand.ffnGpus()) + 0.5);
+  }
+  return c;
+}
+
+struct Job {
+  placement::Config config;
+  Layout layout;
+  std::string origin;
+  int64_t inflight = 0;
+};
+
+struct Runner {
+  const placement::Problem &problem;
+  const SearchOptions &o;
+  const sched::Hardware hw;
+  SearchResult &res;
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int64_t>> seen;
+
+  Runner(const placement::Problem &p, const SearchOptions &opt, SearchResult &r)
+      : problem(p), o(opt), hw(afpipe::hardwareOf(p.cluster)), res(r) {}
+
+  /// Builds (unverified) and simulates one configuration. Pure: safe on several threads.
+  Trial evaluate(const Job &job) const {
+    Trial t;
+    t.config = job.config;
+    t.layout = job.layout;
+    t.origin = job.origin;
+    t.predicted = placement::evaluate(problem, job.config).stepTime;
+    afpipe::Config cfg = toAfPipe(job.config, problem, o.base, job.layout);
+    if (job.inflight > 0)
+      cfg.inflight = job.inflight;
+    sched::Schedule s;
+    std::string error;
+    const afpipe::Workload work = afpipe::workloadFromModel(problem.model, problem.cluster, cfg);
+    if (!afpipe::buildAfPipe(work, hw, cfg, s, error, /*verify=*/false)) {
+      t.error = error;
+      return t;
+    }
+    for (size_t g = 0; g < s.groups.size(); ++g) {
+      int live = 0;
+      double peak = sched::peakMemory(s, static_cast<int>(g), &live);
+      if (peak > t.peakMemory) {
+        t.peakMemory = peak;
+        t.inflight = live;
+      }
+    }
+    if (s.capacityBytes > 0 && t.peakMemory > s.capacityBytes) {
+      t.error = llvm::formatv("peak memory {0:F1} GB exceeds the usable {1:F1} GB",
+                              t.peakMemory / 1e9, s.capacityBytes / 1e9)
+                    .str();
+      return t;
+    }
+    sim::SimOptions so;
+    so.opTimes = o.opTimes;
+    sim::SimResult r = sim::simulate(s, so);
+    t.ok = r.ok;
+    t.error = r.error;
+    t.simulated = r.ok ? r.stepTime : 0;
+    return t;
+  }
+
+  /// Runs the jobs not tried before, on up to hardware_concurrency threads; their trials are
+  /// appended in job order (so the result does not depend on the thread count). Returns the
+  /// index of each job's trial, -1 for one already tried.
+  std::vector<int> run(std::vector<Job> jobs) {
+    std::vector<int> index(jobs.size(), -1);
+    std::vector<size_t> todo;
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      jobs[k].config = withLayoutNics(jobs[k].config, problem, jobs[k].layout);
+      const placement::Config &c = jobs[k].config;
+      auto key = std::make_tuple(c.cand.replicas, c.cand.groups, c.cand.attnRanks, c.cand.ffnRanks,
+                                 c.cand.microbatches, static_cast<int>(c.attnRecompute),
+                                 static_cast<int>(c.ffnRecompute), static_cast<int>(jobs[k].layout),
+                                 jobs[k].inflight * 1000000 + c.attnNics);
+      if (seen.insert(key).second)
+        todo.push_back(k);
+    }
+    std::vector<Trial> out(todo.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next++; i < todo.size(); i = next++)
+        out[i] = evaluate(jobs[todo[i]]);
+    };
+    const size_t threads =
+        std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t)
+      pool.emplace_back(worker);
+    worker();
+    for (std::thread &t : pool)
+      t.join();
+    for (size_t i = 0; i < todo.size(); ++i) {
+      index[todo[i]] = static_cast<int>(res.trials.size());
+      res.trials.push_back(std::move(out[i]));
+    }
+    return index;
+  }
+  int bestIndex() const {
+    int best = -1;
+    for (size_t i = 0; i < res.trials.size(); ++i)
+      if (res.trials[i].ok && (best < 0 || res.trials[i].simulated < res.trials[best].simulated))
+        best = static_cast<int>(i);
+    return best;
+  }
+};
+
+const cost::Recomputation kLevels[] = {cost::Recomputation::None, cost::Recomputation::Selective,
+                                       cost::Recomputation::Full, cost::Recomputation::Redispatch};
+
+} // namespace
+
+SearchResult searchPlan(const placement::Problem &problem, const placement::Solution &z3,
+                        const SearchOptions &o, bool recordTimes) noexcept {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  SearchResult res;
+  Runner run(problem, o, res);
+  // 1-2. Seeds: Z3's optimum first (its simulation is reported beside the winner), then the
+  // roofline's fastest candidates, each in every layout.
+  std::vector<Job> seeds;
+  if (z3.ok)
+    for (Layout layout : o.layouts)
+      seeds.push_back({z3.config, layout, "z3"});
+  std::vector<placement::Solution> ranked = placement::rankByRoofline(problem, o.seeds);
+  for (size_t k = 0; k < ranked.size(); ++k)
+    for (Layout layout : o.layouts)
+      seeds.push_back({ranked[k].config, layout, "roofline #" + std::to_string(k + 1)});
+  const int seedIndex = seeds.empty() ? -1 : run.run(seeds).front();
+  int best = run.bestIndex();
+  if (best < 0) {
+    res.error =
+        z3.ok ? (res.trials.empty() ? "no configuration to simulate" : res.trials.front().error)
+              : z3.error;
+    res.seconds = elapsed();
+    return res;
+  }
+  // 3. Climb.
+  const bool autoRecompute = problem.options.recompute == placement::Recompute::Auto;
+  for (int64_t move = 0; move < o.maxMoves && elapsed() < o.budgetSeconds; ++move) {
+    const Trial cur = res.trials[best];
+    std::vector<std::pair<placement::Config, std::string>> next;
+    if (autoRecompute)
+      for (int side = 0; side < 2; ++side)
+        for (int step : {-1, 1}) {
+          placement::Config c = cur.config;
+          cost::Recomputation &level = side == 0 ? c.attnRecompute : c.ffnRecompute;
+          int k = static_cast<int>(level) + step;
+          int maxLevel = side == 0 ? 2 : 3; // Redispatch is an FFN-side level
+          if (k < 0 || k > maxLevel)
+            continue;
+          level = kLevels[k];
+          next.push_back({c, std::string(side == 0 ? "attention" : "FFN") + " recompute " +
+                                 cost::recomputationName(level)});
+        }
+    std::vector<Job> jobs;
+    for (auto &[c, what] : next)
+      jobs.push_back({c, cur.layout, "climb: " + what});
+    for (Layout layout : o.layouts)
+      if (layout != cur.layout)
+        jobs.push_back(
+            {cur.config, layout, std::string("climb: layout ") + afpipe::toString(layout)});
+    // One window step below the largest that fits (a smaller window can shorten the tail).
+    const int64_t p = cur.config.cand.groups;
+    for (int64_t w : {6 * p, 4 * p, 3 * p, 2 * p})
+      if (w < cur.inflight) {
+        jobs.push_back({cur.config, cur.layout, "climb: window " + std::to_string(w), w});
+        break;
+      }
+    bool improved = false;
+    for (int i : run.run(jobs))
+      if (i >= 0 && res.trials[i].ok && res.trials[i].simulated < res.trials[best].simulated) {
+        best = i;
+        improved = true;
+      }
+    if (!improved)
+      break;
+  }
+  // 4. The winner, verified.
+  res.best = res.trials[best];
+  if (seedIndex >= 0)
+    res.seed = res.trials[seedIndex];
+  res.afpipe = toAfPipe(res.best.config, problem, o.base, res.best.layout);
+  std::string error;
+  const afpipe::Workload work =
+      afpipe::workloadFromModel(problem.model, problem.cluster, res.afpipe);
+  // The winner's window, as it ran.
+  if (!afpipe::buildAfPipe(work, run.hw, res.afpipe, res.schedule, error, /*verify=*/true)) {
+    res.error = error;
+    res.seconds = elapsed();
+    return res;
+  }
+  sim::SimOptions so;
+  so.opTimes = o.opTimes;
+  so.recordTimes = recordTimes;
+  res.run = sim::simulate(res.schedule, so);
+  res.ok = res.run.ok;
+  res.error = res.run.error;
+  // Why it won against Z3's optimum, in the levers that differ.
+  if (res.seed.ok || !res.seed.error.empty()) {
+    std::vector<std::string> levers;
+    const placement::Config &a = res.seed.config, &b = res.best.config;
+    if (a.cand.groups != b.cand.groups || a.cand.replicas != b.cand.replicas ||
+        a.cand.attnRanks != b.cand.attnRanks || a.cand.ffnRanks != b.cand.ffnRanks)
+      levers.push_back(
+          llvm::formatv("structure p {0} -> {1}, r {2} -> {3}, dA {4} -> {5}, eF {6} "
+                        "-> {7} (expert replicas {2} -> {3}: gradient bytes per "
+                        "F-rank x{8:F2})",
+                        a.cand.groups, b.cand.groups, a.cand.replicas, b.cand.replicas,
+                        a.cand.attnRanks, b.cand.attnRanks, a.cand.ffnRanks, b.cand.ffnRanks,
+                        static_cast<double>(a.cand.ffnRanks) / static_cast<double>(b.cand.ffnRanks))
+              .str());
+    if (a.cand.microbatches != b.cand.microbatches)
+      levers.push_back(llvm::formatv("m {0} -> {1}", a.cand.microbatches, b.cand.microbatches));
+    if (res.seed.layout != res.best.layout)
+      levers.push_back(std::string("layout ") + afpipe::toString(res.seed.layout) + " -> " +
+                       afpipe::toString(res.best.layout) +
+                       (res.best.layout == Layout::Packed
+                            ? " (M2N/N2M inside a node over NVLink, every NIC used)"
+                            : ""));
+    if (a.attnRecompute != b.attnRecompute || a.ffnRecompute != b.ffnRecompute)
+      levers.push_back(std::string("recompute ") + cost::recomputationName(a.attnRecompute) + "/" +
+                       cost::recomputationName(a.ffnRecompute) + " -> " +
+                       cost::recomputationName(b.attnRecompute) + "/" +
+                       cost::recomputationName(b.ffnRecompute));
+    if (res.seed.inflight != res.best.inflight)
+      levers.push_back(llvm::formatv("micro-batches in flight {0} -> {1}", res.seed.inflight,
+                                     res.best.inflight));
+    std::string text;
+    for (const std::string &l : levers)
+      text += (text.empty() ? "" : "; ") + l;
+    res.why = text.empty() ? "Z3's optimum is the fastest simulated" : text;
+  }
+  res.seconds = elapsed();
+  return res;
+}
+
+} // namespace disagmoe::search
