@@ -24,6 +24,37 @@ static WeightOp broadcastWeight(Value v) {
   return weightOf(v);
 }
 
+/// The operand of `concat` that reads `sink` (through the ops broadcastWeight walks).
+static Value operandOf(NodeOp concat, WeightOp sink) {
+  for (Value operand : concat.getInputs())
+    if (broadcastWeight(operand) == sink)
+      return operand;
+  return nullptr;
+}
+
+/// The static shape that the sink logits have where they are broadcast to the scores' shape (the
+/// input of the Expand or Tile nearest the Concat); empty if there is no broadcast or the shape is
+/// not static.
+static SmallVector<int64_t> sinkLayout(Value operand) {
+  for (Value v = operand; v;) {
+    NodeOp node = producer(
+        v, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand", "Tile"});
+    if (!node)
+      return {};
+    if (node.getOpType() == "Expand" || node.getOpType() == "Tile")
+      return staticShape(node.getInputs()[0]);
+    v = node.getInputs()[0];
+  }
+  return {};
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
   auto projs = projections(x);
   if (projs.size() != 3)
@@ -148,6 +179,8 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
           m.slidingWindow = slidingWindowOf(operand);
         }
       }
+  if (error) // a structural mask that contradicts itself (isCausalMask, slidingWindowOf)
+    return std::nullopt;
   if (!causal)
     return fail(softmax, "attention: no causal mask (Trilu(upper=1), or -inf where key "
                          "position > query position) added before the Softmax; only causal "
@@ -171,6 +204,19 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
       return fail(node, "attention: the scores are concatenated with something that is not "
                         "one sink logit per head [" +
                             std::to_string(m.heads) + "]");
+    // Broadcast against the scores [b, heads, q, k], the logits must lie on the heads axis (third
+    // from the last) where the layout is known: [1, heads, 1, 1] from a sequence as long as the
+    // heads count would pass the check above as well.
+    if (auto layout = sinkLayout(operandOf(node, sink)); !layout.empty()) {
+      const size_t r = layout.size();
+      bool onHeads = r >= 3 && layout[r - 3] == m.heads;
+      for (size_t i = 0; i < r; ++i)
+        onHeads = onHeads && (i == r - 3 || layout[i] == 1);
+      if (!onHeads)
+        return fail(node, "attention: the sink logits are broadcast from " + shapeString(layout) +
+                              ", not [1, heads = " + std::to_string(m.heads) +
+                              ", 1, 1]: not one logit per head");
+    }
     if (shape.size() != 1)
       sink = reshapedRef(sink, {m.heads});
     if (!findUpstream(pv.getInputs()[0], "Slice", 8))

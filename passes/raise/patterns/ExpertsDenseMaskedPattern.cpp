@@ -76,6 +76,25 @@ ComponentMatcher::matchDenseMaskedExperts(const RouterMatch &router, int64_t &ex
       return fail(sigmoid, "experts: the stacked experts' outputs are not weighted by the dense "
                            "score matrix and summed"),
              std::nullopt;
+    // The sum is over the experts: axis 0 of the batched [experts, tokens, hidden] outputs (a sum
+    // over another axis mixes tokens, and is a valid graph when there are as many tokens).
+    std::optional<SmallVector<double>> axes;
+    if (sum.getInputs().size() >= 2)
+      axes = constantValues(sum.getInputs()[1]);
+    else if (auto attr = sum.getOnnxAttrs().getAs<ArrayAttr>("axes"))
+      axes = llvm::to_vector(llvm::map_range(attr, [](Attribute a) {
+        return static_cast<double>(llvm::cast<IntegerAttr>(a).getInt());
+      }));
+    const int64_t sumRank = rankOf(sum.getInputs()[0]);
+    if (axes && sumRank > 0 &&
+        (axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != static_cast<double>(-sumRank)))) {
+      std::string list;
+      for (double a : *axes)
+        list += (list.empty() ? "" : ", ") + std::to_string(static_cast<int64_t>(a));
+      return fail(sum, "experts: the weighted expert outputs are summed over axes [" + list +
+                           "], not over the experts (axis 0)"),
+             std::nullopt;
+    }
     for (WeightOp w : {stacked.w1, stacked.w3, stacked.w2, stacked.b1, stacked.b2})
       if (w && w.getTransposed())
         return fail(sigmoid, "experts: transposed stacked weights are not supported"), std::nullopt;

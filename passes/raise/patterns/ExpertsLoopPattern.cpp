@@ -56,12 +56,73 @@ static std::optional<int64_t> expertIndexOf(MatchContext &ctx, Value rows, NodeO
   return std::nullopt;
 }
 
+/// A Gather(mask', e) with a constant e on the one-hot expert mask (mask' the OneHot output,
+/// possibly transposed) that reads another axis than the experts axis (the OneHot's `axis`, moved
+/// by the Transposes): it selects one token's (or one top-k slot's) routing, not expert e's
+/// tokens. The first in block order; null if every such Gather reads the experts axis or the
+/// ranks are not static.
+static NodeOp gatherOffExpertsAxis(NodeOp oneHot, int64_t &readAxis, int64_t &expertsAxis) {
+  NodeOp first;
+  auto type = llvm::dyn_cast<RankedTensorType>(oneHot.getOutputs()[0].getType());
+  if (!type)
+    return nullptr;
+  const int64_t rank = type.getRank();
+  auto axisAttr = oneHot.getOnnxAttrs().getAs<IntegerAttr>("axis");
+  int64_t axis = axisAttr ? axisAttr.getInt() : -1;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<std::pair<Value, int64_t>> work{{oneHot.getOutputs()[0], axis}};
+  while (!work.empty()) {
+    auto [v, a] = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      auto node = dyn_cast<NodeOp>(user);
+      if (!node || node.getInputs()[0] != v)
+        continue;
+      if (node.getOpType() == "Transpose") {
+        auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm");
+        int64_t moved = rank - 1 - a; // no perm: the axes reversed
+        if (perm)
+          for (auto [i, p] : llvm::enumerate(perm))
+            if (llvm::cast<IntegerAttr>(p).getInt() == a)
+              moved = static_cast<int64_t>(i);
+        work.push_back({node.getOutputs()[0], moved});
+      } else if (node.getOpType() == "Gather" && node.getInputs().size() == 2 &&
+                 scalarConstant(node.getInputs()[1])) {
+        auto g = node.getOnnxAttrs().getAs<IntegerAttr>("axis");
+        int64_t read = g ? g.getInt() : 0;
+        if (read < 0)
+          read += rank;
+        if (read != a && (!first || node->isBeforeInBlock(first)))
+          first = node, readAxis = read, expertsAxis = a;
+      }
+    }
+  }
+  return first;
+}
+
 std::optional<SmallVector<ExpertMatch>>
 ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHidden,
                                    ExpertForm &form) {
   NodeOp oneHot = single(consumers(router.ids, "OneHot"));
   if (!oneHot)
     return fail(router.topk, "experts: the router's expert ids feed more than one OneHot mask"),
+           std::nullopt;
+  // one_hot(ids, num_classes = num_experts): another depth drops the tokens routed past it (their
+  // rows are all off) or holds classes that no expert of the router has.
+  if (auto depth =
+          oneHot.getInputs().size() >= 2 ? scalarConstant(oneHot.getInputs()[1]) : std::nullopt;
+      depth && *depth != static_cast<double>(router.numExperts))
+    return fail(oneHot, "experts: the one-hot expert mask has depth " +
+                            std::to_string(static_cast<int64_t>(*depth)) +
+                            ", but the router scores " + std::to_string(router.numExperts) +
+                            " experts"),
+           std::nullopt;
+  int64_t readAxis = 0, expertsAxis = 0;
+  if (NodeOp gather = gatherOffExpertsAxis(oneHot, readAxis, expertsAxis))
+    return fail(gather, "experts: Gather(mask, e) reads axis " + std::to_string(readAxis) +
+                            " of the one-hot expert mask, not its experts axis " +
+                            std::to_string(expertsAxis) +
+                            ": it selects one token's routing, not expert e's tokens"),
            std::nullopt;
   SmallVector<ExpertMatch> experts(router.numExperts);
   bool sawPlain = false, sawOai = false;

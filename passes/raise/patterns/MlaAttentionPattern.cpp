@@ -135,6 +135,8 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
             return fail(node, "MLA: sliding windows are not supported with MLA");
         }
       }
+  if (error) // a structural mask that contradicts itself (isCausalMask, slidingWindowOf)
+    return std::nullopt;
   if (!causal)
     return fail(softmax, "MLA: no causal mask added before the Softmax");
   NodeOp cos = findUpstream(scores.getInputs()[0], "Cos", 512);

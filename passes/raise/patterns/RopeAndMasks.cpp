@@ -9,7 +9,9 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 
 using namespace mlir;
@@ -30,6 +32,40 @@ static SmallVector<NodeOp> trilusOf(Value mask) {
         work.push_back(in);
   }
   return out;
+}
+
+/// Trilu's diagonal offset k: its second input, 0 when absent; nullopt if not a constant.
+static std::optional<double> triluOffset(NodeOp trilu) {
+  if (trilu.getInputs().size() < 2 ||
+      isa_and_nonnull<onnxir::NoneOp>(trilu.getInputs()[1].getDefiningOp()))
+    return 0.0;
+  return scalarConstant(trilu.getInputs()[1]);
+}
+
+/// Why the tensor a mask Trilu keeps a triangle of does not hide scores (a value above -1e4, as
+/// MaskAnalysis reads masks: finfo.min or -inf hide, 0 or +inf do not); nullopt when it does or
+/// when its values are not known here (Constant, ConstantOfShape, through Expand and reshapes).
+static std::optional<std::string> notHiddenFill(NodeOp trilu) {
+  Value v = trilu.getInputs()[0];
+  while (NodeOp n = producer(
+             v, {"Expand", "Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}))
+    v = n.getInputs()[0];
+  std::optional<double> fill;
+  if (auto values = constantValues(v); values && !values->empty()) {
+    fill = *std::max_element(values->begin(), values->end());
+  } else if (NodeOp ofShape = producer(v, {"ConstantOfShape"})) {
+    auto dense = ofShape.getOnnxAttrs().getAs<DenseElementsAttr>("value");
+    if (!dense) // ConstantOfShape's default value is 0
+      fill = 0.0;
+    else if (dense.isSplat() && llvm::isa<FloatType>(dense.getElementType()))
+      fill = dense.getSplatValue<APFloat>().convertToDouble();
+  }
+  if (!fill || *fill <= -1e4)
+    return std::nullopt;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", *fill);
+  return std::string("keeps a triangle of ") + buf +
+         ", which hides no key (a mask adds -inf or finfo.min)";
 }
 
 /// `v` is Unsqueeze(Range(0, n, 1), axes = [axis]).
@@ -96,8 +132,23 @@ bool ComponentMatcher::isCausalMask(Value mask) {
   if (findUpstream(mask, "Trilu", 16)) {
     for (NodeOp trilu : trilusOf(mask)) {
       auto upper = trilu.getOnnxAttrs().getAs<IntegerAttr>("upper");
-      if (!upper || upper.getInt() == 1)
-        return true;
+      if (upper && upper.getInt() != 1)
+        continue;
+      // triu(full(-inf), diagonal = 1): -inf on the keys j >= i + 1 only. Another diagonal hides
+      // the query's own key (k = 0) or lets it see later keys (k >= 2); another fill hides none.
+      auto k = triluOffset(trilu);
+      if (!k || *k != 1) {
+        fail(trilu, "attention: the causal Trilu(upper = 1) must hide the keys after the query "
+                    "(k = 1), not " +
+                        (k ? "k = " + std::to_string(static_cast<int64_t>(*k))
+                           : std::string("a non-constant k")));
+        return false;
+      }
+      if (auto why = notHiddenFill(trilu)) {
+        fail(trilu, "attention: the causal Trilu " + *why);
+        return false;
+      }
+      return true;
     }
     return false;
   }
@@ -124,6 +175,10 @@ int64_t ComponentMatcher::slidingWindowOf(Value mask) {
     if (!upper || upper.getInt() != 0 || trilu.getInputs().size() < 2)
       continue;
     auto k = scalarConstant(trilu.getInputs()[1]);
+    if (auto why = notHiddenFill(trilu)) {
+      fail(trilu, "attention: the sliding-window Trilu " + *why);
+      return 0;
+    }
     if (k && *k <= -1)
       return static_cast<int64_t>(-*k);
     fail(trilu, "attention: a lower-triangular mask whose diagonal offset is not a negative "
