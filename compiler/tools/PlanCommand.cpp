@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/ProblemInputs.h"
+#include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/ExpertPlacement.h"
 #include "passes/placement/solver/Planner.h"
 #include "passes/placement/solver/StageTimes.h"
@@ -100,6 +101,16 @@ int planMain(int argc, char **argv) {
   cl::opt<std::string> routingProfile("routing-profile",
                                       cl::desc("routing-profile.json for expert placement"),
                                       cl::init(""), cl::cat(category));
+  cl::opt<bool> noSearch("no-search",
+                         cl::desc("Skip the simulated search (Z3's roofline optimum only)"),
+                         cl::cat(category));
+  cl::opt<int64_t> searchSeeds(
+      "search-seeds",
+      cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
+      cl::init(16), cl::cat(category));
+  cl::opt<std::string> gradReduce(
+      "grad-reduce", cl::desc("Gradient reduction dtype on the wire: fp32 (default), bf16"),
+      cl::init("fp32"), cl::cat(category));
   cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"),
                            cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -127,6 +138,11 @@ int planMain(int argc, char **argv) {
   o.fixedMicrobatches = microbatches;
   o.fixedReplicas = replicas;
   o.fixedCp = cp;
+  if (!cost::parseReduceDtype(gradReduce, o.gradSync.reduceBytes))
+    return fail("--grad-reduce: unknown dtype '" + gradReduce + "' (fp32, bf16)");
+  if (searchSeeds < 0)
+    return fail("--search-seeds must be >= 0");
+  o.gradSync.distributedOptimizer = o.memory.zero1;
   if (optimizerBytes < 0 || reserveGb < 0 || timeLimit <= 0)
     return fail("--optimizer-bytes and --reserve-gb must be >= 0, --time-limit > 0");
   o.memory.optimizerBytes = optimizerBytes;
@@ -277,6 +293,54 @@ int planMain(int argc, char **argv) {
                   others.size(), feasibleMax);
   }
 
+  // The simulated search (passes/placement/search/PlanSearch.h): Z3's optimum and the roofline's
+  // fastest candidates built as AF-Pipe schedules and replayed on the simulator (cp 1: the
+  // simulator has no ring attention).
+  if (!noSearch) {
+    placement::Problem sp = problem;
+    sp.options.fixedCp = 1;
+    placement::Solution z = c.cand.cp == 1 ? sol : placement::solveZ3(sp);
+    search::SearchOptions so;
+    so.base.seqLen = o.seqLen;
+    so.base.sequencesPerStep = o.globalTokens / o.seqLen;
+    so.base.reserveBytes = o.reserveBytes;
+    so.base.memory = o.memory;
+    so.base.gradSync = o.gradSync;
+    so.seeds = static_cast<size_t>(searchSeeds);
+    search::SearchResult found = search::searchPlan(sp, z, so);
+    os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "
+                  "candidates in each layout, then a climb): {1} configurations in {2:F2} s\n",
+                  so.seeds, found.trials.size(), found.seconds);
+    if (c.cand.cp != 1)
+      os << formatv("  note: the simulator has no ring attention, so the search runs at cp 1 "
+                    "(Z3 chose cp {0} above)\n",
+                    c.cand.cp);
+    if (!found.ok) {
+      os << "  no configuration simulated: " << found.error << "\n";
+    } else {
+      const placement::Config &w = found.best.config;
+      os << formatv("  Z3 optimum:  {0}: roofline {1:F4} s, simulated {2}\n",
+                    search::describe(found.seed.config, found.seed.layout), found.seed.predicted,
+                    found.seed.ok ? formatv("{0:F4} s", found.seed.simulated).str()
+                                  : found.seed.error);
+      os << formatv("  chosen ({0}): {1}: roofline {2:F4} s, simulated {3:F4} s, {4} micro-batches "
+                    "in flight, peak {5}\n",
+                    found.best.origin, search::describe(w, found.best.layout), found.best.predicted,
+                    found.best.simulated, found.best.inflight, gb(found.best.peakMemory));
+      os << "  why: " << found.why << "\n";
+      os << "  gradient synchronisation: " << o.gradSync.describe() << "\n";
+      const int64_t seqsPerMb = o.globalTokens / o.seqLen / (w.cand.replicas * w.cand.microbatches);
+      os << formatv("  realise one replica with: disagmoe compile MODEL.onnx --groups {0} "
+                    "--attn-ranks {1} --ffn-ranks {2} --micro-batches {3} --batch {4} --seq-len "
+                    "{5}; run {6} such replicas data-parallel\n",
+                    w.cand.groups, w.cand.attnRanks, w.cand.ffnRanks, w.cand.microbatches,
+                    seqsPerMb, o.seqLen, w.cand.replicas);
+      os << formatv("  not yet compile flags: the recomputation levels ({0}/{1}), the window and "
+                    "the replicas' layout ({2}) are simulated here only\n",
+                    cost::recomputationName(w.attnRecompute),
+                    cost::recomputationName(w.ffnRecompute), afpipe::toString(found.best.layout));
+    }
+  }
   if (!stageTimes.empty()) {
     placement::LocalSearchResult ls = placement::localSearch(problem, c, measured);
     bool ok = false;
