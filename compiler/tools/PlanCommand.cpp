@@ -301,11 +301,7 @@ int planMain(int argc, char **argv) {
     sp.options.fixedCp = 1;
     placement::Solution z = c.cand.cp == 1 ? sol : placement::solveZ3(sp);
     search::SearchOptions so;
-    so.base.seqLen = o.seqLen;
-    so.base.sequencesPerStep = o.globalTokens / o.seqLen;
-    so.base.reserveBytes = o.reserveBytes;
-    so.base.memory = o.memory;
-    so.base.gradSync = o.gradSync;
+    so.base = search::baseOf(sp);
     so.seeds = static_cast<size_t>(searchSeeds);
     search::SearchResult found = search::searchPlan(sp, z, so);
     os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "

@@ -264,13 +264,9 @@ int simulateMain(int argc, char **argv) {
   // The roofline lower bound: the model's training FLOPs on every GPU of the cluster at peak.
   const sched::Hardware hw = afpipe::hardwareOf(clu);
   const int64_t sequences = o.globalTokens / o.seqLen;
-  afpipe::Config ac;
-  ac.seqLen = o.seqLen;
-  ac.sequencesPerStep = sequences;
-  ac.gradSync = gradSync;
-  ac.memory.zero1 = gradSync.distributedOptimizer;
   o.memory.zero1 = gradSync.distributedOptimizer;
   o.gradSync = gradSync;
+  const afpipe::Config ac = search::baseOf(problem);
   double modelFlops = afpipe::workloadFromModel(m, clu, ac).modelFlops;
   const double lowerBound = modelFlops / (static_cast<double>(clu.gpus()) * clu.gpu.peakFlops);
 
@@ -291,7 +287,6 @@ int simulateMain(int argc, char **argv) {
     search::SearchOptions so;
     so.base = ac;
     so.base.inflight = inflight;
-    so.base.reserveBytes = o.reserveBytes;
     so.base.computeEfficiency = efficiency;
     so.opTimes = opTimes.empty() ? nullptr : &times;
     so.layouts = layouts;

@@ -59,10 +59,16 @@ LogicalResult verifyPeers(Operation *op, StringRef peers) {
   return success();
 }
 
-// send and recv carry the same fields: a peer group, its ranks and a byte count.
+// The collectives (all_reduce, reduce_scatter, all_gather) carry peers and a byte count.
+template <typename OpT> LogicalResult verifyCollective(OpT op) {
+  if (failed(verifyInstr(op)) || failed(verifyPeers(op, op.getPeers())))
+    return failure();
+  return verifyBytes(op, op.getBytes().convertToDouble());
+}
+
+// send and recv carry the same fields as a collective, and a peer group.
 template <typename OpT> LogicalResult verifyPointToPoint(OpT op) {
-  if (failed(verifyInstr(op)) || failed(verifyPeers(op, op.getPeers())) ||
-      failed(verifyBytes(op, op.getBytes().convertToDouble())))
+  if (failed(verifyCollective(op)))
     return failure();
   if (op.getPeer() < 0)
     return op.emitOpError("peer group must be >= 0");
@@ -206,20 +212,8 @@ LogicalResult AllToAllOp::verify() {
   return verifyBytes(*this, getBytes().convertToDouble());
 }
 
-LogicalResult AllReduceOp::verify() {
-  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
-    return failure();
-  return verifyBytes(*this, getBytes().convertToDouble());
-}
+LogicalResult AllReduceOp::verify() { return verifyCollective(*this); }
 
-LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
-    return failure();
-  return verifyBytes(*this, getBytes().convertToDouble());
-}
+LogicalResult ReduceScatterOp::verify() { return verifyCollective(*this); }
 
-LogicalResult AllGatherOp::verify() {
-  if (failed(verifyInstr(*this)) || failed(verifyPeers(*this, getPeers())))
-    return failure();
-  return verifyBytes(*this, getBytes().convertToDouble());
-}
+LogicalResult AllGatherOp::verify() { return verifyCollective(*this); }

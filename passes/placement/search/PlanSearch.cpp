@@ -14,6 +14,17 @@ namespace disagmoe::search {
 
 using Layout = afpipe::Config::Layout;
 
+afpipe::Config baseOf(const placement::Problem &problem) {
+  const placement::PlannerOptions &o = problem.options;
+  afpipe::Config base;
+  base.seqLen = o.seqLen;
+  base.sequencesPerStep = o.globalTokens / o.seqLen;
+  base.reserveBytes = o.reserveBytes;
+  base.memory = o.memory;
+  base.gradSync = o.gradSync;
+  return base;
+}
+
 afpipe::Config toAfPipe(const placement::Config &c, const placement::Problem &problem,
                         const afpipe::Config &base, Layout layout) {
   afpipe::Config cfg = base;

@@ -68,6 +68,10 @@ struct SearchResult {
   std::string why; ///< one line: what made the winner faster than Z3's optimum
 };
 
+/// The AF-Pipe settings `problem` already fixes: sequence length, sequences per step, reserve,
+/// memory and gradient synchronisation (the rest at afpipe::Config's defaults).
+afpipe::Config baseOf(const placement::Problem &problem);
+
 /// The AF-Pipe configuration of a placement under `base`.
 afpipe::Config toAfPipe(const placement::Config &c, const placement::Problem &problem,
                         const afpipe::Config &base, afpipe::Config::Layout layout);

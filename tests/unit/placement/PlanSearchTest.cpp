@@ -55,9 +55,7 @@ Problem problem(int nodes, int gpusPerNode) {
 
 search::SearchOptions options(const Problem &p) {
   search::SearchOptions o;
-  o.base.seqLen = p.options.seqLen;
-  o.base.sequencesPerStep = p.options.globalTokens / p.options.seqLen;
-  o.base.reserveBytes = 0;
+  o.base = search::baseOf(p);
   return o;
 }
 
