@@ -1,13 +1,16 @@
 //===- PlanCommand.cpp - `disagmoe plan`: roofline + Z3 placement of a model ----===//
 //
-//   disagmoe plan --config MODEL.json --cluster CLUSTER.yaml --seq-len S [options]
+//   disagmoe plan --config MODEL.json --cluster CLUSTER.yaml --seq-len S [options] [--json FILE]
 //
 // Builds the `moe` IR of a model's config.json (frontends/config), extracts its cost shape, and
 // solves the placement (passes/placement/solver): prints the chosen configuration, the roofline
 // numbers of each side (FLOPs per byte against the turning point) and why it won. Bare file names
-// are also looked up in samples/configs/ and samples/clusters/. Errors: one line, exit code 1.
+// are also looked up in samples/configs/ and samples/clusters/. `--json FILE` also writes the same
+// numbers as one JSON document (PlanJson.h; "-": standard output, and then no text report).
+// Errors: one line, exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/tools/PlanJson.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/ExpertPlacement.h"
@@ -17,11 +20,13 @@
 #include "runtime/cost/Hardware.h"
 #include "runtime/cost/Roofline.h"
 #include "runtime/cost/RoutingProfile.h"
+#include "runtime/io/FileKind.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -113,6 +118,9 @@ int planMain(int argc, char **argv) {
       cl::init("fp32"), cl::cat(category));
   cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"),
                            cl::cat(category));
+  cl::opt<std::string> jsonOut(
+      "json", cl::desc("Also write the plan as JSON to this file ('-': stdout, no text report)"),
+      cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe plan: roofline + Z3 placement\n", &errs()))
     return 2;
@@ -170,7 +178,16 @@ int planMain(int argc, char **argv) {
 
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
-  raw_ostream &os = outs();
+  if (!jsonOut.empty() && jsonOut != "-")
+    if (const std::string why = outputRefusal(jsonOut); !why.empty())
+      return fail("--json " + jsonOut + ": " + why);
+  raw_ostream &os = jsonOut == "-" ? nulls() : outs();
+  json::Object doc{{"model", sys::path::filename(configFile).str()},
+                   {"cluster", clu.name},
+                   {"gpus", clu.gpus()},
+                   {"seq_len", o.seqLen},
+                   {"global_tokens", o.globalTokens},
+                   {"usable_memory_bytes", clu.gpu.hbmBytes - o.reserveBytes}};
   os << formatv(
       "disagmoe plan: {0} on {1} ({2} x {3}, {4} x {5}), seq-len {6}, {7} tokens per step\n",
       sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, clu.nics(), clu.nic.name,
@@ -214,6 +231,15 @@ int planMain(int argc, char **argv) {
 
   const placement::Config &c = sol.config;
   const placement::Evaluation &e = sol.eval;
+  {
+    json::Object z = tools::configJson(c, e);
+    z["optimal"] = sol.optimal;
+    z["seconds"] = sol.seconds;
+    z["candidates"] = sol.candidates;
+    z["queries"] = sol.queries;
+    z["note"] = sol.note;
+    doc["z3"] = std::move(z);
+  }
   os << formatv("chosen configuration (Z3, {0} in {1:F2} s over {2} candidates, {3} queries):\n",
                 sol.optimal ? "proven optimal" : "NOT proven optimal", sol.seconds, sol.candidates,
                 sol.queries);
@@ -267,6 +293,10 @@ int planMain(int argc, char **argv) {
                 : ratio < 0.95 ? "FFN is the slower side"
                                : "aligned within 5%");
   std::vector<placement::Solution> others = placement::bestPerAttentionGpus(problem);
+  json::Array alternatives;
+  for (const placement::Solution &s : others)
+    alternatives.push_back(tools::configJson(s.config, s.eval));
+  doc["alternatives"] = std::move(alternatives);
   const placement::Solution *below = nullptr, *above = nullptr;
   for (const placement::Solution &s : others) {
     if (s.config.cand.attnGpus() < c.cand.attnGpus())
@@ -325,17 +355,19 @@ int planMain(int argc, char **argv) {
                     found.best.simulated, found.best.inflight, gb(found.best.peakMemory));
       os << "  why: " << found.why << "\n";
       os << "  gradient synchronisation: " << o.gradSync.describe() << "\n";
-      const int64_t seqsPerMb = o.globalTokens / o.seqLen / (w.cand.replicas * w.cand.microbatches);
-      os << formatv("  realise one replica with: disagmoe compile MODEL.onnx --groups {0} "
-                    "--attn-ranks {1} --ffn-ranks {2} --micro-batches {3} --batch {4} --seq-len "
-                    "{5}; run {6} such replicas data-parallel\n",
-                    w.cand.groups, w.cand.attnRanks, w.cand.ffnRanks, w.cand.microbatches,
-                    seqsPerMb, o.seqLen, w.cand.replicas);
+      const std::vector<std::string> args = tools::compileArgsOf(w, o);
+      os << "  realise one replica with: disagmoe compile MODEL.onnx";
+      for (const std::string &a : args)
+        os << " " << a;
+      os << formatv("; run {0} such replicas data-parallel\n", w.cand.replicas);
       os << formatv("  not yet compile flags: the recomputation levels ({0}/{1}), the window and "
                     "the replicas' layout ({2}) are simulated here only\n",
                     cost::recomputationName(w.attnRecompute),
                     cost::recomputationName(w.ffnRecompute), afpipe::toString(found.best.layout));
     }
+    doc["search"] = tools::searchJson(found, sp,
+                                      found.ok ? tools::compileArgsOf(found.best.config, o)
+                                               : std::vector<std::string>{});
   }
   if (!stageTimes.empty()) {
     placement::LocalSearchResult ls = placement::localSearch(problem, c, measured);
@@ -346,6 +378,12 @@ int planMain(int argc, char **argv) {
                   ls.moves, ls.evaluated, start, ls.stepTime, ls.config.cand.attnGpus(),
                   ls.config.cand.ffnGpus(), ls.config.attnNics, ls.config.ffnNics,
                   ls.config.cand.groups, ls.config.cand.attnRanks, ls.config.cand.ffnRanks);
+    json::Object l{{"moves", ls.moves},
+                   {"neighbours", ls.evaluated},
+                   {"start_step_s", start},
+                   {"step_s", ls.stepTime}};
+    l["config"] = tools::configJson(ls.config, placement::evaluate(problem, ls.config));
+    doc["local_search"] = std::move(l);
   }
   if (exhaustive) {
     placement::Solution ex = placement::solveExhaustive(problem, false);
@@ -354,6 +392,15 @@ int planMain(int argc, char **argv) {
                   ex.eval.stepTime == e.stepTime && ex.config.cand.gpus() == c.cand.gpus()
                       ? "same objective as Z3"
                       : "OBJECTIVE DIFFERS from Z3");
+    json::Object x = tools::configJson(ex.config, ex.eval);
+    x["seconds"] = ex.seconds;
+    x["same_objective_as_z3"] =
+        ex.eval.stepTime == e.stepTime && ex.config.cand.gpus() == c.cand.gpus();
+    doc["exhaustive"] = std::move(x);
   }
+  if (!jsonOut.empty())
+    if (const std::string why = tools::writeJson(jsonOut, json::Value(std::move(doc)));
+        !why.empty())
+      return fail("--json " + why);
   return 0;
 }
