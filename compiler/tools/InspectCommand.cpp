@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/tools/CommandLine.h"
 #include "frontends/config/CostExtraction.h"
 #include "runtime/cost/Roofline.h"
 
@@ -53,8 +54,8 @@ int inspectMain(int argc, char **argv) {
   cl::opt<bool> timing("timing", cl::desc("Print the time of each phase to stderr"),
                        cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe inspect: what the frontend recognised\n",
-                                   &errs()))
+  if (!disagmoe::tools::parseCommandLine(
+          argc, argv, "disagmoe inspect: what the frontend recognised\n", "disagmoe inspect"))
     return 2;
   // Bounded so that the int64 FLOP counts (which grow with seq-len, the attention part
   // quadratically summed over a sequence) cannot overflow: 99999999999999999 printed negative

@@ -10,6 +10,7 @@
 // Errors: one line, exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/tools/CommandLine.h"
 #include "compiler/tools/PlanJson.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/search/PlanSearch.h"
@@ -122,7 +123,8 @@ int planMain(int argc, char **argv) {
       "json", cl::desc("Also write the plan as JSON to this file ('-': stdout, no text report)"),
       cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe plan: roofline + Z3 placement\n", &errs()))
+  if (!tools::parseCommandLine(argc, argv, "disagmoe plan: roofline + Z3 placement\n",
+                               "disagmoe plan"))
     return 2;
 
   placement::Problem problem;

@@ -15,6 +15,7 @@
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/observatory/RouteStats.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/tools/CommandLine.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -66,8 +67,8 @@ int routeStatsMain(int argc, char **argv) {
       "profile-data", cl::desc("Condition written to routing-profile.json (default: first text:)"),
       cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe route-stats: routing observatory\n",
-                                   &errs()))
+  if (!disagmoe::tools::parseCommandLine(argc, argv, "disagmoe route-stats: routing observatory\n",
+                                         "disagmoe route-stats"))
     return 2;
 
   obs::RouteStatsOptions o;

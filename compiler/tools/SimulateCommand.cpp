@@ -13,6 +13,7 @@
 // --trace the AF-Pipe timeline (Chrome trace format). Errors: one line, exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/tools/CommandLine.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/Planner.h"
@@ -162,8 +163,8 @@ int simulateMain(int argc, char **argv) {
                                 cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file"),
                                 cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n",
-                                   &errs()))
+  if (!tools::parseCommandLine(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n",
+                               "disagmoe simulate"))
     return 2;
   if (efficiency <= 0 || efficiency > 1)
     return fail("--compute-efficiency must be in (0, 1]");

@@ -14,6 +14,7 @@
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/emit/ScheduleEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/tools/CommandLine.h"
 #include "runtime/version/Version.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -110,8 +111,8 @@ int compileMain(int argc, char **argv) {
   cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("Print the IR after every stage"),
                               cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv, "disagmoe compile: ONNX MoE model -> plan\n",
-                                   &errs()))
+  if (!disagmoe::tools::parseCommandLine(argc, argv, "disagmoe compile: ONNX MoE model -> plan\n",
+                                         "disagmoe compile"))
     return 2;
 
   if (capacityTokens.getNumOccurrences() && capacityTokens < 1)

@@ -9,6 +9,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "runtime/io/FileKind.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -76,6 +78,8 @@ struct Reader {
 } // namespace
 
 llvm::Expected<ModelConfig> parseModelConfig(const std::string &path) {
+  if (const std::string why = inputRefusal(path); !why.empty())
+    return fail(path + ": " + why);
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return fail(path + ": cannot open file: " + buffer.getError().message());

@@ -1,5 +1,6 @@
 //===- Hardware.cpp - GPU, NIC and cluster spec loaders -------------------===//
 #include "runtime/cost/Hardware.h"
+#include "runtime/io/FileKind.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -54,6 +55,8 @@ double positive(const nlohmann::json &obj, const char *key, const std::string &w
 bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out,
                          std::string &error) noexcept {
   try {
+    if (const std::string why = inputRefusal(path); !why.empty())
+      throw std::runtime_error(why);
     std::ifstream in(path);
     if (!in)
       throw std::runtime_error("cannot open file");
@@ -93,6 +96,8 @@ bool loadCluster(const std::string &path, const HardwareCatalog &catalog, Cluste
                  std::string &error) noexcept {
   try {
     YAML::Node doc;
+    if (const std::string why = inputRefusal(path); !why.empty())
+      throw std::runtime_error(why);
     try {
       doc = YAML::LoadFile(path);
     } catch (const YAML::BadFile &) {

@@ -1,0 +1,59 @@
+//===- CommandLine.cpp - one-line refusal of unknown `disagmoe` flags -----------===//
+#include "compiler/tools/CommandLine.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <limits>
+
+using namespace llvm;
+
+namespace disagmoe::tools {
+namespace {
+bool isNumber(StringRef s) {
+  double v;
+  return !s.getAsDouble(v);
+}
+} // namespace
+
+std::string unknownOption(int argc, char **argv) {
+  StringMap<cl::Option *> &options = cl::getRegisteredOptions();
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (!arg.starts_with("-") || arg == "-" || isNumber(arg))
+      continue;
+    StringRef name = arg.ltrim('-').split('=').first;
+    if (name.empty() || options.count(name))
+      continue;
+    std::string best;
+    unsigned bestDistance = std::numeric_limits<unsigned>::max();
+    for (const auto &entry : options) {
+      if (entry.second->getOptionHiddenFlag() != cl::NotHidden)
+        continue;
+      unsigned d = name.edit_distance(entry.first(), /*AllowReplacements=*/true, bestDistance);
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = entry.first().str();
+      }
+    }
+    std::string line = "unknown option --" + name.str();
+    // A suggestion only when it is plausibly the same word (at most a third of it differs).
+    if (!best.empty() && bestDistance <= std::max<size_t>(2, name.size() / 3))
+      return line + " (did you mean --" + best + "? see --help)";
+    return line + " (see --help)";
+  }
+  return "";
+}
+
+bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef command) {
+  if (const std::string why = unknownOption(argc, argv); !why.empty()) {
+    errs() << command << ": " << why << "\n";
+    return false;
+  }
+  return cl::ParseCommandLineOptions(argc, argv, overview, &errs());
+}
+
+} // namespace disagmoe::tools
