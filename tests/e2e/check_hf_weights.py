@@ -8,8 +8,8 @@ little-endian header length, JSON header, raw bytes; our C++ writer is never use
   - disagmoe-run PLAN --init-weights FILE: logits within the fp32 error model's bound of torch's
     forward on the perturbed module (tests/numerics/error_model.py logits_bound), on token ids
     drawn with a router margin for the perturbed weights (family_export.draw_ids);
-  - the same from BF16 tensors (torch's .to(bfloat16)) against torch's forward on the module with
-    those bf16-rounded weights, and from shards + model.safetensors.index.json (bit-identical to
+  - the same from BF16 and F16 tensors (torch's .to(bfloat16) / .to(float16)) against torch's
+    forward on the module with those rounded weights, and from shards + model.safetensors.index.json (bit-identical to
     the one-file run);
   - --init-weights X --export-hf D: every tensor of D, read with this file's reader, bit-for-bit
     what torch holds (name, shape, F32 bytes); config.json's fields equal the module's config;
@@ -53,12 +53,14 @@ FAMILIES = {
 
 # ---------------------------------------------------------------- safetensors, written here
 def write_safetensors(path, tensors, dtype="F32"):
-    """tensors: [(name, torch tensor)] in order; F32 or BF16 (torch's rounding)."""
+    """tensors: [(name, torch tensor)] in order; F32, F16 or BF16 (torch's rounding)."""
     header, blobs, at = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors:
         t = t.detach().contiguous()
         if dtype == "F32":
             raw = t.to(torch.float32).numpy().astype("<f4").tobytes()
+        elif dtype == "F16":
+            raw = t.to(torch.float16).numpy().astype("<f2").tobytes()
         else:
             raw = t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
         header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [at, at + len(raw)]}
@@ -285,6 +287,16 @@ def check_sample(check, bindir, samples, work, sample):
         want16 = model16(ids).numpy()
     ok, what = bound.check(np.load(out3), want16)
     check(ok, f"{sample}: --init-weights from BF16 tensors vs torch on the bf16-rounded weights {what}")
+    # F16 likewise (IEEE binary16; every sample weight is within its range).
+    hfh = os.path.join(wdir, "hf_f16.safetensors")
+    write_safetensors(hfh, state, "F16")
+    out4 = os.path.join(wdir, "logits_f16.npy")
+    must([runner, plan, "--input", ids_path, "--output", out4, "--init-weights", hfh])
+    model16.load_state_dict({k: v.to(torch.float16).to(torch.float32) for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        wanth = model16(ids).numpy()
+    ok, what = bound.check(np.load(out4), wanth)
+    check(ok, f"{sample}: --init-weights from F16 tensors vs torch on the fp16-rounded weights {what}")
     export16 = os.path.join(wdir, "export_bf16")
     must([runner, plan, "--input", ids_path, "--init-weights", hf, "--export-hf", export16,
           "--export-dtype", "bf16"])
@@ -309,6 +321,9 @@ def check_sample(check, bindir, samples, work, sample):
           f"{sample}: --train --export-hf: the trained o_proj [out, in] = --save-weights l0_o [in, out] "
           f"transposed (and it moved), embed_tokens equal")
 
+    if sample == "mixtral_tiny":
+        check_resumed_export(check, runner, plan, hf, wdir, samples)
+
     # Refusals: one line naming the tensor and the file, exit 1, nothing written.
     def refused(label, tensors_, tensor):
         path = os.path.join(wdir, f"bad_{label}.safetensors")
@@ -324,6 +339,34 @@ def check_sample(check, bindir, samples, work, sample):
     refused("extra", state + [("model.layers.0.mlp.bogus.weight", torch.zeros(3))], "model.layers.0.mlp.bogus.weight")
     head = "lm_head.weight"
     refused("misshaped", [(nm, t.t() if nm == head else t) for nm, t in state], head)
+
+
+def check_resumed_export(check, runner, plan, hf, wdir, samples):
+    """Issue 17's workflow, small: a run config starts from the HF file and trains on the KJV text
+    with step-numbered checkpoints (keeping 2); a resumed run finishes and exports; its export is
+    bit-identical to one uninterrupted run's (resuming restores every bit, docs/training.md)."""
+    kjv = os.path.join(samples, "..", "data", "kjv_ot.txt")
+    ckpt = os.path.join(wdir, "ckpt")
+    config = os.path.join(wdir, "run.json")
+    json.dump({"plan": plan, "train": True, "data": kjv, "data-format": "bytes", "steps": 4,
+               "optimizer": "adamw", "lr": 0.003, "init-weights": hf, "checkpoint-dir": ckpt,
+               "checkpoint-every": 1, "keep-checkpoints": 2}, open(config, "w"))
+    must([runner, "--config", config])
+    kept = sorted(f for f in os.listdir(ckpt) if f.endswith(".safetensors"))
+    resumed = os.path.join(wdir, "export_resumed")
+    must([runner, plan, "--train", "--data", kjv, "--data-format", "bytes", "--steps", "6",
+          "--optimizer", "adamw", "--lr", "0.003", "--resume", ckpt, "--export-hf", resumed])
+    straight = os.path.join(wdir, "export_straight")
+    must([runner, plan, "--train", "--data", kjv, "--data-format", "bytes", "--steps", "6",
+          "--optimizer", "adamw", "--lr", "0.003", "--init-weights", hf, "--export-hf", straight])
+    a, _ = read_export(resumed)
+    b, _ = read_export(straight)
+    first, _ = read_safetensors(hf)
+    moved = a["lm_head.weight"][2] != first["lm_head.weight"][2]
+    check(kept == ["step-00000003.safetensors", "step-00000004.safetensors"] and a == b and moved,
+          f"mixtral_tiny: --config run (--init-weights, KJV, 4 steps, checkpoints kept {kept}), resumed to "
+          f"step 6 and --export-hf: {len(a)} tensors bit-identical to an uninterrupted 6-step run's "
+          f"(and trained away from the HF file)")
 
 
 def main():
