@@ -16,7 +16,7 @@ namespace disagmoe {
 
 Executor::Executor(const Plan &plan, ExecutorOptions options) : plan_(plan), options_(options) {
   for (int r = 0; r < plan.placement.worldSize; ++r)
-    weights_.emplace_back(plan, r);
+    weights_.emplace_back(plan, r, options_.weights);
 }
 
 void validateShape(const Plan &plan, int64_t batch, int64_t seqLen) {

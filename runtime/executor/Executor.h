@@ -30,6 +30,8 @@ struct ExecutorOptions {
   bool recordRouting = false;
   /// Non-null: every executed instruction of every rank is timed into it (OpProfile.h; step 0).
   OpProfile *profile = nullptr;
+  /// Non-empty: the weights come from here instead of the plan's files (Weights.h).
+  WeightSource weights;
 };
 
 struct RunResult {

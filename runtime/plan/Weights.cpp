@@ -51,12 +51,20 @@ Tensor readWeight(const WeightSpec &spec) {
   return t;
 }
 
-RankWeights::RankWeights(const Plan &plan, int rank) : rank_(rank), plan_(&plan) {
+RankWeights::RankWeights(const Plan &plan, int rank) : RankWeights(plan, rank, WeightSource()) {}
+
+RankWeights::RankWeights(const Plan &plan, int rank, const WeightSource &source)
+    : rank_(rank), plan_(&plan) {
   tensors_.resize(plan.model.weights.size());
   for (size_t i = 0; i < plan.model.weights.size(); ++i) {
     const WeightSpec &spec = plan.model.weights[i];
-    if (std::binary_search(spec.ranks.begin(), spec.ranks.end(), rank))
-      tensors_[i] = readWeight(spec);
+    if (!std::binary_search(spec.ranks.begin(), spec.ranks.end(), rank))
+      continue;
+    tensors_[i] = source ? source(static_cast<int>(i)) : readWeight(spec);
+    if (tensors_[i].shape != spec.shape)
+      throw WeightError("weight \"" + spec.name + "\": the weight source gave shape " +
+                        shapeToString(tensors_[i].shape) + ", the plan's is " +
+                        shapeToString(spec.shape));
   }
 }
 

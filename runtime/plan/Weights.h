@@ -6,6 +6,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/tensor/Tensor.h"
 
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -22,12 +23,20 @@ public:
 /// Throws WeightError if the file is missing or shorter than offset + length.
 Tensor readWeight(const WeightSpec &spec);
 
+/// Where a run's initial weights come from instead of the plan's files: weight `index` of
+/// ModelSpec::weights as an fp32 tensor of its logical shape (e.g. Hugging Face safetensors,
+/// runtime/train/HfWeights.h). Throws what its source throws.
+using WeightSource = std::function<Tensor(int index)>;
+
 /// The weights one rank holds, indexed like ModelSpec::weights.
 class RankWeights {
 public:
   RankWeights() = default;
   /// Reads every weight of `plan` that lists `rank`. `plan` must outlive this object.
   RankWeights(const Plan &plan, int rank);
+  /// The same from `source` (empty: the plan's files). Throws WeightError when the source gives a
+  /// tensor of another shape than the plan's.
+  RankWeights(const Plan &plan, int rank, const WeightSource &source);
 
   int rank() const { return rank_; }
   /// The tensor of weight `index`. Throws WeightError if this rank does not hold it.

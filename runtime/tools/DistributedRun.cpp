@@ -12,6 +12,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
@@ -74,6 +75,7 @@ struct Options {
   // --op-times-out / --trace: measured op medians and a Chrome trace
   // (runtime/executor/OpProfile.h).
   std::string opTimesOut, trace;
+  HfFlags hf; // --init-weights, --export-hf (HfFlags.h)
   bool loop() const {
     return !data.empty() || !lossLog.empty() || !checkpoint.empty() || !checkpointDir.empty() ||
            !resume.empty();
@@ -115,6 +117,12 @@ Options parseArgs(int argc, char **argv) {
   const RunArgs args = parseRunArgs(argc, argv, RunMode::Train);
   o.plan = args.plan;
   for (const auto &[name, value] : args.flags) {
+    try {
+      if (o.hf.take(name, value))
+        continue;
+    } catch (const std::invalid_argument &e) {
+      throw UsageError(e.what());
+    }
     if (name == "--train")
       o.train = true;
     else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
@@ -250,6 +258,18 @@ Options parseArgs(int argc, char **argv) {
   if (o.keepCheckpoints && o.checkpointDir.empty())
     throw UsageError(
         "--keep-checkpoints needs --checkpoint-dir (--save-checkpoint keeps one file)");
+  if (!o.hf.initWeights.empty() && !o.resume.empty())
+    throw UsageError("--init-weights starts a run from Hugging Face weights and --resume continues "
+                     "one from its checkpoint: give one");
+  if (!o.hf.exportDir.empty() && o.comm != "local")
+    throw UsageError("--export-hf writes every weight from one process: it needs --comm local "
+                     "(under --comm " +
+                     o.comm + ", save a checkpoint and export from it)");
+  try {
+    o.hf.check();
+  } catch (const std::invalid_argument &e) {
+    throw UsageError(e.what());
+  }
   return o;
 }
 
@@ -729,8 +749,15 @@ int runLocalTrain(const Options &o) {
   OpProfile profile(plan.placement.worldSize);
   if (!o.opTimesOut.empty() || !o.trace.empty())
     t.profile = &profile;
+  const std::unique_ptr<train::HfWeights> hf = openInitWeights(o.hf, plan, &std::cout);
+  if (hf)
+    t.weights = hf->source();
   train::Trainer trainer(plan, t);
   printTrainHeader(o, plan, t, batch, seqLen);
+  const auto exportHf = [&] {
+    exportHfIfAsked(
+        o.hf, plan, [&](int index) -> const Tensor & { return trainer.weight(index); }, std::cout);
+  };
   if (o.failRank >= 0)
     throw ExecError("--fail-rank needs --comm mpi");
   // After the run: the op medians over every step, the trace of the last step.
@@ -750,6 +777,7 @@ int runLocalTrain(const Options &o) {
     train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
                            loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
     saveOutputs(o, trainer, true);
+    exportHf();
     writeProfile();
     return 0;
   }
@@ -759,6 +787,7 @@ int runLocalTrain(const Options &o) {
     train::checkFinite(r);
   }
   saveOutputs(o, trainer, true);
+  exportHf();
   writeProfile();
   return 0;
 }
@@ -796,6 +825,10 @@ int runMpi(const Options &o) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
+      const std::unique_ptr<train::HfWeights> hf =
+          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+      if (hf)
+        t.weights = hf->source();
       train::Trainer trainer(plan, t);
       if (me == 0)
         printTrainHeader(o, plan, t, batch, seqLen);
@@ -833,7 +866,9 @@ int runMpi(const Options &o) {
       saveOutputs(o, trainer, me == 0);
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
-      const RankWeights weights(plan, me);
+      const std::unique_ptr<train::HfWeights> hf =
+          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+      const RankWeights weights(plan, me, hf ? hf->source() : WeightSource());
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
       RankResult mine;
@@ -887,6 +922,10 @@ int runNccl(const Options &o) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
+      const std::unique_ptr<train::HfWeights> hf =
+          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+      if (hf)
+        t.weights = hf->source();
       train::Trainer trainer(plan, t);
       if (me == 0)
         printTrainHeader(o, plan, t, batch, seqLen);
@@ -900,7 +939,9 @@ int runNccl(const Options &o) {
       saveOutputs(o, trainer, me == 0);
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
-      const RankWeights weights(plan, me);
+      const std::unique_ptr<train::HfWeights> hf =
+          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+      const RankWeights weights(plan, me, hf ? hf->source() : WeightSource());
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
       RankResult mine = runRank(plan, weights, *comm, ids, batch, seqLen, timeout);
@@ -949,6 +990,8 @@ const char *distributedUsage() {
          "                    [--save-checkpoint FILE | --checkpoint-dir DIR [--keep-checkpoints "
          "N]]\n"
          "                    [--checkpoint-every N] [--resume FILE|DIR]\n"
+         "                    [--init-weights HF.safetensors|index.json|DIR] [--export-hf DIR\n"
+         "                    [--export-dtype fp32|bf16] [--export-shard-bytes N]]\n"
          "                    [--input ids.npy | --batch B --seq-len S --seed N] [--comm "
          "local|mpi]\n"
          "       mpirun -np WORLD disagmoe-run PLAN_DIR_OR_JSON --comm mpi [--train ...] [--output "

@@ -18,6 +18,11 @@ const std::vector<RunFlag> &runFlags() {
       {"timeout", true, RunMode::Any},
       {"trace", true, RunMode::Any},
       {"op-times-out", true, RunMode::Any},
+      // Hugging Face weights in and out (runtime/train/HfWeights.h, HfExport.h).
+      {"init-weights", true, RunMode::Any},
+      {"export-hf", true, RunMode::Any},
+      {"export-dtype", true, RunMode::Any},
+      {"export-shard-bytes", true, RunMode::Any},
       {"warmup", true, RunMode::Forward},
       {"op-times", true, RunMode::Forward},
       {"host-cores", true, RunMode::Forward},

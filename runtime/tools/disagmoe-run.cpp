@@ -17,6 +17,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/DistributedRun.h"
+#include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
@@ -49,11 +50,18 @@ const char *kUsage =
     "                    [--output logits.npy] [--batch B] [--seq-len S] [--seed N] [--timeout "
     "SECONDS]\n"
     "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
+    "                    [--init-weights HF.safetensors|index.json|DIR] [--export-hf DIR]\n"
+    "                    [--export-dtype fp32|bf16] [--export-shard-bytes N]\n"
     "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: "
     "measured\n"
     "                    per-op medians in the format --backend sim --op-times reads; --warmup: N "
     "untimed\n"
-    "                    runs of the same input before the reported one)\n"
+    "                    runs of the same input before the reported one; --init-weights: the "
+    "weights from\n"
+    "                    Hugging Face safetensors by HF name; --export-hf: the weights run with, "
+    "as a\n"
+    "                    Hugging Face checkpoint directory with config.json, sharded past\n"
+    "                    --export-shard-bytes, default 5000000000)\n"
     "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace "
     "TRACE.json]\n"
     "                    [--host-cores C]\n"
@@ -76,6 +84,7 @@ struct Options {
       0; // untimed forward runs before the reported one (caches and allocator pools warm)
   int64_t hostCores =
       0; // --backend sim: ranks as threads on this many CPU cores (0: a device per rank)
+  tools::HfFlags hf; // --init-weights, --export-hf (runtime/tools/HfFlags.h)
 };
 
 int64_t parseInteger(const std::string &flag, const std::string &text, int64_t lo) {
@@ -104,6 +113,12 @@ Options parseArgs(int argc, char **argv) {
   const tools::RunArgs args = tools::parseRunArgs(argc, argv, tools::RunMode::Forward);
   o.plan = args.plan;
   for (const auto &[arg_, value] : args.flags) {
+    try {
+      if (o.hf.take(arg_, value))
+        continue;
+    } catch (const std::invalid_argument &e) {
+      throw UsageError(e.what());
+    }
     if (arg_ == "--backend")
       o.backend = value;
     else if (arg_ == "--comm")
@@ -157,6 +172,14 @@ Options parseArgs(int argc, char **argv) {
                      "--seed and --timeout "
                      "do not apply (compile the plan for another shape with disagmoe compile "
                      "--batch/--seq-len)");
+  if (o.backend == "sim" && (!o.hf.initWeights.empty() || !o.hf.exportDir.empty()))
+    throw UsageError("--backend sim replays the plan's schedule: it reads no weights (no "
+                     "--init-weights or --export-hf)");
+  try {
+    o.hf.check();
+  } catch (const std::invalid_argument &e) {
+    throw UsageError(e.what());
+  }
   if (o.comm == "mpi" || o.comm == "nccl")
     throw UsageError("comm \"" + o.comm +
                      "\" is not built in this version (available: local, mpi)");
@@ -221,6 +244,10 @@ int run(const Options &o) {
   OpProfile profile(plan.placement.worldSize);
   if (!o.trace.empty() || !o.opTimesOut.empty())
     options.profile = &profile;
+  // --init-weights: every name, shape and dtype is checked here, before any rank starts.
+  const std::unique_ptr<train::HfWeights> hf = tools::openInitWeights(o.hf, plan, &std::cout);
+  if (hf)
+    options.weights = hf->source();
   const Executor executor(plan, options);
   int64_t warmupRuns = 0;
   const auto warmupStart = std::chrono::steady_clock::now();
@@ -258,6 +285,15 @@ int run(const Options &o) {
     writeExecutionTrace(plan, profile, -1, o.trace);
     std::cout << "Chrome trace of the run written to " << o.trace << "\n";
   }
+  // The weights this run used, read again from their source one at a time.
+  Tensor current;
+  tools::exportHfIfAsked(
+      o.hf, plan,
+      [&](int index) -> const Tensor & {
+        current = hf ? hf->read(index) : readWeight(plan.model.weights[static_cast<size_t>(index)]);
+        return current;
+      },
+      std::cout);
   return 0;
 }
 

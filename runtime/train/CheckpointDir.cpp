@@ -1,17 +1,16 @@
 // Step-numbered checkpoint files, the `latest` pointer and keep-last-N pruning (CheckpointDir.h).
 #include "runtime/train/CheckpointDir.h"
 
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/FileKind.h"
 #include "runtime/train/Checkpoint.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace disagmoe::train {
 namespace {
@@ -48,31 +47,10 @@ std::string checkpointFileName(int64_t step) {
 
 void writeLatest(const std::string &dir, const std::string &fileName) {
   const std::string path = (fs::path(dir) / kLatest).string();
-  if (const std::string why = outputRefusal(path); !why.empty())
+  const std::string why =
+      writeFileAtomically(path, [&](std::ostream &out) { out << fileName << "\n"; });
+  if (!why.empty())
     fail(path, why);
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out)
-      fail(path, "cannot create temporary file " + tmp + ": " + std::strerror(errno));
-    out << fileName << "\n";
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail(path, "write failed");
-    }
-  }
-  if (const std::string why = outputRefusal(path); !why.empty()) {
-    std::remove(tmp.c_str());
-    fail(path, why);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    fail(path, std::string("cannot rename the temporary file into place: ") + std::strerror(err));
-  }
 }
 
 std::string resolveCheckpoint(const std::string &path) {

@@ -51,7 +51,7 @@ Trainer::Trainer(const Plan &plan, TrainOptions options) : plan_(plan), options_
   states_.resize(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r)
     if (options.onlyRank < 0 || options.onlyRank == r)
-      states_[r] = RankState(plan, RankWeights(plan, r));
+      states_[r] = RankState(plan, RankWeights(plan, r, options.weights));
 }
 
 void Trainer::checkInput(const std::vector<int64_t> &ids, const std::vector<int64_t> &targets,

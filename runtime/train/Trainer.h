@@ -48,6 +48,9 @@ struct TrainOptions {
   /// Non-null: step() times every instruction of every rank into it (runtime/executor/OpProfile.h),
   /// tagged with the step number; the all-reduce, clipping and optimizer as one "optimizer" event.
   OpProfile *profile = nullptr;
+  /// Non-empty: the initial weights come from here instead of the plan's files
+  /// (runtime/plan/Weights.h; disagmoe-run --init-weights, HfWeights.h).
+  WeightSource weights;
 };
 
 struct StepResult {

@@ -181,6 +181,39 @@ TEST(Safetensors, RefusesFilesThatAreNotRegular) {
 // The CRC-32 of checkpoint tensors is zlib's (CRC-32/ISO-HDLC): the catalogue's check value of
 // "123456789" is cbf43926 (Williams, "A painless guide to CRC error detection", and the reveng
 // CRC catalogue); the empty input gives 0.
+// BF16 / F16 (Hugging Face files, runtime/train/HfWeights.h): closed forms. bf16 keeps fp32's top
+// 16 bits; 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 and rounds to the even one (1), 1 + 3 *
+// 2^-8 halfway between 1 + 2^-7 and 1 + 2^-6 rounds to 1 + 2^-6; binary16 0x3c00 = 1, 0x0001 =
+// 2^-24 (smallest subnormal), 0x7bff = 65504 (largest finite), 0xc000 = -2, 0x7c00 = +inf.
+TEST(Safetensors, Bf16RoundsToNearestEvenAndHalfPrecisionDecodes) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + std::ldexp(1.0f, -8))), 1.0f);
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 3 * std::ldexp(1.0f, -8))), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 1.5f * std::ldexp(1.0f, -8))),
+            1.0f + std::ldexp(1.0f, -7));
+  EXPECT_EQ(bf16ToFloat(floatToBf16(-3.0f)), -3.0f);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+  EXPECT_EQ(f16ToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(f16ToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(f16ToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(f16ToFloat(0xc000), -2.0f);
+  EXPECT_EQ(f16ToFloat(0x7c00), INFINITY);
+  // A BF16 file: the header reader takes it (readSafetensors, F32 only, does not), the element
+  // reader converts a sub-range.
+  const std::string dir = test::makeTempDir("st16");
+  Tensor a({2, 2});
+  a.data = {1.0f, -2.5f, 1.0f + std::ldexp(1.0f, -8), 0.15625f};
+  writeSafetensors(dir + "/b.safetensors", {{"a", &a}}, {{"format", "pt"}}, SafetensorsDtype::BF16);
+  const SafetensorsHeader h = readSafetensorsHeader(dir + "/b.safetensors");
+  EXPECT_EQ(h.tensors.at("a").dtype, SafetensorsDtype::BF16);
+  EXPECT_EQ(h.tensors.at("a").end - h.tensors.at("a").begin, 8u);
+  EXPECT_EQ(readSafetensorsElements(h, "a", 1, 3), (std::vector<float>{-2.5f, 1.0f, 0.15625f}));
+  EXPECT_NE(errorOf([&] { readSafetensorsElements(h, "a", 3, 2); }).find("outside its 4"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { readSafetensors(dir + "/b.safetensors"); }).find("dtype BF16"),
+            std::string::npos);
+}
+
 TEST(Checkpoint, Crc32IsTheIsoHdlcCrc) {
   const char text[] = "123456789";
   EXPECT_EQ(train::crc32Hex(text, 9), "cbf43926");
