@@ -60,35 +60,21 @@ std::vector<std::pair<bool, int>> oneFOneB(int pp, int vpp, int m, int s) {
   return order;
 }
 
-} // namespace
+/// What a rank of each stage computes and sends per micro-batch (shared by the builder, the memory
+/// model and the lower bound).
+struct Costs {
+  std::vector<LayerCost> lc;
+  double T = 0, h = 0, headFwd = 0, vocabRows = 0, p2pBytes = 0;
+  std::vector<std::vector<int>> chunk; ///< layers of each virtual stage
+};
 
-bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c,
-                   Schedule &out, std::string &error, bool verify) {
-  const int L = static_cast<int>(model.numLayers());
+Costs costsOf(const cost::ModelShape &model, const BaselineConfig &c) {
+  Costs k;
   const bool dual = c.kind == Baseline::DualPipe;
+  const int L = static_cast<int>(model.numLayers());
   const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp),
             ep = static_cast<int>(c.ep);
   const int R = static_cast<int>(c.replicas), m = static_cast<int>(c.microbatches);
-  if (pp < 1 || vpp < 1 || ep < 1 || R < 1 || m < 1 || L < pp * vpp) {
-    error = std::string(toString(c.kind)) +
-            ": need pp, vpp, ep, replicas, micro-batches >= 1 and a layer per chunk";
-    return false;
-  }
-  if (vpp > 1 && m % pp) {
-    error = std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" +
-            std::to_string(m) + ") divisible by pp (" + std::to_string(pp) + ")";
-    return false;
-  }
-  if (c.gradSync.distributedOptimizer != c.memory.zero1) {
-    error = std::string(toString(c.kind)) +
-            ": the distributed optimizer and the sharded optimizer state (zero1) must be chosen "
-            "together";
-    return false;
-  }
-  if (dual && (m % 2 || pp % 2)) {
-    error = "dualpipe: needs an even number of stages and of micro-batches";
-    return false;
-  }
   const double seqsPerRank =
       static_cast<double>(c.sequencesPerStep) / (static_cast<double>(R) * m * ep);
   const double T = seqsPerRank * static_cast<double>(c.seqLen);
@@ -96,10 +82,10 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   const int64_t E = model.numExperts();
   const double share = E > 0 ? static_cast<double>((E + ep - 1) / ep) / static_cast<double>(E) : 0;
   const double bwdMult = c.recompute ? 3.0 : 2.0;
-  std::vector<LayerCost> lc(L);
+  k.lc.resize(L);
   for (int l = 0; l < L; ++l) {
     const cost::LayerShape &ls = model.layers[l];
-    LayerCost &x = lc[l];
+    LayerCost &x = k.lc[l];
     x.moe = ls.isMoe();
     x.attnFwd = cost::attentionSideForwardFlops(model, l, seqsPerRank, c.seqLen).total();
     x.attnBwd = bwdMult * x.attnFwd;
@@ -115,17 +101,127 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
       x.expertParams = static_cast<double>((E + ep - 1) / ep) * model.expertParams(l);
     }
   }
-  const double headFwd = cost::headForwardFlops(model, T),
-               vocabRows = static_cast<double>(model.vocab) * h;
-  const double p2pBytes = 8 + T * cost::kBf16Bytes * h;
+  k.T = T;
+  k.h = h;
+  k.headFwd = cost::headForwardFlops(model, T);
+  k.vocabRows = static_cast<double>(model.vocab) * h;
+  k.p2pBytes = 8 + T * cost::kBf16Bytes * h;
   // Chunks: VS virtual stages of contiguous layers (the first ones one layer longer).
   const int VS = pp * vpp;
-  std::vector<std::vector<int>> chunk(VS);
+  k.chunk.resize(VS);
   for (int v = 0, l = 0; v < VS; ++v) {
     int n = L / VS + (v < L % VS ? 1 : 0);
-    for (int k = 0; k < n; ++k)
-      chunk[v].push_back(l++);
+    for (int j = 0; j < n; ++j)
+      k.chunk[v].push_back(l++);
   }
+  return k;
+}
+
+/// Why `c` cannot be built, or "".
+std::string checkConfig(const cost::ModelShape &model, const BaselineConfig &c) {
+  const int L = static_cast<int>(model.numLayers());
+  const bool dual = c.kind == Baseline::DualPipe;
+  const int64_t pp = c.pp, vpp = dual ? 1 : c.vpp, m = c.microbatches;
+  if (pp < 1 || vpp < 1 || c.ep < 1 || c.replicas < 1 || m < 1 || L < pp * vpp)
+    return std::string(toString(c.kind)) +
+           ": need pp, vpp, ep, replicas, micro-batches >= 1 and a layer per chunk";
+  if (vpp > 1 && m % pp)
+    return std::string(toString(c.kind)) + ": interleaved 1F1B needs micro-batches (" +
+           std::to_string(m) + ") divisible by pp (" + std::to_string(pp) + ")";
+  if (c.gradSync.distributedOptimizer != c.memory.zero1)
+    return std::string(toString(c.kind)) +
+           ": the distributed optimizer and the sharded optimizer state (zero1) must be chosen "
+           "together";
+  if (dual && (m % 2 || pp % 2))
+    return "dualpipe: needs an even number of stages and of micro-batches";
+  return "";
+}
+
+/// Seconds of one all-to-all of `bytes` per rank pair on an EP group of `ep` contiguous ranks,
+/// alone on its links (the simulator's flow model, Simulator.h: the busiest rank's peers over the
+/// NIC and over NVLink, the slower class setting the pace). No concurrent flow makes it faster.
+double allToAllSeconds(const Hardware &hw, int64_t ep, double bytes) {
+  if (ep < 2 || bytes <= 0)
+    return 0;
+  const int64_t n = std::max<int64_t>(1, hw.gpusPerNode);
+  double nic = 0, nvl = 0;
+  for (int64_t a = 0; a < ep; ++a) {
+    double x = 0, y = 0;
+    for (int64_t q = 0; q < ep; ++q)
+      if (q != a)
+        (q / n == a / n ? y : x) += 1;
+    nic = std::max(nic, x);
+    nvl = std::max(nvl, y);
+  }
+  double t = 0;
+  if (nic > 0)
+    t = std::max(t, nic * bytes / hw.nicBandwidth);
+  if (nvl > 0)
+    t = std::max(t, nvl * bytes / hw.nvlinkBandwidth);
+  return t;
+}
+
+} // namespace
+
+double baselineLowerBound(const cost::ModelShape &model, const Hardware &hw,
+                          const BaselineConfig &c) {
+  if (!checkConfig(model, c).empty())
+    return 0;
+  const Costs k = costsOf(model, c);
+  const bool dual = c.kind == Baseline::DualPipe, single = c.kind == Baseline::Megatron;
+  const int pp = static_cast<int>(c.pp), VS = static_cast<int>(k.chunk.size()),
+            m = static_cast<int>(c.microbatches);
+  const double rate = hw.peakFlops * c.computeEfficiency;
+  // Per virtual stage and micro-batch: its forward chain (compute and all-to-alls one after
+  // another), which also bounds its backward's input-gradient chain from below (each backward
+  // computes at least the forward's FLOPs), and its total compute (+ exchanges on one stream).
+  std::vector<double> chain(VS, 0), work(VS, 0);
+  for (int v = 0; v < VS; ++v) {
+    for (int l : k.chunk[v]) {
+      const LayerCost &x = k.lc[l];
+      const double a2a = x.moe ? 2 * allToAllSeconds(hw, c.ep, x.a2aBytes) : 0;
+      chain[v] += (x.attnFwd + x.expFwd) / rate + a2a;
+      work[v] += (x.attnFwd + x.attnBwd + x.expFwd + x.expBwd) / rate + (single ? 2 * a2a : 0);
+    }
+    if (v == VS - 1) {
+      chain[v] += k.headFwd / rate;
+      work[v] += 3 * k.headFwd / rate;
+    }
+  }
+  std::vector<double> prefix(VS + 1, 0);
+  for (int v = 0; v < VS; ++v)
+    prefix[v + 1] = prefix[v] + chain[v];
+  // Stage s: its first unit waits for the chunks before it (in the nearer direction for
+  // DualPipe), then it computes all its units, then the input gradients flow back the same way.
+  double lb = 0;
+  for (int s = 0; s < pp; ++s) {
+    double w = 0;
+    for (int v = 0; v < VS; ++v)
+      if (v % pp == s || (dual && pp - 1 - v == s))
+        w += (dual ? m / 2.0 : m) * work[v];
+    const int before = dual ? std::min(s, pp - 1 - s) : s;
+    lb = std::max(lb, (dual ? 1 : 2) * prefix[before] + w);
+  }
+  return lb;
+}
+
+bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c,
+                   Schedule &out, std::string &error, bool verify) {
+  const int L = static_cast<int>(model.numLayers());
+  const bool dual = c.kind == Baseline::DualPipe;
+  const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp),
+            ep = static_cast<int>(c.ep);
+  const int R = static_cast<int>(c.replicas), m = static_cast<int>(c.microbatches);
+  if (std::string why = checkConfig(model, c); !why.empty()) {
+    error = why;
+    return false;
+  }
+  const Costs k = costsOf(model, c);
+  const std::vector<LayerCost> &lc = k.lc;
+  const double T = k.T, h = k.h, headFwd = k.headFwd, vocabRows = k.vocabRows,
+               p2pBytes = k.p2pBytes;
+  const std::vector<std::vector<int>> &chunk = k.chunk;
+  const int VS = pp * vpp;
   auto stageOf = [&](int d, int vs) { return dual && d == 1 ? pp - 1 - vs % pp : vs % pp; };
 
   Schedule base;

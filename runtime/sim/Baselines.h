@@ -65,6 +65,14 @@ bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw,
                    const BaselineConfig &config, sched::Schedule &out, std::string &error,
                    bool verify = true);
 
+/// A lower bound of the step the simulator gives `config` (0 for an invalid one), from the roofline
+/// at the schedule's compute efficiency: over stages s, the forward chains of the chunks before
+/// s's first (compute and all-to-alls in sequence, each alone on its links), all of s's compute
+/// (plus its all-to-alls for the one-stream megatron), then as long again for the input gradients
+/// to flow back. With measured op times (OpTimes) it does not apply.
+double baselineLowerBound(const cost::ModelShape &model, const sched::Hardware &hw,
+                          const BaselineConfig &config);
+
 /// The configurations worth trying for `kind` on `gpus` GPUs: every pp with ep * pp dividing the
 /// GPUs and the micro-batches, vpp in {1, 2, 4} (megatron) with at least one layer per chunk.
 std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
