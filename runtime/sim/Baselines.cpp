@@ -4,10 +4,12 @@
 
 #include "runtime/cost/Roofline.h"
 #include "runtime/sim/GradSync.h"
+#include "runtime/sim/PipelineOrder.h"
 #include "runtime/sim/ScheduleBuilder.h"
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 namespace disagmoe::sim {
 
@@ -40,25 +42,12 @@ namespace {
 struct LayerCost {
   bool moe = false;
   double attnFwd = 0, attnBwd = 0, expFwd = 0, expBwd = 0, a2aBytes = 0, act = 0;
+  /// Weight-gradient share of the backward (the W of a split backward): one forward's FLOPs of
+  /// every weight matmul (projections, router, shared/dense FFN; the experts); the attention
+  /// scores have no weights. The input gradient (B) is the rest.
+  double attnW = 0, expW = 0;
   double attnParams = 0, expertParams = 0; ///< per rank
 };
-
-/// Megatron's interleaved 1F1B unit order of stage s: (forward?, unit index).
-std::vector<std::pair<bool, int>> oneFOneB(int pp, int vpp, int m, int s) {
-  const int units = m * vpp;
-  int warmup = vpp == 1 ? pp - s - 1 : (pp - s - 1) * 2 + (vpp - 1) * pp;
-  warmup = std::min(warmup, units);
-  std::vector<std::pair<bool, int>> order;
-  for (int k = 0; k < warmup; ++k)
-    order.push_back({true, k});
-  for (int i = 0; i < units - warmup; ++i) {
-    order.push_back({true, warmup + i});
-    order.push_back({false, i});
-  }
-  for (int i = units - warmup; i < units; ++i)
-    order.push_back({false, i});
-  return order;
-}
 
 /// What a rank of each stage computes and sends per micro-batch (shared by the builder, the memory
 /// model and the lower bound).
@@ -87,13 +76,17 @@ Costs costsOf(const cost::ModelShape &model, const BaselineConfig &c) {
     const cost::LayerShape &ls = model.layers[l];
     LayerCost &x = k.lc[l];
     x.moe = ls.isMoe();
-    x.attnFwd = cost::attentionSideForwardFlops(model, l, seqsPerRank, c.seqLen).total();
+    const cost::AttentionFlops af =
+        cost::attentionSideForwardFlops(model, l, seqsPerRank, c.seqLen);
+    x.attnFwd = af.total();
     x.attnBwd = bwdMult * x.attnFwd;
+    x.attnW = af.projections + af.router + af.sharedAndDense;
     x.act = cost::attentionActivationBytesPerToken(model, l, c.recompute) * T;
     x.attnParams = model.attentionSideParams(l);
     if (x.moe) {
       x.expFwd = cost::routedExpertForwardFlops(model, l, T * ep) * share;
       x.expBwd = bwdMult * x.expFwd;
+      x.expW = x.expFwd;
       // Each token goes to its top-k experts and comes back: bf16 rows, spread evenly over the EP
       // group.
       x.a2aBytes = T * static_cast<double>(ls.topK) * cost::kBf16Bytes * h / ep;
@@ -134,6 +127,9 @@ std::string checkConfig(const cost::ModelShape &model, const BaselineConfig &c) 
            "together";
   if (dual && (m % 2 || pp % 2))
     return "dualpipe: needs an even number of stages and of micro-batches";
+  if (dual && m < 2 * pp)
+    return "dualpipe: needs at least 2 pp micro-batches (" + std::to_string(m) + " < 2 x " +
+           std::to_string(pp) + "; dualpipe.py: num_chunks >= num_ranks * 2)";
   return "";
 }
 
@@ -199,6 +195,7 @@ double baselineLowerBound(const cost::ModelShape &model, const Hardware &hw,
     for (int v = 0; v < VS; ++v)
       if (v % pp == s || (dual && pp - 1 - v == s))
         w += (dual ? m / 2.0 : m) * work[v];
+    // DualPipe may end a rank on a deferred weight gradient, after which nothing flows back.
     const int before = dual ? std::min(s, pp - 1 - s) : s;
     lb = std::max(lb, (dual ? 1 : 2) * prefix[before] + w);
   }
@@ -281,12 +278,20 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   std::vector<std::vector<int>> lastBwdOfChunk(dirs, std::vector<int>(VS, -1));
   double counter = 0;
   auto mbId = [&](int d, int j) { return d * mPerDir + j; };
+  // A unit's handles: the first instruction of its chain, its first compute, and its end (the
+  // last instruction before its pipeline send: what the next DualPipe cell waits for).
+  struct Unit {
+    int first = -1, firstCompute = -1, end = -1;
+  };
   auto emitForward = [&](int d, int j, int vs, double prio) {
     const int g = G[stageOf(d, vs)], mb = mbId(d, j);
     int prev = -1;
+    Unit u;
     auto chain = [&](int h) {
       if (prev >= 0)
         b.after(h, prev);
+      if (u.first < 0)
+        u.first = h;
       prev = h;
       return h;
     };
@@ -296,33 +301,39 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
       int from = G[stageOf(d, vs - 1)];
       chain(b.recv(g, from, Peers::Same, "p2p", Phase::Forward, mb, vs, p2pBytes, COMM, pr()));
     }
-    int first = -1;
     for (int l : chunk[vs]) {
       const LayerCost &x = lc[l];
       int a =
           chain(b.compute(g, FWD, Phase::Forward, "attention", mb, l, x.attnFwd, 0, x.act, pr()));
-      if (first < 0)
-        first = a;
+      if (u.firstCompute < 0)
+        u.firstCompute = a;
       if (x.moe) {
         chain(b.allToAll(g, "dispatch", Phase::Forward, mb, l, x.a2aBytes, COMM, pr()));
         chain(b.compute(g, FWD, Phase::Forward, "experts", mb, l, x.expFwd, 0, 0, pr()));
         chain(b.allToAll(g, "combine", Phase::Forward, mb, l, x.a2aBytes, COMM, pr()));
       }
     }
-    if (vs == VS - 1)
-      chain(b.compute(g, FWD, Phase::Forward, "head", mb, L, headFwd, 0, 0, pr()));
-    else
+    if (vs == VS - 1) {
+      u.end = chain(b.compute(g, FWD, Phase::Forward, "head", mb, L, headFwd, 0, 0, pr()));
+    } else {
+      u.end = prev;
       chain(b.send(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Forward, mb, vs + 1,
                    p2pBytes, COMM, pr()));
-    fwdFirst[key(d, j, vs)] = first;
+    }
+    fwdFirst[key(d, j, vs)] = u.firstCompute;
     fwdLast[key(d, j, vs)] = prev;
+    return u;
   };
-  auto emitBackward = [&](int d, int j, int vs, double prio) {
+  // `split`: the input gradient only (DualPipe's zero-bubble B); emitWeight adds its W later.
+  auto emitBackward = [&](int d, int j, int vs, double prio, bool split) {
     const int g = G[stageOf(d, vs)], mb = mbId(d, j);
     int prev = fwdLast[key(d, j, vs)];
+    Unit u;
     auto chain = [&](int h) {
       if (prev >= 0)
         b.after(h, prev);
+      if (u.first < 0)
+        u.first = h;
       prev = h;
       return h;
     };
@@ -330,7 +341,8 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     auto pr = [&] { return single || dual ? prio + (k += 1e-3) : (counter += 1); };
     int lastCompute = -1;
     if (vs == VS - 1)
-      chain(b.compute(g, BWD, Phase::Backward, "head", mb, L, 2 * headFwd, 0, 0, pr()));
+      u.firstCompute = chain(b.compute(g, BWD, Phase::Backward, "head", mb, L,
+                                       split ? headFwd : 2 * headFwd, 0, 0, pr()));
     else
       chain(b.recv(g, G[stageOf(d, vs + 1)], Peers::Same, "p2p", Phase::Backward, mb, vs, p2pBytes,
                    COMM, pr()));
@@ -339,58 +351,129 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
       const LayerCost &x = lc[l];
       if (x.moe) {
         chain(b.allToAll(g, "combine", Phase::Backward, mb, l, x.a2aBytes, COMM, pr()));
-        chain(b.compute(g, BWD, Phase::Backward, "experts", mb, l, x.expBwd, 0, 0, pr()));
+        int e = chain(b.compute(g, BWD, Phase::Backward, "experts", mb, l,
+                                split ? x.expBwd - x.expW : x.expBwd, 0, 0, pr()));
+        if (u.firstCompute < 0)
+          u.firstCompute = e;
         chain(b.allToAll(g, "dispatch", Phase::Backward, mb, l, x.a2aBytes, COMM, pr()));
       }
-      lastCompute =
-          chain(b.compute(g, BWD, Phase::Backward, "attention", mb, l, x.attnBwd, 0, 0, pr()));
+      lastCompute = chain(b.compute(g, BWD, Phase::Backward, "attention", mb, l,
+                                    split ? x.attnBwd - x.attnW : x.attnBwd, 0, 0, pr()));
+      if (u.firstCompute < 0)
+        u.firstCompute = lastCompute;
     }
+    u.end = lastCompute;
     if (vs > 0)
       chain(b.send(g, G[stageOf(d, vs - 1)], Peers::Same, "p2p", Phase::Backward, mb, vs - 1,
                    p2pBytes, COMM, pr()));
     bwdLast[key(d, j, vs)] = lastCompute; // the window waits for the compute, not its send
-    lastBwdOfChunk[d][vs] = prev;
+    if (!split)
+      lastBwdOfChunk[d][vs] = prev;
+    return u;
   };
-  // Per stage (and direction), Megatron's unit order; unit k -> (micro-batch, chunk).
-  for (int s = 0; s < pp; ++s)
-    for (int d = 0; d < dirs; ++d) {
-      const int q = dual && d == 1 ? pp - 1 - s : s; // position in this direction's pipeline
-      auto unitOf = [&](int k, bool forward) {
-        int inGroup = k % (pp * vpp), c2 = inGroup / pp;
-        if (!forward)
-          c2 = vpp - 1 - c2;
-        int j = vpp == 1 ? k : (k / (pp * vpp)) * pp + (k % pp);
-        return std::make_pair(j, c2 * pp + q);
-      };
-      std::vector<std::pair<bool, int>> order = oneFOneB(pp, vpp, mPerDir, q);
-      std::vector<int> fwdUnitFirst(mPerDir * vpp, -1), bwdUnitLast(mPerDir * vpp, -1);
+  // The weight gradient of a split backward: one instruction after its input gradient.
+  auto emitWeight = [&](int d, int j, int vs, double prio) {
+    const int g = G[stageOf(d, vs)], mb = mbId(d, j);
+    double flops = vs == VS - 1 ? headFwd : 0;
+    for (int l : chunk[vs])
+      flops += lc[l].attnW + lc[l].expW;
+    Unit u;
+    u.first = u.firstCompute = u.end =
+        b.compute(g, BWD, Phase::Backward, "weight_grad", mb, chunk[vs].front(), flops, 0, 0,
+                  prio + 1e-3, {bwdLast[key(d, j, vs)]});
+    lastBwdOfChunk[d][vs] = u.end;
+    return u;
+  };
+  if (dual) {
+    // DualPipe's cells (PipelineOrder.h) per rank, one after another: each op of a cell starts
+    // once the previous cell's ops are done (their pipeline sends are buffered); the ops of an
+    // F&B cell run side by side on the forward and backward streams.
+    for (int s = 0; s < pp; ++s) {
+      const std::vector<PipeCell> cells = dualPipeCells(pp, mPerDir, s);
+      const int flip = s >= pp / 2 ? 1 : 0; // dualpipe.py: phase ^= is_in_second_half
+      int fCount[2] = {0, 0}, bCount[2] = {0, 0};
+      std::deque<std::pair<int, int>> deferred; // (direction, micro-batch) awaiting their W
+      std::vector<int> prevEnds, waitingFor[2];
+      for (size_t pos = 0; pos < cells.size(); ++pos) {
+        const double prio = static_cast<double>(pos);
+        std::vector<int> ends;
+        std::vector<Unit> units;
+        std::vector<int> waits; // phases whose next forward's input this cell also waits for
+        for (const PipeOp &op : cells[pos]) {
+          Unit u;
+          if (op.kind == PipeOp::Wait) {
+            waits.push_back(op.phase);
+            continue;
+          }
+          if (op.kind == PipeOp::Weight) {
+            auto [d, j] = deferred.front();
+            deferred.pop_front();
+            u = emitWeight(d, j, d == 0 ? s : pp - 1 - s, prio);
+          } else {
+            const int d = op.phase ^ flip, vs = d == 0 ? s : pp - 1 - s;
+            if (op.kind == PipeOp::Forward) {
+              u = emitForward(d, fCount[op.phase]++, vs, prio);
+              if (u.first != u.firstCompute) // its receive: earlier cells that waited for it
+                for (int h2 : waitingFor[op.phase])
+                  b.after(h2, u.first);
+              waitingFor[op.phase].clear();
+            } else {
+              const int j = bCount[op.phase]++;
+              u = emitBackward(d, j, vs, prio, op.split);
+              if (op.split)
+                deferred.push_back({d, j});
+            }
+          }
+          units.push_back(u);
+          ends.push_back(u.end);
+        }
+        // A cell starts once the previous one is done and all its inputs have arrived
+        // (dualpipe.py's _commit_and_wait_comm): the dependencies go on each op's first compute,
+        // its receive being posted early (a receive that waited for compute would hold up the
+        // comm stream's order).
+        for (const Unit &u : units) {
+          const int start = u.firstCompute >= 0 ? u.firstCompute : u.first;
+          for (int p : waits)
+            waitingFor[p].push_back(start);
+          for (int e : prevEnds)
+            b.after(start, e);
+          for (const Unit &v : units)
+            if (&v != &u && v.first != v.firstCompute && v.first >= 0)
+              b.after(start, v.first);
+        }
+        prevEnds = ends;
+      }
+    }
+  } else {
+    // Per stage, Megatron's unit order; unit k -> (micro-batch, chunk).
+    for (int s = 0; s < pp; ++s) {
+      std::vector<std::pair<bool, int>> order = oneFOneB(pp, vpp, m, s);
+      std::vector<int> fwdUnitFirst(m * vpp, -1), bwdUnitLast(m * vpp, -1);
       for (size_t pos = 0; pos < order.size(); ++pos) {
         auto [forward, k] = order[pos];
-        auto [j, vs] = unitOf(k, forward);
+        auto [j, c2] = oneFOneBUnit(pp, vpp, k, forward);
+        const int vs = c2 * pp + s;
         double prio = static_cast<double>(pos);
         if (forward) {
-          emitForward(d, j, vs, prio);
-          // The head of the forward unit: its first instruction.
-          fwdUnitFirst[k] = fwdFirst[key(d, j, vs)];
+          emitForward(0, j, vs, prio);
+          // The head of the forward unit: its first compute.
+          fwdUnitFirst[k] = fwdFirst[key(0, j, vs)];
         } else {
-          emitBackward(d, j, vs, prio);
-          bwdUnitLast[k] = bwdLast[key(d, j, vs)];
+          emitBackward(0, j, vs, prio, false);
+          bwdUnitLast[k] = bwdLast[key(0, j, vs)];
         }
       }
-      // 1F1B's in-flight bound for the streams that do not serialise it: forward unit warm-up + i
-      // waits for backward unit i - 1 (DualPipe: the other direction supplies the overlap); the
-      // overlapped 1F1B runs forward unit warm-up + i + 1 beside backward unit i, one more in
-      // flight.
+      // 1F1B's in-flight bound for the overlapped streams, which do not serialise it: forward unit
+      // warm-up + i + 1 runs beside backward unit i, so forward unit warm-up + 1 + i waits for
+      // backward unit i - 1 (PipelineOrder.h, oneFOneBLiveBytes).
       if (!single) {
-        int nw = vpp == 1 ? std::min(pp - q - 1, mPerDir)
-                          : std::min((pp - q - 1) * 2 + (vpp - 1) * pp, mPerDir * vpp);
-        if (!dual)
-          ++nw;
-        for (int i = 1; nw + i < mPerDir * vpp; ++i)
+        const int nw = oneFOneBWarmup(pp, vpp, m, s) + 1;
+        for (int i = 1; nw + i < m * vpp; ++i)
           if (fwdUnitFirst[nw + i] >= 0 && bwdUnitLast[i - 1] >= 0)
             b.after(fwdUnitFirst[nw + i], bwdUnitLast[i - 1]);
       }
     }
+  }
   // Per chunk: its weights all-gathered before micro-batch 0's forward (distributed optimizer),
   // its gradients synchronised after its last backward (GradSync.h), then the optimizer per stage.
   GradSync sync(b, c.gradSync, COMM);

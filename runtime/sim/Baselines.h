@@ -13,13 +13,18 @@
 //                      the all-to-alls and pipeline sends on a communication stream, so that the
 //                      exchanges of one micro-batch hide behind the compute of another (the 1F1B
 //                      all-to-all overlap of Megatron-Core and DeepSeek-V3);
-//  - dualpipe:         DualPipe-style bidirectional pipeline (DeepSeek-V3 §3.2.1): half the
-//                      micro-batches enter at stage 0 and half at stage pp-1, every rank holds the
-//                      two chunks that meet it (two copies of the parameters), forward and backward
-//                      of different micro-batches overlap on separate streams, exchanges on a
-//                      communication stream; each direction keeps 1F1B's in-flight bound, so a rank
-//                      holds at most pp + 1 micro-batches. The split of the backward into input and
-//                      weight gradients (the zero-bubble part) is not modelled.
+//  - dualpipe:         DualPipe's bidirectional pipeline (DeepSeek-V3 §3.2.1; dualpipe.py): half
+//                      the micro-batches enter at stage 0 and half at stage pp-1, every rank holds
+//                      the two chunks that meet it (two copies of the parameters) and runs
+//                      DualPipe's cells in its order (steps 1-8, PipelineOrder.h) one after
+//                      another, the forward and backward of an F&B cell side by side on their own
+//                      streams, exchanges on a communication stream; the backwards the order marks
+//                      compute the input gradient only (B: attention scores, the input side of
+//                      every matmul) and their weight gradient (W: one forward's FLOPs of every
+//                      weight matmul) runs where the order has a W (the zero-bubble split). A rank
+//                      holds pp + 1 units. The gradients of the two copies of a chunk (ranks s and
+//                      pp-1-s) are synchronised over each copy's replicas only, not with each
+//                      other.
 // Gradients: attention weights synchronised over EP x replicas ranks, expert weights over the
 // replicas, each chunk's as soon as its last backward is done (overlapped with the tail), as
 // BaselineConfig::gradSync says (runtime/sim/GradSync.h, the same as AF-Pipe's).
