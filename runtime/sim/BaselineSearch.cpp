@@ -150,14 +150,11 @@ BaselineSearchResult searchBaseline(Baseline kind, const cost::ModelShape &model
         continue;
       }
       t.ok = true;
-      for (size_t g = 0; g < s.groups.size(); ++g) {
-        int inflight = 0;
-        const double peak = sched::peakMemory(s, static_cast<int>(g), &inflight);
-        if (peak > t.peakMemoryBytes) {
-          t.peakMemoryBytes = peak;
-          t.liveUnits = inflight;
+      for (const BaselineStageMemory &x : baselineMemory(model, c))
+        if (x.total() > t.peakMemoryBytes) {
+          t.peakMemoryBytes = x.total();
+          t.liveUnits = x.liveUnits;
         }
-      }
       std::lock_guard<std::mutex> lock(mu);
       const double step = t.result.stepTime;
       if (better(step, i, bestStep, bestIdx)) {

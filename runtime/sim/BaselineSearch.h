@@ -9,8 +9,9 @@
 //    sequences / (replicas x ep), m = sequences / (replicas x ep x q), with m >= pp (Megatron) or
 //    m even and >= 2 pp (DualPipe, dualpipe.py's num_chunks >= 2 num_ranks);
 //  - recomputation off and on (BaselineSearchOptions::recompute).
-// A configuration buildBaseline refuses (its memory, Memory.h's terms, exceeds the GPU's memory
-// minus the reserve) is skipped; the last refusal's reason is kept. The others are built and
+// A configuration whose memory (Baselines.h, baselineMemory: Memory.h's terms, activations of the
+// units live under its pipeline order) exceeds the GPU's memory minus the reserve is refused by
+// buildBaseline before it is built; the last refusal's reason is kept. The others are built and
 // simulated; the result is the fastest overall and the fastest at the given EP (the paper's
 // setting, EP 16).
 //
@@ -51,9 +52,9 @@ struct BaselineTrial {
   bool ok = false;
   BaselineConfig config;
   std::string error;
-  SimResult result; ///< the simulation (ok)
-  double peakMemoryBytes = 0;
-  int64_t liveUnits = 0; ///< at that peak: (micro-batch, chunk) units holding activations
+  SimResult result;           ///< the simulation (ok)
+  double peakMemoryBytes = 0; ///< the busiest stage's, baselineMemory
+  int64_t liveUnits = 0;      ///< at that peak: (micro-batch, chunk) units holding activations
 };
 
 struct BaselineSearchResult {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 
 namespace disagmoe::sim {
@@ -202,6 +203,93 @@ double baselineLowerBound(const cost::ModelShape &model, const Hardware &hw,
   return lb;
 }
 
+namespace {
+/// Weights, gradients, optimizer state and one micro-batch's head logits of a rank of stage s.
+double stageStaticBytes(const cost::ModelShape &model, const BaselineConfig &c, const Costs &k,
+                        int s) {
+  const bool dual = c.kind == Baseline::DualPipe;
+  const int pp = static_cast<int>(c.pp), VS = static_cast<int>(k.chunk.size());
+  const double ep = static_cast<double>(c.ep), R = static_cast<double>(c.replicas);
+  const cost::MemoryOptions &mo = c.memory;
+  auto staticOf = [&](double params, double dp) {
+    return params * (mo.weightBytes + mo.gradientBytes +
+                     mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
+  };
+  double st = 0;
+  for (int d = 0; d < (dual ? 2 : 1); ++d)
+    for (int vs = 0; vs < VS; ++vs) {
+      if ((dual && d == 1 ? pp - 1 - vs % pp : vs % pp) != s)
+        continue;
+      for (int l : k.chunk[vs])
+        st += staticOf(k.lc[l].attnParams, ep * R) + staticOf(k.lc[l].expertParams, R);
+      if (vs == 0)
+        st += staticOf(k.vocabRows, ep * R);
+      if (vs == VS - 1)
+        st += staticOf(k.vocabRows + k.h, ep * R) + 2.0 * k.T * model.vocab; // one mb's logits
+    }
+  return st;
+}
+
+std::string gbOf(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+} // namespace
+
+std::vector<BaselineStageMemory> baselineMemory(const cost::ModelShape &model,
+                                                const BaselineConfig &c) {
+  std::vector<BaselineStageMemory> out;
+  if (!checkConfig(model, c).empty())
+    return out;
+  const Costs k = costsOf(model, c);
+  const bool dual = c.kind == Baseline::DualPipe;
+  const int pp = static_cast<int>(c.pp), vpp = dual ? 1 : static_cast<int>(c.vpp),
+            m = static_cast<int>(c.microbatches);
+  auto chunkBytes = [&](int vs) {
+    double a = 0;
+    for (int l : k.chunk[vs])
+      a += k.lc[l].act;
+    return a;
+  };
+  for (int s = 0; s < pp; ++s) {
+    BaselineStageMemory x;
+    x.staticBytes = stageStaticBytes(model, c, k, s);
+    int units = 0;
+    if (dual) {
+      // Phase 0: the direction in which rank s comes first (dualpipe.py).
+      const int d0 = s >= pp / 2 ? 1 : 0;
+      const int vsOf[2] = {s, pp - 1 - s};
+      const double unit[2] = {chunkBytes(vsOf[d0]), chunkBytes(vsOf[1 - d0])};
+      x.activationBytes = dualPipeLiveBytes(dualPipeCells(pp, m / 2, s), unit, &units);
+    } else {
+      std::vector<double> perChunk(vpp);
+      for (int c2 = 0; c2 < vpp; ++c2)
+        perChunk[c2] = chunkBytes(c2 * pp + s);
+      x.activationBytes =
+          oneFOneBLiveBytes(pp, vpp, m, s, c.kind == Baseline::MegatronOverlap, perChunk, &units);
+    }
+    x.liveUnits = units;
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::string baselineMemoryRefusal(const cost::ModelShape &model, const Hardware &hw,
+                                  const BaselineConfig &c) {
+  const double usable = hw.hbmBytes > c.reserveBytes ? hw.hbmBytes - c.reserveBytes : 0;
+  const std::vector<BaselineStageMemory> mem = baselineMemory(model, c);
+  for (size_t s = 0; s < mem.size(); ++s)
+    if (mem[s].total() > usable)
+      return std::string(toString(c.kind)) + " (ep " + std::to_string(c.ep) + ", pp " +
+             std::to_string(c.pp) + ", " + std::to_string(c.replicas) + " replicas): stage " +
+             std::to_string(s) + ": peak memory " + gbOf(mem[s].total()) + " (" +
+             gbOf(mem[s].staticBytes) + " weights, gradients, optimizer state and head logits + " +
+             std::to_string(mem[s].liveUnits) + " (micro-batch, chunk) units live, " +
+             gbOf(mem[s].activationBytes) + " of activations) exceeds the usable " + gbOf(usable);
+  return "";
+}
+
 bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const BaselineConfig &c,
                    Schedule &out, std::string &error, bool verify) {
   const int L = static_cast<int>(model.numLayers());
@@ -213,10 +301,13 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     error = why;
     return false;
   }
+  if (std::string why = baselineMemoryRefusal(model, hw, c); !why.empty()) {
+    error = why;
+    return false;
+  }
   const Costs k = costsOf(model, c);
   const std::vector<LayerCost> &lc = k.lc;
-  const double T = k.T, h = k.h, headFwd = k.headFwd, vocabRows = k.vocabRows,
-               p2pBytes = k.p2pBytes;
+  const double h = k.h, headFwd = k.headFwd, vocabRows = k.vocabRows, p2pBytes = k.p2pBytes;
   const std::vector<std::vector<int>> &chunk = k.chunk;
   const int VS = pp * vpp;
   auto stageOf = [&](int d, int vs) { return dual && d == 1 ? pp - 1 - vs % pp : vs % pp; };
@@ -228,7 +319,9 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   base.virtualStages = vpp;
   base.pipelineStages = pp;
   base.hw = hw;
-  base.capacityBytes = hw.hbmBytes > c.reserveBytes ? hw.hbmBytes - c.reserveBytes : 0;
+  // Memory was checked above from the units live (baselineMemory); the verifier's micro-batch bound
+  // would count every chunk of a live micro-batch.
+  base.capacityBytes = 0;
   base.computeEfficiency = c.computeEfficiency;
   {
     const double B = static_cast<double>(c.sequencesPerStep),
@@ -242,29 +335,13 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     base.modelFlops = flops;
   }
   ScheduleBuilder b(base);
-  const cost::MemoryOptions &mo = c.memory;
-  auto staticOf = [&](double params, double dp) {
-    return params * (mo.weightBytes + mo.gradientBytes +
-                     mo.optimizerBytes / (mo.zero1 && dp > 1 ? dp : 1.0));
-  };
   std::vector<int> G(pp);
   for (int s = 0; s < pp; ++s) {
     std::vector<std::vector<int>> ranks(R);
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < ep; ++i)
         ranks[r].push_back((r * pp + s) * ep + i);
-    double st = 0;
-    for (int d = 0; d < (dual ? 2 : 1); ++d)
-      for (int vs = 0; vs < VS; ++vs) {
-        if (stageOf(d, vs) != s)
-          continue;
-        for (int l : chunk[vs])
-          st += staticOf(lc[l].attnParams, ep * R) + staticOf(lc[l].expertParams, R);
-        if (vs == 0)
-          st += staticOf(vocabRows, ep * R);
-        if (vs == VS - 1)
-          st += staticOf(vocabRows + h, ep * R) + 2.0 * T * model.vocab; // one micro-batch's logits
-      }
+    const double st = stageStaticBytes(model, c, k, s);
     G[s] = b.addGroup("stage", s, ranks, st);
   }
   const bool single = c.kind == Baseline::Megatron;

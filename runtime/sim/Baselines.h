@@ -65,10 +65,33 @@ struct BaselineConfig {
 };
 
 /// Builds (and verifies) a baseline schedule of `model` on `hw`; ranks: stage s of replica r holds
-/// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes.
+/// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes. Refuses (false,
+/// `error`) a configuration whose memory does not fit (baselineMemoryRefusal); the schedule's
+/// capacityBytes is then 0, since sched::peakMemory's micro-batch bound would count every chunk
+/// of a live micro-batch (baselineMemory is the baselines' memory).
 bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw,
                    const BaselineConfig &config, sched::Schedule &out, std::string &error,
                    bool verify = true);
+
+/// Memory of a rank of one stage (Memory.h's terms): weights, gradients and optimizer state of its
+/// chunks (ZeRO-1 over the data-parallel replicas of each parameter when memory.zero1), one
+/// micro-batch's bf16 head logits on the stage with the head, and the activations of the units
+/// (one chunk of one micro-batch) live at the peak of its unit order (PipelineOrder.h): Megatron
+/// 1F1B / interleaved 1F1B holds its warm-up + 1 units, (pp - s - 1) + 1 for vpp = 1 and
+/// (pp - s - 1) * 2 + (vpp - 1) * pp + 1 interleaved, at most m * vpp; the overlapped 1F1B one
+/// more; DualPipe pp + 1 (DeepSeek-V3, Table 2), a split backward's unit live until its W.
+struct BaselineStageMemory {
+  double staticBytes = 0, activationBytes = 0;
+  int liveUnits = 0;
+  double total() const { return staticBytes + activationBytes; }
+};
+/// Per stage; empty for a configuration buildBaseline refuses for its shape.
+std::vector<BaselineStageMemory> baselineMemory(const cost::ModelShape &model,
+                                                const BaselineConfig &config);
+/// "" when every stage fits the GPU's memory minus config.reserveBytes, else one line naming the
+/// stage, its peak and the terms.
+std::string baselineMemoryRefusal(const cost::ModelShape &model, const sched::Hardware &hw,
+                                  const BaselineConfig &config);
 
 /// A lower bound of the step the simulator gives `config` (0 for an invalid one), from the roofline
 /// at the schedule's compute efficiency: over stages s, the forward chains of the chunks before

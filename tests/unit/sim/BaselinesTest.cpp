@@ -208,3 +208,69 @@ TEST(Baselines, DualPipeWithAttentionStaysWithinTheClosedForm) {
     EXPECT_GT(dual, 2 * n * (F + B)) << "pp " << pp;
   }
 }
+
+TEST(Baselines, LiveMemoryMatchesTheClosedForm) {
+  // Megatron's memory from the units live (one chunk of one micro-batch): stage s holds its
+  // warm-up + 1 units under 1F1B, (pp - s - 1) + 1 for vpp = 1 and (pp - s - 1) * 2 + (vpp - 1) *
+  // pp
+  // + 1 interleaved (megatron/core/pipeline_parallel/schedules.py's num_warmup_microbatches), at
+  // most m * vpp; the overlapped 1F1B one more; DualPipe pp + 1 (DeepSeek-V3 Table 2). Each unit
+  // weighs the activations its forward computes keep (read from the built schedule).
+  const Hardware hw = hardware(1e30, 1e30);
+  const cost::ModelShape m = uniformModel(8);
+  auto unitBytes = [](const Schedule &s, int group, int chunksOfMb0) {
+    double a = 0;
+    for (const Program &p : s.programs)
+      for (const Instr &i : p.instrs)
+        if (i.group == group && i.kind == Kind::Compute && i.phase == Phase::Forward && i.mb == 0)
+          a += i.activationBytes;
+    return a / chunksOfMb0;
+  };
+  for (sim::Baseline kind : {sim::Baseline::Megatron, sim::Baseline::MegatronOverlap})
+    for (int pp : {2, 4})
+      for (int vpp : {1, 2})
+        for (int mb : {pp, 2 * pp, 8}) {
+          const sim::BaselineConfig c = config(kind, pp, vpp, 1, mb);
+          Schedule s;
+          std::string error;
+          ASSERT_TRUE(sim::buildBaseline(m, hw, c, s, error)) << error;
+          const std::vector<sim::BaselineStageMemory> mem = sim::baselineMemory(m, c);
+          ASSERT_EQ(static_cast<int>(mem.size()), pp);
+          for (int st = 0; st < pp; ++st) {
+            const int warmup = vpp == 1 ? pp - st - 1 : (pp - st - 1) * 2 + (vpp - 1) * pp;
+            const int extra = kind == sim::Baseline::MegatronOverlap ? 2 : 1;
+            const int want = std::min(mb * vpp, warmup + extra);
+            EXPECT_EQ(mem[st].liveUnits, want) << sim::toString(kind) << " pp " << pp << " vpp "
+                                               << vpp << " m " << mb << " s " << st;
+            EXPECT_NEAR(mem[st].activationBytes, want * unitBytes(s, st, vpp),
+                        1e-12 * mem[st].activationBytes);
+          }
+        }
+  for (int pp : {2, 4, 8})
+    for (int n : {pp, pp + 3}) {
+      const sim::BaselineConfig c = config(sim::Baseline::DualPipe, pp, 1, 1, 2 * n);
+      Schedule s;
+      std::string error;
+      ASSERT_TRUE(sim::buildBaseline(m, hw, c, s, error)) << error;
+      const std::vector<sim::BaselineStageMemory> mem = sim::baselineMemory(m, c);
+      for (int st = 0; st < pp; ++st) {
+        EXPECT_EQ(mem[st].liveUnits, pp + 1) << "pp " << pp << " n " << n << " s " << st;
+        EXPECT_NEAR(mem[st].activationBytes, (pp + 1) * unitBytes(s, st, 1),
+                    1e-12 * mem[st].activationBytes);
+      }
+    }
+}
+
+TEST(Baselines, MemoryRefusalNamesTheStage) {
+  Hardware hw = hardware(1e30, 1e30);
+  const cost::ModelShape m = uniformModel(8);
+  sim::BaselineConfig c = config(sim::Baseline::Megatron, 2, 1, 1, 8);
+  const std::vector<sim::BaselineStageMemory> mem = sim::baselineMemory(m, c);
+  hw.hbmBytes = mem[0].total() - 1; // stage 0 holds the most units
+  Schedule s;
+  std::string error;
+  EXPECT_FALSE(sim::buildBaseline(m, hw, c, s, error));
+  EXPECT_NE(error.find("stage 0: peak memory"), std::string::npos) << error;
+  hw.hbmBytes = std::max(mem[0].total(), mem[1].total());
+  EXPECT_TRUE(sim::buildBaseline(m, hw, c, s, error)) << error;
+}
