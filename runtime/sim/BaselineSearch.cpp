@@ -93,8 +93,8 @@ BaselineSearchResult searchBaseline(Baseline kind, const cost::ModelShape &model
   std::mutex mu;
   const double inf = std::numeric_limits<double>::infinity();
   double bestStep = inf, epStep = inf; // read under mu
-  size_t bestIdx = space.size(), epIdx = space.size(), lastRefusedIdx = 0;
-  bool anyRefused = false;
+  size_t bestIdx = space.size(), epIdx = space.size(), lastRefusedIdx = 0, lastRefusedEpIdx = 0;
+  bool anyRefused = false, anyRefusedEp = false;
   std::vector<BaselineTrial> trials(space.size());
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
@@ -139,6 +139,9 @@ BaselineSearchResult searchBaseline(Baseline kind, const cost::ModelShape &model
         if (!anyRefused || i > lastRefusedIdx)
           lastRefusedIdx = i;
         anyRefused = true;
+        if (atEp && (!anyRefusedEp || i > lastRefusedEpIdx))
+          lastRefusedEpIdx = i;
+        anyRefusedEp |= atEp;
         continue;
       }
       SimOptions so;
@@ -181,6 +184,8 @@ BaselineSearchResult searchBaseline(Baseline kind, const cost::ModelShape &model
   res.budgetHit = stop;
   if (anyRefused)
     res.lastRefusal = trials[lastRefusedIdx].error;
+  if (anyRefusedEp)
+    res.lastRefusalAtEp = trials[lastRefusedEpIdx].error;
   if (bestIdx < space.size()) {
     res.ok = true;
     res.best = trials[bestIdx];

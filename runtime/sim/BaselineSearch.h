@@ -59,9 +59,10 @@ struct BaselineTrial {
 
 struct BaselineSearchResult {
   bool ok = false, okAtEp = false;
-  BaselineTrial best, atEp; ///< fastest overall; fastest with ep == fixedEp
-  std::string lastRefusal;  ///< why the last configuration refused was refused ("" if none)
-  std::string error;        ///< when !ok: why nothing ran (no candidate, or every one refused)
+  BaselineTrial best, atEp;    ///< fastest overall; fastest with ep == fixedEp
+  std::string lastRefusal;     ///< why the last configuration refused was refused ("" if none)
+  std::string lastRefusalAtEp; ///< the same among those with ep == fixedEp
+  std::string error;           ///< when !ok: why nothing ran (no candidate, or every one refused)
   int64_t candidates = 0, simulated = 0, refused = 0, pruned = 0;
   bool budgetHit = false;
   double seconds = 0;

@@ -595,43 +595,4 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
   return true;
 }
 
-std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
-                                               int64_t gpus, const BaselineConfig &base) {
-  std::vector<BaselineConfig> out;
-  const int64_t L = model.numLayers();
-  for (int64_t pp = 1; pp * base.ep <= gpus; ++pp) {
-    if (gpus % (pp * base.ep))
-      continue;
-    const int64_t R = gpus / (pp * base.ep);
-    if (base.sequencesPerStep % (R * base.ep))
-      continue;
-    const int64_t m =
-        base.sequencesPerStep / (R * base.ep); // one sequence per rank per micro-batch
-    if (kind == Baseline::DualPipe) {
-      if (pp % 2 || m % 2 || m < 2 * pp || L < pp)
-        continue;
-      BaselineConfig c = base;
-      c.kind = kind;
-      c.pp = pp;
-      c.vpp = 1;
-      c.replicas = R;
-      c.microbatches = m;
-      out.push_back(c);
-      continue;
-    }
-    for (int64_t vpp : {1, 2, 4}) {
-      if (L < pp * vpp || (vpp > 1 && (pp == 1 || m % pp)) || m < pp)
-        continue;
-      BaselineConfig c = base;
-      c.kind = kind;
-      c.pp = pp;
-      c.vpp = vpp;
-      c.replicas = R;
-      c.microbatches = m;
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 } // namespace disagmoe::sim

@@ -101,11 +101,6 @@ std::string baselineMemoryRefusal(const cost::ModelShape &model, const sched::Ha
 double baselineLowerBound(const cost::ModelShape &model, const sched::Hardware &hw,
                           const BaselineConfig &config);
 
-/// The configurations worth trying for `kind` on `gpus` GPUs: every pp with ep * pp dividing the
-/// GPUs and the micro-batches, vpp in {1, 2, 4} (megatron) with at least one layer per chunk.
-std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
-                                               int64_t gpus, const BaselineConfig &base);
-
 } // namespace disagmoe::sim
 
 #endif
