@@ -25,7 +25,7 @@ cost::ModelShape smallModel() {
     cost::LayerShape s;
     s.heads = s.kvHeads = 8;
     s.headDim = 128;
-    s.experts = 8;
+    s.experts = 16; // EP up to 16: the all-to-all crosses the two nodes
     s.topK = 2;
     s.expertHidden = 1024;
     m.layers.push_back(s);
