@@ -95,8 +95,9 @@ def main():
       f"per direction per node of 8 GPUs), {args.global_tokens:,} tokens per step.\n")
     w("Each system is tuned on the simulator over its own knobs: DisagMoE takes the Z3 placement "
       "(`disagmoe plan`) and the Z3 optima with recomputation on/off and p halved/doubled, keeping the fastest "
-      "simulated one; each baseline takes its fastest pipeline depth (pp), interleaving (vpp in 1, 2, 4) and "
-      "recomputation that fit memory, with EP = 16 over two nodes as in the paper.\n")
+      "simulated one; each baseline takes its fastest pipeline depth (pp), interleaving (vpp in 1, 2, 4), "
+      "micro-batches and recomputation that fit memory, with EP = 16 over two nodes as in the paper "
+      "(`disagmoe simulate` also prints each baseline tuned over every EP).\n")
     w("## Summary\n")
     w("| compute efficiency | baseline | simulated speed-up of DisagMoE (min-max over the cases both run) | "
       "paper | exposed communication cut (min-max) | paper |")
@@ -309,16 +310,20 @@ Schedules
   backward there, with W the largest of 4p, 3p, 2p whose activations fit memory; attention gradients
   all-reduced per layer as soon as the layer's last backward is done (overlapped with the tail).
   Attention GPUs fill the first nodes, FFN GPUs the next, so M2N/N2M cross NICs.
-- Megatron: EP = 16 ranks per stage group over two nodes, attention data-parallel over them, per layer
+- Megatron: EP ranks per stage group (16 over two nodes in the tables, the paper's setting; the
+  `(tuned)` figures of `disagmoe simulate --json` search every EP), attention data-parallel over them, per layer
   attention, all-to-all dispatch, experts, all-to-all combine (bf16 rows, `T k 2h / EP` per rank pair);
   Megatron's exact interleaved 1F1B unit order on one stream (every exchange exposed); the overlap
   variant runs forward and backward compute on two streams and exchanges on a third with one more
   micro-batch in flight, so that exchanges of one micro-batch hide behind another's compute.
-- DualPipe: two opposite 1F1B pipelines over the same ranks, each with half the micro-batches,
-  every rank holding both chunks that meet it (two copies of the parameters); forward and backward of
-  different micro-batches overlap; the split of backward into input and weight gradients is not
-  modelled (DualPipe's real bubble is smaller by the `3W` term).
-- One sequence per rank per micro-batch for every system; the same global batch.
+- DualPipe: dualpipe.py's schedule (steps 1-8) over the same ranks, half the micro-batches entering
+  at each end, every rank holding both chunks that meet it (two copies of the parameters); forward
+  and backward of different micro-batches overlap in its F&B cells; the backwards it marks compute the
+  input gradient only and defer the weight gradient (W) to fill bubbles (the zero-bubble split).
+- Baselines' memory: the activations of the (micro-batch, chunk) units live under each pipeline
+  order (1F1B warm-up + 1, DualPipe pp + 1); each baseline searches (runtime/sim/BaselineSearch.h)
+  pp, vpp, the micro-batches (several sequences per rank per micro-batch where the batch allows) and
+  recomputation, at EP 16 and over every EP; the same global batch for every system.
 
 What the paper had that this does not: measured kernels (use `--op-times`), communication kernels
 competing for SMs, network latency and congestion, the Tutel and Comet baselines (Megatron with

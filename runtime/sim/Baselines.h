@@ -13,13 +13,18 @@
 //                      the all-to-alls and pipeline sends on a communication stream, so that the
 //                      exchanges of one micro-batch hide behind the compute of another (the 1F1B
 //                      all-to-all overlap of Megatron-Core and DeepSeek-V3);
-//  - dualpipe:         DualPipe-style bidirectional pipeline (DeepSeek-V3 §3.2.1): half the
-//                      micro-batches enter at stage 0 and half at stage pp-1, every rank holds the
-//                      two chunks that meet it (two copies of the parameters), forward and backward
-//                      of different micro-batches overlap on separate streams, exchanges on a
-//                      communication stream; each direction keeps 1F1B's in-flight bound, so a rank
-//                      holds at most pp + 1 micro-batches. The split of the backward into input and
-//                      weight gradients (the zero-bubble part) is not modelled.
+//  - dualpipe:         DualPipe's bidirectional pipeline (DeepSeek-V3 §3.2.1; dualpipe.py): half
+//                      the micro-batches enter at stage 0 and half at stage pp-1, every rank holds
+//                      the two chunks that meet it (two copies of the parameters) and runs
+//                      DualPipe's cells in its order (steps 1-8, PipelineOrder.h) one after
+//                      another, the forward and backward of an F&B cell side by side on their own
+//                      streams, exchanges on a communication stream; the backwards the order marks
+//                      compute the input gradient only (B: attention scores, the input side of
+//                      every matmul) and their weight gradient (W: one forward's FLOPs of every
+//                      weight matmul) runs where the order has a W (the zero-bubble split). A rank
+//                      holds pp + 1 units. The gradients of the two copies of a chunk (ranks s and
+//                      pp-1-s) are synchronised over each copy's replicas only, not with each
+//                      other.
 // Gradients: attention weights synchronised over EP x replicas ranks, expert weights over the
 // replicas, each chunk's as soon as its last backward is done (overlapped with the tail), as
 // BaselineConfig::gradSync says (runtime/sim/GradSync.h, the same as AF-Pipe's).
@@ -60,15 +65,41 @@ struct BaselineConfig {
 };
 
 /// Builds (and verifies) a baseline schedule of `model` on `hw`; ranks: stage s of replica r holds
-/// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes.
+/// ranks (r pp + s) ep .. + ep - 1, so an EP group of 16 spans two 8-GPU nodes. Refuses (false,
+/// `error`) a configuration whose memory does not fit (baselineMemoryRefusal); the schedule's
+/// capacityBytes is then 0, since sched::peakMemory's micro-batch bound would count every chunk
+/// of a live micro-batch (baselineMemory is the baselines' memory).
 bool buildBaseline(const cost::ModelShape &model, const sched::Hardware &hw,
                    const BaselineConfig &config, sched::Schedule &out, std::string &error,
                    bool verify = true);
 
-/// The configurations worth trying for `kind` on `gpus` GPUs: every pp with ep * pp dividing the
-/// GPUs and the micro-batches, vpp in {1, 2, 4} (megatron) with at least one layer per chunk.
-std::vector<BaselineConfig> baselineCandidates(Baseline kind, const cost::ModelShape &model,
-                                               int64_t gpus, const BaselineConfig &base);
+/// Memory of a rank of one stage (Memory.h's terms): weights, gradients and optimizer state of its
+/// chunks (ZeRO-1 over the data-parallel replicas of each parameter when memory.zero1), one
+/// micro-batch's bf16 head logits on the stage with the head, and the activations of the units
+/// (one chunk of one micro-batch) live at the peak of its unit order (PipelineOrder.h): Megatron
+/// 1F1B / interleaved 1F1B holds its warm-up + 1 units, (pp - s - 1) + 1 for vpp = 1 and
+/// (pp - s - 1) * 2 + (vpp - 1) * pp + 1 interleaved, at most m * vpp; the overlapped 1F1B one
+/// more; DualPipe pp + 1 (DeepSeek-V3, Table 2), a split backward's unit live until its W.
+struct BaselineStageMemory {
+  double staticBytes = 0, activationBytes = 0;
+  int liveUnits = 0;
+  double total() const { return staticBytes + activationBytes; }
+};
+/// Per stage; empty for a configuration buildBaseline refuses for its shape.
+std::vector<BaselineStageMemory> baselineMemory(const cost::ModelShape &model,
+                                                const BaselineConfig &config);
+/// "" when every stage fits the GPU's memory minus config.reserveBytes, else one line naming the
+/// stage, its peak and the terms.
+std::string baselineMemoryRefusal(const cost::ModelShape &model, const sched::Hardware &hw,
+                                  const BaselineConfig &config);
+
+/// A lower bound of the step the simulator gives `config` (0 for an invalid one), from the roofline
+/// at the schedule's compute efficiency: over stages s, the forward chains of the chunks before
+/// s's first (compute and all-to-alls in sequence, each alone on its links), all of s's compute
+/// (plus its all-to-alls for the one-stream megatron), then as long again for the input gradients
+/// to flow back. With measured op times (OpTimes) it does not apply.
+double baselineLowerBound(const cost::ModelShape &model, const sched::Hardware &hw,
+                          const BaselineConfig &config);
 
 } // namespace disagmoe::sim
 
