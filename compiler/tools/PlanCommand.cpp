@@ -339,6 +339,9 @@ int planMain(int argc, char **argv) {
     os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "
                   "candidates in each layout, then a climb): {1} configurations in {2:F2} s\n",
                   so.seeds, found.trials.size(), found.seconds);
+    if (found.budgetHit)
+      os << formatv("  note: the climb stopped on its {0:F0} s budget before converging\n",
+                    so.budgetSeconds);
     if (c.cand.cp != 1)
       os << formatv("  note: the simulator has no ring attention, so the search runs at cp 1 "
                     "(Z3 chose cp {0} above)\n",

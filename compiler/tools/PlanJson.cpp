@@ -83,7 +83,8 @@ json::Object searchJson(const search::SearchResult &found, const placement::Prob
                         const std::vector<std::string> &compileArgs) {
   json::Object o{{"ok", found.ok},
                  {"configurations", static_cast<int64_t>(found.trials.size())},
-                 {"seconds", found.seconds}};
+                 {"seconds", found.seconds},
+                 {"budget_hit", found.budgetHit}};
   if (!found.ok) {
     o["error"] = found.error;
     return o;

@@ -347,6 +347,8 @@ int simulateMain(int argc, char **argv) {
                     "(roofline {3:F4} s, simulated {4:F4} s, {5})\n",
                     found.trials.size(), found.seconds, found.best.origin, found.best.predicted,
                     found.best.simulated, found.why);
+      if (found.budgetHit)
+        os << "  note: the climb stopped on its time budget before converging\n";
       os << formatv("  gradient synchronisation: {0}\n", ac.gradSync.describe());
     }
     outcomes.push_back(best);

@@ -205,7 +205,11 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
   }
   // 3. Climb.
   const bool autoRecompute = problem.options.recompute == placement::Recompute::Auto;
-  for (int64_t move = 0; move < o.maxMoves && elapsed() < o.budgetSeconds; ++move) {
+  for (int64_t move = 0; move < o.maxMoves; ++move) {
+    if (elapsed() >= o.budgetSeconds) {
+      res.budgetHit = true;
+      break;
+    }
     const Trial cur = res.trials[best];
     std::vector<std::pair<placement::Config, std::string>> next;
     if (autoRecompute)
