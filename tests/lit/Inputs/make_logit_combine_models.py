@@ -2,12 +2,10 @@
 which the raise pass must refuse naming the node that reads the wrong value and what it expected
 (tests/lit/raise/refuse-logit-combine.test):
 
-- rerun_router.onnx: the MoE block runs its router a second time (a second MatMul(x, Wg) and
-  Softmax) and gathers the combine weights from that, torch.gather(softmax(gate(x)), 1, ids),
-  instead of using the TopK's values (numerically the unrenormalised top-k probabilities, but not
-  the router the plan runs);
-- logit_combine.onnx: the combine weights are the router logits of the chosen experts,
-  torch.gather(logits, 1, ids), not the softmax-top-k weights.
+- logit_combine.onnx: the combine weights are read from the router logits,
+  router_logits[top_x, idx] where Hugging Face's loop reads routing_weights[top_x, idx];
+- probs_combine.onnx: they are read from the softmax over every expert, probs[top_x, idx]
+  (the full router distribution, not the top-k weights renormalised).
 Both from samples/models/mixtral_variants/export_variants.py's modules (the sample's loop over
 experts), exported at opset 17 with constant folding. Run with Debian's /usr/bin/python3.
 """
@@ -22,26 +20,24 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "samples", "models", "mi
 import export_variants as variants  # noqa: E402
 
 
-class RerunRouter(variants.Router):
-    form = "rerun_router"
+class ForeignCombine(variants.Router):
+    form = "logit_combine"
 
     def route(self, x):
         logits = self.gate(x)
         probs = F.softmax(logits, dim=-1, dtype=torch.float)
         _, ids = torch.topk(probs, self.top_k, dim=-1)
-        if self.form == "rerun_router":
-            w = torch.gather(F.softmax(self.gate(x), dim=-1, dtype=torch.float), 1, ids)
-        else:
-            w = torch.gather(logits, 1, ids)
+        # The loop reads w[top_x, idx]: a logit or a probability, not a top-k weight.
+        w = logits if self.form == "logit_combine" else probs
         return logits, probs, w.to(x.dtype), ids
 
 
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    for form in ["rerun_router", "logit_combine"]:
-        model = variants.build("softmax_topk", "triu")
+    for form in ["logit_combine", "probs_combine"]:
+        model = variants.build("softmax_topk_renorm", "triu")
         for layer in model.layers:
-            block = RerunRouter(variants.CONFIG)
+            block = ForeignCombine(variants.CONFIG)
             block.form = form
             block.load_state_dict(layer.block_sparse_moe.state_dict())
             layer.block_sparse_moe = block
