@@ -15,6 +15,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+# No __pycache__ beside export_variants.py (tests glob that folder's subfolders as variants).
+sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "samples", "models", "mixtral_variants"))
 import export_variants as variants  # noqa: E402
