@@ -1,6 +1,8 @@
 //===- Pipeline.cpp - the disagmoe compile pipeline -----------------------===//
 #include "compiler/pipeline/Pipeline.h"
 
+#include "compiler/pipeline/InputBinding.h"
+
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
 #include "passes/CompilePipeline.h"
@@ -52,7 +54,8 @@ struct DiagnosticCollector {
 
 llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const std::string &path,
                                                   const CompileOptions &options,
-                                                  llvm::raw_ostream &irOut) {
+                                                  llvm::raw_ostream &irOut,
+                                                  std::vector<std::string> *notes) {
   // The pass pipeline and its option checks are the registered one's (passes/CompilePipeline.h);
   // they run before the model is loaded, so a bad flag costs no load.
   CompilePipelineOptions pipeline;
@@ -125,9 +128,21 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
     resolved = {dims[0], dims[1]};
     return true;
   };
+  // attention_mask and position_ids: constants at the compiled shape (InputBinding.h).
+  std::vector<std::string> bindingNotes;
+  load.bindInput = [&](const onnxfe::ValueInfo &input, const std::vector<int64_t> &tokenDims,
+                       onnxfe::TensorData &value, std::string &message) {
+    std::string note;
+    if (!bindExtraInput(path, input, tokenDims, value, note, message))
+      return false;
+    bindingNotes.push_back(std::move(note));
+    return true;
+  };
   onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, load, graph);
   if (!loaded.ok)
     return fail(loaded.error);
+  if (notes)
+    notes->insert(notes->end(), bindingNotes.begin(), bindingNotes.end());
   if (options.timing)
     for (const auto &[name, seconds] : loaded.phases)
       llvm::errs() << llvm::formatv("  {0,-24} {1,8:F3} s\n", "  " + name, seconds);

@@ -57,11 +57,13 @@ struct CompileOptions {
 /// `disagmoe-opt --disagmoe-compile` runs), and returns the placed module (with its verified
 /// `afpipe.schedule` after the schedule stage). Fails with one line naming the file and the node,
 /// or the flag (`--attn-ranks must be in [1, 65536], got 0`), at fault; options are checked before
-/// the model is loaded. IR dumps go to `irOut`.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> compileOnnx(mlir::MLIRContext &context,
-                                                              const std::string &path,
-                                                              const CompileOptions &options,
-                                                              llvm::raw_ostream &irOut);
+/// the model is loaded. IR dumps go to `irOut`. Graph inputs besides the token ids are bound as
+/// constants at the compiled shape (compiler/pipeline/InputBinding.h: attention_mask to ones,
+/// position_ids to 0..seq-1) or refused; `notes`, when given, receives one line per input bound
+/// and per conversion made at load (weights upcast to fp32), to print.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+compileOnnx(mlir::MLIRContext &context, const std::string &path, const CompileOptions &options,
+            llvm::raw_ostream &irOut, std::vector<std::string> *notes = nullptr);
 
 } // namespace disagmoe
 

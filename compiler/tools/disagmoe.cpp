@@ -139,12 +139,15 @@ int compileMain(int argc, char **argv) {
   // Single-threaded: IR printing after passes requires it, and the pipeline is sequential anyway.
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
-  auto compiled = disagmoe::compileOnnx(context, input, options, outs());
+  std::vector<std::string> notes;
+  auto compiled = disagmoe::compileOnnx(context, input, options, outs(), &notes);
   // Flush the printed IR before any stderr line: errs()' tie to outs() did not hold here
   // (a "wrote" line landed mid-IR under `2>&1 | FileCheck` in CI).
   outs().flush();
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
+  for (const std::string &line : notes) // inputs bound at the compiled shape, weights upcast
+    errs() << "disagmoe: note: " << input << ": " << line << "\n";
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, input);
   if (!plan)

@@ -10,6 +10,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace disagmoe::onnxfe {
@@ -164,6 +166,34 @@ llvm::Expected<OwningOpRef<ModuleOp>> importOnnxGraph(MLIRContext &context, cons
             static_cast<int64_t>(init.hasFileRange ? init.length : init.data->bytes.size())),
         init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr());
     values[init.info.name] = weight.getResult();
+  }
+
+  // Inputs bound to constants (LoadOptions::bindInput): a Constant named after the input, a splat
+  // where every element is the same (an attention_mask of ones costs one element at any shape).
+  for (const Graph::BoundInput &in : graph.boundInputs) {
+    const TensorData &t = *in.value;
+    const size_t esz = static_cast<size_t>(elemTypeSize(t.type));
+    bool uniform = esz > 0 && !t.bytes.empty();
+    for (size_t k = esz; uniform && k < t.bytes.size(); k += esz)
+      uniform = std::equal(t.bytes.begin(), t.bytes.begin() + esz, t.bytes.begin() + k);
+    TensorData one;
+    if (uniform) {
+      one.type = t.type;
+      one.bytes.assign(t.bytes.begin(), t.bytes.begin() + esz);
+    }
+    DenseElementsAttr dense = denseOf(b, uniform ? one : t);
+    if (dense && uniform)
+      dense = DenseElementsAttr::get(RankedTensorType::get(t.dims, dense.getElementType()),
+                                     dense.getValues<mlir::Attribute>()[0]);
+    if (!dense)
+      return fail(graph.path + ": graph input '" + in.info.name + "': its bound value of type " +
+                  elemTypeName(t.type) + " cannot be represented");
+    StringAttr name = b.getStringAttr(in.info.name);
+    auto op = b.create<onnxir::NodeOp>(
+        NameLoc::get(name, loc), TypeRange{dense.getType()}, b.getStringAttr("Constant"),
+        ValueRange{}, name, b.getStringAttr(""),
+        b.getDictionaryAttr({b.getNamedAttr(b.getStringAttr("value"), dense)}));
+    values[in.info.name] = op.getResult(0);
   }
 
   // Folding: which nodes become constants, and which of those an unfolded node still reads.

@@ -2,8 +2,9 @@
 //
 // Builds a module with one `func.func @main` whose arguments are the graph's runtime inputs (token
 // ids) and whose results are its outputs; every node becomes an `onnx.node`, every initializer an
-// `onnx.weight` that references its bytes in the file. Types carry the shapes inferred by the
-// loader,
+// `onnx.weight` that references its bytes in the file, and every input the loader bound to a
+// constant (Graph::boundInputs: attention_mask, position_ids) a `Constant` node of that name. Types
+// carry the shapes inferred by the loader,
 // `?` where a dim stayed unknown, unranked where not even the rank is known. With
 // ImportOptions::foldKnownValues, shape computations whose values are known become constants.
 //

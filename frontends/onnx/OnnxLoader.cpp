@@ -1407,12 +1407,54 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out,
       shape->add_dim()->set_dim_value(d);
   }
 
+  // Inputs bound to constants: typed with the value's dims (so inference sees them static), and
+  // no longer runtime inputs.
+  std::vector<std::pair<int, std::shared_ptr<TensorData>>> bound;
+  if (opts.bindInput && runtimeInputs.size() > 1) {
+    std::vector<int64_t> tokenDims;
+    if (opts.resolveInputShape)
+      for (const auto &d : g->input(runtimeInputs.front()).type().tensor_type().shape().dim())
+        tokenDims.push_back(d.dim_value());
+    std::vector<int> kept{runtimeInputs.front()};
+    for (size_t k = 1; k < runtimeInputs.size(); ++k) {
+      auto *in = g->mutable_input(runtimeInputs[k]);
+      const ValueInfo declared = toValueInfo(in->name(), in->type());
+      auto value = std::make_shared<TensorData>();
+      std::string error;
+      if (!opts.bindInput(declared, tokenDims, *value, error))
+        fail(error);
+      const std::string what = F + ": graph input '" + in->name() + "': ";
+      if (value->type != declared.type)
+        fail(what + "bound to a " + elemTypeName(value->type) + " value, but it is declared " +
+             elemTypeName(declared.type));
+      bool admits = declared.hasShape && declared.dims.size() == value->dims.size();
+      for (size_t i = 0; admits && i < value->dims.size(); ++i)
+        admits = declared.dims[i] < 0 || declared.dims[i] == value->dims[i];
+      if (!admits)
+        fail(what + "bound to a value of dims " + dimsStr(value->dims) +
+             ", which its declared dims do not admit");
+      int64_t count = 1;
+      for (int64_t d : value->dims)
+        count *= d;
+      if (static_cast<int64_t>(value->bytes.size()) != count * elemTypeSize(value->type))
+        fail(what + "the bound value's bytes do not match its dims " + dimsStr(value->dims));
+      auto *shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : value->dims)
+        shape->add_dim()->set_dim_value(d);
+      bound.emplace_back(runtimeInputs[k], std::move(value));
+    }
+    runtimeInputs = std::move(kept);
+  }
+
   const ShapeInference engine = opts.inferShapes ? opts.shapeInference : ShapeInference::None;
   if (engine == ShapeInference::Onnx) {
     inferShapes(F, model, warnings);
     phases.emplace_back("shape inference", lap(clock));
   }
   fillGraph(F, *g, order, runtimeInputs, out);
+  for (auto &[index, value] : bound)
+    out.boundInputs.push_back({out.valueInfo.at(g->input(index).name()), std::move(value)});
   phases.emplace_back("fill", lap(clock));
   if (engine == ShapeInference::Static) {
     propagateStaticShapes(out);

@@ -145,8 +145,17 @@ struct Graph {
   int64_t irVersion = 0;
   std::string producerName, producerVersion;
   /// Graph inputs that are not initializers (the runtime inputs), with dims after
-  /// specialisation by LoadOptions; and graph outputs, with inferred types.
+  /// specialisation by LoadOptions; and graph outputs, with inferred types. The inputs that
+  /// LoadOptions::bindInput bound to constants are not runtime inputs (see boundInputs).
   std::vector<ValueInfo> inputs, outputs;
+  /// Graph inputs bound to constant values by LoadOptions::bindInput (an attention_mask of ones,
+  /// position_ids 0..S-1), in graph-input order: their type has the value's dims, and the importer
+  /// emits each as a `Constant` node named after the input.
+  struct BoundInput {
+    ValueInfo info;
+    std::shared_ptr<TensorData> value;
+  };
+  std::vector<BoundInput> boundInputs;
   /// The runtime inputs as the file declares them, before any LoadOptions specialisation
   /// (-1 for a symbolic or unknown dim): which dims were static in the model.
   std::vector<ValueInfo> declaredInputs;
@@ -206,6 +215,15 @@ struct LoadOptions {
   /// from defaults and check requested dims against static ones in the same load.
   std::function<bool(const ValueInfo &declared, std::vector<int64_t> &dims, std::string &error)>
       resolveInputShape;
+  /// If set, called for every runtime input after the first (the token ids), after
+  /// resolveInputShape, with that input as declared (dims -1 where symbolic) and the token ids'
+  /// resolved dims (empty without resolveInputShape). It returns true with `value`, a tensor of
+  /// the input's element type whose dims the declared ones admit: the input is then bound to that
+  /// constant (Graph::boundInputs) and is no runtime input; or false with `error`, which fails
+  /// loading with exactly that message. Unset: every runtime input stays one.
+  std::function<bool(const ValueInfo &declared, const std::vector<int64_t> &tokenDims,
+                     TensorData &value, std::string &error)>
+      bindInput;
   /// Require the token-id input to be int64 or int32.
   bool checkTokenIds = true;
   /// Name of the token-id input; empty = the first runtime graph input.
@@ -226,7 +244,9 @@ struct LoadResult {
   /// dims, external data without location or with an absolute/".." location;
   /// undefined node inputs, values produced twice, cycles, graph outputs nothing
   /// produces; token-id input of a non-integer type; bad LoadOptions; shape
-  /// inference failures; sparse initializers; the error of LoadOptions::resolveInputShape.
+  /// inference failures; sparse initializers; the error of LoadOptions::resolveInputShape or
+  /// bindInput, and a bound value whose element type or dims the input's declaration does not
+  /// admit.
   std::string error;
   /// Non-fatal notes (e.g. unused dimParams names). May be non-empty when ok.
   std::vector<std::string> warnings;

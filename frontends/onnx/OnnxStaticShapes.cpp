@@ -155,6 +155,11 @@ public:
         if (decode(*init.data, k))
           known_.emplace(init.info.name, std::move(k));
       }
+    for (const Graph::BoundInput &in : g_.boundInputs) { // attention_mask, position_ids
+      Known k;
+      if (decode(*in.value, k))
+        known_.emplace(in.info.name, std::move(k));
+    }
     for (const Node &n : g_.nodes)
       if (n.domain.empty())
         visit(n);

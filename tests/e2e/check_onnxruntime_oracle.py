@@ -62,7 +62,11 @@ def main(bin_dir, repo, work):
             # onnxruntime is still asked: the form must really fail there (else it is the oracle).
             oracle_file = os.path.join(golden, "oracle.json")
             use_ort = not os.path.exists(oracle_file) or json.load(open(oracle_file))["onnxruntime"]
-            ort_cmd = ["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, ort_out]
+            # Exports with attention_mask / position_ids inputs: onnxruntime is fed the values the
+            # compiled plan binds (golden/<input>_<shape>.npy: ones, 0..S-1).
+            cfg = config_of(os.path.dirname(model))
+            extra = [f"{n}={os.path.join(golden, f'{n}_{shape}.npy')}" for n in cfg.get("graph_inputs", [])[1:]]
+            ort_cmd = ["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, ort_out] + extra
             if use_ort:
                 run(ort_cmd)
             else:
@@ -85,6 +89,21 @@ def main(bin_dir, repo, work):
             failed += not ok
             oracle = "onnxruntime" if use_ort else "the PyTorch golden (onnxruntime's CPU provider lacks this form)"
             print(f"{'ok  ' if ok else 'FAIL'} {name} {shape}: vs {oracle}: {text}")
+            if extra:
+                # The file honours a padded mask: onnxruntime on a left-padded batch equals PyTorch's
+                # logits for it (golden/padded_*), which differ from the unpadded ones.
+                padded = {n: os.path.join(golden, f"padded_{n}_{shape}.npy") for n in cfg["graph_inputs"][1:]}
+                ort_padded = os.path.join(work, tag + "_ort_padded.npy")
+                run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
+                     os.path.join(golden, f"padded_ids_{shape}.npy"), ort_padded] +
+                    [f"{n}={f}" for n, f in padded.items()])
+                torch_padded = np.load(os.path.join(golden, f"padded_logits_{shape}.npy"))
+                ok, text = error_model.logits_bound(cfg, seq).check(np.load(ort_padded), torch_padded)
+                ok = ok and not np.allclose(torch_padded, np.load(ort_out), atol=1e-3)
+                passed += ok
+                failed += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} padded by {cfg['padded_tokens']}: "
+                      f"onnxruntime vs PyTorch: {text}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 

@@ -10,6 +10,7 @@ effect (e.g. a constant on the router's gates raised as routed_scaling_factor). 
 onnxruntime-node a compiled mutant is a failure (nothing can show that its effect was kept).
   check_stray_nodes.py BIN_DIR SAMPLES_DIR WORK_DIR [PER_SAMPLE]
 """
+import json
 import os
 import random
 import shutil
@@ -26,7 +27,8 @@ from make_stray_node_models import insert_after  # noqa: E402
 
 SAMPLES = ["mixtral_tiny", "qwen3_moe_tiny", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny", "gpt_oss_tiny/einsum", "gpt_oss_tiny/dense_masked",
-           "qwen3_moe_tiny/hf_forms", "mixtral_variants/hf_masking_utils_window_opset16"]
+           "qwen3_moe_tiny/hf_forms", "mixtral_variants/hf_masking_utils_window_opset16",
+           "mixtral_variants/hf_masking_utils_inputs_opset17"]
 # Not the fp32 error model's bound: a stray Neg or Sigmoid changes the computation's conditioning
 # (a residual cancelled, a norm's input squashed), which the model does not count; what this test
 # catches is a node dropped or misapplied (a Mul or Add by 2, a Sigmoid, a Neg), which moves the
@@ -61,6 +63,11 @@ def main(bin_dir, samples_dir, work, per_sample):
     for sample in SAMPLES:
         path = os.path.join(samples_dir, sample, "model.onnx")
         ids = os.path.join(samples_dir, sample, "golden", "ids_b2_s8.npy")
+        # attention_mask / position_ids inputs: onnxruntime gets the values the plan binds.
+        cfg_path = os.path.join(samples_dir, sample, "golden", "config.json")
+        cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+        feeds = [f"{n}={os.path.join(samples_dir, sample, 'golden', f'{n}_b2_s8.npy')}"
+                 for n in cfg.get("graph_inputs", [])[1:]]
         names = float_data_nodes(onnx.load(path))
         for where in rng.sample(names, min(per_sample, len(names))):
             m = onnx.load(path)
@@ -88,7 +95,7 @@ def main(bin_dir, samples_dir, work, per_sample):
             ours, ort = os.path.join(work, "ours.npy"), os.path.join(work, "ort.npy")
             subprocess.run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", ids, "--output", ours],
                            check=True, stdout=subprocess.DEVNULL)
-            subprocess.run(["node", os.path.join(oracle, "run_onnxruntime.js"), mutant, ids, ort], check=True)
+            subprocess.run(["node", os.path.join(oracle, "run_onnxruntime.js"), mutant, ids, ort] + feeds, check=True)
             err = float(np.abs(np.load(ours) - np.load(ort)).max())
             ok = err <= TOLERANCE
             kept += ok

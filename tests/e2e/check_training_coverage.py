@@ -35,6 +35,7 @@ MUST_TRAIN = {
     "mixtral_variants/hf_mask_converter_opset17", "mixtral_variants/hf_mask_converter_window_opset14",
     "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
     "qwen3_moe_tiny/hf_forms", "mixtral_variants/sdpa_symbolic_opset17",
+    "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_mask_converter_inputs_opset15",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

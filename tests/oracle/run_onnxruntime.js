@@ -1,6 +1,8 @@
 // Runs an ONNX model with onnxruntime-node (CPU) on token ids from a .npy file and writes the
 // first output as a float32 .npy: an oracle independent of our importer and executor.
-//   node run_onnxruntime.js MODEL.onnx IDS.npy OUT.npy
+//   node run_onnxruntime.js MODEL.onnx IDS.npy OUT.npy [NAME=VALUES.npy ...]
+// IDS.npy feeds the first input; NAME=VALUES.npy feeds the input NAME (attention_mask,
+// position_ids: int64 or int32 .npy, fed as int64).
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -32,10 +34,17 @@ function writeNpyFloat32(path, shape, values) {
 }
 
 async function main() {
-  const [model, idsPath, outPath] = process.argv.slice(2);
+  const [model, idsPath, outPath, ...extra] = process.argv.slice(2);
   const ids = readNpy(idsPath);
   const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], graphOptimizationLevel: 'disabled' });
   const feeds = { [session.inputNames[0]]: new ort.Tensor('int64', ids.data, ids.shape) };
+  for (const arg of extra) {
+    const eq = arg.indexOf('=');
+    if (eq < 1) throw new Error(`${arg}: expected NAME=VALUES.npy`);
+    const name = arg.slice(0, eq), values = readNpy(arg.slice(eq + 1));
+    if (!session.inputNames.includes(name)) throw new Error(`${model}: no input named ${name}`);
+    feeds[name] = new ort.Tensor('int64', values.data, values.shape);
+  }
   const result = await session.run(feeds);
   const out = result[session.outputNames[0]];
   writeNpyFloat32(outPath, out.dims, out.data);

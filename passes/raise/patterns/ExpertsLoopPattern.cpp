@@ -100,6 +100,46 @@ static NodeOp gatherOffExpertsAxis(NodeOp oneHot, int64_t &readAxis, int64_t &ex
   return first;
 }
 
+/// The value an expert's combine weight is read from when it is not the router's gates: the Mul
+/// that scales the expert output `out` (through reshapes), and the value its other operand is
+/// gathered from (through data movement and Gather's data input; Hugging Face's
+/// `routing_weights[top_x, idx, None]` exports as Reshape -> Gather -> Unsqueeze). Nullopt when
+/// the weight is the gates, a constant or computed from the gates, or when no such Mul is found
+/// (the coverage check reports those).
+static std::optional<std::pair<NodeOp, Value>> foreignCombineWeight(Value out, Value gates) {
+  NodeOp mul;
+  Value v = out;
+  for (int steps = 0; steps < 4 && !mul && v.hasOneUse(); ++steps) {
+    auto next = dyn_cast<NodeOp>(*v.getUsers().begin());
+    if (!next)
+      break;
+    if (next.getOpType() == "Mul")
+      mul = next;
+    else if (llvm::is_contained({"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten"},
+                                next.getOpType()))
+      v = next.getOutputs()[0];
+    else
+      break;
+  }
+  std::optional<Value> w = mul ? otherOperand(mul, v) : std::nullopt;
+  if (!w)
+    return std::nullopt;
+  for (int budget = 16; budget-- > 0 && *w != gates;) {
+    NodeOp n = producer(*w, {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity",
+                             "Expand", "Gather", "Slice", "Transpose"});
+    if (!n)
+      break;
+    w = n.getInputs()[0];
+  }
+  // A constant factor is no combine weight but a stray scale, and a value computed from the
+  // gates is the gates with a stray node on their way: the coverage check names that node.
+  NodeOp src = producer(*w);
+  if (*w == gates || !src || src.getOpType() == "Constant" || weightOf(*w) ||
+      dependsOn(*w, gates, 64))
+    return std::nullopt;
+  return std::make_pair(mul, *w);
+}
+
 std::optional<SmallVector<ExpertMatch>>
 ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHidden,
                                    ExpertForm &form) {
@@ -177,6 +217,25 @@ ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHid
       return fail(mm1, "experts: expert index " + std::to_string(*expert) +
                            " is out of range or appears twice"),
              std::nullopt;
+    // The combine scales the expert's output by its gate, router.gates gathered at the expert's
+    // (token, slot) pairs. A weight read from anything else (the router logits, its softmax over
+    // every expert, a second router) is not what moe.experts computes: refuse it by name here
+    // rather than leave the Mul to the coverage check's "not part of any component".
+    if (auto foreign = foreignCombineWeight(mm2.getOutputs()[0], router.gates)) {
+      NodeOp src = producer(foreign->second);
+      std::string what = src ? describe(src) : std::string("a function argument");
+      if (src && src.getOpType() == "MatMul" && weightOf(src.getInputs()[1]) == router.weight)
+        what += ", the router logits x Wg";
+      else if (src && src.getOpType() == "Softmax")
+        what += ", a softmax over every expert";
+      return fail(foreign->first,
+                  "experts: expert " + std::to_string(*expert) +
+                      "'s output is weighted by values gathered from " + what +
+                      ", not by the router's top-k weights (" + router.scoring +
+                      " gates, gathered at the expert's token and slot): the combine must read "
+                      "the weights the router selects"),
+             std::nullopt;
+    }
     sawPlain = true;
     experts[*expert] = {*expert, weightOf(mm1.getInputs()[1]), weightOf(mm3.getInputs()[1]),
                         weightOf(mm2.getInputs()[1])};

@@ -105,7 +105,33 @@ bool ComponentMatcher::checkHeadsInReshape(Value projOut, int64_t heads, int64_t
   return true;
 }
 
-/// A float constant with `count` values upstream of the RoPE angles.
+/// The `count` values of `values` (a constant of static `shape`) along an axis of that size, if
+/// the constant is the same along every other axis: a [count] vector broadcast, e.g. inv_freq
+/// expanded to [batch, count, 1] by `inv_freq[None, :, None].expand(position_ids.shape[0], -1, 1)`
+/// and folded at the compiled batch.
+static std::optional<SmallVector<double>> broadcastVector(ArrayRef<double> values,
+                                                          ArrayRef<int64_t> shape, int64_t count) {
+  if (static_cast<int64_t>(values.size()) == count)
+    return SmallVector<double>(values.begin(), values.end());
+  int64_t stride = 1;
+  for (size_t a = shape.size(); a-- > 0; stride *= shape[a]) {
+    if (shape[a] != count)
+      continue;
+    bool same = true;
+    for (size_t k = 0; same && k < values.size(); ++k)
+      same = values[k] == values[((k / stride) % count) * stride];
+    if (same) {
+      SmallVector<double> out;
+      for (int64_t i = 0; i < count; ++i)
+        out.push_back(values[i * stride]);
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+/// A float constant with `count` values upstream of the RoPE angles (or such a vector
+/// broadcast along other axes).
 std::optional<SmallVector<double>> ComponentMatcher::findInverseFrequencies(Value angles,
                                                                             int64_t count) {
   llvm::DenseSet<Value> seen;
@@ -116,8 +142,8 @@ std::optional<SmallVector<double>> ComponentMatcher::findInverseFrequencies(Valu
     if (!seen.insert(v).second)
       continue;
     if (auto values = constantValues(v))
-      if (static_cast<int64_t>(values->size()) == count)
-        return values;
+      if (auto vector = broadcastVector(*values, staticShape(v), count))
+        return vector;
     if (Operation *def = v.getDefiningOp())
       for (Value operand : def->getOperands())
         work.push_back(operand);

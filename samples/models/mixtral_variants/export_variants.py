@@ -18,7 +18,14 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     Face's two generations written from transformers' code: AttentionMaskConverter's
     torch.full(finfo.min) + masked_fill (modeling_attn_mask_utils.py) and masking_utils' boolean
     kv_idx <= q_idx turned into where(mask, 0, finfo.min), each also with a sliding window of
-    WINDOW keys (the compiler folds them to constants and recognises them by value).
+    WINDOW keys (the compiler folds them to constants and recognises them by value);
+  - graph inputs: input_ids only, or (the *_inputs variants) input_ids, attention_mask and
+    position_ids, as transformers' forward takes them and optimum exports them, each generation's
+    padding mask combined with its causal mask. Their goldens add attention_mask_b{B}_s{S}.npy and
+    position_ids_b{B}_s{S}.npy (ones and 0..S-1: what the compiled plan binds, which
+    golden/logits_* are computed with) and padded_{ids,attention_mask,position_ids,logits}_b{B}_s{S}.npy
+    (the last sequence left-padded by PAD tokens, as generate pads; PyTorch's logits), which
+    onnxruntime must reproduce from the file: the export honours padding.
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
 hyper-parameters, for tests; the compiler never reads it). The Hugging Face-form variants' golden/train/
@@ -67,12 +74,23 @@ VARIANTS = {
                                  "hf_casts"),
     "hf_masking_utils_window_opset16": (16, False, False, "softmax_topk_renorm",
                                         "hf_masking_utils_window", "hf_casts"),
+    # attention_mask and position_ids as graph inputs (transformers' forward signature, as optimum
+    # exports it): the padding mask combined with the causal mask by masking_utils (and_masks of
+    # kv_idx <= q_idx and padding_mask[b, kv_idx], then where(mask, 0, finfo.min)) or by
+    # AttentionMaskConverter.to_4d (_expand_mask's 1 - mask filled with finfo.min, masked into the
+    # causal mask), RoPE angles inv_freq @ position_ids (MixtralRotaryEmbedding.forward).
+    "hf_masking_utils_inputs_opset17": (17, True, False, "softmax_topk_renorm",
+                                        "hf_masking_utils_inputs", "hf_casts"),
+    "hf_mask_converter_inputs_opset15": (15, False, False, "softmax_topk_renorm",
+                                         "hf_converter_inputs", "hf_casts"),
     # Attention as torch.onnx's scaled_dot_product_attention symbolic writes it (is_causal=True):
     # q and k^T each scaled by sqrt(1/sqrt(E)), its own boolean Trilu mask into Where(0, -inf).
     "sdpa_symbolic_opset17": (17, True, False, "softmax_topk_renorm", "sdpa_causal", "hf_casts"),
 }
 # The sliding window of the *_window variants (Mistral-style: every layer).
 WINDOW = 3
+# Padding tokens at the start of the last sequence of the *_inputs variants' padded goldens.
+PAD = 3
 
 
 class HfRMSNorm(base.RMSNorm):
@@ -139,6 +157,77 @@ def masking_utils_causal_mask(bsz, cache_position, kv_length, dtype, sliding_win
     return torch.where(causal_mask, torch.tensor(0.0, dtype=dtype), min_dtype)
 
 
+def masking_utils_padded_mask(attention_mask, cache_position, kv_length, dtype):
+    """transformers' create_causal_mask for eager attention with a 2-D attention_mask, past length
+    0: _preprocess_mask_arguments casts the mask to bool; sdpa_mask's index-based (non-vmap) path
+    with mask_function = and_masks(causal_mask_function, padding_mask_function(padding_mask))
+    (prepare_padding_mask pads nothing when kv_length is the mask's length), evaluated on
+    _non_vmap_expansion_sdpa's broadcast aranges and expanded to [bsz, 1, q, kv]; then
+    eager_mask's torch.where(mask, 0, finfo.min)."""
+    attention_mask = attention_mask.to(dtype=torch.bool)
+    batch_size = attention_mask.shape[0]
+    q_length = cache_position.shape[0]
+    padding_mask = attention_mask
+
+    def causal_mask_function(batch_idx, head_idx, q_idx, kv_idx):
+        return kv_idx <= q_idx
+
+    def padding_mask_function(batch_idx, head_idx, q_idx, kv_idx):
+        return padding_mask[batch_idx, kv_idx]
+
+    def and_mask(batch_idx, head_idx, q_idx, kv_idx):
+        result = q_idx.new_ones((), dtype=torch.bool)
+        for mask in (causal_mask_function, padding_mask_function):
+            result = result & mask(batch_idx, head_idx, q_idx, kv_idx)
+        return result
+
+    batch_arange = torch.arange(batch_size)
+    head_arange = torch.arange(1)
+    kv_arange = torch.arange(kv_length) + 0
+    causal_mask = and_mask(batch_arange[:, None, None, None], head_arange[None, :, None, None],
+                           cache_position[None, None, :, None], kv_arange[None, None, None, :])
+    causal_mask = causal_mask.expand(batch_size, -1, q_length, kv_length)
+    # A tensor, not transformers' Python float, for torch 1.13's exporter (as above).
+    min_dtype = torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    return torch.where(causal_mask, torch.tensor(0.0, dtype=dtype), min_dtype)
+
+
+def converter_expand_mask(mask, dtype, tgt_len):
+    """AttentionMaskConverter._expand_mask: [bsz, src] -> [bsz, 1, tgt, src], 0 where the key is
+    kept and finfo.min where it is padding."""
+    bsz, src_len = mask.size()
+    expanded_mask = mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+    inverted_mask = 1.0 - expanded_mask
+    return inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
+
+
+def converter_padded_mask(attention_mask, query_length, key_value_length, dtype):
+    """_prepare_4d_causal_attention_mask -> AttentionMaskConverter(is_causal=True).to_4d, past
+    length key_value_length - query_length = 0: the causal mask, masked with the expanded padding
+    mask."""
+    input_shape = (attention_mask.shape[0], query_length)
+    causal_4d_mask = converter_causal_mask(input_shape[0], input_shape[-1], dtype)
+    expanded_attn_mask = converter_expand_mask(attention_mask, dtype, tgt_len=input_shape[-1])
+    return causal_4d_mask.masked_fill(expanded_attn_mask.bool(), torch.finfo(dtype).min)
+
+
+class HfRotaryEmbedding(base.RotaryEmbedding):
+    """MixtralRotaryEmbedding.forward (transformers >= 4.45) verbatim: angles inv_freq @
+    position_ids in float32, cos and sin scaled by attention_scaling (1.0 for the default rope
+    type) and cast to x's dtype."""
+
+    attention_scaling = 1.0
+
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos() * self.attention_scaling
+        sin = emb.sin() * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
 class SdpaAttention(base.Attention):
     """base.Attention with its scores computed as torch.onnx's scaled_dot_product_attention
     symbolic (torch/onnx/symbolic_opset14.py, torch 2.x) does for is_causal=True, written out
@@ -169,7 +258,9 @@ class SdpaAttention(base.Attention):
 class Model(base.MixtralTiny):
     mask_form = "triu"
 
-    def rope_and_mask(self, input_ids):
+    def rope_and_mask(self, input_ids, attention_mask=None, position_ids=None, x=None):
+        if self.mask_form.endswith("_inputs"):
+            return self.rope_and_mask_from_inputs(input_ids, attention_mask, position_ids, x)
         cos, sin, mask = super().rope_and_mask(input_ids)
         bsz, seq = input_ids.shape
         window = WINDOW if self.mask_form.endswith("_window") else None
@@ -184,6 +275,44 @@ class Model(base.MixtralTiny):
             mask = masking_utils_causal_mask(bsz, cache_position, seq, cos.dtype, window)
         return cos, sin, mask
 
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        if not self.mask_form.endswith("_inputs"):
+            return super().forward(input_ids)
+        x = self.embed_tokens(input_ids)
+        cos, sin, mask = self.rope_and_mask(input_ids, attention_mask, position_ids, x)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+    def rope_and_mask_from_inputs(self, input_ids, attention_mask, position_ids, x):
+        """MixtralModel.forward with past_key_values None: the defaults transformers fills in when
+        the caller passes no mask or positions (every token attends; positions 0..seq-1), the 4-D
+        mask of either generation, and the rotary embedding of the positions."""
+        if x is None:
+            x = self.embed_tokens(input_ids)
+        bsz, seq = input_ids.shape
+        if attention_mask is None:
+            attention_mask = torch.ones((bsz, seq), dtype=torch.long)
+        cache_position = torch.arange(0, seq)
+        if position_ids is None:
+            position_ids = cache_position.unsqueeze(0)
+        if self.mask_form.startswith("hf_masking_utils"):
+            mask = masking_utils_padded_mask(attention_mask, cache_position, seq, x.dtype)
+        else:
+            mask = converter_padded_mask(attention_mask, seq, seq, x.dtype)
+        cos, sin = self.rotary_emb(x, position_ids)
+        return cos, sin, mask
+
+
+def padded_inputs(ids, pad):
+    """A left-padded batch as transformers' generate builds it: the last row's first `pad` tokens
+    are padding (attention_mask 0), position_ids = cumsum(mask) - 1 with padding set to 1."""
+    mask = torch.ones_like(ids)
+    mask[-1, :pad] = 0
+    position_ids = mask.long().cumsum(-1) - 1
+    position_ids.masked_fill_(mask == 0, 1)
+    return mask, position_ids
+
 
 def build(scoring, mask_form, norm_form="sample"):
     base.CONFIG.update(CONFIG)  # the margin helpers read the module's CONFIG
@@ -195,6 +324,8 @@ def build(scoring, mask_form, norm_form="sample"):
         layer.block_sparse_moe = block
         if mask_form == "sdpa_causal":  # same parameters, same registration order
             layer.self_attn = SdpaAttention(CONFIG)
+    if mask_form.endswith("_inputs"):  # a buffer, not a parameter: the seeded weights are the same
+        model.rotary_emb = HfRotaryEmbedding(CONFIG["head_dim"], CONFIG["rope_theta"])
     if norm_form == "hf_casts":
         # Same parameters in the same order, so the seeded weights equal the other variants'.
         eps = CONFIG["rms_norm_eps"]
@@ -225,10 +356,15 @@ def export_variant(name, out_dir):
     os.makedirs(gdir, exist_ok=True)
     path = os.path.join(vdir, "model.onnx")
     ids = torch.zeros((2, 8), dtype=torch.int64)
-    torch.onnx.export(model, ids, path, opset_version=opset, input_names=["input_ids"],
-                      output_names=["logits"], do_constant_folding=fold,
-                      dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
-                                    "logits": {0: "batch", 1: "seq"}})
+    args, names = ids, ["input_ids"]
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    with_inputs = mask_form.endswith("_inputs")
+    if with_inputs:  # optimum's inputs: attention_mask and position_ids [batch, seq]
+        args = (ids, torch.ones_like(ids), torch.arange(8).unsqueeze(0).expand(2, 8))
+        names += ["attention_mask", "position_ids"]
+        axes.update({n: {0: "batch", 1: "seq"} for n in names[1:]})
+    torch.onnx.export(model, args, path, opset_version=opset, input_names=names,
+                      output_names=["logits"], do_constant_folding=fold, dynamic_axes=axes)
     m = onnx.load(path)
     for n in m.graph.node:
         n.doc_string = ""
@@ -246,12 +382,28 @@ def export_variant(name, out_dir):
             logits = model(ids)
         np.save(os.path.join(gdir, f"ids_b{batch}_s{seq}.npy"), base.i64(ids))
         np.save(os.path.join(gdir, f"logits_b{batch}_s{seq}.npy"), base.f32(logits))
+        if with_inputs:
+            # The values the compiled plan binds (no padding), for onnxruntime to be fed with.
+            np.save(os.path.join(gdir, f"attention_mask_b{batch}_s{seq}.npy"), base.i64(torch.ones_like(ids)))
+            np.save(os.path.join(gdir, f"position_ids_b{batch}_s{seq}.npy"),
+                    base.i64(torch.arange(seq).unsqueeze(0).expand(batch, seq)))
+            # A left-padded batch, which the exported file must honour (onnxruntime vs PyTorch)
+            # and the compiler cannot run (its plan has no mask input).
+            mask, position_ids = padded_inputs(ids, PAD)
+            with torch.no_grad():
+                padded = model(ids, mask, position_ids)
+            for key, t in [("ids", base.i64(ids)), ("attention_mask", base.i64(mask)),
+                           ("position_ids", base.i64(position_ids)), ("logits", base.f32(padded))]:
+                np.save(os.path.join(gdir, f"padded_{key}_b{batch}_s{seq}.npy"), t)
     cfg = dict(CONFIG, router_scoring=scoring, opset=opset, constant_folding=fold,
                external_data=external, trace_batch=2, trace_seq=8)
     if norm_form != "sample":
         cfg["rms_norm_form"] = norm_form
     if mask_form != "triu":
         cfg["mask_form"] = mask_form
+    if with_inputs:
+        cfg["graph_inputs"] = names
+        cfg["padded_tokens"] = PAD
     if mask_form.endswith("_window"):
         # The keys each query sees. AttentionMaskConverter fills tril(diagonal = -window - 1), so
         # its queries see window + 1 keys; masking_utils' kv_idx > q_idx - window, window keys.

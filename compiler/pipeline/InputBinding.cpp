@@ -1,0 +1,97 @@
+//===- InputBinding.cpp - attention_mask and position_ids at the compiled shape -------===//
+#include "compiler/pipeline/InputBinding.h"
+
+#include <cstring>
+
+namespace disagmoe {
+using onnxfe::ElemType;
+
+namespace {
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+/// Element k of `value` set to `x` in its element type (bool: x != 0).
+void store(onnxfe::TensorData &value, int64_t k, int64_t x) {
+  char *p = value.bytes.data() + k * onnxfe::elemTypeSize(value.type);
+  switch (value.type) {
+  case ElemType::Int64:
+    std::memcpy(p, &x, 8);
+    break;
+  case ElemType::Int32: {
+    auto v = static_cast<int32_t>(x);
+    std::memcpy(p, &v, 4);
+    break;
+  }
+  case ElemType::Float: {
+    auto v = static_cast<float>(x);
+    std::memcpy(p, &v, 4);
+    break;
+  }
+  default: // Bool, UInt8, Int8: one byte
+    *p = static_cast<char>(x);
+  }
+}
+} // namespace
+
+bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
+                    const std::vector<int64_t> &tokenDims, onnxfe::TensorData &value,
+                    std::string &note, std::string &error) {
+  const std::string what = path + ": graph input '" + declared.name + "'";
+  if (tokenDims.size() != 2) {
+    error = what + ": an input besides the token ids needs the compiled [batch, seq]";
+    return false;
+  }
+  const int64_t batch = tokenDims[0], seq = tokenDims[1];
+  const bool isMask = declared.name == "attention_mask", isPos = declared.name == "position_ids";
+  if (!isMask && !isPos) {
+    error = what + ": the plan's only runtime input is the token ids; of the other inputs, only "
+                   "attention_mask (bound to ones) and position_ids (0..seq-1) are bound";
+    return false;
+  }
+  const std::vector<int64_t> &d = declared.dims;
+  auto fits = [](int64_t declaredDim, int64_t want) {
+    return declaredDim < 0 || declaredDim == want;
+  };
+  std::vector<int64_t> dims;
+  if (declared.hasShape && d.size() == 2 && fits(d[1], seq) &&
+      (fits(d[0], batch) || (isPos && d[0] == 1)))
+    dims = {d[0] == 1 && isPos ? 1 : batch, seq};
+  else if (isPos && declared.hasShape && d.size() == 1 && fits(d[0], seq))
+    dims = {seq};
+  if (dims.empty()) {
+    error = what + " is declared " + (declared.hasShape ? dimsText(d) : std::string("unranked")) +
+            ", but the plan runs [batch = " + std::to_string(batch) +
+            ", seq = " + std::to_string(seq) + "] token ids with no padding, " +
+            (isMask ? "binding attention_mask to ones of [batch, seq]: a padded, longer or 4-D "
+                      "mask is not supported"
+                    : "binding position_ids to 0..seq-1 of [1 or batch, seq]");
+    return false;
+  }
+  const ElemType t = declared.type;
+  const bool maskType = t == ElemType::Int64 || t == ElemType::Int32 || t == ElemType::Bool ||
+                        t == ElemType::Float || t == ElemType::UInt8 || t == ElemType::Int8;
+  if ((isMask && !maskType) || (isPos && t != ElemType::Int64 && t != ElemType::Int32)) {
+    error = what + ": element type " + onnxfe::elemTypeName(t) + " is not supported (" +
+            (isMask ? "int64, int32, int8, uint8, bool or float" : "int64 or int32") + ")";
+    return false;
+  }
+  value.type = t;
+  value.dims = dims;
+  int64_t count = 1;
+  for (int64_t x : dims)
+    count *= x;
+  value.bytes.assign(static_cast<size_t>(count * onnxfe::elemTypeSize(t)), 0);
+  for (int64_t k = 0; k < count; ++k)
+    store(value, k, isMask ? 1 : k % seq);
+  note = "graph input '" + declared.name + "' " + dimsText(dims) + " bound to " +
+         (isMask ? "all ones (the plan runs every sequence at its full " + std::to_string(seq) +
+                       " tokens: no padding)"
+                 : "0.." + std::to_string(seq - 1) + " (no padding, no KV cache)");
+  return true;
+}
+
+} // namespace disagmoe

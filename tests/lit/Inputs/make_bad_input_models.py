@@ -1,0 +1,49 @@
+"""Writes variants of the Hugging Face export with attention_mask and position_ids inputs
+(samples/models/mixtral_variants/hf_masking_utils_inputs_opset17) whose extra inputs the compiled
+plan cannot bind (tests/lit/raise/bind-graph-inputs.test):
+
+- long_mask.onnx: attention_mask declared [batch, 16], a mask longer than the 8 tokens compiled
+  (padding to a fixed length, or a KV cache): the plan runs no padding;
+- mask_4d.onnx: attention_mask declared [batch, 1, seq, seq] (a custom 4-D mask);
+- token_type.onnx: a fourth input token_type_ids [batch, seq], which nothing binds.
+Run with Debian's /usr/bin/python3 (onnx).
+"""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLE = os.path.join(HERE, "..", "..", "..", "samples", "models", "mixtral_variants",
+                      "hf_masking_utils_inputs_opset17", "model.onnx")
+
+
+def set_dims(value_info, dims):
+    shape = value_info.type.tensor_type.shape
+    del shape.dim[:]
+    for d in dims:
+        if isinstance(d, int):
+            shape.dim.add().dim_value = d
+        else:
+            shape.dim.add().dim_param = d
+
+
+def main(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    m = onnx.load(SAMPLE)
+    set_dims(next(i for i in m.graph.input if i.name == "attention_mask"), ["batch", 16])
+    onnx.save(m, os.path.join(out_dir, "long_mask.onnx"))
+
+    m = onnx.load(SAMPLE)
+    set_dims(next(i for i in m.graph.input if i.name == "attention_mask"), ["batch", 1, "seq", "seq"])
+    onnx.save(m, os.path.join(out_dir, "mask_4d.onnx"))
+
+    m = onnx.load(SAMPLE)
+    m.graph.input.append(helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", "seq"]))
+    onnx.save(m, os.path.join(out_dir, "token_type.onnx"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
