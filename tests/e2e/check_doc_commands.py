@@ -7,7 +7,8 @@ possibly after a path (build/bin/), a launcher (mpirun ..., srun ...) or environ
 - in fenced code blocks, with "\\"-continued lines joined; a usage synopsis (optional [groups],
   A|B alternatives, indented continuation lines) is checked as its base alone and its base with each
   optional group, each alternative in turn (nested groups with their parent), "..." dropped and
-  trailing (prose) or # comments ignored;
+  trailing (prose) or # comments ignored; a config block's first line "# run.yaml: COMMAND" is
+  checked as COMMAND;
 - in inline code spans; a span that names flags without the command's positional or required
   arguments ("`disagmoe-run --train`") is completed with placeholders and checked again.
 Upper-case placeholders (N, DIR, PLAN_DIR) become "2" and shell variables ("$PLAN") a word. Each
@@ -238,6 +239,10 @@ def extract(path, text):
     for _, _, body in fenced_blocks(lines):
         fenced_lines.update(n for n, _ in body)
         for number, line in logical_lines(body):
+            # "# run.yaml: disagmoe-run --config run.yaml ...": the command a config block is for.
+            header = re.match(r"^\s*#\s*[\w.-]+\.(?:ya?ml|json):\s*(.*)$", line)
+            if header and number == body[0][0]:
+                line = header.group(1)
             if is_synopsis(line):
                 for argv in synopsis_commands(line):
                     commands.append(Command(path, number, line.strip(), "synopsis", normalise(argv)))
