@@ -1,5 +1,6 @@
 //===- CommandLine.cpp - one-line refusal of unknown `disagmoe` flags -----------===//
 #include "compiler/tools/CommandLine.h"
+#include "runtime/tools/ParseOnly.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,7 +54,13 @@ bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef comma
     errs() << command << ": " << why << "\n";
     return false;
   }
-  return cl::ParseCommandLineOptions(argc, argv, overview, &errs());
+  if (!cl::ParseCommandLineOptions(argc, argv, overview, &errs()))
+    return false;
+  if (parseOnly()) { // nothing is open yet: every subcommand parses before it reads a file
+    outs().flush();
+    std::exit(0);
+  }
+  return true;
 }
 
 } // namespace disagmoe::tools

@@ -22,6 +22,10 @@ std::string unknownOption(int argc, char **argv);
 
 /// unknownOption, then cl::ParseCommandLineOptions; false when either refused (the error is on
 /// stderr, prefixed with `command`, e.g. "disagmoe plan"). Callers exit with 2.
+/// With DISAGMOE_PARSE_ONLY=1 in the environment (runtime/tools/ParseOnly.h) a successful parse
+/// exits the process with 0 here, so every subcommand must call this before it opens a file: the
+/// flags, their value syntax and llvm::cl's own checks (a missing required option or positional)
+/// are checked, not the subcommand's later checks of values (ranges, names of layouts).
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview, llvm::StringRef command);
 
 } // namespace disagmoe::tools

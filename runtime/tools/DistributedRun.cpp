@@ -14,6 +14,7 @@
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/ParseOnly.h"
 #include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
 #include "runtime/train/Checkpoint.h"
@@ -210,12 +211,14 @@ Options parseArgs(int argc, char **argv) {
     throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run "
                      "--train or --comm "
                      "mpi (they run on --backend cpu)");
-  if (o.backend == "cuda")
+  // What this build lacks is not a fault of the command line: parse-only mode accepts it.
+  [[maybe_unused]] const bool checkBuild = !parseOnly();
+  if (o.backend == "cuda" && checkBuild)
     throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
-  if (o.backend != "cpu")
+  if (o.backend != "cpu" && o.backend != "cuda")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
 #ifndef DISAGMOE_HAVE_NCCL
-  if (o.comm == "nccl")
+  if (o.comm == "nccl" && checkBuild)
     throw UsageError("comm \"nccl\" is not built in this version (MPI, the CUDA runtime or NCCL "
                      "was not found at "
                      "build time; available: local, mpi)");
@@ -226,7 +229,7 @@ Options parseArgs(int argc, char **argv) {
     throw UsageError("--op-times-out and --trace time the ranks of this process: they need --train "
                      "with --comm local");
 #ifndef DISAGMOE_HAVE_MPI
-  if (o.comm == "mpi")
+  if (o.comm == "mpi" && checkBuild)
     throw UsageError("comm \"mpi\" is not built in this version (MPI was not found at build time)");
 #endif
   if (o.optimizer != "sgd" && o.optimizer != "adamw")
@@ -1090,6 +1093,8 @@ const char *distributedUsage() {
 int distributedMain(int argc, char **argv) {
   try {
     Options o = parseArgs(argc, argv);
+    if (parseOnly())
+      return 0;
     checkOutputs(o);
     checkInputs(o);
 #ifdef DISAGMOE_HAVE_MPI

@@ -1,5 +1,6 @@
 // --init-weights, --export-hf, --export-dtype, --export-shard-bytes (HfFlags.h).
 #include "runtime/tools/HfFlags.h"
+#include "runtime/tools/ParseOnly.h"
 
 #include <filesystem>
 #include <stdexcept>
@@ -45,6 +46,8 @@ void HfFlags::check() const {
     throw std::invalid_argument(
         std::string(dtypeGiven ? "--export-dtype" : "--export-shard-bytes") +
         " needs --export-hf DIR");
+  if (parseOnly()) // DISAGMOE_PARSE_ONLY=1: no path is looked at (runtime/tools/ParseOnly.h)
+    return;
   if (!exportDir.empty())
     if (const std::string why = train::hfExportRefusal(exportDir); !why.empty())
       throw std::invalid_argument("--export-hf " + exportDir + ": " + why);

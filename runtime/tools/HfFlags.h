@@ -33,8 +33,8 @@ struct HfFlags {
   /// Throws std::invalid_argument for a bad value.
   bool take(const std::string &flag, const std::string &value);
   /// Before any work: --export-dtype / --export-shard-bytes need --export-hf; the export directory
-  /// must be absent or empty (train::hfExportRefusal); --init-weights must exist. Throws
-  /// std::invalid_argument.
+  /// must be absent or empty (train::hfExportRefusal); --init-weights must exist (neither path is
+  /// looked at under DISAGMOE_PARSE_ONLY=1, ParseOnly.h). Throws std::invalid_argument.
   void check() const;
 };
 

@@ -7,6 +7,9 @@
 // option --lr-mn (did you mean --lr-min? see --help)", "unexpected argument \"x\" (the plan is
 // \"p\")", "--lr needs --train (or --comm mpi; see --help)", "--warmup applies to the forward run
 // only (not to --train or --comm mpi runs)".
+// DISAGMOE_PARSE_ONLY=1 (ParseOnly.h): both runs stop after these checks and their own checks of
+// values and combinations, exit 0 and open nothing (a --config file is still read: it holds flags);
+// a backend or comm this build lacks is then accepted.
 #pragma once
 
 #include "runtime/tools/RunFlags.h"

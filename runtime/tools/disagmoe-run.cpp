@@ -11,7 +11,9 @@
 // Without --input, token ids are drawn uniformly from the vocabulary with a seeded mt19937_64
 // (shape: --batch/--seq-len, default the plan's compiled shape). Prints the placement, the
 // exchange bytes per layer and the throughput. Every error: one line "disagmoe-run: <message>" on
-// stderr and exit code 1.
+// stderr and exit code 1. With DISAGMOE_PARSE_ONLY=1 (runtime/tools/ParseOnly.h) it exits 0 after
+// parsing and checking the flags (--config's file is read: it holds flags), before the plan or any
+// other file is opened.
 #include "runtime/executor/Executor.h"
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
@@ -19,6 +21,7 @@
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
+#include "runtime/tools/ParseOnly.h"
 #include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
 #include "runtime/tools/SimBackend.h"
@@ -150,10 +153,12 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.plan.empty())
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
-  if (o.backend == "cuda")
+  // What this build lacks is not a fault of the command line: parse-only mode accepts it.
+  const bool checkBuild = !tools::parseOnly();
+  if (o.backend == "cuda" && checkBuild)
     throw UsageError("backend \"" + o.backend +
                      "\" is not built in this version (available: cpu, sim)");
-  if (o.backend != "cpu" && o.backend != "sim")
+  if (o.backend != "cpu" && o.backend != "sim" && o.backend != "cuda")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.backend != "sim" && !o.opTimes.empty())
     throw UsageError("--op-times needs --backend sim");
@@ -180,10 +185,10 @@ Options parseArgs(int argc, char **argv) {
   } catch (const std::invalid_argument &e) {
     throw UsageError(e.what());
   }
-  if (o.comm == "mpi" || o.comm == "nccl")
+  if ((o.comm == "mpi" || o.comm == "nccl") && checkBuild)
     throw UsageError("comm \"" + o.comm +
                      "\" is not built in this version (available: local, mpi)");
-  if (o.comm != "local")
+  if (o.comm != "local" && o.comm != "mpi" && o.comm != "nccl")
     throw UsageError("unknown comm \"" + o.comm + "\" (expected local, mpi or nccl)");
   return o;
 }
@@ -324,7 +329,10 @@ int main(int argc, char **argv) {
   if (disagmoe::tools::handlesArgs(argc, argv))
     return disagmoe::tools::distributedMain(argc, argv);
   try {
-    return run(parseArgs(argc, argv));
+    const Options o = parseArgs(argc, argv);
+    if (tools::parseOnly())
+      return 0;
+    return run(o);
   } catch (const std::bad_alloc &) { // the shape checks passed, yet a buffer of the run did not fit
     std::cerr << "disagmoe-run: out of host memory running the plan's forward (a buffer of the "
                  "token ids, weights, "
