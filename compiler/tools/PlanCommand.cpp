@@ -117,6 +117,11 @@ int planMain(int argc, char **argv) {
   cl::opt<std::string> gradReduce(
       "grad-reduce", cl::desc("Gradient reduction dtype on the wire: fp32 (default), bf16"),
       cl::init("fp32"), cl::cat(category));
+  cl::opt<double> searchBudget(
+      "search-budget",
+      cl::desc("Wall seconds of the simulated search, seeds and climb (default 60; --time-limit "
+               "bounds Z3 only)"),
+      cl::init(60.0), cl::cat(category));
   cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"),
                            cl::cat(category));
   cl::opt<std::string> jsonOut(
@@ -152,9 +157,15 @@ int planMain(int argc, char **argv) {
     return fail("--grad-reduce: unknown dtype '" + gradReduce + "' (fp32, bf16)");
   if (searchSeeds < 0)
     return fail("--search-seeds must be >= 0");
+  if (!(searchBudget > 0))
+    return fail("--search-budget must be > 0 seconds");
   o.gradSync.distributedOptimizer = o.memory.zero1;
-  if (optimizerBytes < 0 || reserveGb < 0 || timeLimit <= 0)
-    return fail("--optimizer-bytes and --reserve-gb must be >= 0, --time-limit > 0");
+  if (optimizerBytes < 0)
+    return fail("--optimizer-bytes must be >= 0");
+  if (reserveGb < 0)
+    return fail("--reserve-gb must be >= 0");
+  if (!(timeLimit > 0))
+    return fail("--time-limit must be > 0 seconds");
   o.memory.optimizerBytes = optimizerBytes;
   o.reserveBytes = reserveGb * 1e9;
   o.timeLimitSeconds = timeLimit;
@@ -180,9 +191,14 @@ int planMain(int argc, char **argv) {
 
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
-  if (!jsonOut.empty() && jsonOut != "-")
+  if (!jsonOut.empty() && jsonOut != "-") {
     if (const std::string why = outputRefusal(jsonOut); !why.empty())
       return fail("--json " + jsonOut + ": " + why);
+    // Checked now, not after minutes of planning.
+    StringRef parent = sys::path::parent_path(jsonOut);
+    if (!parent.empty() && !sys::fs::is_directory(parent))
+      return fail("--json " + jsonOut + ": its directory " + parent.str() + " does not exist");
+  }
   raw_ostream &os = jsonOut == "-" ? nulls() : outs();
   json::Object doc{{"model", sys::path::filename(configFile).str()},
                    {"cluster", clu.name},
@@ -335,12 +351,15 @@ int planMain(int argc, char **argv) {
     search::SearchOptions so;
     so.base = search::baseOf(sp);
     so.seeds = static_cast<size_t>(searchSeeds);
+    so.budgetSeconds = searchBudget;
+    os.flush(); // the Z3 report is visible while the search runs
     search::SearchResult found = search::searchPlan(sp, z, so);
     os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "
                   "candidates in each layout, then a climb): {1} configurations in {2:F2} s\n",
                   so.seeds, found.trials.size(), found.seconds);
     if (found.budgetHit)
-      os << formatv("  note: the climb stopped on its {0:F0} s budget before converging\n",
+      os << formatv("  note: the search stopped on its {0:F0} s budget (--search-budget) before "
+                    "simulating every seed or converging\n",
                     so.budgetSeconds);
     if (c.cand.cp != 1)
       os << formatv("  note: the simulator has no ring attention, so the search runs at cp 1 "

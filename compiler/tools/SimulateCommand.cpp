@@ -183,6 +183,10 @@ int simulateMain(int argc, char **argv) {
       cl::init("on"), cl::cat(category));
   cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"),
                                cl::init(""), cl::cat(category));
+  cl::opt<double> searchBudget(
+      "search-budget",
+      cl::desc("Wall seconds of DisagMoE's simulated search, seeds and climb (default 60)"),
+      cl::init(60.0), cl::cat(category));
   cl::opt<std::string> traceOut("trace",
                                 cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file"),
                                 cl::init(""), cl::cat(category));
@@ -192,10 +196,21 @@ int simulateMain(int argc, char **argv) {
     return 2;
   if (efficiency <= 0 || efficiency > 1)
     return fail("--compute-efficiency must be in (0, 1]");
-  if (inflight < 0 || ep < 1)
-    return fail("--inflight must be >= 0 and --ep >= 1");
+  if (inflight < 0)
+    return fail("--inflight must be >= 0 (0: the largest window that fits memory)");
+  if (ep < 1)
+    return fail("--ep must be >= 1");
+  if (seqLen < 1 || seqLen > globalTokens)
+    return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
+                (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +
+                std::to_string(seqLen));
+  if (globalTokens % seqLen)
+    return fail("--global-tokens " + std::to_string(globalTokens) +
+                " is not a multiple of --seq-len " + std::to_string(seqLen));
   if (searchSeeds < 0)
     return fail("--search-seeds must be >= 0");
+  if (!(searchBudget > 0))
+    return fail("--search-budget must be > 0 seconds");
   if (!(baselineBudget >= 0))
     return fail("--baseline-budget must be >= 0");
   std::vector<afpipe::Config::Layout> layouts;
@@ -324,6 +339,7 @@ int simulateMain(int argc, char **argv) {
     } else {
       so.seeds = static_cast<size_t>(searchSeeds);
     }
+    so.budgetSeconds = searchBudget;
     found = search::searchPlan(problem, z3, so, !traceOut.empty());
     best.ok = found.ok;
     best.error = found.error;
@@ -348,7 +364,8 @@ int simulateMain(int argc, char **argv) {
                     found.trials.size(), found.seconds, found.best.origin, found.best.predicted,
                     found.best.simulated, found.why);
       if (found.budgetHit)
-        os << "  note: the climb stopped on its time budget before converging\n";
+        os << "  note: the search stopped on its --search-budget before simulating every seed or "
+              "converging\n";
       os << formatv("  gradient synchronisation: {0}\n", ac.gradSync.describe());
     }
     outcomes.push_back(best);
@@ -392,11 +409,11 @@ int simulateMain(int argc, char **argv) {
                  formatv(", dp {0}", t.config.ep * t.config.replicas).str();
       return x;
     };
-    std::string atEpWhy = "no configuration at ep " + std::to_string(ep);
+    // The row at --ep reports only settings with that EP (the tuned row has the search's error).
+    std::string atEpWhy = "no configuration at ep " + std::to_string(ep) +
+                          " satisfies the pipeline's integer constraints on this cluster and batch";
     if (!r.lastRefusalAtEp.empty())
       atEpWhy = r.lastRefusalAtEp;
-    else if (!r.ok)
-      atEpWhy = r.error;
     tunedRows.push_back(row(name + " (tuned)", r.ok, r.best, r.error));
     outcomes.push_back(row(name, r.okAtEp, r.atEp, atEpWhy));
     outcomes.back().tuned = &tunedRows.back();

@@ -48,9 +48,16 @@ void HfFlags::check() const {
         " needs --export-hf DIR");
   if (parseOnly()) // DISAGMOE_PARSE_ONLY=1: no path is looked at (runtime/tools/ParseOnly.h)
     return;
-  if (!exportDir.empty())
+  if (!exportDir.empty()) {
     if (const std::string why = train::hfExportRefusal(exportDir); !why.empty())
       throw std::invalid_argument("--export-hf " + exportDir + ": " + why);
+    // The export creates DIR itself, not its parents: checked now, not after the run.
+    const std::filesystem::path parent = std::filesystem::path(exportDir).parent_path();
+    std::error_code pec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, pec))
+      throw std::invalid_argument("--export-hf " + exportDir + ": its parent directory " +
+                                  parent.string() + " does not exist");
+  }
   std::error_code ec;
   if (!initWeights.empty() && !std::filesystem::exists(initWeights, ec))
     throw std::invalid_argument("--init-weights " + initWeights + ": does not exist");

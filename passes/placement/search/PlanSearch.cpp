@@ -83,8 +83,14 @@ struct Runner {
   SearchResult &res;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int64_t>> seen;
 
+  std::chrono::steady_clock::time_point deadline;
+  std::atomic<bool> skipped{false};
+
   Runner(const placement::Problem &p, const SearchOptions &opt, SearchResult &r)
-      : problem(p), o(opt), hw(afpipe::hardwareOf(p.cluster)), res(r) {}
+      : problem(p), o(opt), hw(afpipe::hardwareOf(p.cluster)), res(r),
+        deadline(std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(opt.budgetSeconds))) {}
 
   /// Builds (unverified) and simulates one configuration. Pure: safe on several threads.
   Trial evaluate(const Job &job) const {
@@ -144,9 +150,21 @@ struct Runner {
     }
     std::vector<Trial> out(todo.size());
     std::atomic<size_t> next{0};
+    // A job that would start after the deadline is not simulated (the first job of the search,
+    // Z3's optimum, always runs), so the budget bounds the seeds as well as the climb.
     auto worker = [&] {
-      for (size_t i = next++; i < todo.size(); i = next++)
+      for (size_t i = next++; i < todo.size(); i = next++) {
+        if (!res.trials.empty() || i > 0)
+          if (std::chrono::steady_clock::now() >= deadline) {
+            out[i].config = jobs[todo[i]].config;
+            out[i].layout = jobs[todo[i]].layout;
+            out[i].origin = jobs[todo[i]].origin;
+            out[i].error = "not simulated: the search's time budget was spent";
+            skipped = true;
+            continue;
+          }
         out[i] = evaluate(jobs[todo[i]]);
+      }
     };
     const size_t threads =
         std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -205,7 +223,8 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
   }
   // 3. Climb.
   const bool autoRecompute = problem.options.recompute == placement::Recompute::Auto;
-  for (int64_t move = 0; move < o.maxMoves; ++move) {
+  res.budgetHit = run.skipped;
+  for (int64_t move = 0; move < o.maxMoves && !res.budgetHit; ++move) {
     if (elapsed() >= o.budgetSeconds) {
       res.budgetHit = true;
       break;
@@ -248,6 +267,7 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
     if (!improved)
       break;
   }
+  res.budgetHit = res.budgetHit || run.skipped;
   // 4. The winner, verified.
   res.best = res.trials[best];
   if (seedIndex >= 0)

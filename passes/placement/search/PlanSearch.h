@@ -39,10 +39,10 @@ struct SearchOptions {
   size_t seeds = 16; ///< roofline candidates simulated beside Z3's optimum
   std::vector<afpipe::Config::Layout> layouts{afpipe::Config::Layout::Separate,
                                               afpipe::Config::Layout::Packed};
-  /// Wall time after which the climb stops (the seeds always run). A safety net, not the normal
-  /// end: the climb ends when no move improves or after maxMoves, so the result does not depend on
-  /// the machine's speed unless SearchResult::budgetHit says so (60 s: the bound for
-  /// planning 1024 GPUs).
+  /// Wall time of the whole search: a seed or move that would start later is not simulated (Z3's
+  /// optimum always is). A safety net, not the normal end: the climb ends when no move improves or
+  /// after maxMoves, so the result does not depend on the machine's speed unless
+  /// SearchResult::budgetHit says so (60 s: the bound for planning 1024 GPUs).
   double budgetSeconds = 60;
   const sim::OpTimes *opTimes = nullptr;
   int64_t maxMoves = 64;
@@ -69,7 +69,7 @@ struct SearchResult {
   sched::Schedule schedule;  ///< the winner's verified schedule
   sim::SimResult run;        ///< its simulation (SimOptions::recordTimes when asked)
   double seconds = 0;
-  bool budgetHit = false; ///< the climb stopped on budgetSeconds, not on convergence
+  bool budgetHit = false; ///< seeds were skipped or the climb stopped on budgetSeconds
   std::string why;        ///< one line: what made the winner faster than Z3's optimum
 };
 
