@@ -63,6 +63,16 @@ def parse_groups(text):
     """Synopsis text -> a sequence: str tokens, '|' separators, and ('group', sequence)."""
     pos = 0
 
+    def skip_balanced(opening, closing):
+        """Moves pos past the bracketed run that starts at it (nested brackets included)."""
+        nonlocal pos
+        depth = 0
+        while pos < len(text):
+            depth += {opening: 1, closing: -1}.get(text[pos], 0)
+            pos += 1
+            if depth == 0:
+                break
+
     def seq(closing):
         nonlocal pos
         items, token = [], ""
@@ -82,19 +92,9 @@ def parse_groups(text):
                 pos += 1
                 items.append(("group", seq("]")))
             elif c == "[":  # STAGE[,STAGE...]: an optional part inside a word is left out
-                depth = 0
-                while pos < len(text):
-                    depth += {"[": 1, "]": -1}.get(text[pos], 0)
-                    pos += 1
-                    if depth == 0:
-                        break
+                skip_balanced("[", "]")
             elif c == "(" and not token:  # "(one CUDA device per rank)": prose
-                depth = 0
-                while pos < len(text):
-                    depth += {"(": 1, ")": -1}.get(text[pos], 0)
-                    pos += 1
-                    if depth == 0:
-                        break
+                skip_balanced("(", ")")
             elif c == closing:
                 pos += 1
                 break
