@@ -22,7 +22,12 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     Div(1, Sqrt(x)) and Mul(x, x) to Pow(x, 2), the forms torch.onnx.export writes for
     torch.rsqrt and x.pow(2), which the RMSNorm matcher accepts; and MatMul(Mul(a, c1), Mul(b, c2))
     with scalar constants to Mul(MatMul(a, b), c1 * c2), torch's scaled_dot_product_attention
-    symbolic (q and k each scaled by sqrt(scale)). Each pattern is exact or
+    symbolic (q and k each scaled by sqrt(scale)). The newer exporters' spellings are rewritten
+    to the opset-13 ones (NewerOpsetForms.cpp, DecomposeAttention.cpp): Reduce*-18's axes input
+    to the attribute, Split-18's num_outputs to sizes, RMSNormalization-23, onnxruntime's
+    SimplifiedLayerNormalization and com.microsoft.SkipSimplifiedLayerNormalization to the
+    TorchScript RMSNorm chain (plus the residual Add), and a 4-D Attention-23 to
+    Softmax(Q K^T * scale + mask) V with its causal mask as Trilu(-inf, 1). Each pattern is exact or
     rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
     another exponent, a Mul of two different values are kept.
   }];

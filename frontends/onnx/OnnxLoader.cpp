@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxLoader.h"
+#include "frontends/onnx/InlineFunctions.h"
+#include "frontends/onnx/NewerOpsets.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -765,10 +767,31 @@ void collectOuterRefs(const onnx::GraphProto &g, std::set<std::string> &refs) {
 ///  - it opens every external data file, but a missing external file must not fail
 ///    loading: external initializers are made to look like empty inline tensors;
 ///  - it requires a shape on every graph input and output, which the spec does not:
-///    shapeless ones get an empty shape for the duration of the check.
+///    shapeless ones get an empty shape for the duration of the check;
+///  - it knows IR versions up to 8 and schemas up to opset 17 (NewerOpsets.h): the IR version is
+///    lowered to 8 (versions 9..11 add types, which the loader's own type checks judge), and the
+///    nodes of later signatures that the frontend checks itself move to a private domain.
 class CheckerCompat {
 public:
-  explicit CheckerCompat(onnx::GraphProto *g) : g_(g) {
+  explicit CheckerCompat(onnx::ModelProto *model, int64_t opset)
+      : model_(model), g_(model->mutable_graph()), irVersion_(model->ir_version()) {
+    onnx::GraphProto *g = g_;
+    if (irVersion_ > kCheckerIrVersion)
+      model->set_ir_version(kCheckerIrVersion);
+    for (auto &node : *g->mutable_node()) {
+      bool checkedHere = false;
+      newerOpsetProblem(node, opset, checkedHere);
+      if (checkedHere) {
+        hidden_.emplace_back(&node, node.domain());
+        node.set_domain(kCheckedHereDomain);
+      }
+    }
+    if (!hidden_.empty()) {
+      auto *os = model->add_opset_import();
+      os->set_domain(kCheckedHereDomain);
+      os->set_version(1);
+      addedOpset_ = true;
+    }
     for (int i = 0; i < g->initializer_size(); ++i) {
       auto *t = g->mutable_initializer(i);
       if (!(t->has_data_location() && t->data_location() == onnx::TensorProto::EXTERNAL))
@@ -793,6 +816,11 @@ public:
       addShape(&v);
   }
   ~CheckerCompat() {
+    model_->set_ir_version(irVersion_);
+    for (auto &[node, domain] : hidden_)
+      node->set_domain(domain);
+    if (addedOpset_)
+      model_->mutable_opset_import()->RemoveLast();
     for (auto &s : saved_) {
       auto *t = g_->mutable_initializer(s.index);
       t->mutable_dims()->Swap(&s.dims);
@@ -811,7 +839,11 @@ private:
     google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> entries;
     google::protobuf::RepeatedField<int64_t> dims;
   };
+  onnx::ModelProto *model_;
   onnx::GraphProto *g_;
+  int64_t irVersion_;
+  std::vector<std::pair<onnx::NodeProto *, std::string>> hidden_;
+  bool addedOpset_ = false;
   std::vector<Saved> saved_;
   std::vector<onnx::ValueInfoProto *> shapeless_;
 };
@@ -890,8 +922,10 @@ void parseModel(const std::string &F, const MappedFile &file, onnx::ModelProto &
          model.graph().sparse_initializer(0).values().name() + "')");
 }
 
-/// Fills the opset fields of `out`; the default domain must be in 13..17.
+/// Fills the opset fields of `out`; the default domain must be in kMinOpset..kMaxOpset.
 void readOpsets(const std::string &F, const onnx::ModelProto &model, Graph &out) {
+  const std::string supported =
+      "(supported: " + std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")";
   bool haveDefault = false;
   for (const auto &os : model.opset_import()) {
     std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
@@ -902,10 +936,10 @@ void readOpsets(const std::string &F, const onnx::ModelProto &model, Graph &out)
     }
   }
   if (!haveDefault)
-    fail(F + ": opset_import: no opset for the default ONNX domain (supported: 13..17)");
-  if (out.opset < 13 || out.opset > 17)
+    fail(F + ": opset_import: no opset for the default ONNX domain " + supported);
+  if (out.opset < kMinOpset || out.opset > kMaxOpset)
     fail(F + ": opset_import: default-domain opset " + std::to_string(out.opset) +
-         " is not supported (supported: 13..17)");
+         " is not supported " + supported);
   // onnxruntime's contrib domain: com.microsoft.MoE exists in version 1 only.
   auto ms = out.opsetImports.find("com.microsoft");
   if (ms != out.opsetImports.end() && ms->second != 1)
@@ -1173,6 +1207,42 @@ std::vector<int> topologicalOrder(const std::string &F, const onnx::GraphProto &
 }
 
 /// Reorders g's nodes as `order` says (the checker and shape inference need topological order).
+/// Rewrites a Constant's value_float / value_floats / value_int / value_ints (opset 12; what
+/// onnxscript functions write, e.g. an epsilon taken from an attribute) into the `value` tensor
+/// every later stage reads: float32 or int64, a scalar or a 1-D tensor (onnx/docs/Operators.md,
+/// Constant).
+void constantAttributesAsTensors(onnx::GraphProto *g) {
+  for (auto &node : *g->mutable_node()) {
+    if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx") ||
+        node.attribute_size() != 1)
+      continue;
+    const onnx::AttributeProto a = node.attribute(0);
+    onnx::TensorProto t;
+    if (a.name() == "value_float") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(a.f());
+    } else if (a.name() == "value_floats") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_dims(a.floats_size());
+      *t.mutable_float_data() = a.floats();
+    } else if (a.name() == "value_int") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_int64_data(a.i());
+    } else if (a.name() == "value_ints") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_dims(a.ints_size());
+      *t.mutable_int64_data() = a.ints();
+    } else {
+      continue;
+    }
+    onnx::AttributeProto *value = node.mutable_attribute(0);
+    value->Clear();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    *value->mutable_t() = std::move(t);
+  }
+}
+
 void reorderNodes(onnx::GraphProto *g, const std::vector<int> &order) {
   // In place, by swapping element pointers (the nodes may live on an arena).
   const int n = static_cast<int>(order.size());
@@ -1253,9 +1323,30 @@ void specialiseDims(const std::string &F, const LoadOptions &opts, onnx::GraphPr
   }
 }
 
-void runChecker(const std::string &F, onnx::ModelProto &model) {
+/// Refuses, all in one line, every node the frontend does not import at the model's opset
+/// (NewerOpsets.h); `order` maps the graph's node positions to the file's (for unnamed nodes).
+void checkNewerOpsetNodes(const std::string &F, const onnx::GraphProto &g, int64_t opset,
+                          const std::vector<int> &order) {
+  std::vector<std::string> problems;
+  for (int k = 0; k < g.node_size(); ++k) {
+    bool checkedHere = false;
+    std::string why = newerOpsetProblem(g.node(k), opset, checkedHere);
+    if (!why.empty())
+      problems.push_back(nodeRef(g.node(k), order[k]) + ": " + why);
+  }
+  if (problems.empty())
+    return;
+  std::string msg = F + ": opset " + std::to_string(opset) + ": " +
+                    std::to_string(problems.size()) + (problems.size() == 1 ? " node" : " nodes") +
+                    " not imported: ";
+  for (size_t i = 0; i < problems.size(); ++i)
+    msg += (i ? "; " : "") + problems[i];
+  fail(msg);
+}
+
+void runChecker(const std::string &F, onnx::ModelProto &model, int64_t opset) {
   try {
-    CheckerCompat compat(model.mutable_graph());
+    CheckerCompat compat(&model, opset);
     onnx::checker::check_model(model);
   } catch (const onnx::checker::ValidationError &e) {
     fail(F + ": onnx checker: " + oneLine(e.what()));
@@ -1360,6 +1451,9 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out,
   out.producerName = model.producer_name();
   out.producerVersion = model.producer_version();
   readOpsets(F, model, out);
+  if (std::string err = inlineLocalFunctions(model); !err.empty())
+    fail(F + ": " + err);
+  readOpsets(F, model, out); // inlining may add the functions' other domains
   phases.emplace_back("parse", lap(clock));
 
   onnx::GraphProto *g = model.mutable_graph();
@@ -1382,8 +1476,10 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out,
   specialiseDims(F, opts, g, runtimeInputs, warnings);
 
   reorderNodes(g, order);
+  constantAttributesAsTensors(g);
+  checkNewerOpsetNodes(F, *g, out.opset, order);
   phases.emplace_back("graph checks", lap(clock));
-  runChecker(F, model);
+  runChecker(F, model, out.opset);
   phases.emplace_back("onnx checker", lap(clock));
 
   if (opts.resolveInputShape) {

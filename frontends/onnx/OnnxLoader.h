@@ -138,7 +138,7 @@ struct Node {
 struct Graph {
   /// The model path as passed to loadOnnxModel.
   std::string path;
-  /// Opset version of the default ("" / "ai.onnx") domain, in [13, 17].
+  /// Opset version of the default ("" / "ai.onnx") domain, in [13, 23] (NewerOpsets.h).
   int64_t opset = 0;
   /// Every opset_import entry, domain -> version ("" for the default domain).
   std::map<std::string, int64_t> opsetImports;
@@ -239,7 +239,9 @@ struct LoadResult {
   ///   "<file>: <field>: <what>"                     otherwise (e.g. "opset_import", "graph").
   /// Errors reported: cannot open / empty file; not an ONNX model (protobuf
   /// parse failed, or no graph); truncated or corrupt file; file over 2 GiB;
-  /// no nodes; default-domain opset outside 13..17; onnx checker failures;
+  /// no nodes; default-domain opset outside 13..23; nodes of opsets 18..23 the frontend does
+  /// not import, all in one line ("<file>: opset N: K nodes not imported: node ...; node ...");
+  /// a model-local function that does not inline (InlineFunctions.h); onnx checker failures;
   /// negative dims, dim products overflowing int64, data sizes not matching
   /// dims, external data without location or with an absolute/".." location;
   /// undefined node inputs, values produced twice, cycles, graph outputs nothing

@@ -8,7 +8,7 @@
 // Reshape) thus become known constants, and the shapes they feed static, in time linear in the
 // graph, where ONNX's own inference costs tens of microseconds per node.
 //
-// It follows the ONNX operator specifications (opsets 13-17) for the ops of the supported decoder
+// It follows the ONNX operator specifications (opsets 13-23) for the ops of the supported decoder
 // exports; outputs of any other op stay untyped, as do outputs of ops whose operands are not
 // typed enough. Where a value is declared (value_info, graph outputs), declared dims win and
 // only the unknown ones are filled. Nothing here fails: inconsistent operands give unknown dims.
@@ -163,6 +163,8 @@ public:
     for (const Node &n : g_.nodes)
       if (n.domain.empty())
         visit(n);
+      else if (n.domain == "com.microsoft")
+        visitContrib(n);
     for (const Node &n : g_.nodes) {
       if (n.opType == "Constant")
         continue; // already a constant
@@ -316,8 +318,12 @@ private:
     else if (op == "Range")
       range();
     else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
-             op == "ReduceProd")
-      reduce(op);
+             op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL2")
+      reduce();
+    else if (op == "Attention")
+      attention();
+    else if (op == "RMSNormalization" || op == "SimplifiedLayerNormalization")
+      same(0); // opset 23, and onnxruntime's ONNX-domain contrib op: Y has X's type
     else if (op == "Slice")
       slice();
     else if (op == "Split")
@@ -330,6 +336,31 @@ private:
       transpose();
     else if (op == "ConstantOfShape")
       constantOfShape();
+  }
+
+  /// onnxruntime's contrib operators (docs/ContribOperators.md) whose outputs the normalize
+  /// patterns read.
+  void visitContrib(const Node &n) {
+    node_ = &n;
+    ins_.assign(n.inputs.size(), nullptr);
+    knownIns_.assign(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (auto it = g_.valueInfo.find(n.inputs[i]);
+          !n.inputs[i].empty() && it != g_.valueInfo.end())
+        ins_[i] = &it->second;
+    if (n.opType == "SkipSimplifiedLayerNormalization") { // Y and the residual sum input + skip
+      same(0);
+      setOut(3, typeOf(0), dimsOf(0));
+    }
+  }
+
+  /// Attention-23 on 4-D inputs: Y is [batch, q_heads, q_seq, v_head_dim] (3-D inputs, which the
+  /// loader refuses, stay untyped).
+  void attention() {
+    const Dims *q = dimsOf(0), *v = dimsOf(2);
+    if (!q || !v || q->size() != 4 || v->size() != 4)
+      return setOut(0, typeOf(0), nullptr);
+    setOut(0, typeOf(0), Dims{(*q)[0], (*q)[1], (*q)[2], (*v)[3]});
   }
 
   void constant() {
@@ -773,7 +804,9 @@ private:
     setOut(0, typeOf(0), Dims{len});
   }
 
-  void reduce(const std::string &op) {
+  /// Every Reduce*: axes from the `axes` attribute (opset < 18; ReduceSum < 13) or the second
+  /// input (opset >= 18; ReduceSum >= 13); a node has one or the other, never both.
+  void reduce() {
     const Dims *d = dimsOf(0);
     const ElemType type = typeOf(0);
     const bool keep = intAttr("keepdims", 1) != 0;
@@ -782,7 +815,7 @@ private:
     const int64_t rank = static_cast<int64_t>(d->size());
     std::vector<int64_t> axes;
     bool axesKnown;
-    if (op == "ReduceSum" && has(1)) { // opset >= 13: axes is an input
+    if (has(1)) {
       const std::vector<int64_t> *v = valuesOf(1);
       axesKnown = v != nullptr;
       if (v)
@@ -799,7 +832,7 @@ private:
     }
     std::vector<bool> reduced(rank, false);
     if (axes.empty()) {
-      if (op == "ReduceSum" && intAttr("noop_with_empty_axes", 0))
+      if (intAttr("noop_with_empty_axes", 0))
         return setOut(0, type, *d);
       std::fill(reduced.begin(), reduced.end(), true);
     }
@@ -908,6 +941,11 @@ private:
         sizes = *v;
     } else if (const std::vector<int64_t> *a = intsAttr("split")) {
       sizes = *a;
+    } else if (int64_t n = intAttr("num_outputs", 0); n > 0 && (*d)[axis] >= 0) {
+      // Split-18's num_outputs: ceil(dim / n) each, the last one smaller if it does not divide.
+      const int64_t chunk = ((*d)[axis] + n - 1) / n;
+      for (int64_t i = 0, left = (*d)[axis]; i < n; ++i, left -= chunk)
+        sizes.push_back(std::max<int64_t>(std::min(chunk, left), 0));
     } else if ((*d)[axis] >= 0 && (*d)[axis] % static_cast<int64_t>(parts) == 0) {
       sizes.assign(parts, (*d)[axis] / static_cast<int64_t>(parts));
     }

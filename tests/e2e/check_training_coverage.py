@@ -36,6 +36,9 @@ MUST_TRAIN = {
     "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
     "qwen3_moe_tiny/hf_forms", "mixtral_variants/sdpa_symbolic_opset17",
     "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_mask_converter_inputs_opset15",
+    "newer_opsets/mixtral_opset18", "newer_opsets/qwen3_opset18", "newer_opsets/mixtral_opset23_rmsnorm",
+    "newer_opsets/qwen3_opset23_rmsnorm", "newer_opsets/mixtral_ort_fused_norms",
+    "newer_opsets/mixtral_opset23_attention", "newer_opsets/mixtral_local_function",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

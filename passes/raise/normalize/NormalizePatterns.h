@@ -35,6 +35,14 @@ void populateHoistMatMulScalesPatterns(mlir::RewritePatternSet &patterns);
 /// (FoldWeightTranspose.cpp).
 void populateFoldWeightTransposePatterns(mlir::RewritePatternSet &patterns);
 
+/// The opset-18..23 and onnxruntime spellings -> the opset-13 ones: Reduce*-18's axes input,
+/// Split-18's num_outputs, RMSNormalization-23, SimplifiedLayerNormalization and
+/// com.microsoft.SkipSimplifiedLayerNormalization (NewerOpsetForms.cpp).
+void populateNewerOpsetFormPatterns(mlir::RewritePatternSet &patterns);
+
+/// Attention-23 on 4-D Q/K/V -> Softmax(Q K^T * scale + mask) V (DecomposeAttention.cpp).
+void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

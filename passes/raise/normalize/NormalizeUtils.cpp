@@ -51,6 +51,8 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
   populateFoldWeightTransposePatterns(patterns);
+  populateNewerOpsetFormPatterns(patterns);
+  populateDecomposeAttentionPatterns(patterns);
 }
 
 LogicalResult applyNormalizeOnnxPatterns(Operation *root) {

@@ -176,7 +176,76 @@ TEST_F(OnnxLoader, DuplicateProducer) {
 TEST_F(OnnxLoader, UnsupportedOpset) {
   std::string e = loadError("opset11.onnx");
   EXPECT_HAS(e, "opset_import: default-domain opset 11");
-  EXPECT_HAS(e, "supported: 13..17");
+  EXPECT_HAS(e, "supported: 13..23");
+}
+
+TEST_F(OnnxLoader, OpsetAboveTheRange) {
+  std::string e = loadError("opset24.onnx");
+  EXPECT_HAS(e, "opset_import: default-domain opset 24 is not supported (supported: 13..23)");
+}
+
+// Opset-18 signatures that libonnx 1.12 cannot check (ReduceMean's axes input, Split's
+// num_outputs) load, and static shapes follow their opset-18 semantics.
+TEST_F(OnnxLoader, Opset18Forms) {
+  LoadOptions opts;
+  opts.inputShapeOverride = {2, 5};
+  Graph g;
+  LoadResult r = loadOnnxModel(model("opset18_forms.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(g.opset, 18);
+  EXPECT_EQ(g.valueInfo.at("m").dims, (std::vector<int64_t>{2, 5, 1}));
+  // Split-18: ceil(8 / 3) = 3, 3, then the rest, 2.
+  EXPECT_EQ(g.valueInfo.at("s0").dims, (std::vector<int64_t>{2, 5, 3}));
+  EXPECT_EQ(g.valueInfo.at("s1").dims, (std::vector<int64_t>{2, 5, 3}));
+  EXPECT_EQ(g.valueInfo.at("s2").dims, (std::vector<int64_t>{2, 5, 2}));
+}
+
+TEST_F(OnnxLoader, Opset23RmsNormalizationAtIrVersion11) {
+  LoadOptions opts;
+  opts.inputShapeOverride = {1, 3};
+  Graph g;
+  LoadResult r = loadOnnxModel(model("opset23_rmsnorm.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(g.opset, 23);
+  EXPECT_EQ(g.irVersion, 11);
+  EXPECT_EQ(g.outputs[0].dims, (std::vector<int64_t>{1, 3, 8}));
+}
+
+// Every node the frontend does not import at the model's opset is named in one line.
+TEST_F(OnnxLoader, NewerOpsetNodesNotImportedAllAtOnce) {
+  std::string e = loadError("opset23_not_imported.onnx");
+  EXPECT_HAS(e, "opset 23: 4 nodes not imported: ");
+  EXPECT_HAS(e, "node 'mean_axes_attr' (ReduceMean): attribute 'axes' is not an attribute of "
+                "ReduceMean-18");
+  EXPECT_HAS(e, "node 'pad_axes' (Pad): written with the signature of a later opset (4 inputs");
+  EXPECT_HAS(e, "node 'gelu20' (Gelu): an opset-20 operator the frontend does not import");
+  EXPECT_HAS(e, "node 'attention23' (Attention): attribute kv_num_heads = 2: 3-D q/k/v are not "
+                "imported");
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  // An operator before the opset that introduced it.
+  EXPECT_HAS(loadError("opset18_rmsnorm.onnx"),
+             "node 'rms23' (RMSNormalization): not an operator of opsets 13..23");
+}
+
+TEST_F(OnnxLoader, LocalFunctionsAreInlined) {
+  LoadOptions opts;
+  opts.inputShapeOverride = {1, 3};
+  Graph g;
+  LoadResult r = loadOnnxModel(model("local_function.onnx"), opts, g);
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<std::string> ops, names;
+  for (const auto &n : g.nodes) {
+    ops.push_back(n.opType);
+    names.push_back(n.name);
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"Gather", "Constant", "Mul", "Relu"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"embed", "scaled/c", "scaled/mul", "scaled/relu"}));
+  EXPECT_EQ(g.nodes[2].inputs, (std::vector<std::string>{"h", "scaled/c"}));
+  EXPECT_EQ(g.nodes[3].outputs, (std::vector<std::string>{"out"}));
+  EXPECT_EQ(g.outputs[0].dims, (std::vector<int64_t>{1, 3, 8}));
+  EXPECT_HAS(loadError("local_function_other_opset.onnx"),
+             "function 'pkg.test.Scaled' called by node 'scaled': imports opset 17 of domain "
+             "'ai.onnx', the model 18");
 }
 
 TEST_F(OnnxLoader, FloatTokenIds) {

@@ -150,6 +150,60 @@ def main():
     ]
     save(tiny(dup, [emb]), P("duplicate_producer.onnx"))
     save(tiny([gather], [emb], opset=11), P("opset11.onnx"))
+    save(tiny([gather], [emb], opset=24), P("opset24.onnx"))
+
+    # --- opsets 18..23 (NewerOpsets.h): written by hand, libonnx 1.12 has no schemas for them ---
+    emb8 = numpy_helper.from_array(emb_values(), "emb")
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [-1])
+    reduce18 = [
+        helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="embed"),
+        helper.make_node("ReduceMean", ["h", "axes"], ["m"], name="mean18", keepdims=1),
+        helper.make_node("Split", ["h"], ["s0", "s1", "s2"], name="split18", axis=2, num_outputs=3),
+        helper.make_node("Add", ["s0", "m"], ["out"], name="add"),
+    ]
+    m18 = tiny(reduce18, [emb8, axes], opset=18)
+    save(m18, P("opset18_forms.onnx"))
+    m23 = tiny(reduce18[:1] + [
+        helper.make_node("RMSNormalization", ["h", "scale"], ["out"], name="rms23", axis=-1,
+                         epsilon=1e-6, stash_type=1)],
+        [emb8, numpy_helper.from_array(np.ones(8, np.float32), "scale")], opset=23)
+    m23.ir_version = 11
+    save(m23, P("opset23_rmsnorm.onnx"))
+    # The opset-13 spelling in an opset-18 file, a signature from later opsets, and two operators
+    # the frontend does not import: all refused in one line.
+    bad18 = [
+        helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="embed"),
+        helper.make_node("ReduceMean", ["h"], ["m"], name="mean_axes_attr", axes=[-1]),
+        helper.make_node("Pad", ["h", "pads", "", "pad_axes"], ["p"], name="pad_axes"),
+        helper.make_node("Gelu", ["h"], ["g"], name="gelu20"),
+        helper.make_node("Attention", ["h", "h", "h"], ["out"], name="attention23", q_num_heads=2,
+                         kv_num_heads=2),
+    ]
+    pads = helper.make_tensor("pads", TensorProto.INT64, [2], [0, 0])
+    pad_axes = helper.make_tensor("pad_axes", TensorProto.INT64, [1], [2])
+    save(tiny(bad18, [emb8, pads, pad_axes], opset=23), P("opset23_not_imported.onnx"))
+    # RMSNormalization exists from opset 23 only.
+    save(tiny(m23.graph.node[:], [emb8, numpy_helper.from_array(np.ones(8, np.float32), "scale")],
+              opset=18), P("opset18_rmsnorm.onnx"))
+    # A model-local function (torch's dynamo exporter keeps onnxscript functions): inlined.
+    fn = helper.make_function(
+        "pkg.test", "Scaled", ["x"], ["y"],
+        [helper.make_node("Constant", [], ["c"], name="c", value_float=2.0),
+         helper.make_node("Mul", ["x", "c"], ["t"], name="mul"),
+         helper.make_node("Relu", ["t"], ["y"], name="relu")],
+        [helper.make_opsetid("", 18)])
+    call = [helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="embed"),
+            helper.make_node("Scaled", ["h"], ["out"], name="scaled", domain="pkg.test")]
+    mf = tiny(call, [emb8], opset=18)
+    mf.opset_import.append(helper.make_opsetid("pkg.test", 1))
+    mf.functions.append(fn)
+    save(mf, P("local_function.onnx"))
+    fn_bad = helper.make_function("pkg.test", "Scaled", ["x"], ["y"],
+                                  [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                                  [helper.make_opsetid("", 17)])
+    mf.ClearField("functions")
+    mf.functions.append(fn_bad)
+    save(mf, P("local_function_other_opset.onnx"))
     fids = helper.make_node("MatMul", ["input_ids", "emb2"], ["out"], name="mm")
     save(tiny([fids], [numpy_helper.from_array(np.ones((2, 2), np.float32), "emb2")],
               inputs=[helper.make_tensor_value_info("input_ids", TensorProto.FLOAT, ["batch", 2])]),

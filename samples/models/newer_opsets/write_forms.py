@@ -1,0 +1,437 @@
+"""Newer exporters' forms of two committed samples, rewritten with the ONNX protobuf API (issue 16).
+
+Each form is a committed torch.onnx.export file (torch 1.13, opset <= 17) rewritten node by node into
+what a newer exporter writes for the same module, with the same weights (the initializers are copied
+unchanged), so the base's PyTorch golden logits remain the reference:
+  mixtral_opset18            opset 18: Reduce* take `axes` as an input (a Constant node), Split takes
+                             `num_outputs` instead of an equal `split` input (torch.onnx dynamo, opset 18)
+  qwen3_opset18              the same on qwen3_moe_tiny, `axes` as int64 initializers (onnxscript's
+                             constant-to-initializer lifting)
+  mixtral_opset23_rmsnorm    opset 23, every RMSNorm chain -> one RMSNormalization(X, scale) (torch.onnx
+                             dynamo for nn.RMSNorm / F.rms_norm)
+  qwen3_opset23_rmsnorm      the same on qwen3_moe_tiny, per-head q/k norms over the last axis of [B,S,H,D]
+  mixtral_ort_fused_norms    opset 17, onnxruntime transformer optimizer / onnxruntime-genai style:
+                             SimplifiedLayerNormalization, and residual Add + norm ->
+                             com.microsoft.SkipSimplifiedLayerNormalization
+  mixtral_opset23_attention  mixtral_opset23_rmsnorm plus the attention core (Q K^T scale + causal mask,
+                             softmax, . V) -> one opset-23 Attention(Q, K, V) with is_causal=1
+  mixtral_local_function     opset 23, every RMSNorm chain kept as nodes of a model-local FunctionProto
+                             pkg.onnxscript.torch_lib.RMSNorm, called once per norm
+Bases: ../mixtral_variants/hf_casts_opset17 (Mixtral, transformers' RMSNorm with its f32 Casts, has
+golden/train) and ../qwen3_moe_tiny. Every form dir gets model.onnx and golden/ (the base's config.json
+with "opset", "form" and "base" updated, the base's ids_b*_s*.npy and logits_b*_s*.npy copied; the
+training goldens stay in the base's golden/train, named by "base").
+onnx 1.12 has no schemas above opset 17, so onnx.checker is not run; onnxruntime is the check
+(tests/e2e/check_newer_forms.py, README.md here).
+
+  /usr/bin/python3 write_forms.py [--out DIR] [--check]
+--check writes into a temporary directory and compares every file byte for byte with ./.
+"""
+import argparse
+import filecmp
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.dirname(HERE)
+BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tiny"}
+# name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function", attention)
+FORMS = {
+    "mixtral_opset18": ("mixtral", 18, "constant", None, False),
+    "qwen3_opset18": ("qwen3", 18, "initializer", None, False),
+    "mixtral_opset23_rmsnorm": ("mixtral", 23, "constant", "rmsnorm", False),
+    "qwen3_opset23_rmsnorm": ("qwen3", 23, "initializer", "rmsnorm", False),
+    "mixtral_ort_fused_norms": ("mixtral", 17, None, "ort", False),
+    "mixtral_opset23_attention": ("mixtral", 23, "constant", "rmsnorm", True),
+    "mixtral_local_function": ("mixtral", 23, "constant", "function", False),
+}
+# IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
+IR_VERSION = {17: 8, 18: 8, 23: 11}
+# Ops whose `axes` attribute became an input at opset 18 (ReduceSum moved at 13).
+REDUCE18 = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+            "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}
+# Ops whose signature changed between opset 18 and 23 (beyond new element types). Present in neither
+# base, checked so that a new base with one of them fails loudly instead of being written wrong.
+UNHANDLED = {"Pad", "Resize", "ScatterND", "GroupNormalization", "LpPool", "Col2Im", "CenterCropPad",
+             "DFT", "STFT", "MelWeightMatrix"}
+FN_DOMAIN, FN_NAME = "pkg.onnxscript.torch_lib", "RMSNorm"
+
+
+class Graph:
+    """Producer/reader maps over a GraphProto's nodes and the constant values they compute."""
+
+    def __init__(self, g):
+        self.g = g
+        self.producer = {o: n for n in g.node for o in n.output if o}
+        self.readers = {}
+        for n in g.node:
+            for i in n.input:
+                self.readers.setdefault(i, []).append(n)
+        for o in g.output:
+            self.readers.setdefault(o.name, []).append(None)
+        self.inits = {t.name: t for t in g.initializer}
+
+    def const(self, name):
+        """numpy value of a Constant node's output or an initializer, else None."""
+        if name in self.inits:
+            return numpy_helper.to_array(self.inits[name])
+        n = self.producer.get(name)
+        if n is not None and n.op_type == "Constant" and n.attribute[0].name == "value":
+            return numpy_helper.to_array(n.attribute[0].t)
+        return None
+
+    def only_reader(self, name):
+        r = self.readers.get(name, [])
+        return r[0] if len(r) == 1 else None
+
+
+def attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def is_f32_cast(node):
+    return node is not None and node.op_type == "Cast" and attr(node, "to") == TensorProto.FLOAT
+
+
+def scalar_is(g, name, value):
+    v = g.const(name)
+    return v is not None and v.size == 1 and float(v.reshape(())) == value
+
+
+def match_rmsnorm(g, pow_node):
+    """Pow(x,2) -> ReduceMean(-1) -> Add(eps) -> Sqrt -> Div(1,.)|Reciprocal -> Mul(x,.) -> [Cast f32]
+    -> Mul(w,.): returns dict(x, w, eps, nodes, out) or None."""
+    if pow_node.op_type != "Pow" or not scalar_is(g, pow_node.input[1], 2.0):
+        return None
+    x = pow_node.input[0]
+    chain = [pow_node]
+    rm = g.only_reader(pow_node.output[0])
+    if rm is None or rm.op_type != "ReduceMean" or attr(rm, "keepdims", 1) != 1:
+        return None
+    axes = attr(rm, "axes") if len(rm.input) < 2 else g.const(rm.input[1]).tolist()
+    if list(axes) != [-1]:
+        return None
+    chain.append(rm)
+    add = g.only_reader(rm.output[0])
+    if add is None or add.op_type != "Add":
+        return None
+    other = add.input[1] if add.input[0] == rm.output[0] else add.input[0]
+    eps = g.const(other)
+    if eps is None or eps.size != 1:
+        return None
+    chain.append(add)
+    sq = g.only_reader(add.output[0])
+    if sq is None or sq.op_type != "Sqrt":
+        return None
+    chain.append(sq)
+    inv = g.only_reader(sq.output[0])
+    if inv is None or not (inv.op_type == "Reciprocal" or
+                           (inv.op_type == "Div" and inv.input[1] == sq.output[0] and scalar_is(g, inv.input[0], 1.0))):
+        return None
+    chain.append(inv)
+    mul = g.only_reader(inv.output[0])
+    if mul is None or mul.op_type != "Mul" or x not in mul.input:
+        return None
+    chain.append(mul)
+    nxt = g.only_reader(mul.output[0])
+    if is_f32_cast(nxt):
+        chain.append(nxt)
+        nxt = g.only_reader(nxt.output[0])
+    if nxt is None or nxt.op_type != "Mul":
+        return None
+    w = nxt.input[0] if nxt.input[1] == chain[-1].output[0] else nxt.input[1]
+    if w not in g.inits:
+        return None
+    chain.append(nxt)
+    prefix = pow_node.name.rsplit("/", 1)[0]
+    return dict(x=x, w=w, eps=float(eps.reshape(())), nodes=chain, out=nxt.output[0], prefix=prefix,
+                cast=any(is_f32_cast(n) for n in chain))
+
+
+def replace_nodes(graph, remove, insert_at, new_nodes):
+    """Removes the nodes `remove` and puts `new_nodes` where `insert_at` was (nodes are named by their
+    outputs, unique in a graph)."""
+    key = lambda n: tuple(n.output)  # noqa: E731
+    gone, anchor = {key(n) for n in remove}, key(insert_at)
+    kept = []
+    for n in graph.node:
+        if key(n) == anchor:
+            kept.extend(new_nodes)
+        if key(n) not in gone:
+            c = onnx.NodeProto()
+            c.CopyFrom(n)
+            kept.append(c)
+    del graph.node[:]
+    graph.node.extend(kept)
+
+
+def fuse_norms(model, style):
+    """Every RMSNorm chain -> RMSNormalization / ORT's (Skip)SimplifiedLayerNormalization / a call."""
+    count = {"norms": 0, "skip": 0, "casts_kept_in_function": 0}
+    while True:
+        g = Graph(model.graph)
+        m = next((m for m in (match_rmsnorm(g, n) for n in model.graph.node if n.op_type == "Pow") if m), None)
+        if m is None:
+            return count
+        count["norms"] += 1
+        p, remove, anchor = m["prefix"], list(m["nodes"]), m["nodes"][-1]
+        if style == "rmsnorm":
+            new = [helper.make_node("RMSNormalization", [m["x"], m["w"]], [m["out"]], name=p + "/RMSNormalization",
+                                    axis=-1, epsilon=m["eps"], stash_type=1)]
+        elif style == "function":
+            new = [helper.make_node(FN_NAME, [m["x"], m["w"]], [m["out"]], name=p + "/" + FN_NAME,
+                                    domain=FN_DOMAIN, epsilon=m["eps"])]
+            count["casts_kept_in_function"] += m["cast"]
+        else:  # ort
+            src = g.producer.get(m["x"])
+            add = g.producer.get(src.input[0]) if is_f32_cast(src) else src
+            residual = (add is not None and add.op_type == "Add" and
+                        all(g.const(i) is None for i in add.input))
+            if residual:
+                # input_skip_bias_sum keeps the Add's name, so every other reader (the next residual
+                # add, an f32 Cast of it) reads the sum unchanged.
+                new = [helper.make_node("SkipSimplifiedLayerNormalization", [add.input[0], add.input[1], m["w"]],
+                                        [m["out"], "", "", add.output[0]], name=p + "/SkipSimplifiedLayerNormalization",
+                                        domain="com.microsoft", epsilon=m["eps"])]
+                remove.append(add)
+                anchor = add
+                count["skip"] += 1
+            else:
+                new = [helper.make_node("SimplifiedLayerNormalization", [m["x"], m["w"]], [m["out"]],
+                                        name=p + "/SimplifiedLayerNormalization", axis=-1, epsilon=m["eps"],
+                                        stash_type=1)]
+        replace_nodes(model.graph, remove, anchor, new)
+
+
+def rmsnorm_function(opset):
+    """pkg.onnxscript.torch_lib.RMSNorm(X, weight; epsilon): transformers' Mistral/Qwen RMSNorm as
+    onnxscript writes it: rsqrt as Reciprocal(Sqrt), the f32 Cast of the normalised x kept."""
+    nodes = [
+        helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2.0, np.float32))),
+        helper.make_node("Pow", ["X", "two"], ["x2"]),
+        helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+        helper.make_node("ReduceMean", ["x2", "axes"], ["ms"], keepdims=1),
+    ]
+    eps = helper.make_node("Constant", [], ["eps"])
+    a = onnx.AttributeProto()
+    a.name, a.ref_attr_name, a.type = "value_float", "epsilon", onnx.AttributeProto.FLOAT
+    eps.attribute.append(a)
+    nodes += [eps,
+              helper.make_node("Add", ["ms", "eps"], ["ms_eps"]),
+              helper.make_node("Sqrt", ["ms_eps"], ["rms"]),
+              helper.make_node("Reciprocal", ["rms"], ["inv_rms"]),
+              helper.make_node("Mul", ["X", "inv_rms"], ["xn"]),
+              helper.make_node("Cast", ["xn"], ["xn_f32"], to=TensorProto.FLOAT),
+              helper.make_node("Mul", ["weight", "xn_f32"], ["Y"])]
+    return helper.make_function(FN_DOMAIN, FN_NAME, ["X", "weight"], ["Y"], nodes,
+                                [helper.make_opsetid("", opset)], ["epsilon"])
+
+
+def fuse_attention(model):
+    """Q K^T / c (or * c) + Trilu causal mask -> Softmax -> [f32 Casts] -> . V  ->  Attention(Q, K, V)."""
+    done, scales = 0, []
+    while True:
+        g = Graph(model.graph)
+        found = None
+        for sm in model.graph.node:
+            if sm.op_type != "Softmax" or attr(sm, "axis", -1) != -1:
+                continue
+            add = g.producer.get(sm.input[0])
+            if add is None or add.op_type != "Add":
+                continue
+            mask = next((i for i in add.input if g.producer.get(i) is not None and g.producer[i].op_type == "Trilu"), None)
+            if mask is None or attr(g.producer[mask], "upper", 1) != 1:
+                continue
+            scaled = g.producer.get(add.input[0] if add.input[1] == mask else add.input[1])
+            if scaled is None or scaled.op_type not in ("Div", "Mul") or g.const(scaled.input[1]) is None:
+                continue
+            c = np.float32(g.const(scaled.input[1]).reshape(()))
+            scale = float(np.float32(1.0) / c) if scaled.op_type == "Div" else float(c)
+            qk = g.producer.get(scaled.input[0])
+            if qk is None or qk.op_type != "MatMul":
+                continue
+            kt = g.producer.get(qk.input[1])
+            if kt is None or kt.op_type != "Transpose" or list(attr(kt, "perm")) != [0, 1, 3, 2]:
+                continue
+            chain = [kt, qk, scaled, add, sm]
+            nxt = g.only_reader(sm.output[0])
+            while is_f32_cast(nxt):
+                chain.append(nxt)
+                nxt = g.only_reader(nxt.output[0])
+            if nxt is None or nxt.op_type != "MatMul" or nxt.input[0] != chain[-1].output[0]:
+                continue
+            chain.append(nxt)
+            if any(len(g.readers.get(n.output[0], [])) != 1 for n in chain[:-1]):
+                continue
+            found = (chain, qk.input[0], kt.input[0], nxt.input[1], nxt.output[0], scale, sm.name.rsplit("/", 1)[0])
+            break
+        if found is None:
+            return done, scales
+        chain, q, k, v, out, scale, p = found
+        node = helper.make_node("Attention", [q, k, v], [out], name=p + "/Attention", is_causal=1, scale=scale)
+        replace_nodes(model.graph, chain, chain[-1], [node])
+        done += 1
+        scales.append(scale)
+
+
+def axes_to_inputs(model, style):
+    """Opset 18: Reduce*'s `axes` attribute -> second input (Constant node or int64 initializer)."""
+    n_done = 0
+    new_nodes = []
+    for n in model.graph.node:
+        if n.op_type in REDUCE18 and any(a.name == "axes" for a in n.attribute):
+            axes = attr(n, "axes")
+            keep = [a for a in n.attribute if a.name != "axes"]
+            del n.attribute[:]
+            n.attribute.extend(keep)
+            name = n.name + "/axes" if n.name else n.output[0] + "/axes"
+            value = numpy_helper.from_array(np.array(axes, np.int64), name)
+            if style == "constant":
+                c = helper.make_node("Constant", [], [name], name=name + "/Constant", value=value)
+                new_nodes.append(c)
+            else:
+                model.graph.initializer.append(value)
+            n.input.append(name)
+            n_done += 1
+        c = onnx.NodeProto()
+        c.CopyFrom(n)
+        new_nodes.append(c)
+    del model.graph.node[:]
+    model.graph.node.extend(new_nodes)
+    return n_done
+
+
+def split_num_outputs(model):
+    """Opset 18: Split with an explicit equal `split` input -> `num_outputs`."""
+    g = Graph(model.graph)
+    done = 0
+    for n in model.graph.node:
+        if n.op_type != "Split" or len(n.input) < 2 or not n.input[1]:
+            continue
+        sizes = g.const(n.input[1])
+        if sizes is None or len(set(sizes.tolist())) != 1 or len(sizes) != len(n.output):
+            continue
+        del n.input[1:]
+        n.attribute.append(helper.make_attribute("num_outputs", len(n.output)))
+        done += 1
+    return done
+
+
+def remove_dead(model):
+    """Drops nodes none of whose outputs is read (and initializers nobody reads)."""
+    g = model.graph
+    needed = {o.name for o in g.output}
+    keep = []
+    for n in reversed(list(g.node)):
+        if any(o and o in needed for o in n.output):
+            keep.append(n)
+            needed.update(i for i in n.input if i)
+    keep.reverse()
+    removed = len(g.node) - len(keep)
+    copies = []
+    for n in keep:
+        c = onnx.NodeProto()
+        c.CopyFrom(n)
+        copies.append(c)
+    del g.node[:]
+    g.node.extend(copies)
+    inits = [t for t in g.initializer if t.name in needed]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    return removed
+
+
+def write_form(name, out_dir):
+    base_key, opset, axes_style, norms, attention = FORMS[name]
+    base_rel = BASES[base_key]
+    base_dir = os.path.join(MODELS, base_rel)
+    model = onnx.load(os.path.join(base_dir, "model.onnx"))
+    ops = {n.op_type for n in model.graph.node}
+    if ops & UNHANDLED:
+        raise SystemExit(f"{name}: the base has {sorted(ops & UNHANDLED)}, whose opset-18+ form is not written here")
+    notes = {}
+    if norms:
+        notes.update(fuse_norms(model, norms))
+    if attention:
+        n_att, scales = fuse_attention(model)
+        notes["attention"] = n_att
+        notes["attention_scale"] = scales[0] if scales else None
+    if opset >= 18:
+        notes["reduce_axes_inputs"] = axes_to_inputs(model, axes_style)
+        notes["split_num_outputs"] = split_num_outputs(model)
+    notes["dead_nodes_removed"] = remove_dead(model)
+    if norms == "function":
+        model.functions.append(rmsnorm_function(opset))
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", opset))
+    if norms == "ort":
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    if norms == "function":
+        model.opset_import.append(helper.make_opsetid(FN_DOMAIN, 1))
+    model.ir_version = IR_VERSION[opset]
+    del model.metadata_props[:]
+    helper.set_model_props(model, {"disagmoe.form": name, "disagmoe.base": base_rel,
+                                   "disagmoe.written_by": "samples/models/newer_opsets/write_forms.py"})
+    fdir = os.path.join(out_dir, name)
+    gdir = os.path.join(fdir, "golden")
+    os.makedirs(gdir, exist_ok=True)
+    with open(os.path.join(fdir, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    cfg = json.load(open(os.path.join(base_dir, "golden", "config.json")))
+    cfg.update(opset=opset, form=name, base=base_rel)
+    with open(os.path.join(gdir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1, sort_keys=True)
+        f.write("\n")
+    for p in sorted(glob.glob(os.path.join(base_dir, "golden", "ids_b*_s*.npy")) +
+                    glob.glob(os.path.join(base_dir, "golden", "logits_b*_s*.npy"))):
+        shutil.copyfile(p, os.path.join(gdir, os.path.basename(p)))
+    return notes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    if args.check:
+        tmp = tempfile.mkdtemp()
+        try:
+            bad = []
+            for name in FORMS:
+                write_form(name, tmp)
+                for root, _, files in os.walk(os.path.join(tmp, name)):
+                    for fn in files:
+                        new = os.path.join(root, fn)
+                        ref = os.path.join(HERE, os.path.relpath(new, tmp))
+                        if not os.path.exists(ref) or not filecmp.cmp(new, ref, shallow=False):
+                            bad.append(os.path.relpath(ref, HERE))
+                ref_files = {os.path.relpath(os.path.join(r, f), HERE)
+                             for r, _, fs in os.walk(os.path.join(HERE, name)) for f in fs}
+                new_files = {os.path.relpath(os.path.join(r, f), tmp)
+                             for r, _, fs in os.walk(os.path.join(tmp, name)) for f in fs}
+                bad += sorted(ref_files - new_files)
+            for b in bad:
+                print(f"differs: {b}")
+            print(f"{len(FORMS)} forms regenerated: {'identical' if not bad else f'{len(bad)} files differ'}")
+            return 1 if bad else 0
+        finally:
+            shutil.rmtree(tmp)
+    for name in FORMS:
+        notes = write_form(name, args.out)
+        print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in notes.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+// RUN: disagmoe-opt %s -normalize-onnx -split-input-file | FileCheck %s
+// normalize-onnx, the opset-18..23 and onnxruntime spellings (NewerOpsetForms.cpp,
+// DecomposeAttention.cpp): each rewritten to the opset-13 form the matchers read, and the nodes
+// that must stay as they are.
+
+// ReduceMean-18: the axes input becomes the attribute; keepdims stays.
+// CHECK-LABEL: func.func @reduce_axes_input
+// CHECK-NOT:   "Constant"
+// CHECK:       onnx.node "ReduceMean"(%arg0) {node_name = "mean", onnx_attrs = {axes = [-1], keepdims = 1 : i64}}
+module attributes {onnx.opset = 18 : i64} {
+func.func @reduce_axes_input(%x: tensor<2x8x4xf32>) -> tensor<2x8x1xf32> {
+  %axes = onnx.node "Constant"() {node_name = "axes", onnx_attrs = {value = dense<[-1]> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %m = onnx.node "ReduceMean"(%x, %axes) {node_name = "mean", onnx_attrs = {keepdims = 1 : i64}} : (tensor<2x8x4xf32>, tensor<1xi64>) -> tensor<2x8x1xf32>
+  return %m : tensor<2x8x1xf32>
+}
+}
+
+// -----
+
+// noop_with_empty_axes and no axes: the identity.
+// CHECK-LABEL: func.func @reduce_noop
+// CHECK-NOT:   "ReduceMax"
+// CHECK:       return %arg0
+module attributes {onnx.opset = 18 : i64} {
+func.func @reduce_noop(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %m = onnx.node "ReduceMax"(%x) {node_name = "max", onnx_attrs = {noop_with_empty_axes = 1 : i64}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %m : tensor<2x4xf32>
+}
+}
+
+// -----
+
+// Axes computed at run time (a graph input): not a form the matchers read; kept.
+// CHECK-LABEL: func.func @reduce_runtime_axes
+// CHECK:       onnx.node "ReduceMean"(%arg0, %arg1)
+module attributes {onnx.opset = 18 : i64} {
+func.func @reduce_runtime_axes(%x: tensor<2x4xf32>, %axes: tensor<1xi64>) -> tensor<2x1xf32> {
+  %m = onnx.node "ReduceMean"(%x, %axes) {node_name = "mean", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  return %m : tensor<2x1xf32>
+}
+}
+
+// -----
+
+// Before opset 18 the pattern does not apply (the loader refuses the two-input form there).
+// CHECK-LABEL: func.func @reduce_opset17
+// CHECK:       onnx.node "ReduceMean"(%arg0, %{{.*}})
+module attributes {onnx.opset = 17 : i64} {
+func.func @reduce_opset17(%x: tensor<2x4xf32>) -> tensor<2x1xf32> {
+  %axes = onnx.node "Constant"() {node_name = "axes", onnx_attrs = {value = dense<[-1]> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %m = onnx.node "ReduceMean"(%x, %axes) {node_name = "mean", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  return %m : tensor<2x1xf32>
+}
+}
+
+// -----
+
+// Split-18 num_outputs = 3 on a dim of 8: ceil(8 / 3) = 3, 3, then 2.
+// CHECK-LABEL: func.func @split_num_outputs
+// CHECK:       %[[S:.*]] = onnx.node "Constant"() {node_name = "split/split", onnx_attrs = {value = dense<[3, 3, 2]> : tensor<3xi64>}}
+// CHECK:       onnx.node "Split"(%arg0, %[[S]]) {node_name = "split", onnx_attrs = {axis = 1 : i64}}
+func.func @split_num_outputs(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2xf32>) {
+  %a:3 = onnx.node "Split"(%x) {node_name = "split", onnx_attrs = {axis = 1 : i64, num_outputs = 3 : i64}} : (tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2xf32>)
+  return %a#0, %a#1, %a#2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A dynamic dim: the sizes are not known; kept.
+// CHECK-LABEL: func.func @split_dynamic
+// CHECK:       onnx.node "Split"(%arg0) {{.*}}num_outputs = 2
+func.func @split_dynamic(%x: tensor<2x?xf32>) -> (tensor<2x?xf32>, tensor<2x?xf32>) {
+  %a:2 = onnx.node "Split"(%x) {node_name = "split", onnx_attrs = {axis = 1 : i64, num_outputs = 2 : i64}} : (tensor<2x?xf32>) -> (tensor<2x?xf32>, tensor<2x?xf32>)
+  return %a#0, %a#1 : tensor<2x?xf32>, tensor<2x?xf32>
+}
+
+// -----
+
+// RMSNormalization-23 -> w * (x * (1 / sqrt(mean(x^2) + eps))), the chain RmsNormPattern reads.
+// CHECK-LABEL: func.func @rms_normalization
+// CHECK-NOT:   "RMSNormalization"
+// CHECK:       %[[P:.*]] = onnx.node "Pow"(%arg0, %{{.*}})
+// CHECK:       %[[M:.*]] = onnx.node "ReduceMean"(%[[P]]) {{.*}}axes = [-1], keepdims = 1
+// CHECK:       %[[E:.*]] = onnx.node "Constant"() {{.*}}value = dense<9.99999997E-7> : tensor<f32>
+// CHECK:       %[[A:.*]] = onnx.node "Add"(%[[M]], %[[E]])
+// CHECK:       %[[R:.*]] = onnx.node "Sqrt"(%[[A]])
+// CHECK:       %[[I:.*]] = onnx.node "Div"(%{{.*}}, %[[R]])
+// CHECK:       %[[N:.*]] = onnx.node "Mul"(%arg0, %[[I]])
+// CHECK:       onnx.node "Mul"(%{{.*}}, %[[N]]) {node_name = "norm"
+func.func @rms_normalization(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %y = onnx.node "RMSNormalization"(%x, %w) {node_name = "norm", onnx_attrs = {axis = -1 : i64, epsilon = 9.99999997E-7 : f32, stash_type = 1 : i64}} : (tensor<2x8x4xf32>, tensor<4xf32>) -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+
+// -----
+
+// Normalizing over more than the last axis: not an RMSNorm of the residual stream; kept.
+// CHECK-LABEL: func.func @rms_normalization_two_axes
+// CHECK:       onnx.node "RMSNormalization"
+func.func @rms_normalization_two_axes(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %y = onnx.node "RMSNormalization"(%x, %w) {node_name = "norm", onnx_attrs = {axis = 1 : i64}} : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+
+// -----
+
+// onnxruntime's SimplifiedLayerNormalization: the same chain, epsilon defaulting to 1e-5 ...
+// CHECK-LABEL: func.func @simplified_layer_norm
+// CHECK-NOT:   "SimplifiedLayerNormalization"
+// CHECK:       onnx.node "Constant"() {{.*}}value = dense<9.99999974E-6> : tensor<f32>
+// CHECK:       onnx.node "Mul"(%{{.*}}, %{{.*}}) {node_name = "sln"
+func.func @simplified_layer_norm(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %y = onnx.node "SimplifiedLayerNormalization"(%x, %w) {node_name = "sln", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<4xf32>) -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+
+// -----
+
+// ... but not when its inv_std_var output is read.
+// CHECK-LABEL: func.func @simplified_layer_norm_inv_std_read
+// CHECK:       onnx.node "SimplifiedLayerNormalization"
+func.func @simplified_layer_norm_inv_std_read(%x: tensor<2x8x4xf32>) -> tensor<2x8x1xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %y:2 = onnx.node "SimplifiedLayerNormalization"(%x, %w) {node_name = "sln", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x1xf32>)
+  return %y#1 : tensor<2x8x1xf32>
+}
+
+// -----
+
+// com.microsoft.SkipSimplifiedLayerNormalization: S = input + skip, the norm of S, and the 4th
+// output (input_skip_bias_sum) is S, which the residual stream reads on.
+// CHECK-LABEL: func.func @skip_simplified_layer_norm
+// CHECK-NOT:   "SkipSimplifiedLayerNormalization"
+// CHECK:       %[[S:.*]] = onnx.node "Add"(%arg0, %arg1) {node_name = "skip/skip_sum"
+// CHECK:       onnx.node "Pow"(%[[S]], %{{.*}})
+// CHECK:       %[[Y:.*]] = onnx.node "Mul"(%{{.*}}, %{{.*}}) {node_name = "skip"
+// CHECK:       return %[[Y]], %[[S]]
+func.func @skip_simplified_layer_norm(%x: tensor<2x8x4xf32>, %r: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x4xf32>) {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %y:4 = onnx.node "SkipSimplifiedLayerNormalization"(%x, %r, %w) {domain = "com.microsoft", node_name = "skip", onnx_attrs = {epsilon = 9.99999974E-6 : f32}} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<4xf32>) -> (tensor<2x8x4xf32>, tensor<*xf32>, tensor<*xf32>, tensor<2x8x4xf32>)
+  return %y#0, %y#3 : tensor<2x8x4xf32>, tensor<2x8x4xf32>
+}
+
+// -----
+
+// With a bias input (no residual stream has one): kept.
+// CHECK-LABEL: func.func @skip_simplified_layer_norm_bias
+// CHECK:       onnx.node "SkipSimplifiedLayerNormalization"
+func.func @skip_simplified_layer_norm_bias(%x: tensor<2x8x4xf32>, %r: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64} : tensor<4xf32>
+  %b = onnx.weight "b" {file = "m.onnx", offset = 16 : i64, length = 16 : i64} : tensor<4xf32>
+  %y:4 = onnx.node "SkipSimplifiedLayerNormalization"(%x, %r, %w, %b) {domain = "com.microsoft", node_name = "skip", onnx_attrs = {}} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x8x4xf32>, tensor<*xf32>, tensor<*xf32>, tensor<2x8x4xf32>)
+  return %y#0 : tensor<2x8x4xf32>
+}
+
+// -----
+
+// Attention-23, is_causal: Softmax(Q K^T * scale + triu(-inf, 1)) V.
+// CHECK-LABEL: func.func @attention_causal
+// CHECK-NOT:   "Attention"
+// CHECK:       %[[KT:.*]] = onnx.node "Transpose"(%arg1) {{.*}}perm = [0, 1, 3, 2]
+// CHECK:       %[[QK:.*]] = onnx.node "MatMul"(%arg0, %[[KT]])
+// CHECK:       %[[C:.*]] = onnx.node "Constant"() {{.*}}value = dense<2.500000e-01> : tensor<f32>
+// CHECK:       %[[SC:.*]] = onnx.node "Mul"(%[[QK]], %[[C]])
+// CHECK:       %[[T:.*]] = onnx.node "Trilu"(%{{.*}}, %{{.*}}) {{.*}}upper = 1
+// CHECK:       %[[AD:.*]] = onnx.node "Add"(%[[SC]], %[[T]])
+// CHECK:       %[[P:.*]] = onnx.node "Softmax"(%[[AD]]) {{.*}}axis = -1
+// CHECK:       onnx.node "MatMul"(%[[P]], %arg2) {node_name = "attn"
+func.func @attention_causal(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32> {
+  %y = onnx.node "Attention"(%q, %k, %v) {node_name = "attn", onnx_attrs = {is_causal = 1 : i64}} : (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32>
+  return %y : tensor<1x2x5x16xf32>
+}
+
+// -----
+
+// A boolean attn_mask becomes Where(mask, 0, -inf), added to the scores; the scale attribute wins.
+// CHECK-LABEL: func.func @attention_bool_mask
+// CHECK:       onnx.node "Constant"() {{.*}}value = dense<5.000000e-01> : tensor<f32>
+// CHECK:       %[[W:.*]] = onnx.node "Where"(%arg3, %{{.*}}, %{{.*}})
+// CHECK:       onnx.node "Add"(%{{.*}}, %[[W]])
+func.func @attention_bool_mask(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>, %m: tensor<5x5xi1>) -> tensor<1x2x5x16xf32> {
+  %y = onnx.node "Attention"(%q, %k, %v, %m) {node_name = "attn", onnx_attrs = {scale = 5.000000e-01 : f32}} : (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<5x5xi1>) -> tensor<1x2x5x16xf32>
+  return %y : tensor<1x2x5x16xf32>
+}
+
+// -----
+
+// softcap, K/V with fewer heads than Q, and no mask at all: none is moe.attention; all kept.
+// CHECK-LABEL: func.func @attention_kept
+// CHECK-COUNT-3: onnx.node "Attention"
+func.func @attention_kept(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x5x16xf32>, %k1: tensor<1x1x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>) {
+  %a = onnx.node "Attention"(%q, %k, %v) {node_name = "softcap", onnx_attrs = {is_causal = 1 : i64, softcap = 3.000000e+01 : f32}} : (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32>
+  %b = onnx.node "Attention"(%q, %k1, %v) {node_name = "gqa", onnx_attrs = {is_causal = 1 : i64}} : (tensor<1x2x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32>
+  %c = onnx.node "Attention"(%q, %k, %v) {node_name = "bidirectional", onnx_attrs = {}} : (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32>
+  return %a, %b, %c : tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>
+}
