@@ -125,6 +125,18 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     func.walk([&](NodeOp node) {
       if (isContribMoe(node))
         return; // onnxruntime's fused MoE (ContribMoeMatcher.h)
+      if (node.getDomain() == "com.microsoft" && node.getOpType() == "QMoE") {
+        // onnxruntime's quantised MoE (int4/int8 expert weights with per-row scales): a model to
+        // train needs its expert weights in floating point.
+        auto bits = node.getOnnxAttrs().getAs<IntegerAttr>("expert_weight_bits");
+        node.emitError() << describe(node)
+                         << ": com.microsoft.QMoE (quantised experts, expert_weight_bits = "
+                         << (bits ? std::to_string(bits.getInt()) : std::string("unset"))
+                         << ") is not imported: training needs floating-point expert weights "
+                            "(export com.microsoft.MoE, or the unfused experts)";
+        ok = false;
+        return;
+      }
       if (!node.getDomain().empty() && node.getDomain() != "ai.onnx") {
         node.emitError() << describe(node) << ": domain '" << node.getDomain()
                          << "' is not supported";

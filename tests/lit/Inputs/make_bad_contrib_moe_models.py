@@ -115,6 +115,15 @@ def main(out):
             o.version = 2
     save(m, "ms_opset2")
 
+    # onnxruntime's quantised MoE (what onnxruntime-genai writes for int4/int8 experts): refused,
+    # naming the node and its weight bits.
+    m, _ = load("swiglu_interleaved")
+    for node in m.graph.node:
+        if node.op_type == "MoE":
+            node.op_type = "QMoE"
+            set_attr(node, "expert_weight_bits", 4)
+    save(m, "qmoe")
+
 
 if __name__ == "__main__":
     main(sys.argv[1])
