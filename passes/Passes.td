@@ -26,8 +26,10 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     to the opset-13 ones (NewerOpsetForms.cpp, DecomposeAttention.cpp): Reduce*-18's axes input
     to the attribute, Split-18's num_outputs to sizes, RMSNormalization-23, onnxruntime's
     SimplifiedLayerNormalization and com.microsoft.SkipSimplifiedLayerNormalization to the
-    TorchScript RMSNorm chain (plus the residual Add), and a 4-D Attention-23 to
-    Softmax(Q K^T * scale + mask) V with its causal mask as Trilu(-inf, 1). Each pattern is exact or
+    TorchScript RMSNorm chain (plus the residual Add), a 4-D Attention-23 to
+    Softmax(Q K^T * scale + mask) V with its causal mask as Trilu(-inf, 1), and RotaryEmbedding
+    (com.microsoft and opset 23) whose tables are plain RoPE at positions 0..S-1 to Hugging Face's
+    rotate-half chain (DecomposeRotaryEmbedding.cpp). Each pattern is exact or
     rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
     another exponent, a Mul of two different values are kept.
   }];

@@ -45,6 +45,7 @@ const Signature kImported[] = {
      4,
      {"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap",
       "softmax_precision"}},
+    {"RotaryEmbedding", 23, 3, 4, 1, 1, {"interleaved", "num_heads", "rotary_embedding_dim"}},
 };
 
 /// What of Attention-23 moe.attention does not represent (passes/raise/normalize/
@@ -78,10 +79,10 @@ struct Unimported {
   int64_t since;
 };
 const Unimported kNotYet[] = {
-    {"Attention", 23},  {"RotaryEmbedding", 23}, {"Gelu", 20},          {"GroupNormalization", 18},
-    {"Mish", 18},       {"Col2Im", 18},          {"BitwiseAnd", 18},    {"BitwiseOr", 18},
-    {"BitwiseXor", 18}, {"BitwiseNot", 18},      {"CenterCropPad", 18}, {"DeformConv", 19},
-    {"AffineGrid", 20}, {"TensorScatter", 24},   {"Swish", 24},
+    {"Gelu", 20},          {"GroupNormalization", 18}, {"Mish", 18},       {"Col2Im", 18},
+    {"BitwiseAnd", 18},    {"BitwiseOr", 18},          {"BitwiseXor", 18}, {"BitwiseNot", 18},
+    {"CenterCropPad", 18}, {"DeformConv", 19},         {"AffineGrid", 20}, {"TensorScatter", 24},
+    {"Swish", 24},
 };
 
 std::string range(int lo, int hi) {

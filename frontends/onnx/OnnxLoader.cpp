@@ -996,7 +996,8 @@ void convertExternal(const onnx::TensorProto &t, const TensorSize &ts, const std
 
 /// An inline initializer: checks its data against its dims, finds its bytes in the file.
 void convertInline(const onnx::TensorProto &t, const TensorSize &ts, const std::string &ctx,
-                   const std::string &path, const TensorLoc &loc, Initializer &init) {
+                   const std::string &path, const TensorLoc &loc, bool keepBytes,
+                   Initializer &init) {
   DataField field = checkInlineData(t, ts, ctx);
   init.file = path;
   bool contiguous = false;
@@ -1020,8 +1021,32 @@ void convertInline(const onnx::TensorProto &t, const TensorSize &ts, const std::
   }
   init.length = ts.nbytes;
   init.hasFileRange = contiguous;
-  if (ts.nbytes <= kSmallTensorBytes || !contiguous)
+  if (ts.nbytes <= kSmallTensorBytes || !contiguous ||
+      (keepBytes && ts.nbytes <= kRotaryCacheBytes))
     init.data = decodeTensor(t, ts, field);
+}
+
+/// The initializers whose values the compiler must read although they are large: the cos/sin
+/// caches of RotaryEmbedding (com.microsoft: inputs 2, 3; opset 23: inputs 1, 2) and of
+/// com.microsoft.GroupQueryAttention (inputs 7, 8), which the normalize patterns check to be
+/// plain RoPE's tables (onnxruntime's docs/ContribOperators.md; onnx/docs/Operators.md).
+std::unordered_set<std::string> rotaryCacheNames(const onnx::GraphProto &g) {
+  std::unordered_set<std::string> out;
+  for (const auto &node : g.node()) {
+    const bool ms = node.domain() == "com.microsoft";
+    const bool onnxDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    std::vector<int> inputs;
+    if (node.op_type() == "RotaryEmbedding" && ms)
+      inputs = {2, 3};
+    else if (node.op_type() == "RotaryEmbedding" && onnxDomain)
+      inputs = {1, 2};
+    else if (node.op_type() == "GroupQueryAttention" && ms)
+      inputs = {7, 8};
+    for (int i : inputs)
+      if (i < node.input_size() && !node.input(i).empty())
+        out.insert(node.input(i));
+  }
+  return out;
 }
 
 /// Validates every initializer and locates its data (inline: in the .onnx file,
@@ -1043,6 +1068,7 @@ std::vector<Initializer> convertInitializers(const std::string &F, const MappedF
          " after parsing");
 
   const std::filesystem::path modelDir = std::filesystem::path(F).parent_path();
+  const std::unordered_set<std::string> keepBytes = rotaryCacheNames(g);
   std::unordered_set<std::string> names;
   std::vector<Initializer> inits;
   inits.reserve(g.initializer_size());
@@ -1062,7 +1088,7 @@ std::vector<Initializer> convertInitializers(const std::string &F, const MappedF
     if (t.has_data_location() && t.data_location() == onnx::TensorProto::EXTERNAL)
       convertExternal(t, ts, ctx, modelDir, init);
     else
-      convertInline(t, ts, ctx, F, locs[i], init);
+      convertInline(t, ts, ctx, F, locs[i], keepBytes.count(t.name()) > 0, init);
     inits.push_back(std::move(init));
   }
   return inits;

@@ -57,6 +57,10 @@ const char *elemTypeName(ElemType t) noexcept;
 /// Tensors whose data has at most this many bytes get their bytes copied into
 /// Initializer::data (shape constants, inv_freq, ...).
 inline constexpr uint64_t kSmallTensorBytes = 4096;
+/// RoPE cos/sin caches (of RotaryEmbedding, GroupQueryAttention) up to this many bytes keep their
+/// bytes too, inline ones only: the compiler checks them against theta^(-2i/d) (64 MiB: a
+/// [131072, 128] float cache).
+inline constexpr uint64_t kRotaryCacheBytes = 64ull << 20;
 
 /// The contents of a tensor held in memory.
 struct TensorData {

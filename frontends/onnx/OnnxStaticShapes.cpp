@@ -322,7 +322,8 @@ private:
       reduce();
     else if (op == "Attention")
       attention();
-    else if (op == "RMSNormalization" || op == "SimplifiedLayerNormalization")
+    else if (op == "RMSNormalization" || op == "SimplifiedLayerNormalization" ||
+             op == "RotaryEmbedding")
       same(0); // opset 23, and onnxruntime's ONNX-domain contrib op: Y has X's type
     else if (op == "Slice")
       slice();
@@ -348,7 +349,9 @@ private:
       if (auto it = g_.valueInfo.find(n.inputs[i]);
           !n.inputs[i].empty() && it != g_.valueInfo.end())
         ins_[i] = &it->second;
-    if (n.opType == "SkipSimplifiedLayerNormalization") { // Y and the residual sum input + skip
+    if (n.opType == "RotaryEmbedding") {
+      same(0);
+    } else if (n.opType == "SkipSimplifiedLayerNormalization") { // Y and the residual sum
       same(0);
       setOut(3, typeOf(0), dimsOf(0));
     }

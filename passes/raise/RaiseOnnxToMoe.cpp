@@ -20,6 +20,7 @@
 #include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 #include "passes/raise/ResidualStream.h"
+#include "passes/raise/normalize/NormalizePatterns.h"
 #include "passes/raise/patterns/ComponentMatcher.h"
 
 #include "mlir/IR/Builders.h"
@@ -125,6 +126,11 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     func.walk([&](NodeOp node) {
       if (isContribMoe(node))
         return; // onnxruntime's fused MoE (ContribMoeMatcher.h)
+      if (std::string why = normalize::rotaryEmbeddingMismatch(node); !why.empty()) {
+        node.emitError() << describe(node) << ": RotaryEmbedding: " << why;
+        ok = false;
+        return;
+      }
       if (node.getDomain() == "com.microsoft" && node.getOpType() == "QMoE") {
         // onnxruntime's quantised MoE (int4/int8 expert weights with per-row scales): a model to
         // train needs its expert weights in floating point.

@@ -43,6 +43,13 @@ void populateNewerOpsetFormPatterns(mlir::RewritePatternSet &patterns);
 /// Attention-23 on 4-D Q/K/V -> Softmax(Q K^T * scale + mask) V (DecomposeAttention.cpp).
 void populateDecomposeAttentionPatterns(mlir::RewritePatternSet &patterns);
 
+/// com.microsoft.RotaryEmbedding and RotaryEmbedding-23 whose tables are plain RoPE at positions
+/// 0..S-1 -> Hugging Face's rotate-half chain (DecomposeRotaryEmbedding.cpp).
+void populateDecomposeRotaryEmbeddingPatterns(mlir::RewritePatternSet &patterns);
+/// Why `node`, a RotaryEmbedding the pattern left, is not plain RoPE at positions 0..S-1 (for the
+/// raise pass's error); empty if it is, or if `node` is no RotaryEmbedding.
+std::string rotaryEmbeddingMismatch(NodeOp node);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

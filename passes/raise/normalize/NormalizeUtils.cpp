@@ -53,6 +53,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateFoldWeightTransposePatterns(patterns);
   populateNewerOpsetFormPatterns(patterns);
   populateDecomposeAttentionPatterns(patterns);
+  populateDecomposeRotaryEmbeddingPatterns(patterns);
 }
 
 LogicalResult applyNormalizeOnnxPatterns(Operation *root) {

@@ -43,16 +43,21 @@ from onnx import helper, numpy_helper, TensorProto
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.dirname(HERE)
 BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tiny"}
-# name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function", attention)
+# name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function",
+#        attention, rotary None|"ort"|"onnx")
 FORMS = {
-    "mixtral_opset18": ("mixtral", 18, "constant", None, False),
-    "qwen3_opset18": ("qwen3", 18, "initializer", None, False),
-    "mixtral_opset23_rmsnorm": ("mixtral", 23, "constant", "rmsnorm", False),
-    "qwen3_opset23_rmsnorm": ("qwen3", 23, "initializer", "rmsnorm", False),
-    "mixtral_ort_fused_norms": ("mixtral", 17, None, "ort", False),
-    "mixtral_opset23_attention": ("mixtral", 23, "constant", "rmsnorm", True),
-    "mixtral_local_function": ("mixtral", 23, "constant", "function", False),
+    "mixtral_opset18": ("mixtral", 18, "constant", None, False, None),
+    "qwen3_opset18": ("qwen3", 18, "initializer", None, False, None),
+    "mixtral_opset23_rmsnorm": ("mixtral", 23, "constant", "rmsnorm", False, None),
+    "qwen3_opset23_rmsnorm": ("qwen3", 23, "initializer", "rmsnorm", False, None),
+    "mixtral_ort_fused_norms": ("mixtral", 17, None, "ort", False, None),
+    "mixtral_opset23_attention": ("mixtral", 23, "constant", "rmsnorm", True, None),
+    "mixtral_local_function": ("mixtral", 23, "constant", "function", False, None),
+    "mixtral_ort_rotary": ("mixtral", 17, None, "ort", False, "ort"),
+    "mixtral_opset23_rotary": ("mixtral", 23, "constant", "rmsnorm", True, "onnx"),
 }
+# Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
+ROTARY_ROWS = 32
 # IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
 IR_VERSION = {17: 8, 18: 8, 23: 11}
 # Ops whose `axes` attribute became an input at opset 18 (ReduceSum moved at 13).
@@ -285,6 +290,74 @@ def fuse_attention(model):
         scales.append(scale)
 
 
+def rope_caches(theta, head_dim, rows):
+    """transformers' RoPE tables in fp32: inv_freq = 1 / theta^(arange(0, d, 2) / d), angles
+    t * inv_freq for t = 0..rows-1, then cos and sin ([rows, d/2], onnxruntime's cache layout)."""
+    inv = (np.float32(1.0) / (np.float32(theta) ** (np.arange(0, head_dim, 2, dtype=np.float32) /
+                                                      np.float32(head_dim)))).astype(np.float32)
+    angles = np.outer(np.arange(rows, dtype=np.float32), inv).astype(np.float32)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def fuse_rotary(model, style, theta, head_dim):
+    """transformers' apply_rotary_pos_emb, x * cos + rotate_half(x) * sin on [B, H, S, D], ->
+    one RotaryEmbedding per q and k: com.microsoft (input, position_ids, cos_cache, sin_cache) or
+    opset 23 (X, cos_cache, sin_cache, position_ids); position ids 0..S-1 computed in the graph
+    from input_ids' shape (as the exporters compute them without an explicit input)."""
+    g = Graph(model.graph)
+    ids = model.graph.input[0].name
+    cos, sin = rope_caches(theta, head_dim, ROTARY_ROWS)
+    model.graph.initializer.extend([numpy_helper.from_array(cos, "rotary.cos_cache"),
+                                    numpy_helper.from_array(sin, "rotary.sin_cache")])
+    pos_nodes = [
+        helper.make_node("Shape", [ids], ["rotary/ids_shape"], name="/rotary/Shape"),
+        helper.make_node("Constant", [], ["rotary/one"], name="/rotary/one",
+                         value=helper.make_tensor("v", TensorProto.INT64, [], [1])),
+        helper.make_node("Constant", [], ["rotary/zero"], name="/rotary/zero",
+                         value=helper.make_tensor("v", TensorProto.INT64, [], [0])),
+        helper.make_node("Gather", ["rotary/ids_shape", "rotary/one"], ["rotary/seq"], name="/rotary/Gather", axis=0),
+        helper.make_node("Range", ["rotary/zero", "rotary/seq", "rotary/one"], ["rotary/range"], name="/rotary/Range"),
+        helper.make_node("Constant", [], ["rotary/axes0"], name="/rotary/axes0",
+                         value=helper.make_tensor("v", TensorProto.INT64, [1], [0])),
+        helper.make_node("Unsqueeze", ["rotary/range", "rotary/axes0"], ["rotary/pos_row"], name="/rotary/Unsqueeze"),
+        helper.make_node("Expand", ["rotary/pos_row", "rotary/ids_shape"], ["rotary/position_ids"], name="/rotary/Expand"),
+    ]
+    fused = []
+    for add in list(model.graph.node):
+        if add.op_type != "Add":
+            continue
+        muls = [g.producer.get(i) for i in add.input]
+        if any(m is None or m.op_type != "Mul" for m in muls):
+            continue
+        concat = g.producer.get(muls[1].input[0])
+        if concat is None or concat.op_type != "Concat":
+            continue
+        neg = g.producer.get(concat.input[0])
+        if neg is None or neg.op_type != "Neg":
+            continue
+        x = muls[0].input[0]
+        slices = [g.producer.get(neg.input[0]), g.producer.get(concat.input[1])]
+        if any(s is None or s.op_type != "Slice" or s.input[0] != x for s in slices):
+            continue
+        chain = [slices[0], neg, slices[1], concat, muls[1], muls[0], add]
+        if any(len(g.readers.get(n.output[0], [])) != 1 for n in chain[:-1]):
+            continue
+        name = add.name.rsplit("/", 1)[0] + "/RotaryEmbedding" + ("" if not fused else f"_{len(fused)}")
+        if style == "ort":
+            node = helper.make_node("RotaryEmbedding", [x, "rotary/position_ids", "rotary.cos_cache", "rotary.sin_cache"],
+                                    [add.output[0]], name=name, domain="com.microsoft", interleaved=0)
+        else:
+            node = helper.make_node("RotaryEmbedding", [x, "rotary.cos_cache", "rotary.sin_cache", "rotary/position_ids"],
+                                    [add.output[0]], name=name, interleaved=0)
+        fused.append((chain, node))
+    for chain, node in fused:
+        replace_nodes(model.graph, chain, chain[-1], [node])
+    # The position ids go first (every RotaryEmbedding reads them).
+    for n in reversed(pos_nodes):
+        model.graph.node.insert(0, n)
+    return len(fused)
+
+
 def axes_to_inputs(model, style):
     """Opset 18: Reduce*'s `axes` attribute -> second input (Constant node or int64 initializer)."""
     n_done = 0
@@ -353,7 +426,7 @@ def remove_dead(model):
 
 
 def write_form(name, out_dir):
-    base_key, opset, axes_style, norms, attention = FORMS[name]
+    base_key, opset, axes_style, norms, attention, rotary = FORMS[name]
     base_rel = BASES[base_key]
     base_dir = os.path.join(MODELS, base_rel)
     model = onnx.load(os.path.join(base_dir, "model.onnx"))
@@ -367,6 +440,9 @@ def write_form(name, out_dir):
         n_att, scales = fuse_attention(model)
         notes["attention"] = n_att
         notes["attention_scale"] = scales[0] if scales else None
+    if rotary:
+        cfg0 = json.load(open(os.path.join(base_dir, "golden", "config.json")))
+        notes["rotary"] = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])
     if opset >= 18:
         notes["reduce_axes_inputs"] = axes_to_inputs(model, axes_style)
         notes["split_num_outputs"] = split_num_outputs(model)
@@ -375,7 +451,7 @@ def write_form(name, out_dir):
         model.functions.append(rmsnorm_function(opset))
     del model.opset_import[:]
     model.opset_import.append(helper.make_opsetid("", opset))
-    if norms == "ort":
+    if norms == "ort" or rotary == "ort":
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     if norms == "function":
         model.opset_import.append(helper.make_opsetid(FN_DOMAIN, 1))

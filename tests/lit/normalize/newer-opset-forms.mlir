@@ -197,3 +197,46 @@ func.func @attention_kept(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x5x16xf32>, %k
   %c = onnx.node "Attention"(%q, %k, %v) {node_name = "bidirectional", onnx_attrs = {}} : (tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>) -> tensor<1x2x5x16xf32>
   return %a, %b, %c : tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>
 }
+
+// -----
+
+// com.microsoft.RotaryEmbedding with plain RoPE tables (theta 10000, head_dim 4) read at positions
+// 0..S-1: Hugging Face's chain, x * cos + rotate_half(x) * sin, from an inv_freq constant.
+// CHECK-LABEL: func.func @rotary_plain
+// CHECK-NOT:   "RotaryEmbedding"
+// CHECK:       onnx.node "Constant"() {node_name = "rope/inv_freq", onnx_attrs = {value = dense<{{\[}}[1.000000e+00], [0.00999999977]]> : tensor<2x1xf32>}}
+// CHECK:       %[[F:.*]] = onnx.node "MatMul"
+// CHECK:       %[[E:.*]] = onnx.node "Concat"
+// CHECK:       %[[C:.*]] = onnx.node "Cos"(%[[E]])
+// CHECK:       %[[S:.*]] = onnx.node "Sin"(%[[E]])
+// CHECK:       %[[N:.*]] = onnx.node "Neg"
+// CHECK:       %[[R:.*]] = onnx.node "Concat"(%[[N]], %{{.*}})
+// CHECK:       %[[A:.*]] = onnx.node "Mul"(%arg0, %[[C]])
+// CHECK:       %[[B:.*]] = onnx.node "Mul"(%[[R]], %[[S]])
+// CHECK:       onnx.node "Add"(%[[A]], %[[B]]) {node_name = "rope"
+func.func @rotary_plain(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
+  %pos = onnx.node "Constant"() {node_name = "pos", onnx_attrs = {value = dense<[[0, 1]]> : tensor<1x2xi64>}} : () -> tensor<1x2xi64>
+  %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.0, 1.0], [0.5403022766113281, 0.9999499917030334]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %y = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "rope", onnx_attrs = {interleaved = 0 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %y : tensor<1x2x2x4xf32>
+}
+
+// -----
+
+// Tables scaled by an attention factor (YaRN's mscale, here 1.1), interleaved pairs, and position
+// ids that start at 1: none is plain RoPE at 0..S-1; all kept (the raise pass names why).
+// CHECK-LABEL: func.func @rotary_kept
+// CHECK-COUNT-3: onnx.node "RotaryEmbedding"
+func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) {
+  %pos = onnx.node "Constant"() {node_name = "pos", onnx_attrs = {value = dense<[[0, 1]]> : tensor<1x2xi64>}} : () -> tensor<1x2xi64>
+  %pos1 = onnx.node "Constant"() {node_name = "pos1", onnx_attrs = {value = dense<[[1, 2]]> : tensor<1x2xi64>}} : () -> tensor<1x2xi64>
+  %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.0, 1.0], [0.5403022766113281, 0.9999499917030334]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %cos11 = onnx.node "Constant"() {node_name = "cos11", onnx_attrs = {value = dense<[[1.1, 1.1], [0.59433250427, 1.09994499087]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin11 = onnx.node "Constant"() {node_name = "sin11", onnx_attrs = {value = dense<[[0.0, 0.0], [0.92561811804, 0.01099981637]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %a = onnx.node "RotaryEmbedding"(%x, %pos, %cos11, %sin11) {domain = "com.microsoft", node_name = "mscale", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  %b = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "interleaved", onnx_attrs = {interleaved = 1 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  %c = onnx.node "RotaryEmbedding"(%x, %pos1, %cos, %sin) {domain = "com.microsoft", node_name = "offset", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %a, %b, %c : tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>
+}

@@ -1,0 +1,307 @@
+//===- DecomposeRotaryEmbedding.cpp - RotaryEmbedding -> Hugging Face's RoPE chain -===//
+//
+// onnxruntime's com.microsoft.RotaryEmbedding(input, position_ids, cos_cache, sin_cache) (what the
+// onnxruntime-genai builder and the transformer optimizer write; docs/ContribOperators.md) and
+// opset-23 RotaryEmbedding(X, cos_cache, sin_cache[, position_ids]) (onnx/docs/Operators.md)
+// rotate q or k by tables gathered at the position ids. moe.attention computes plain RoPE
+// (RoFormer, eqs. 15 and 34: inv_freq[i] = theta^(-2i/d), rotate_half, positions 0..S-1), which
+// AttentionPattern reads from Hugging Face's chain, so this pattern checks that the node is that
+// RoPE and writes the chain in its place:
+//   freqs = Transpose(MatMul(inv_freq[d/2, 1], positions[1, S]));  emb = Concat(freqs, freqs)
+//   Y = X * Cos(emb) + Concat(-X[..., d/2:], X[..., :d/2]) * Sin(emb)
+// It checks: not interleaved, the rotation over the whole head (rotary_embedding_dim 0 or d),
+// scale 1, no packed batching, position ids 0..S-1 in every row (what the compiled plan binds),
+// and every cache row used (0..S-1) equal to cos/sin(p * theta^(-2i/d)) for one theta, within the
+// fp32 rounding of the table: |error| <= 2^-22 (1 + p * inv_freq[i]) (the angle p * inv_freq is
+// rounded twice in fp32, then cos/sin once). theta is read from row 1 (atan2(sin, cos) = inv_freq)
+// as AttentionPattern reads it from an inv_freq constant (ComponentMatcher::thetaOf). A scaled
+// RoPE (YaRN, NTK, an attention factor) fails the check, and the node stays for the raise pass to
+// name.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/raise/normalize/NormalizePatterns.h"
+
+#include "passes/raise/GraphMatchers.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace disagmoe::normalize {
+namespace {
+
+/// theta from inverse frequencies (as ComponentMatcher::thetaOf: the mean of
+/// -d/(2i) log inv_freq[i] over i >= 1, kept to 6 significant digits).
+double thetaFrom(ArrayRef<double> invFreq, int64_t dim) {
+  double logTheta = 0;
+  for (size_t i = 1; i < invFreq.size(); ++i)
+    logTheta += -static_cast<double>(dim) / (2.0 * static_cast<double>(i)) * std::log(invFreq[i]);
+  double theta = std::exp(logTheta / static_cast<double>(invFreq.size() - 1));
+  double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
+  return std::round(theta / magnitude) * magnitude;
+}
+
+/// The inverse frequencies of plain RoPE whose tables `cos`, `sin` ([rows, half] row-major) hold
+/// in rows 0..used-1; empty if they are not such tables.
+SmallVector<double> plainRopeFrequencies(ArrayRef<double> cos, ArrayRef<double> sin, int64_t rows,
+                                         int64_t half, int64_t used) {
+  if (rows < 2 || used > rows || half < 2)
+    return {};
+  SmallVector<double> measured;
+  for (int64_t i = 0; i < half; ++i)
+    measured.push_back(std::atan2(sin[half + i], cos[half + i]));
+  if (measured[1] <= 0 || measured[1] >= 1)
+    return {};
+  const double theta = thetaFrom(measured, 2 * half);
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < half; ++i)
+    invFreq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) / (2.0 * half)));
+  const double u = std::ldexp(1.0, -22);
+  for (int64_t p = 0; p < used; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * invFreq[i];
+      const double tol = u * (1.0 + angle);
+      if (std::abs(cos[p * half + i] - std::cos(angle)) > tol ||
+          std::abs(sin[p * half + i] - std::sin(angle)) > tol)
+        return {};
+    }
+  return invFreq;
+}
+
+Value constantOf(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix, ArrayRef<int64_t> dims,
+                 Type elem, ArrayRef<double> values) {
+  auto type = RankedTensorType::get(dims, elem);
+  DenseElementsAttr dense;
+  if (elem.isInteger(64)) {
+    SmallVector<int64_t> ints(values.begin(), values.end());
+    dense = DenseElementsAttr::get(type, ArrayRef<int64_t>(ints));
+  } else {
+    SmallVector<float> floats(values.begin(), values.end());
+    dense = DenseElementsAttr::get(type, ArrayRef<float>(floats));
+  }
+  return rewriter
+      .create<NodeOp>(anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"),
+                      ValueRange{},
+                      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
+                      rewriter.getStringAttr(""),
+                      rewriter.getDictionaryAttr({rewriter.getNamedAttr("value", dense)}))
+      .getResult(0);
+}
+
+NodeOp nodeWithAttrs(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
+                     ValueRange inputs, Type resultType, ArrayRef<NamedAttribute> attrs) {
+  return rewriter.create<NodeOp>(
+      anchor.getLoc(), TypeRange{resultType}, rewriter.getStringAttr(opType), inputs,
+      rewriter.getStringAttr(name), rewriter.getStringAttr(""), rewriter.getDictionaryAttr(attrs));
+}
+
+/// What the rewrite needs of a RotaryEmbedding that is plain RoPE.
+struct RotaryForm {
+  Value x;
+  RankedTensorType xType;
+  FloatType elem;
+  int64_t b = 0, s = 0, heads = 0, half = 0;
+  SmallVector<double> invFreq;
+};
+
+/// Reads `node` as plain RoPE, or says why it is not (`why`; empty when `node` is not a
+/// RotaryEmbedding at all).
+std::optional<RotaryForm> readRotary(NodeOp node, std::string &why) {
+  why.clear();
+  if (node.getOpType() != "RotaryEmbedding" || node.getOutputs().size() != 1)
+    return std::nullopt;
+  const bool ms = node.getDomain() == "com.microsoft";
+  if (!ms && !node.getDomain().empty())
+    return std::nullopt;
+  auto fail = [&](std::string w) {
+    why = std::move(w);
+    return std::nullopt;
+  };
+  auto ins = node.getInputs();
+  if (ins.size() < 3 || (ms && ins.size() != 4))
+    return fail("expected (input, position_ids, cos_cache, sin_cache) or (X, cos_cache, "
+                "sin_cache[, position_ids])");
+  RotaryForm f;
+  f.x = ins[0];
+  Value cosCache = ms ? ins[2] : ins[1], sinCache = ms ? ins[3] : ins[2];
+  Value positions = ms ? ins[1] : (ins.size() > 3 ? ins[3] : Value());
+  if (positions && isa_and_nonnull<onnxir::NoneOp>(positions.getDefiningOp()))
+    positions = Value();
+  auto attrs = node.getOnnxAttrs();
+  auto intAttr = [&](StringRef n) {
+    auto a = attrs.getAs<IntegerAttr>(n);
+    return a ? a.getInt() : 0;
+  };
+  if (intAttr("interleaved"))
+    return fail("attribute interleaved = 1 (GPT-J style pairs) is not moe.attention's "
+                "rotate-half RoPE");
+  if (intAttr("is_packed_batching"))
+    return fail("attribute is_packed_batching = 1 is not imported");
+  if (auto sc = attrs.getAs<FloatAttr>("scale"); sc && sc.getValueAsDouble() != 1.0)
+    return fail("attribute scale = " + std::to_string(sc.getValueAsDouble()) +
+                " is not imported (plain RoPE has scale 1)");
+  f.xType = llvm::dyn_cast<RankedTensorType>(f.x.getType());
+  f.elem = floatElementType(f.x);
+  auto cacheType = llvm::dyn_cast<RankedTensorType>(cosCache.getType());
+  if (!f.xType || !f.elem || !f.xType.hasStaticShape() || !cacheType ||
+      !cacheType.hasStaticShape() || cacheType != sinCache.getType() ||
+      node.getOutputs()[0].getType() != f.x.getType())
+    return fail("the input and the cos/sin caches need static float shapes, the caches alike");
+  f.half = cacheType.getShape().back();
+  const int64_t headDim = 2 * f.half;
+  if (int64_t rotary = intAttr("rotary_embedding_dim"); rotary != 0 && rotary != headDim)
+    return fail("attribute rotary_embedding_dim = " + std::to_string(rotary) +
+                " rotates part of the head (" + std::to_string(headDim) +
+                "): moe.attention rotates all of it");
+  if (f.xType.getRank() == 4) { // [batch, heads, seq, head_dim]
+    f.b = f.xType.getDimSize(0), f.heads = f.xType.getDimSize(1), f.s = f.xType.getDimSize(2);
+    if (f.xType.getDimSize(3) != headDim)
+      return fail("the input's head size " + std::to_string(f.xType.getDimSize(3)) +
+                  " is not twice the caches' width " + std::to_string(f.half));
+  } else if (f.xType.getRank() == 3) { // [batch, seq, heads * head_dim]
+    f.b = f.xType.getDimSize(0), f.s = f.xType.getDimSize(1);
+    if (f.xType.getDimSize(2) % headDim != 0)
+      return fail("the input's width is not a multiple of the head size " +
+                  std::to_string(headDim));
+    f.heads = f.xType.getDimSize(2) / headDim;
+    if (int64_t n = intAttr("num_heads"); n != 0 && n != f.heads)
+      return fail("attribute num_heads = " + std::to_string(n) + " disagrees with the input");
+  } else {
+    return fail("the input is neither 3-D nor 4-D");
+  }
+
+  // The tables and the positions they are read at.
+  auto cosValues = raise::constantValues(cosCache), sinValues = raise::constantValues(sinCache);
+  if (!cosValues || !sinValues)
+    return fail("the cos/sin caches are not constants whose values the compiler reads (inline "
+                "initializers up to 64 MiB)");
+  int64_t rows;
+  if (positions) {
+    auto ids = raise::constantValues(positions);
+    if (cacheType.getRank() != 2 || !ids || static_cast<int64_t>(ids->size()) != f.b * f.s)
+      return fail("position ids that are not [batch, seq] constants at the compiled shape");
+    for (int64_t k = 0; k < f.b * f.s; ++k)
+      if ((*ids)[k] != static_cast<double>(k % f.s))
+        return fail("position ids other than 0..S-1 in every row (the compiled plan's)");
+    rows = cacheType.getDimSize(0);
+  } else { // opset 23 without position ids: tables [batch, seq, half], the same in every row
+    if (cacheType.getRank() != 3 || cacheType.getDimSize(0) != f.b ||
+        cacheType.getDimSize(1) != f.s)
+      return fail("without position ids the caches must be [batch, seq, head_size / 2]");
+    const size_t plane = static_cast<size_t>(f.s * f.half);
+    for (size_t k = plane; k < cosValues->size(); ++k)
+      if ((*cosValues)[k] != (*cosValues)[k % plane] || (*sinValues)[k] != (*sinValues)[k % plane])
+        return fail("the caches differ between batch rows");
+    rows = f.s;
+  }
+  f.invFreq = plainRopeFrequencies(*cosValues, *sinValues, rows, f.half, f.s);
+  if (f.invFreq.empty())
+    return fail("the cos/sin caches are not cos/sin(p * theta^(-2i/d)) for one theta at "
+                "positions 0..S-1 (a scaled RoPE such as YaRN, NTK or an attention factor is "
+                "not imported)");
+  return f;
+}
+
+struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(NodeOp node, PatternRewriter &rewriter) const override {
+    std::string why;
+    std::optional<RotaryForm> form = readRotary(node, why);
+    if (!form)
+      return failure();
+    Value x = form->x;
+    RankedTensorType xType = form->xType;
+    FloatType elem = form->elem;
+    const int64_t b = form->b, s = form->s, heads = form->heads, half = form->half;
+    const int64_t headDim = 2 * half;
+    const SmallVector<double> &invFreq = form->invFreq;
+
+    const std::string name = node.getNodeName().str();
+    rewriter.setInsertionPoint(node);
+    SmallVector<double> pos;
+    for (int64_t p = 0; p < s; ++p)
+      pos.push_back(static_cast<double>(p));
+    Value invCol = constantOf(rewriter, node, "inv_freq", {half, 1}, elem, invFreq);
+    Value posRow = constantOf(rewriter, node, "positions", {1, s}, elem, pos);
+    Value freqsT = createNode(rewriter, node, "MatMul", name + "/freqs", {invCol, posRow},
+                              RankedTensorType::get({half, s}, elem))
+                       .getResult(0);
+    auto freqsType = RankedTensorType::get({s, half}, elem);
+    Value freqs = nodeWithAttrs(rewriter, node, "Transpose", name + "/freqs_t", {freqsT}, freqsType,
+                                {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({1, 0}))})
+                      .getResult(0);
+    auto embType = RankedTensorType::get({s, headDim}, elem);
+    auto axisLast = rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1));
+    Value emb =
+        nodeWithAttrs(rewriter, node, "Concat", name + "/emb", {freqs, freqs}, embType, {axisLast})
+            .getResult(0);
+    Value cos = createNode(rewriter, node, "Cos", name + "/Cos", {emb}, embType).getResult(0);
+    Value sin = createNode(rewriter, node, "Sin", name + "/Sin", {emb}, embType).getResult(0);
+
+    // The per-head view: X itself, or [b, s, heads, d] with the tables as [s, 1, d].
+    Value xh = x;
+    auto headType = xType;
+    if (xType.getRank() == 3) {
+      headType = RankedTensorType::get({b, s, heads, headDim}, elem);
+      Value shape = constantOf(rewriter, node, "head_shape", {4}, rewriter.getI64Type(),
+                               {double(b), double(s), double(heads), double(headDim)});
+      xh =
+          createNode(rewriter, node, "Reshape", name + "/heads", {x, shape}, headType).getResult(0);
+      auto tableType = RankedTensorType::get({s, 1, headDim}, elem);
+      Value axes = constantOf(rewriter, node, "table_axes", {1}, rewriter.getI64Type(), {1.0});
+      cos = createNode(rewriter, node, "Unsqueeze", name + "/cos_heads", {cos, axes}, tableType)
+                .getResult(0);
+      sin = createNode(rewriter, node, "Unsqueeze", name + "/sin_heads", {sin, axes}, tableType)
+                .getResult(0);
+    }
+    SmallVector<int64_t> halfDims(headType.getShape());
+    halfDims.back() = half;
+    auto halfType = RankedTensorType::get(halfDims, elem);
+    auto i64 = rewriter.getI64Type();
+    Value lastAxis = constantOf(rewriter, node, "last_axis", {1}, i64, {-1.0});
+    Value zero = constantOf(rewriter, node, "zero", {1}, i64, {0.0});
+    Value mid = constantOf(rewriter, node, "half", {1}, i64, {double(half)});
+    Value end = constantOf(rewriter, node, "end", {1}, i64, {double(headDim)});
+    Value x1 =
+        createNode(rewriter, node, "Slice", name + "/x1", {xh, zero, mid, lastAxis}, halfType)
+            .getResult(0);
+    Value x2 = createNode(rewriter, node, "Slice", name + "/x2", {xh, mid, end, lastAxis}, halfType)
+                   .getResult(0);
+    Value neg = createNode(rewriter, node, "Neg", name + "/Neg", {x2}, halfType).getResult(0);
+    Value rot = nodeWithAttrs(rewriter, node, "Concat", name + "/rotate_half", {neg, x1}, headType,
+                              {axisLast})
+                    .getResult(0);
+    Value a = createNode(rewriter, node, "Mul", name + "/x_cos", {xh, cos}, headType).getResult(0);
+    Value c =
+        createNode(rewriter, node, "Mul", name + "/rot_sin", {rot, sin}, headType).getResult(0);
+    Value y = createNode(rewriter, node, "Add", xType.getRank() == 3 ? name + "/rotated" : name,
+                         {a, c}, headType)
+                  .getResult(0);
+    if (xType.getRank() == 3) {
+      Value shape = constantOf(rewriter, node, "out_shape", {3}, i64,
+                               {double(b), double(s), double(heads * headDim)});
+      y = createNode(rewriter, node, "Reshape", name, {y, shape}, xType).getResult(0);
+    }
+    rewriter.replaceAllUsesWith(node.getOutputs()[0], y);
+    rewriter.eraseOp(node);
+    return success();
+  }
+};
+
+} // namespace
+
+std::string rotaryEmbeddingMismatch(NodeOp node) {
+  std::string why;
+  (void)readRotary(node, why);
+  return why;
+}
+
+void populateDecomposeRotaryEmbeddingPatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeRotaryEmbedding>(patterns.getContext());
+}
+
+} // namespace disagmoe::normalize

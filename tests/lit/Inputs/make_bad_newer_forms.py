@@ -1,0 +1,61 @@
+"""Edits of samples/models/newer_opsets forms that the compiler must refuse, each in one line naming
+the node and what it uses that moe.attention or the training plan does not represent.
+
+  make_bad_newer_forms.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FORMS = os.path.join(HERE, "..", "..", "..", "samples", "models", "newer_opsets")
+
+
+def load(form):
+    return onnx.load(os.path.join(FORMS, form, "model.onnx"))
+
+
+def set_attr(node, name, value):
+    kept = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    node.attribute.append(helper.make_attribute(name, value))
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    save = lambda m, name: onnx.save(m, os.path.join(out, name + ".onnx"))  # noqa: E731
+
+    # YaRN-style attention factor: the cos/sin tables scaled by 1.1 (not plain RoPE).
+    m = load("mixtral_ort_rotary")
+    for t in m.graph.initializer:
+        if t.name in ("rotary.cos_cache", "rotary.sin_cache"):
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(1.1), t.name))
+    save(m, "rotary_mscale")
+
+    # Interleaved pairs (GPT-J style) instead of rotate_half.
+    m = load("mixtral_ort_rotary")
+    rope = next(n for n in m.graph.node if n.op_type == "RotaryEmbedding")
+    set_attr(rope, "interleaved", 1)
+    save(m, "rotary_interleaved")
+
+    # Attention-23 reading a KV cache (past_key, past_value as graph inputs).
+    m = load("mixtral_opset23_attention")
+    att = next(n for n in m.graph.node if n.op_type == "Attention")
+    m.graph.input.extend([helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [1, 4, 0, 8])
+                          for n in ("past_key", "past_value")])
+    att.input.extend(["", "past_key", "past_value"])
+    save(m, "attention_past_kv")
+
+    # Attention-23 with a softcap (Gemma-2 style logit capping).
+    m = load("mixtral_opset23_attention")
+    att = next(n for n in m.graph.node if n.op_type == "Attention")
+    set_attr(att, "softcap", 30.0)
+    save(m, "attention_softcap")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
