@@ -3,6 +3,7 @@
 
     /usr/bin/python3 scripts/plot_route_stats.py OUT/route-stats.json [-o DIR] [--ep N] [--gbs G]
     /usr/bin/python3 scripts/plot_route_stats.py --training samples/models/mixtral_tiny_trained/training.json -o DIR
+    /usr/bin/python3 scripts/plot_route_stats.py --training LOSS.jsonl -o DIR     (a disagmoe-run --loss-log)
 
 Writes into DIR (default: the JSON's folder):
   send_matrix.png   S[src][dst] at EP N (default: the classification EP), one panel per condition
@@ -10,11 +11,15 @@ Writes into DIR (default: the JSON's folder):
   gini_by_layer.png Gini of per-rank received load by layer at EP N and GBS G, one line per condition
                     (error bars: standard deviation over batches)
   gini_vs_gbs.png   Gini (mean over layers) against GBS, one line per condition, one panel per EP
-  training_loss.png with --training: the loss curve of the trained sample
+  training_loss.png with --training: the loss curve of the trained sample (training.json, written by
+                    samples/models/mixtral_tiny_trained/train.py), or of a `disagmoe-run --train
+                    --loss-log` file (JSON lines; scripts/plots/training_curves.py draws its lr, gradient
+                    norm and tokens/s too, scripts/plots/expert_load.py its expert loads)
 """
 import argparse
 import json
 import os
+import sys
 
 import matplotlib
 
@@ -118,17 +123,39 @@ def gini_vs_gbs(doc, out):
     plt.close(fig)
 
 
+def loss_log_as_training(path):
+    """A `disagmoe-run --loss-log` file (one JSON object per step, runtime/train/TrainingLoop.cpp) in the
+    shape of training.json. json.load() of such a file fails with "Extra data" at line 2 (issue 17):
+    it holds one document per line, not one document."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "plots"))
+    import plotlib
+    try:
+        steps = plotlib.load_loss_log(path)
+    except plotlib.InputError as e:
+        sys.exit(f"plot_route_stats.py: {e}")
+    return {"data": path, "aux_coef": "as logged" if any(r["aux_loss"] for r in steps) else 0, "log": True,
+            "curve": [{"step": r["step"], "loss": r["loss"]} for r in steps]}
+
+
 def training(path, out):
-    t = json.load(open(path))
+    try:
+        t = json.load(open(path))
+    except json.JSONDecodeError as e:
+        if e.msg != "Extra data":
+            sys.exit(f"plot_route_stats.py: {path}: not JSON: {e}")
+        t = loss_log_as_training(path)
     steps = [c["step"] for c in t["curve"]]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.plot(steps, [c["loss"] for c in t["curve"]], label="train (batch)")
     vs = [(c["step"], c["valid_loss"]) for c in t["curve"] if "valid_loss" in c]
-    ax.plot([s for s, _ in vs], [v for _, v in vs], "o-", label="validation (held out)")
-    ax.axhline(np.log(256), color="gray", ls="--", lw=1, label="uniform over 256 bytes")
+    if vs:
+        ax.plot([s for s, _ in vs], [v for _, v in vs], "o-", label="validation (held out)")
+    if not t.get("log"):  # the trained sample is byte-level; a loss log may be of any token format
+        ax.axhline(np.log(256), color="gray", ls="--", lw=1, label="uniform over 256 bytes")
     ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy (nats/byte)")
-    ax.set_title(f"mixtral_tiny on {os.path.basename(t['data'])}, aux coef {t['aux_coef']}")
+    ax.set_ylabel("cross-entropy (nats/token)" if t.get("log") else "cross-entropy (nats/byte)")
+    ax.set_title(f"{os.path.basename(t['data'])}: aux coef {t['aux_coef']}" if t["data"] == path else
+                 f"mixtral_tiny on {os.path.basename(t['data'])}, aux coef {t['aux_coef']}")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
