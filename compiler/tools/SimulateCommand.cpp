@@ -15,7 +15,8 @@
 // the ratio to the roofline lower bound, each row with its setting (ep, pp, vpp, m, recompute);
 // --json writes them all (per baseline: its figures at --ep, "setting", and "tuned" with the
 // tuned figures and setting; "baseline_ep" at the top), --trace the AF-Pipe timeline (Chrome
-// trace format). Errors: one line, exit code 1.
+// trace format) and each baseline row's beside it (TRACE.<system>.json). Errors: one line, exit
+// code 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/CommandLine.h"
@@ -39,6 +40,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -63,6 +65,24 @@ struct Outcome {
   int64_t gpus = 0, inflight = 0;
   double peakMemory = 0, wall = 0;
 };
+
+/// TRACE.json -> TRACE.<system>.json: the row's name in lower case, '-' for anything else
+/// ("Megatron-LM 1F1B (tuned)" -> "megatron-lm-1f1b-tuned").
+std::string baselineTracePath(const std::string &trace, const std::string &system) {
+  std::string slug;
+  for (char c : system) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-')
+    slug.pop_back();
+  const size_t dot = trace.rfind('.');
+  if (dot == std::string::npos || trace.find('/', dot) != std::string::npos)
+    return trace + "." + slug;
+  return trace.substr(0, dot) + "." + slug + trace.substr(dot);
+}
 
 json::Object toJson(const Outcome &o, double lowerBound) {
   json::Object j{{"system", o.system}, {"config", o.config}, {"ok", o.ok}};
@@ -188,7 +208,8 @@ int simulateMain(int argc, char **argv) {
       cl::desc("Wall seconds of DisagMoE's simulated search, seeds and climb (default 60)"),
       cl::init(60.0), cl::cat(category));
   cl::opt<std::string> traceOut("trace",
-                                cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file"),
+                                cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file, "
+                                         "and each baseline row's to FILE.<system>.json"),
                                 cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!tools::parseCommandLine(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n",
@@ -466,6 +487,26 @@ int simulateMain(int argc, char **argv) {
       return fail(error);
     os << "trace: " << traceOut << "\n";
   }
+  // Every baseline row's timeline too, in the same layout, beside the AF-Pipe one.
+  if (!traceOut.empty())
+    for (const Outcome *xp : rows) {
+      const Outcome &x = *xp;
+      if (!x.baseline || !x.ok)
+        continue;
+      const std::string path = baselineTracePath(traceOut, x.system);
+      sched::Schedule bs;
+      if (!sim::buildBaseline(m, hw, x.setting, bs, error, /*verify=*/false))
+        return fail(x.system + ": " + error);
+      sim::SimOptions bo;
+      bo.opTimes = opTimes.empty() ? nullptr : &times;
+      bo.recordTimes = true;
+      const sim::SimResult br = sim::simulate(bs, bo);
+      if (!br.ok)
+        return fail(x.system + ": " + br.error);
+      if (!sim::writeChromeTrace(bs, br, path, error))
+        return fail(error);
+      os << "trace (" << x.system << "): " << path << "\n";
+    }
   if (!jsonOut.empty()) {
     json::Array systems;
     for (const Outcome &x : outcomes) {

@@ -141,6 +141,7 @@ void CommStream::run() {
       lock.unlock();
       std::exception_ptr failed;
       const double started = recorder_ ? recorder_->now() : 0;
+      const int64_t size = static_cast<int64_t>(o.bytes.size());
       try {
         if (o.task)
           o.task();
@@ -151,7 +152,7 @@ void CommStream::run() {
       }
       if (recorder_ && !failed && !o.task)
         recorder_->recordComm("send to " + std::to_string(o.dst) + " tag " + std::to_string(o.tag),
-                              started);
+                              started, o.dst, o.tag, size, /*sent=*/true);
       lock.lock();
       sending_ = false;
       if (failed)
@@ -208,7 +209,8 @@ void CommStream::run() {
       if (recorder_)
         recorder_->recordComm("recv from " + std::to_string(r.src) + " tag " +
                                   std::to_string(r.tag),
-                              std::max(r.posted, recorder_->lastCommEnd()));
+                              std::max(r.posted, recorder_->lastCommEnd()), r.src, r.tag,
+                              static_cast<int64_t>(bytes.size()), /*sent=*/false);
       r.bytes = std::move(bytes);
       r.arrived.record();
       finished.push_back(heads[static_cast<size_t>(got)]);

@@ -102,9 +102,14 @@ void RankRecorder::record(const Instruction &ins, bool backward, double start, i
   profile_.events(rank_).push_back(std::move(e));
 }
 
-void RankRecorder::recordComm(const std::string &name, double start) {
+void RankRecorder::recordComm(const std::string &name, double start, int peer, int tag,
+                              int64_t bytes, bool sent) {
   OpEvent e;
   e.name = name;
+  e.peer = peer;
+  e.tag = tag;
+  e.bytes = bytes;
+  e.sent = sent;
   e.phase = "comm";
   e.group = group_;
   e.step = profile_.step;
@@ -204,49 +209,78 @@ void writeOpTimes(const Plan &plan, const OpProfile &profile, const std::string 
 
 void writeExecutionTrace(const Plan &plan, const OpProfile &profile, int64_t step,
                          const std::string &path) {
+  // The layout the simulator's traces share (runtime/sim/Simulator.cpp, writeTrace): a process per
+  // rank (pid = rank), a track per stream (tid 0 forward, 1 backward, 2 comm), args mb, layer,
+  // phase and step (1-based, as the training log counts), bytes on the comm stream's messages and a
+  // flow arrow from each send to its receive.
   nlohmann::json events = nlohmann::json::array();
+  static const char *const streamNames[kStreams] = {"forward", "backward", "comm"};
+  // The k-th message from a to b with tag t, on both sides: one flow id.
+  std::map<std::tuple<int, int, int, int64_t>, int64_t> flowIds;
+  std::map<std::tuple<int, int, int>, int64_t> sentSoFar, receivedSoFar;
+  auto flowId = [&](int src, int dst, int tag, bool sent) {
+    auto &count = sent ? sentSoFar : receivedSoFar;
+    const int64_t k = count[{src, dst, tag}]++;
+    auto [it, inserted] = flowIds.try_emplace({src, dst, tag, k}, 0);
+    if (inserted)
+      it->second = static_cast<int64_t>(flowIds.size());
+    return it->second;
+  };
   for (int r = 0; r < profile.worldSize(); ++r) {
     std::string group = "?";
     for (const Group &g : plan.placement.groups)
       if (std::find(g.ranks.begin(), g.ranks.end(), r) != g.ranks.end())
         group = std::string(toString(g.role)) + " group " + std::to_string(g.index);
-    // One track per stream of the rank (tid = stream * world + rank; the forward stream keeps tid =
-    // rank).
-    const int world = profile.worldSize();
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", r},
+                      {"args", {{"name", "rank " + std::to_string(r) + " (" + group + ")"}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
     bool used[kStreams] = {true, false, false};
     for (const OpEvent &e : profile.events(r))
       if (step < 0 || e.step == step)
         used[e.stream] = true;
-    static const char *const streamNames[kStreams] = {"", " backward", " comm"};
-    for (int s = 0; s < kStreams; ++s) {
-      if (!used[s])
-        continue;
-      const int tid = s * world + r;
-      events.push_back(
-          {{"ph", "M"},
-           {"name", "thread_name"},
-           {"pid", 0},
-           {"tid", tid},
-           {"args",
-            {{"name", "rank " + std::to_string(r) + " (" + group + ")" + streamNames[s]}}}});
-      events.push_back({{"ph", "M"},
-                        {"name", "thread_sort_index"},
-                        {"pid", 0},
-                        {"tid", tid},
-                        {"args", {{"sort_index", r * kStreams + s}}}});
-    }
+    for (int st = 0; st < kStreams; ++st)
+      if (used[st])
+        events.push_back({{"ph", "M"},
+                          {"name", "thread_name"},
+                          {"pid", r},
+                          {"tid", st},
+                          {"args", {{"name", streamNames[st]}}}});
     for (const OpEvent &e : profile.events(r)) {
       if (step >= 0 && e.step != step)
         continue;
+      nlohmann::json args = {
+          {"layer", e.layer}, {"mb", e.microBatch}, {"phase", e.phase}, {"step", e.step + 1}};
       if (e.stream == kCommStream) { // the comm worker's own sends and receives
+        if (e.bytes >= 0) {
+          args["bytes"] = e.bytes;
+          args["peer"] = e.peer;
+          args["tag"] = e.tag;
+        }
         events.push_back({{"ph", "X"},
                           {"name", e.name},
                           {"cat", "comm"},
-                          {"pid", 0},
-                          {"tid", kCommStream * world + r},
+                          {"pid", r},
+                          {"tid", kCommStream},
                           {"ts", e.start * 1e6},
                           {"dur", (e.end - e.start) * 1e6},
-                          {"args", {{"phase", e.phase}, {"step", e.step}}}});
+                          {"args", args}});
+        if (e.peer >= 0) {
+          const int64_t id =
+              e.sent ? flowId(r, e.peer, e.tag, true) : flowId(e.peer, r, e.tag, false);
+          nlohmann::json flow = {{"ph", e.sent ? "s" : "f"},
+                                 {"name", "message"},
+                                 {"cat", "flow"},
+                                 {"id", id},
+                                 {"pid", r},
+                                 {"tid", kCommStream},
+                                 {"ts", e.start * 1e6}};
+          if (!e.sent)
+            flow["bp"] = "e";
+          events.push_back(std::move(flow));
+        }
         continue;
       }
       // The backward of a send receives the gradient, the backward of a receive sends it.
@@ -261,22 +295,16 @@ void writeExecutionTrace(const Plan &plan, const OpProfile &profile, int64_t ste
       events.push_back({{"ph", "X"},
                         {"name", e.name + (e.phase == "backward" ? " (bwd)" : "")},
                         {"cat", cat},
-                        {"pid", 0},
-                        {"tid", e.stream * world + r},
+                        {"pid", r},
+                        {"tid", e.stream},
                         {"ts", e.start * 1e6},
                         {"dur", (e.end - e.start) * 1e6},
-                        {"args",
-                         {{"layer", e.layer},
-                          {"micro_batch", e.microBatch},
-                          {"phase", e.phase},
-                          {"step", e.step}}}});
+                        {"args", args}});
     }
   }
-  events.push_back({{"ph", "M"},
-                    {"name", "process_name"},
-                    {"pid", 0},
-                    {"args", {{"name", "disagmoe-run " + plan.path}}}});
-  nlohmann::json root = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  nlohmann::json root = {{"traceEvents", events},
+                         {"displayTimeUnit", "ms"},
+                         {"otherData", {{"source", "disagmoe-run " + plan.path}}}};
   writeAtomically(path, root.dump() + "\n");
 }
 

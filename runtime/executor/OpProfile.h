@@ -41,6 +41,11 @@ struct OpEvent {
   int64_t layer = -1, microBatch = -1, step = -1;
   double start = 0, end = 0; ///< seconds since the profile's origin
   int stream = 0; ///< the rank's stream that ran it: kForwardStream, kBackwardStream, kCommStream
+  /// Comm-stream messages: the other rank, the message tag, its bytes, and whether it was sent
+  /// (else received). -1 / false for every other event.
+  int peer = -1, tag = -1;
+  int64_t bytes = -1;
+  bool sent = false;
 };
 
 /// A rank's streams (RankWorker.h, TrainStep.h): each is one thread and one trace track.
@@ -77,8 +82,10 @@ public:
   /// The same for a caller that knows the micro-batch (the training step's concurrent streams);
   /// thread-safe, like recordComm.
   void record(const Instruction &ins, bool backward, double start, int64_t microBatch);
-  /// Appends a send or receive of the comm stream (CommStream.h), from `start` until now.
-  void recordComm(const std::string &name, double start);
+  /// Appends a send to or receive from rank `peer` of the comm stream (CommStream.h): a message
+  /// of `bytes` bytes with `tag`, from `start` until now.
+  void recordComm(const std::string &name, double start, int peer, int tag, int64_t bytes,
+                  bool sent);
   /// End of the last recordComm event (0: none).
   double lastCommEnd() const { return lastCommEnd_; }
   /// Appends an event that is not a program instruction (e.g. the optimizer step).
@@ -116,15 +123,17 @@ std::string simOpOf(const Instruction &ins, GroupRole role);
 /// std::runtime_error if `path` cannot be written or no compute event was recorded.
 void writeOpTimes(const Plan &plan, const OpProfile &profile, const std::string &path);
 
-/// Writes a Chrome trace of the events of step `step` (-1: every step): one process, one thread
-/// track per stream of a rank, tid = stream * worldSize + rank, named "rank R (role group G)" (the
-/// forward stream, always present), "... backward" and "... comm" (when they have events); an "X"
-/// event per instruction with its layer, micro-batch and phase in "args" (category "compute",
+/// Writes a Chrome trace (Trace Event Format) of the events of step `step` (-1: every step), in
+/// the layout the simulator's traces share (runtime/sim/Simulator.h, writeTrace): one process per
+/// rank (pid = rank, named "rank R (role group G)"), one track per stream of it (tid 0 "forward",
+/// always present, 1 "backward" and 2 "comm" when they have events); an "X" event per instruction
+/// with its layer, micro-batch ("mb"), phase and step (1-based) in "args" (category "compute",
 /// "send" or "recv"; the backward of a send instruction receives its gradient, so it is a "recv"),
 /// and per send or receive the comm worker performed, category "comm" ("send to D tag T" from
 /// taking it off the queue until handed to the Comm, "recv from S tag T" from its post, or the comm
-/// track's previous event, until its message was taken). Throws std::runtime_error
-/// if `path` cannot be written.
+/// track's previous event, until its message was taken) with the message's "bytes", "peer" and
+/// "tag", and a flow ("s" on the send, "f" on its receive, one id per message: the k-th message
+/// from a to b with tag t). Throws std::runtime_error if `path` cannot be written.
 void writeExecutionTrace(const Plan &plan, const OpProfile &profile, int64_t step,
                          const std::string &path);
 

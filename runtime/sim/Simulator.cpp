@@ -993,12 +993,16 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
       std::fprintf(f, ",\n");
     first = false;
   };
+  // The runtime's layout (runtime/executor/OpProfile.h, writeExecutionTrace): a process per rank,
+  // here one per group standing for its ranks (pid = the group's first rank), a track per stream.
+  std::vector<int> pidOf(s.groups.size());
   for (size_t g = 0; g < s.groups.size(); ++g) {
+    pidOf[g] = s.groups[g].ranks[0][0];
     sep();
     std::fprintf(f,
-                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"rank %d "
-                 "(%s %d, %d ranks)\"}}",
-                 g, s.groups[g].ranks[0][0], s.groups[g].role.c_str(), s.groups[g].index,
+                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d "
+                 "(%s group %d, %d ranks)\"}}",
+                 pidOf[g], s.groups[g].ranks[0][0], s.groups[g].role.c_str(), s.groups[g].index,
                  s.groups[g].size());
   }
   int64_t events = 0;
@@ -1022,12 +1026,21 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
       std::fprintf(
           f,
           "{\"name\":\"%s "
-          "%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-          "\"args\":{\"mb\":%d,\"layer\":%d}}",
-          in.op.c_str(), sched::toString(in.phase), "", sched::toString(in.kind), in.group,
-          static_cast<int>(in.stream), t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer);
+          "%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+          "\"args\":{\"mb\":%d,\"layer\":%d,\"phase\":\"%s\",\"step\":1}}",
+          in.op.c_str(), sched::toString(in.phase), sched::toString(in.kind), pidOf[in.group],
+          static_cast<int>(in.stream), t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer,
+          sched::toString(in.phase));
     }
   std::sort(comm.begin(), comm.end());
+  // Flow arrows: a Send and the Recv of the same message (groups, op, phase, micro-batch, layer).
+  using MsgId = std::tuple<int, int, std::string, int, int, int>;
+  struct End {
+    int pid = -1;
+    size_t tid = 0;
+    double ts = 0;
+  };
+  std::map<MsgId, std::pair<End, End>> messages;
   for (const auto &[t0, p, i] : comm) {
     const Instr &in = s.programs[p].instrs[i];
     double t1 = r.end[p][i];
@@ -1047,25 +1060,52 @@ bool writeChromeTrace(const Schedule &s, const SimResult &r, const std::string &
         f,
         "{\"name\":\"%s %s "
         "%s\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
-        "\"args\":{\"mb\":%d,\"layer\":%d,\"bytes\":%.0f}}",
-        sched::toString(in.kind), in.op.c_str(), sched::toString(in.phase), in.group, 2 + lane,
-        t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer, in.bytes);
+        "\"args\":{\"mb\":%d,\"layer\":%d,\"phase\":\"%s\",\"step\":1,\"bytes\":%.0f}}",
+        sched::toString(in.kind), in.op.c_str(), sched::toString(in.phase), pidOf[in.group],
+        2 + lane, t0 * 1e6, (t1 - t0) * 1e6, in.mb, in.layer, sched::toString(in.phase), in.bytes);
+    if (in.kind == Kind::Send || in.kind == Kind::Recv) {
+      const bool send = in.kind == Kind::Send;
+      MsgId id{send ? in.group : in.peer,
+               send ? in.peer : in.group,
+               in.op,
+               static_cast<int>(in.phase),
+               in.mb,
+               in.layer};
+      // The arrow leaves the send where it starts and enters the receive just before it ends
+      // (a receive is posted early, so its start may precede the send's).
+      const double ts = send ? t0 * 1e6 : t1 * 1e6 - std::min(1e-3, (t1 - t0) * 5e5);
+      (send ? messages[id].first : messages[id].second) = End{pidOf[in.group], 2 + lane, ts};
+    }
+  }
+  int64_t flowId = 0;
+  for (const auto &[id, ends] : messages) {
+    if (ends.first.pid < 0 || ends.second.pid < 0)
+      continue;
+    ++flowId;
+    sep();
+    std::fprintf(f,
+                 "{\"name\":\"message\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%lld,\"pid\":%d,"
+                 "\"tid\":%zu,\"ts\":%.3f},\n"
+                 "{\"name\":\"message\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%lld,"
+                 "\"pid\":%d,\"tid\":%zu,\"ts\":%.3f}",
+                 static_cast<long long>(flowId), ends.first.pid, ends.first.tid, ends.first.ts,
+                 static_cast<long long>(flowId), ends.second.pid, ends.second.tid, ends.second.ts);
   }
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const char *names[] = {"forward", "backward"};
     for (int t = 0; t < 2; ++t) {
       sep();
       std::fprintf(f,
-                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%d,\"args\":{"
+                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{"
                    "\"name\":\"%s\"}}",
-                   g, t, names[t]);
+                   pidOf[g], t, names[t]);
     }
     for (size_t lane = 0; lane < std::max<size_t>(1, laneEnd[g].size()); ++lane) {
       sep();
       std::fprintf(f,
-                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%zu,\"tid\":%zu,\"args\":{"
+                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%zu,\"args\":{"
                    "\"name\":\"comm %zu\"}}",
-                   g, 2 + lane, lane);
+                   pidOf[g], 2 + lane, lane);
     }
   }
   std::fprintf(f, "\n]}\n");

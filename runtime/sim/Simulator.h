@@ -104,9 +104,12 @@ struct SimResult {
 
 SimResult simulate(const sched::Schedule &s, const SimOptions &options = {});
 
-/// Writes a Chrome trace (Perfetto, chrome://tracing) of a simulation that recorded times: one
-/// process per group (named after its first rank), threads for the forward, backward and comm
-/// streams (overlapping exchanges on extra comm lanes). At most `maxEvents` events.
+/// Writes a Chrome trace (Perfetto, chrome://tracing) of a simulation that recorded times, in the
+/// runtime's layout (runtime/executor/OpProfile.h, writeExecutionTrace): one process per group,
+/// standing for its ranks (pid = its first rank, named "rank R (role group G, N ranks)"), tracks
+/// tid 0 "forward", 1 "backward", 2.. "comm K" (overlapping exchanges on extra comm lanes); "X"
+/// events with args mb, layer, phase and step (1); exchanges with their bytes per rank pair, and a
+/// flow arrow from each Send to the Recv of the same message. At most `maxEvents` "X" events.
 bool writeChromeTrace(const sched::Schedule &s, const SimResult &r, const std::string &path,
                       std::string &error, int64_t maxEvents = 2000000);
 

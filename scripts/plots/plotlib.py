@@ -183,13 +183,14 @@ class Row:
 
 
 def load_trace(path):
-    """Reads either trace format into (format, rows, spans) with times in microseconds.
+    """Reads a trace of either source into (format, rows, spans) with times in microseconds.
 
-    sim (runtime/sim/Simulator.cpp, writeTrace): pid = schedule group, process_name 'rank R (ROLE G,
-      N ranks)'; tid 0 forward, 1 backward, 2+ comm lanes ('comm K'); X events with args mb, layer;
-      the phase is the last word of the name ('attention forward').
-    runtime (runtime/executor/OpProfile.cpp): pid 0, tid = stream * world + rank, thread_name
-      'rank R (ROLE group G)[ backward| comm]'; X events with args step, micro_batch, layer, phase."""
+    Both write one layout (runtime/executor/OpProfile.h writeExecutionTrace, runtime/sim/Simulator.h
+    writeChromeTrace): a process per rank, pid = rank, process_name 'rank R (ROLE group G)' (the
+    simulator's process stands for its group's ranks: 'rank R (ROLE group G, N ranks)', R its first
+    rank); tid 0 'forward', 1 'backward', 2.. 'comm' (the simulator's extra lanes 'comm K'); X events
+    with args mb, layer, phase and step; comm events with their bytes; flow events 's'/'f' from a
+    send to its receive. The format returned is 'sim' for the simulator's, 'runtime' otherwise."""
     doc = load_json(path)
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
@@ -206,33 +207,26 @@ def load_trace(path):
             elif e.get("name") == "thread_name":
                 threads[(field(e, "pid", path, f"traceEvents[{i}]", "int"),
                          field(e, "tid", path, f"traceEvents[{i}]", "int"))] = str(nm)
-    # The runtime names its threads after their rank ('rank 3 (ffn group 0) comm'), the simulator
-    # after the stream alone ('forward', 'comm 2') and its processes after the group.
-    fmt = "runtime" if threads and all(str(n).startswith("rank ") for n in threads.values()) else "sim"
+    fmt = "sim" if procs and all(re.search(r", \d+ ranks?\)$", n) for n in procs.values()) else "runtime"
     rows = {}
-    if fmt == "sim":
-        for (pid, tid), nm in threads.items():
-            pl = procs.get(pid)
-            if pl is None:
-                raise InputError(path, f"process_name of pid {pid}", "missing")
-            m = re.match(r"rank (\d+) \((\w+) (\d+), (\d+) ranks?\)", pl)
-            if not m:
-                raise InputError(path, f"process_name of pid {pid}", f"unexpected name {pl!r}")
-            role, first, size = m.group(2), int(m.group(1)), int(m.group(4))
-            kind = "forward" if tid == 0 else "backward" if tid == 1 else "comm"
+    for (pid, tid), nm in threads.items():
+        pl = procs.get(pid)
+        if pl is None:
+            raise InputError(path, f"process_name of pid {pid}", "missing")
+        m = re.match(r"rank (\d+) \((\w+) group (\d+)(?:, (\d+) ranks?)?\)$", pl)
+        if not m:
+            raise InputError(path, f"process_name of pid {pid}", f"unexpected name {pl!r}")
+        first, role, group = int(m.group(1)), m.group(2), int(m.group(3))
+        size = int(m.group(4) or 1)
+        kind = "forward" if tid == 0 else "backward" if tid == 1 else "comm"
+        if fmt == "sim":
             # The simulator names a group by its first rank; the plan numbers a group's ranks
             # consecutively (placement.groups), so the group is ranks first..first+size-1.
-            owner_label = f"{role} {m.group(3)} (" + (f"ranks {first}-{first + size - 1})" if size > 1 else f"rank {first})")
-            rows[(pid, tid)] = Row((pid, tid), pid, owner_label, kind, nm, role, int(m.group(3)), size)
-    else:
-        for (pid, tid), nm in threads.items():
-            m = re.match(r"rank (\d+) \((\w+) group (\d+)\)( backward| comm)?$", nm)
-            if not m:
-                raise InputError(path, f"thread_name of tid {tid}", f"unexpected name {nm!r}")
-            kind = (m.group(4) or " forward").strip()
-            rank = int(m.group(1))
-            rows[(pid, tid)] = Row((pid, tid), rank, f"rank {rank} ({m.group(2)} {m.group(3)})", kind, kind,
-                                   m.group(2), int(m.group(3)))
+            owner_label = f"{role} {group} (" + (f"ranks {first}-{first + size - 1})" if size > 1
+                                                 else f"rank {first})")
+            rows[(pid, tid)] = Row((pid, tid), pid, owner_label, kind, nm, role, group, size)
+        else:
+            rows[(pid, tid)] = Row((pid, tid), first, f"rank {first} ({role} {group})", kind, kind, role, group)
     if not rows:
         raise InputError(path, "traceEvents", "no thread_name metadata (no tracks)")
     spans = []
@@ -247,10 +241,7 @@ def load_trace(path):
         dur = field(e, "dur", path, w)
         name = field(e, "name", path, w, "str")
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        if fmt == "sim":
-            mb, layer, phase = args.get("mb", -1), args.get("layer", -1), name.rsplit(" ", 1)[-1]
-        else:
-            mb, layer, phase = args.get("micro_batch", -1), args.get("layer", -1), args.get("phase", "")
+        mb, layer, phase = args.get("mb", -1), args.get("layer", -1), args.get("phase", "")
         s = Span(rows[key], name, e.get("cat", ""), t0, t0 + dur, mb, layer, phase)
         rows[key].spans.append(s)
         spans.append(s)

@@ -6,9 +6,9 @@ rank runs, drawn as a red band under its rows.
 Either trace format:
   disagmoe-run PLAN --backend sim [--op-times OPS.json] --trace TRACE.json   one simulated step; rows per
       schedule group (its ranks run alike): forward, backward and the comm lanes the simulator packed
-      its in-flight exchanges into (runtime/sim/Simulator.cpp, writeTrace)
+      its in-flight exchanges into (runtime/sim/Simulator.cpp, writeChromeTrace; the same layout)
   disagmoe-run PLAN --train --trace TRACE.json   the last step as executed on the cpu backend; rows per
-      rank: forward, backward and comm stream (runtime/executor/OpProfile.cpp; tid = stream x world + rank);
+      rank: forward, backward and comm stream (runtime/executor/OpProfile.cpp; pid = rank, tid = stream);
       on the compute streams the send/recv instructions (packing, waiting for a message) are drawn thin
       and grey, and only `compute` spans count as busy; the comm stream's sends dark, receives light
       (its spans name no micro-batch)

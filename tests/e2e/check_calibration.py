@@ -15,7 +15,8 @@ the same micro-batch shape with --op-times-out and --trace, then checks:
    seconds for (role, op, phase, layer), the exact layer's entry before the any-layer one (the
    simulator's processor sharing conserves work).
 3. The trace is Trace Event Format JSON: "traceEvents", "X" events with name/ph/ts/dur/pid/tid, a
-   thread_name per stream of a rank (tid = stream * world + rank: forward, backward, comm), compute,
+   process per rank (pid = rank) and a thread_name per stream of it (tid 0 forward, 1 backward,
+   2 comm), compute,
    send and recv events on every rank that exchanges, and events of one stream's track never
    overlap (each stream runs its work in order).
 4. Refusals: --op-times-out with --comm mpi or --backend sim, an unwritable path (exit 1, the
@@ -79,25 +80,28 @@ def main():
                 assert f in e, (f, e)
             assert e["dur"] >= 0
         world = pj["placement"]["world_size"]
-        names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-        # One track per stream of a rank: tid = stream * world + rank (forward 0, backward 1, comm 2).
-        assert set(range(world)) <= set(names) <= set(range(3 * world)), names
-        assert all(names[t].startswith(f"rank {t % world} ") for t in names), names
+        procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        # A process per rank, a track per stream of it (tid 0 forward, 1 backward, 2 comm).
+        assert sorted(procs) == list(range(world)) and all(procs[r].startswith(f"rank {r} ") for r in procs), procs
+        assert {(r, 0) for r in range(world)} <= set(names) <= {(r, t) for r in range(world) for t in range(3)}, names
+        assert all(n == ("forward", "backward", "comm")[t] for (_, t), n in names.items()), names
         role_of = {}
         for g in pj["placement"]["groups"]:
             for r in g["ranks"]:
                 role_of[r] = (g["role"], g["index"])
         for r in range(world):
-            cats = {e["cat"] for e in xs if e["tid"] % world == r}
+            cats = {e["cat"] for e in xs if e["pid"] == r}
             assert {"compute", "send", "recv"} <= cats, (r, cats)
         for t in names:  # each stream runs one thing at a time
-            mine = sorted((e for e in xs if e["tid"] == t), key=lambda e: e["ts"])
+            mine = sorted((e for e in xs if (e["pid"], e["tid"]) == t), key=lambda e: e["ts"])
             for a, b in zip(mine, mine[1:]):
                 assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, ("overlap on track", t, a, b)
         # 1. Medians recomputed from the trace.
         sums = defaultdict(lambda: defaultdict(float))  # (role, op, phase) -> (group, layer, mb, rank) -> us
         for e in xs:
-            role, group = role_of[e["tid"] % world]
+            role, group = role_of[e["pid"]]
             name = e["name"].removesuffix(" (bwd)")
             op = sim_op_of(name, role)
             if not op:
@@ -105,7 +109,7 @@ def main():
             layer = e["args"]["layer"]
             if op == "attention":
                 layer = max(layer, 0)
-            sums[(role, op, e["args"]["phase"])][(group, layer, e["args"]["micro_batch"], e["tid"] % world)] += e["dur"]
+            sums[(role, op, e["args"]["phase"])][(group, layer, e["args"]["mb"], e["pid"])] += e["dur"]
         expect = {}
         for key, by in sums.items():
             busiest = defaultdict(float)
@@ -158,7 +162,8 @@ def main():
         assert {(e["role"], e["op"], e["phase"]) for e in fwd if e["layer"] == -1} == {
             ("attention", "attention", "forward"), ("attention", "head", "forward"), ("ffn", "experts", "forward")}, fwd
         fx = [e for e in json.load(open(ftr))["traceEvents"] if e["ph"] == "X"]
-        assert {e["tid"] for e in fx if e["cat"] != "comm"} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
+        assert {e["pid"] for e in fx if e["cat"] != "comm"} == set(range(world)) and all(e["dur"] >= 0 for e in fx)
+        assert {e["tid"] for e in fx if e["cat"] != "comm"} == {0}, "a forward run uses the forward stream only"
         run([f"{bin_dir}/disagmoe-run", plan, "--backend", "sim", "--op-times", fot])
 
         # 4. Refusals.

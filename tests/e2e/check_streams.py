@@ -5,9 +5,11 @@ streams on their own tracks, running at the same time.
 
 Compiles the sample for 2 A-ranks + 2 F-ranks with 4 micro-batches, runs one training step with
 --trace, and checks the trace's structure (no timing thresholds; runtime/train/TrainStep.h):
-1. tracks are tid = stream * world + rank (forward 0, backward 1, comm 2), named "rank R (...)";
-   every rank has a forward track, every rank a comm track, and the backward track holds exactly
-   the backward events (phase "backward"), the forward track the forward ones;
+1. one process per rank (pid = rank, named "rank R (...)"), tracks tid = stream (forward 0,
+   backward 1, comm 2); every rank has a forward track, every rank a comm track, and the backward
+   track holds exactly the backward events (phase "backward"), the forward track the forward ones;
+   every event says step 1; every comm event carries its message's bytes, and every send has one
+   flow arrow ("s") whose id one receive ends ("f") on the peer rank;
 2. each track runs one thing at a time (its events do not overlap);
 3. every micro-batch 0..3 has forward and backward events on every rank;
 4. on some rank a comm-stream span (a send or a receive in flight) overlaps a compute span of that
@@ -57,38 +59,53 @@ def main():
         run([f"{bin_dir}/disagmoe-run", plan] + step + ["--save-grads", os.path.join(work, "g2")])
 
         events = json.load(open(tr))["traceEvents"]
-        names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
         xs = [e for e in events if e["ph"] == "X"]
-        check("track names", all(names[t].startswith(f"rank {t % world} (") for t in names), names)
+        check("a process per rank", sorted(procs) == list(range(world)) and
+              all(procs[r].startswith(f"rank {r} (") for r in procs), procs)
         check("forward and comm tracks on every rank",
-                all(r in names and 2 * world + r in names for r in range(world)), sorted(names))
-        check("every event on a named track", all(e["tid"] in names for e in xs))
-        fwd = [e for e in xs if e["tid"] < world]
-        bwd = [e for e in xs if world <= e["tid"] < 2 * world]
-        comm = [e for e in xs if e["tid"] >= 2 * world]
+              all((r, 0) in names and (r, 2) in names for r in range(world)), sorted(names))
+        check("track names", all(n == ("forward", "backward", "comm")[t] for (_, t), n in names.items()), names)
+        check("every event on a named track", all((e["pid"], e["tid"]) in names for e in xs))
+        check("every event of step 1", all(e["args"]["step"] == 1 for e in xs))
+        fwd = [e for e in xs if e["tid"] == 0]
+        bwd = [e for e in xs if e["tid"] == 1]
+        comm = [e for e in xs if e["tid"] == 2]
         check("backward track holds the backward events", bwd and all(e["args"]["phase"] == "backward" for e in bwd))
         check("forward track holds no backward event", all(e["args"]["phase"] != "backward" for e in fwd))
         check("comm track holds sends and receives",
                 comm and all(e["name"].startswith(("send to ", "recv from ")) for e in comm))
+        check("every message's bytes", all(e["args"]["bytes"] > 0 for e in comm))
+        starts = {e["id"]: e for e in events if e["ph"] == "s"}
+        ends = {e["id"]: e for e in events if e["ph"] == "f"}
+        sends = [e for e in comm if e["name"].startswith("send to ")]
+        recvs = [e for e in comm if e["name"].startswith("recv from ")]
+        inside = lambda f, spans: any(x["pid"] == f["pid"] and x["ts"] <= f["ts"] <= x["ts"] + x["dur"]
+                                      for x in spans)  # noqa: E731
+        check(f"a flow arrow from each of the {len(sends)} sends to its receive",
+              len(starts) == len(sends) == len(ends) and set(starts) == set(ends) and
+              all(inside(f, sends) for f in starts.values()) and all(inside(f, recvs) for f in ends.values()))
         for t in names:
-            mine = sorted((e for e in xs if e["tid"] == t), key=lambda e: e["ts"])
+            mine = sorted((e for e in xs if (e["pid"], e["tid"]) == t), key=lambda e: e["ts"])
             check(f"track {t} runs one thing at a time",
                     all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(mine, mine[1:])))
         for r in range(world):
-            mbs_f = {e["args"]["micro_batch"] for e in fwd if e["tid"] == r and e["args"]["phase"] == "forward"}
-            mbs_b = {e["args"]["micro_batch"] for e in bwd if e["tid"] == world + r}
+            mbs_f = {e["args"]["mb"] for e in fwd if e["pid"] == r and e["args"]["phase"] == "forward"}
+            mbs_b = {e["args"]["mb"] for e in bwd if e["pid"] == r}
             check(f"rank {r}: forward and backward of micro-batches 0..3", mbs_f == mbs_b == {0, 1, 2, 3},
                     (mbs_f, mbs_b))
 
         compute = [e for e in fwd + bwd if e["cat"] == "compute"]
         comm_beside_compute = [r for r in range(world)
-                               if any(overlaps(a, b) for a in comm if a["tid"] % world == r
-                                      for b in compute if b["tid"] % world == r)]
+                               if any(overlaps(a, b) for a in comm if a["pid"] == r
+                                      for b in compute if b["pid"] == r)]
         check("a comm span overlaps a compute span on some rank", comm_beside_compute)
         fb = [r for r in range(world)
-              if any(overlaps(a, b) and a["args"]["micro_batch"] != b["args"]["micro_batch"]
-                     for a in fwd if a["tid"] == r and a["args"]["phase"] == "forward"
-                     for b in bwd if b["tid"] == world + r)]
+              if any(overlaps(a, b) and a["args"]["mb"] != b["args"]["mb"]
+                     for a in fwd if a["pid"] == r and a["args"]["phase"] == "forward"
+                     for b in bwd if b["pid"] == r)]
         check("forward and backward of different micro-batches overlap on some rank", fb)
         print(f"comm beside compute on ranks {comm_beside_compute}; forward beside backward on ranks {fb}")
 

@@ -50,7 +50,9 @@ gathers = sum(i["bytes"] for prog in s["programs"].values() for i in prog
               if i["kind"] == "all_gather") / slowest
 t_fwd = times[("attention", "forward")]
 assert times[("experts", "forward")] == t_fwd, "the closed form needs uniform stages"
-pid = {(g["role"], g["index"]): k for k, g in enumerate(groups)}
+# A process per group, pid = its first rank (runtime/sim/Simulator.h, writeChromeTrace).
+pid = {(g["role"], g["index"]): g["ranks"][0][0] if isinstance(g["ranks"][0], list) else g["ranks"][0]
+       for g in groups}
 for k in range(2 * p):
     role, op = ("attention", "attention") if k % 2 == 0 else ("ffn", "experts")
     layer = k // 2
