@@ -29,7 +29,9 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     TorchScript RMSNorm chain (plus the residual Add), a 4-D Attention-23 to
     Softmax(Q K^T * scale + mask) V with its causal mask as Trilu(-inf, 1), and RotaryEmbedding
     (com.microsoft and opset 23) whose tables are plain RoPE at positions 0..S-1 to Hugging Face's
-    rotate-half chain (DecomposeRotaryEmbedding.cpp). Each pattern is exact or
+    rotate-half chain (DecomposeRotaryEmbedding.cpp), and com.microsoft.GroupQueryAttention with
+    separate q/k/v and no KV cache into head split, RoPE, repeat_kv and Attention-23
+    (DecomposeGroupQueryAttention.cpp). Each pattern is exact or
     rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
     another exponent, a Mul of two different values are kept.
   }];

@@ -351,6 +351,11 @@ private:
         ins_[i] = &it->second;
     if (n.opType == "RotaryEmbedding") {
       same(0);
+    } else if (n.opType == "GroupQueryAttention") {
+      // With separate key and value, the output is the query's [batch, seq, num_heads * head]
+      // (a packed query is wider than its output: left untyped).
+      if (n.inputs.size() > 2 && !n.inputs[1].empty() && !n.inputs[2].empty())
+        same(0);
     } else if (n.opType == "SkipSimplifiedLayerNormalization") { // Y and the residual sum
       same(0);
       setOut(3, typeOf(0), dimsOf(0));

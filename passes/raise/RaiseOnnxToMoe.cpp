@@ -131,6 +131,11 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
         ok = false;
         return;
       }
+      if (std::string why = normalize::groupQueryAttentionMismatch(node); !why.empty()) {
+        node.emitError() << describe(node) << ": GroupQueryAttention: " << why;
+        ok = false;
+        return;
+      }
       if (node.getDomain() == "com.microsoft" && node.getOpType() == "QMoE") {
         // onnxruntime's quantised MoE (int4/int8 expert weights with per-row scales): a model to
         // train needs its expert weights in floating point.

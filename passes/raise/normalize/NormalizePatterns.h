@@ -50,6 +50,13 @@ void populateDecomposeRotaryEmbeddingPatterns(mlir::RewritePatternSet &patterns)
 /// raise pass's error); empty if it is, or if `node` is no RotaryEmbedding.
 std::string rotaryEmbeddingMismatch(NodeOp node);
 
+/// com.microsoft.GroupQueryAttention with separate q/k/v and no KV cache -> head split, RoPE,
+/// repeat_kv, Attention-23, head merge (DecomposeGroupQueryAttention.cpp).
+void populateDecomposeGroupQueryAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// Why `node`, a GroupQueryAttention the pattern left, is not imported (for the raise pass's
+/// error); empty if it is, or if `node` is no GroupQueryAttention.
+std::string groupQueryAttentionMismatch(NodeOp node);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

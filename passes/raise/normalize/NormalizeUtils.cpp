@@ -54,6 +54,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateNewerOpsetFormPatterns(patterns);
   populateDecomposeAttentionPatterns(patterns);
   populateDecomposeRotaryEmbeddingPatterns(patterns);
+  populateDecomposeGroupQueryAttentionPatterns(patterns);
 }
 
 LogicalResult applyNormalizeOnnxPatterns(Operation *root) {

@@ -42,7 +42,9 @@ from onnx import helper, numpy_helper, TensorProto
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.dirname(HERE)
-BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tiny"}
+BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tiny",
+         # head_dim 16: onnxruntime's GroupQueryAttention kernel needs a multiple of 16
+         "mixtral16": "mixtral_tiny"}
 # name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function",
 #        attention, rotary None|"ort"|"onnx")
 FORMS = {
@@ -55,7 +57,10 @@ FORMS = {
     "mixtral_local_function": ("mixtral", 23, "constant", "function", False, None),
     "mixtral_ort_rotary": ("mixtral", 17, None, "ort", False, "ort"),
     "mixtral_opset23_rotary": ("mixtral", 23, "constant", "rmsnorm", True, "onnx"),
+    "mixtral_ort_gqa": ("mixtral16", 17, None, "ort", False, None),
 }
+# Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai).
+GQA_FORMS = {"mixtral_ort_gqa"}
 # Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
 ROTARY_ROWS = 32
 # IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
@@ -358,6 +363,54 @@ def fuse_rotary(model, style, theta, head_dim):
     return len(fused)
 
 
+def fuse_gqa(model, cfg):
+    """Each layer's attention between its q/k/v projections and o_proj -> one
+    com.microsoft.GroupQueryAttention(query, key, value, -, -, seqlens_k, total_sequence_length,
+    cos_cache, sin_cache) with do_rotary 1 (onnxruntime-genai's builder, separate q/k/v MatMuls);
+    seqlens_k = S - 1 per row and total_sequence_length = S computed from input_ids' shape, as the
+    builder computes them from attention_mask."""
+    g = Graph(model.graph)
+    ids = model.graph.input[0].name
+    cos, sin = rope_caches(cfg["rope_theta"], cfg["head_dim"], ROTARY_ROWS)
+    model.graph.initializer.extend([numpy_helper.from_array(cos, "rotary.cos_cache"),
+                                    numpy_helper.from_array(sin, "rotary.sin_cache")])
+    c = lambda name, dt, dims, vals: helper.make_node(  # noqa: E731
+        "Constant", [], [name], name="/gqa/" + name.split("/")[-1], value=helper.make_tensor("v", dt, dims, vals))
+    pre = [
+        helper.make_node("Shape", [ids], ["gqa/ids_shape"], name="/gqa/Shape"),
+        c("gqa/zero", TensorProto.INT64, [], [0]), c("gqa/one", TensorProto.INT64, [], [1]),
+        c("gqa/axis0", TensorProto.INT64, [1], [0]),
+        helper.make_node("Gather", ["gqa/ids_shape", "gqa/zero"], ["gqa/batch"], name="/gqa/Gather_b", axis=0),
+        helper.make_node("Gather", ["gqa/ids_shape", "gqa/one"], ["gqa/seq"], name="/gqa/Gather_s", axis=0),
+        helper.make_node("Sub", ["gqa/seq", "gqa/one"], ["gqa/last"], name="/gqa/Sub"),
+        helper.make_node("Cast", ["gqa/last"], ["gqa/last32"], name="/gqa/Cast_last", to=TensorProto.INT32),
+        helper.make_node("Unsqueeze", ["gqa/batch", "gqa/axis0"], ["gqa/batch_vec"], name="/gqa/Unsqueeze"),
+        helper.make_node("Expand", ["gqa/last32", "gqa/batch_vec"], ["gqa/seqlens_k"], name="/gqa/Expand"),
+        helper.make_node("Cast", ["gqa/seq"], ["gqa/total_sequence_length"], name="/gqa/Cast_total",
+                         to=TensorProto.INT32),
+    ]
+    done = 0
+    for layer in range(cfg["num_layers"]):
+        p = f"/layers.{layer}/self_attn"
+        proj = {k: next((n for n in model.graph.node if n.name == f"{p}/{k}_proj/MatMul"), None)
+                for k in ("q", "k", "v", "o")}
+        if any(n is None for n in proj.values()):
+            raise SystemExit(f"{p}: no q/k/v/o_proj MatMul to fuse")
+        merge = g.producer[proj["o"].input[0]]  # the head merge (Reshape) o_proj reads
+        node = helper.make_node(
+            "GroupQueryAttention",
+            [proj["q"].output[0], proj["k"].output[0], proj["v"].output[0], "", "", "gqa/seqlens_k",
+             "gqa/total_sequence_length", "rotary.cos_cache", "rotary.sin_cache"],
+            [proj["o"].input[0], f"{p}/present_key", f"{p}/present_value"],
+            name=f"{p}/GroupQueryAttention", domain="com.microsoft", num_heads=cfg["num_heads"],
+            kv_num_heads=cfg["num_kv_heads"], do_rotary=1, rotary_interleaved=0)
+        replace_nodes(model.graph, [merge], merge, [node])
+        done += 1
+    for n in reversed(pre):
+        model.graph.node.insert(0, n)
+    return done
+
+
 def axes_to_inputs(model, style):
     """Opset 18: Reduce*'s `axes` attribute -> second input (Constant node or int64 initializer)."""
     n_done = 0
@@ -440,6 +493,9 @@ def write_form(name, out_dir):
         n_att, scales = fuse_attention(model)
         notes["attention"] = n_att
         notes["attention_scale"] = scales[0] if scales else None
+    if name in GQA_FORMS:
+        notes["group_query_attention"] = fuse_gqa(model, json.load(open(os.path.join(base_dir, "golden",
+                                                                                    "config.json"))))
     if rotary:
         cfg0 = json.load(open(os.path.join(base_dir, "golden", "config.json")))
         notes["rotary"] = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])
@@ -451,7 +507,7 @@ def write_form(name, out_dir):
         model.functions.append(rmsnorm_function(opset))
     del model.opset_import[:]
     model.opset_import.append(helper.make_opsetid("", opset))
-    if norms == "ort" or rotary == "ort":
+    if norms == "ort" or rotary == "ort" or name in GQA_FORMS:
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     if norms == "function":
         model.opset_import.append(helper.make_opsetid(FN_DOMAIN, 1))

@@ -50,6 +50,18 @@ def main(out):
     att.input.extend(["", "past_key", "past_value"])
     save(m, "attention_past_kv")
 
+    # GroupQueryAttention on one packed QKV input (the builder's default with a fused qkv_proj).
+    m = load("mixtral_ort_gqa")
+    gqa = next(n for n in m.graph.node if n.op_type == "GroupQueryAttention")
+    gqa.input[1] = gqa.input[2] = ""
+    save(m, "gqa_packed")
+
+    # GroupQueryAttention with a local window (Mistral-style sliding window).
+    m = load("mixtral_ort_gqa")
+    gqa = next(n for n in m.graph.node if n.op_type == "GroupQueryAttention")
+    set_attr(gqa, "local_window_size", 3)
+    save(m, "gqa_window")
+
     # Attention-23 with a softcap (Gemma-2 style logit capping).
     m = load("mixtral_opset23_attention")
     att = next(n for n in m.graph.node if n.op_type == "Attention")

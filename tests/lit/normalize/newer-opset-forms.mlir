@@ -240,3 +240,40 @@ func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<
   %c = onnx.node "RotaryEmbedding"(%x, %pos1, %cos, %sin) {domain = "com.microsoft", node_name = "offset", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
   return %a, %b, %c : tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// com.microsoft.GroupQueryAttention with separate q/k/v, no KV cache and no padding: the head
+// split, transformers' repeat_kv for 2 query heads per KV head, causal attention, the head merge.
+// CHECK-LABEL: func.func @group_query_attention
+// CHECK-NOT:   "GroupQueryAttention"
+// CHECK:       onnx.node "Reshape"(%arg0, %{{.*}}) {node_name = "gqa/q_heads"
+// CHECK:       onnx.node "Unsqueeze"
+// CHECK:       onnx.node "Expand"
+// CHECK:       %[[KR:.*]] = onnx.node "Reshape"({{.*}}) {node_name = "gqa/k_repeat"
+// CHECK:       onnx.node "Transpose"(%[[KR]]) {{.*}}perm = [0, 1, 3, 2]
+// CHECK:       onnx.node "Trilu"
+// CHECK:       onnx.node "Softmax"
+// CHECK:       onnx.node "Reshape"({{.*}}) {node_name = "gqa",
+func.func @group_query_attention(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: tensor<1x3x4xf32>) -> tensor<1x3x8xf32> {
+  %none = onnx.none
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
+  %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %none, %none, %seqlens, %total) {domain = "com.microsoft", node_name = "gqa", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x3x8xf32>
+}
+
+// -----
+
+// A padded batch (seqlens_k below S - 1) and a packed QKV input: not imported; kept.
+// CHECK-LABEL: func.func @group_query_attention_kept
+// CHECK-COUNT-2: onnx.node "GroupQueryAttention"
+func.func @group_query_attention_kept(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: tensor<1x3x4xf32>, %qkv: tensor<1x3x16xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>) {
+  %none = onnx.none
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<1> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %full = onnx.node "Constant"() {node_name = "full", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
+  %a:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %none, %none, %seqlens, %total) {domain = "com.microsoft", node_name = "padded", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  %b:3 = onnx.node "GroupQueryAttention"(%qkv, %none, %none, %none, %none, %full, %total) {domain = "com.microsoft", node_name = "packed", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x16xf32>, none, none, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %a#0, %b#0 : tensor<1x3x8xf32>, tensor<1x3x8xf32>
+}
