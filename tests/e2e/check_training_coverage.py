@@ -40,6 +40,7 @@ MUST_TRAIN = {
     "newer_opsets/qwen3_opset23_rmsnorm", "newer_opsets/mixtral_ort_fused_norms",
     "newer_opsets/mixtral_opset23_attention", "newer_opsets/mixtral_local_function",
     "newer_opsets/mixtral_ort_rotary", "newer_opsets/mixtral_opset23_rotary", "newer_opsets/mixtral_ort_gqa",
+    "newer_opsets/qwen3_opset21",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

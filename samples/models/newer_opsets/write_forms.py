@@ -58,13 +58,14 @@ FORMS = {
     "mixtral_ort_rotary": ("mixtral", 17, None, "ort", False, "ort"),
     "mixtral_opset23_rotary": ("mixtral", 23, "constant", "rmsnorm", True, "onnx"),
     "mixtral_ort_gqa": ("mixtral16", 17, None, "ort", False, None),
+    "qwen3_opset21": ("qwen3", 21, "initializer", None, False, None),
 }
 # Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai).
 GQA_FORMS = {"mixtral_ort_gqa"}
 # Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
 ROTARY_ROWS = 32
 # IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
-IR_VERSION = {17: 8, 18: 8, 23: 11}
+IR_VERSION = {17: 8, 18: 8, 21: 10, 23: 11}
 # Ops whose `axes` attribute became an input at opset 18 (ReduceSum moved at 13).
 REDUCE18 = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
             "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}
