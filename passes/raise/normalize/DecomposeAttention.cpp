@@ -66,14 +66,11 @@ struct DecomposeAttention : OpRewritePattern<NodeOp> {
     rewriter.setInsertionPoint(node);
     auto kt = RankedTensorType::get({b, h, d, s}, elem);
     auto scoresType = RankedTensorType::get({b, h, s, s}, elem);
-    auto transpose = rewriter.create<NodeOp>(
-        node.getLoc(), TypeRange{kt}, rewriter.getStringAttr("Transpose"), ValueRange{k},
-        rewriter.getStringAttr(name + "/Transpose"), rewriter.getStringAttr(""),
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({0, 1, 3, 2}))}));
-    Value scores = createNode(rewriter, node, "MatMul", name + "/MatMul",
-                              {q, transpose.getResult(0)}, scoresType)
-                       .getResult(0);
+    Value kT = createNode(rewriter, node, "Transpose", name + "/Transpose", {k}, kt,
+                          {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({0, 1, 3, 2}))})
+                   .getResult(0);
+    Value scores =
+        createNode(rewriter, node, "MatMul", name + "/MatMul", {q, kT}, scoresType).getResult(0);
     Value scaleValue = createScalarConstant(rewriter, node, "scale", elem, scale);
     scores = createNode(rewriter, node, "Mul", name + "/Mul", {scores, scaleValue}, scoresType)
                  .getResult(0);
@@ -81,29 +78,14 @@ struct DecomposeAttention : OpRewritePattern<NodeOp> {
     Value additive;
     if (causal) {
       Value fill = createScalarConstant(rewriter, node, "minus_inf", elem, minusInf);
-      auto shapeType = RankedTensorType::get({2}, rewriter.getI64Type());
-      auto shape = rewriter.create<NodeOp>(
-          node.getLoc(), TypeRange{shapeType}, rewriter.getStringAttr("Constant"), ValueRange{},
-          rewriter.getStringAttr(name + "/mask_shape"), rewriter.getStringAttr(""),
-          rewriter.getDictionaryAttr({rewriter.getNamedAttr(
-              "value", DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{s, s}))}));
+      Value shape = createI64Constant(rewriter, node, "mask_shape", {2}, {s, s});
       auto square = RankedTensorType::get({s, s}, elem);
-      Value full = createNode(rewriter, node, "Expand", name + "/mask_fill",
-                              {fill, shape.getResult(0)}, square)
+      Value full = createNode(rewriter, node, "Expand", name + "/mask_fill", {fill, shape}, square)
                        .getResult(0);
-      auto offsetType = RankedTensorType::get({}, rewriter.getI64Type());
-      auto offset = rewriter.create<NodeOp>(
-          node.getLoc(), TypeRange{offsetType}, rewriter.getStringAttr("Constant"), ValueRange{},
-          rewriter.getStringAttr(name + "/mask_diagonal"), rewriter.getStringAttr(""),
-          rewriter.getDictionaryAttr({rewriter.getNamedAttr(
-              "value", DenseElementsAttr::get(offsetType, ArrayRef<int64_t>{1}))}));
-      auto trilu = rewriter.create<NodeOp>(
-          node.getLoc(), TypeRange{square}, rewriter.getStringAttr("Trilu"),
-          ValueRange{full, offset.getResult(0)}, rewriter.getStringAttr(name + "/causal_mask"),
-          rewriter.getStringAttr(""),
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("upper", rewriter.getI64IntegerAttr(1))}));
-      additive = trilu.getResult(0);
+      Value offset = createI64Constant(rewriter, node, "mask_diagonal", {}, {1});
+      additive = createNode(rewriter, node, "Trilu", name + "/causal_mask", {full, offset}, square,
+                            {rewriter.getNamedAttr("upper", rewriter.getI64IntegerAttr(1))})
+                     .getResult(0);
     } else if (auto maskType = llvm::dyn_cast<RankedTensorType>(mask.getType());
                maskType && maskType.getElementType().isInteger(1)) {
       Value zero = createScalarConstant(rewriter, node, "zero", elem, 0.0);
@@ -118,14 +100,12 @@ struct DecomposeAttention : OpRewritePattern<NodeOp> {
     }
     scores = createNode(rewriter, node, "Add", name + "/Add", {scores, additive}, scoresType)
                  .getResult(0);
-    auto softmax = rewriter.create<NodeOp>(
-        node.getLoc(), TypeRange{scoresType}, rewriter.getStringAttr("Softmax"), ValueRange{scores},
-        rewriter.getStringAttr(name + "/Softmax"), rewriter.getStringAttr(""),
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1))}));
-    Value y = createNode(rewriter, node, "MatMul", name, {softmax.getResult(0), v},
-                         node.getOutputs()[0].getType())
-                  .getResult(0);
+    Value softmax = createNode(rewriter, node, "Softmax", name + "/Softmax", {scores}, scoresType,
+                               {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1))})
+                        .getResult(0);
+    Value y =
+        createNode(rewriter, node, "MatMul", name, {softmax, v}, node.getOutputs()[0].getType())
+            .getResult(0);
     rewriter.replaceAllUsesWith(node.getOutputs()[0], y);
     rewriter.eraseOp(node);
     return success();

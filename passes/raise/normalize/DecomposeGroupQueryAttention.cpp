@@ -120,28 +120,6 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
   return f;
 }
 
-Value i64Constant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
-                  ArrayRef<int64_t> dims, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get(dims, rewriter.getI64Type());
-  return rewriter
-      .create<NodeOp>(anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"),
-                      ValueRange{},
-                      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
-                      rewriter.getStringAttr(""),
-                      rewriter.getDictionaryAttr(
-                          {rewriter.getNamedAttr("value", DenseElementsAttr::get(type, values))}))
-      .getResult(0);
-}
-
-NodeOp nodeOf(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
-              ValueRange inputs, Type resultType, ArrayRef<NamedAttribute> attrs = {},
-              StringRef domain = "") {
-  return rewriter.create<NodeOp>(anchor.getLoc(), TypeRange{resultType},
-                                 rewriter.getStringAttr(opType), inputs,
-                                 rewriter.getStringAttr(name), rewriter.getStringAttr(domain),
-                                 rewriter.getDictionaryAttr(attrs));
-}
-
 struct DecomposeGroupQueryAttention : OpRewritePattern<NodeOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -158,12 +136,12 @@ struct DecomposeGroupQueryAttention : OpRewritePattern<NodeOp> {
     auto heads = [&](Value x, int64_t n, StringRef what) {
       auto split = RankedTensorType::get({f.b, f.s, n, f.headDim}, f.elem);
       Value shape =
-          i64Constant(rewriter, node, (what + "_shape").str(), {4}, {f.b, f.s, n, f.headDim});
-      Value r =
-          nodeOf(rewriter, node, "Reshape", name + "/" + what.str() + "_heads", {x, shape}, split)
-              .getResult(0);
-      return nodeOf(rewriter, node, "Transpose", name + "/" + what.str() + "_t", {r},
-                    RankedTensorType::get({f.b, n, f.s, f.headDim}, f.elem), {perm})
+          createI64Constant(rewriter, node, (what + "_shape").str(), {4}, {f.b, f.s, n, f.headDim});
+      Value r = createNode(rewriter, node, "Reshape", name + "/" + what.str() + "_heads",
+                           {x, shape}, split)
+                    .getResult(0);
+      return createNode(rewriter, node, "Transpose", name + "/" + what.str() + "_t", {r},
+                        RankedTensorType::get({f.b, n, f.s, f.headDim}, f.elem), {perm})
           .getResult(0);
     };
     Value q = heads(f.q, f.heads, "q"), k = heads(f.k, f.kvHeads, "k"),
@@ -173,48 +151,50 @@ struct DecomposeGroupQueryAttention : OpRewritePattern<NodeOp> {
       for (int64_t r = 0; r < f.b; ++r)
         for (int64_t p = 0; p < f.s; ++p)
           pos.push_back(p);
-      Value positions = i64Constant(rewriter, node, "position_ids", {f.b, f.s}, pos);
+      Value positions = createI64Constant(rewriter, node, "position_ids", {f.b, f.s}, pos);
       auto interleaved =
           rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(f.interleaved ? 1 : 0));
-      q = nodeOf(rewriter, node, "RotaryEmbedding", name + "/q_rotary",
-                 {q, positions, f.cos, f.sin}, q.getType(), {interleaved}, "com.microsoft")
+      q = createNode(rewriter, node, "RotaryEmbedding", name + "/q_rotary",
+                     {q, positions, f.cos, f.sin}, q.getType(), {interleaved}, "com.microsoft")
               .getResult(0);
-      k = nodeOf(rewriter, node, "RotaryEmbedding", name + "/k_rotary",
-                 {k, positions, f.cos, f.sin}, k.getType(), {interleaved}, "com.microsoft")
+      k = createNode(rewriter, node, "RotaryEmbedding", name + "/k_rotary",
+                     {k, positions, f.cos, f.sin}, k.getType(), {interleaved}, "com.microsoft")
               .getResult(0);
     }
     const auto full = RankedTensorType::get({f.b, f.heads, f.s, f.headDim}, f.elem);
     if (f.kvHeads != f.heads) { // transformers' repeat_kv: [B, Nkv, 1, S, H] -> [B, N, S, H]
       const int64_t rep = f.heads / f.kvHeads;
       auto repeat = [&](Value x, StringRef what) {
-        Value axes = i64Constant(rewriter, node, (what + "_axes").str(), {1}, {2});
-        Value u =
-            nodeOf(rewriter, node, "Unsqueeze", name + "/" + what.str() + "_unsqueeze", {x, axes},
-                   RankedTensorType::get({f.b, f.kvHeads, 1, f.s, f.headDim}, f.elem))
-                .getResult(0);
-        Value to = i64Constant(rewriter, node, (what + "_expand").str(), {5},
-                               {f.b, f.kvHeads, rep, f.s, f.headDim});
-        Value e = nodeOf(rewriter, node, "Expand", name + "/" + what.str() + "_expand", {u, to},
-                         RankedTensorType::get({f.b, f.kvHeads, rep, f.s, f.headDim}, f.elem))
+        Value axes = createI64Constant(rewriter, node, (what + "_axes").str(), {1}, {2});
+        Value u = createNode(rewriter, node, "Unsqueeze", name + "/" + what.str() + "_unsqueeze",
+                             {x, axes},
+                             RankedTensorType::get({f.b, f.kvHeads, 1, f.s, f.headDim}, f.elem))
                       .getResult(0);
-        Value shape = i64Constant(rewriter, node, (what + "_repeat").str(), {4},
-                                  {f.b, f.heads, f.s, f.headDim});
-        return nodeOf(rewriter, node, "Reshape", name + "/" + what.str() + "_repeat", {e, shape},
-                      full)
+        Value to = createI64Constant(rewriter, node, (what + "_expand").str(), {5},
+                                     {f.b, f.kvHeads, rep, f.s, f.headDim});
+        Value e = createNode(rewriter, node, "Expand", name + "/" + what.str() + "_expand", {u, to},
+                             RankedTensorType::get({f.b, f.kvHeads, rep, f.s, f.headDim}, f.elem))
+                      .getResult(0);
+        Value shape = createI64Constant(rewriter, node, (what + "_repeat").str(), {4},
+                                        {f.b, f.heads, f.s, f.headDim});
+        return createNode(rewriter, node, "Reshape", name + "/" + what.str() + "_repeat",
+                          {e, shape}, full)
             .getResult(0);
       };
       k = repeat(k, "k"), v = repeat(v, "v");
     }
-    Value y = nodeOf(rewriter, node, "Attention", name + "/Attention", {q, k, v}, full,
-                     {rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(1)),
-                      rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(f.scale))})
+    Value y = createNode(rewriter, node, "Attention", name + "/Attention", {q, k, v}, full,
+                         {rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(1)),
+                          rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(f.scale))})
                   .getResult(0);
-    Value yt = nodeOf(rewriter, node, "Transpose", name + "/out_t", {y},
-                      RankedTensorType::get({f.b, f.s, f.heads, f.headDim}, f.elem), {perm})
+    Value yt = createNode(rewriter, node, "Transpose", name + "/out_t", {y},
+                          RankedTensorType::get({f.b, f.s, f.heads, f.headDim}, f.elem), {perm})
                    .getResult(0);
-    Value shape = i64Constant(rewriter, node, "out_shape", {3}, {f.b, f.s, f.heads * f.headDim});
-    Value out = nodeOf(rewriter, node, "Reshape", name, {yt, shape}, node.getOutputs()[0].getType())
-                    .getResult(0);
+    Value shape =
+        createI64Constant(rewriter, node, "out_shape", {3}, {f.b, f.s, f.heads * f.headDim});
+    Value out =
+        createNode(rewriter, node, "Reshape", name, {yt, shape}, node.getOutputs()[0].getType())
+            .getResult(0);
     rewriter.replaceAllUsesWith(node.getOutputs()[0], out);
     rewriter.eraseOp(node);
     return success();

@@ -71,31 +71,13 @@ SmallVector<double> plainRopeFrequencies(ArrayRef<double> cos, ArrayRef<double> 
   return invFreq;
 }
 
-Value constantOf(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix, ArrayRef<int64_t> dims,
-                 Type elem, ArrayRef<double> values) {
-  auto type = RankedTensorType::get(dims, elem);
-  DenseElementsAttr dense;
-  if (elem.isInteger(64)) {
-    SmallVector<int64_t> ints(values.begin(), values.end());
-    dense = DenseElementsAttr::get(type, ArrayRef<int64_t>(ints));
-  } else {
-    SmallVector<float> floats(values.begin(), values.end());
-    dense = DenseElementsAttr::get(type, ArrayRef<float>(floats));
-  }
-  return rewriter
-      .create<NodeOp>(anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"),
-                      ValueRange{},
-                      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
-                      rewriter.getStringAttr(""),
-                      rewriter.getDictionaryAttr({rewriter.getNamedAttr("value", dense)}))
-      .getResult(0);
-}
-
-NodeOp nodeWithAttrs(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
-                     ValueRange inputs, Type resultType, ArrayRef<NamedAttribute> attrs) {
-  return rewriter.create<NodeOp>(
-      anchor.getLoc(), TypeRange{resultType}, rewriter.getStringAttr(opType), inputs,
-      rewriter.getStringAttr(name), rewriter.getStringAttr(""), rewriter.getDictionaryAttr(attrs));
+/// A float Constant of shape `dims` (element type `elem`).
+Value floatConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
+                    ArrayRef<int64_t> dims, FloatType elem, ArrayRef<double> values) {
+  SmallVector<float> floats(values.begin(), values.end());
+  return createConstant(
+      rewriter, anchor, suffix,
+      DenseElementsAttr::get(RankedTensorType::get(dims, elem), ArrayRef<float>(floats)));
 }
 
 /// What the rewrite needs of a RotaryEmbedding that is plain RoPE.
@@ -225,19 +207,19 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
     SmallVector<double> pos;
     for (int64_t p = 0; p < s; ++p)
       pos.push_back(static_cast<double>(p));
-    Value invCol = constantOf(rewriter, node, "inv_freq", {half, 1}, elem, invFreq);
-    Value posRow = constantOf(rewriter, node, "positions", {1, s}, elem, pos);
+    Value invCol = floatConstant(rewriter, node, "inv_freq", {half, 1}, elem, invFreq);
+    Value posRow = floatConstant(rewriter, node, "positions", {1, s}, elem, pos);
     Value freqsT = createNode(rewriter, node, "MatMul", name + "/freqs", {invCol, posRow},
                               RankedTensorType::get({half, s}, elem))
                        .getResult(0);
     auto freqsType = RankedTensorType::get({s, half}, elem);
-    Value freqs = nodeWithAttrs(rewriter, node, "Transpose", name + "/freqs_t", {freqsT}, freqsType,
-                                {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({1, 0}))})
+    Value freqs = createNode(rewriter, node, "Transpose", name + "/freqs_t", {freqsT}, freqsType,
+                             {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({1, 0}))})
                       .getResult(0);
     auto embType = RankedTensorType::get({s, headDim}, elem);
     auto axisLast = rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1));
     Value emb =
-        nodeWithAttrs(rewriter, node, "Concat", name + "/emb", {freqs, freqs}, embType, {axisLast})
+        createNode(rewriter, node, "Concat", name + "/emb", {freqs, freqs}, embType, {axisLast})
             .getResult(0);
     Value cos = createNode(rewriter, node, "Cos", name + "/Cos", {emb}, embType).getResult(0);
     Value sin = createNode(rewriter, node, "Sin", name + "/Sin", {emb}, embType).getResult(0);
@@ -247,12 +229,11 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
     auto headType = xType;
     if (xType.getRank() == 3) {
       headType = RankedTensorType::get({b, s, heads, headDim}, elem);
-      Value shape = constantOf(rewriter, node, "head_shape", {4}, rewriter.getI64Type(),
-                               {double(b), double(s), double(heads), double(headDim)});
+      Value shape = createI64Constant(rewriter, node, "head_shape", {4}, {b, s, heads, headDim});
       xh =
           createNode(rewriter, node, "Reshape", name + "/heads", {x, shape}, headType).getResult(0);
       auto tableType = RankedTensorType::get({s, 1, headDim}, elem);
-      Value axes = constantOf(rewriter, node, "table_axes", {1}, rewriter.getI64Type(), {1.0});
+      Value axes = createI64Constant(rewriter, node, "table_axes", {1}, {1});
       cos = createNode(rewriter, node, "Unsqueeze", name + "/cos_heads", {cos, axes}, tableType)
                 .getResult(0);
       sin = createNode(rewriter, node, "Unsqueeze", name + "/sin_heads", {sin, axes}, tableType)
@@ -261,20 +242,19 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
     SmallVector<int64_t> halfDims(headType.getShape());
     halfDims.back() = half;
     auto halfType = RankedTensorType::get(halfDims, elem);
-    auto i64 = rewriter.getI64Type();
-    Value lastAxis = constantOf(rewriter, node, "last_axis", {1}, i64, {-1.0});
-    Value zero = constantOf(rewriter, node, "zero", {1}, i64, {0.0});
-    Value mid = constantOf(rewriter, node, "half", {1}, i64, {double(half)});
-    Value end = constantOf(rewriter, node, "end", {1}, i64, {double(headDim)});
+    Value lastAxis = createI64Constant(rewriter, node, "last_axis", {1}, {-1});
+    Value zero = createI64Constant(rewriter, node, "zero", {1}, {0});
+    Value mid = createI64Constant(rewriter, node, "half", {1}, {half});
+    Value end = createI64Constant(rewriter, node, "end", {1}, {headDim});
     Value x1 =
         createNode(rewriter, node, "Slice", name + "/x1", {xh, zero, mid, lastAxis}, halfType)
             .getResult(0);
     Value x2 = createNode(rewriter, node, "Slice", name + "/x2", {xh, mid, end, lastAxis}, halfType)
                    .getResult(0);
     Value neg = createNode(rewriter, node, "Neg", name + "/Neg", {x2}, halfType).getResult(0);
-    Value rot = nodeWithAttrs(rewriter, node, "Concat", name + "/rotate_half", {neg, x1}, headType,
-                              {axisLast})
-                    .getResult(0);
+    Value rot =
+        createNode(rewriter, node, "Concat", name + "/rotate_half", {neg, x1}, headType, {axisLast})
+            .getResult(0);
     Value a = createNode(rewriter, node, "Mul", name + "/x_cos", {xh, cos}, headType).getResult(0);
     Value c =
         createNode(rewriter, node, "Mul", name + "/rot_sin", {rot, sin}, headType).getResult(0);
@@ -282,8 +262,7 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
                          {a, c}, headType)
                   .getResult(0);
     if (xType.getRank() == 3) {
-      Value shape = constantOf(rewriter, node, "out_shape", {3}, i64,
-                               {double(b), double(s), double(heads * headDim)});
+      Value shape = createI64Constant(rewriter, node, "out_shape", {3}, {b, s, heads * headDim});
       y = createNode(rewriter, node, "Reshape", name, {y, shape}, xType).getResult(0);
     }
     rewriter.replaceAllUsesWith(node.getOutputs()[0], y);

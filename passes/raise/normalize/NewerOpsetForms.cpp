@@ -30,19 +30,6 @@ using namespace mlir;
 namespace disagmoe::normalize {
 namespace {
 
-/// A new `Constant` node holding the int64 vector `values`, named "<anchor's name>/<suffix>".
-Value createIntsConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
-                         ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, rewriter.getI64Type());
-  auto dense = DenseElementsAttr::get(type, values);
-  auto node = rewriter.create<NodeOp>(
-      anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"), ValueRange{},
-      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
-      rewriter.getStringAttr(""),
-      rewriter.getDictionaryAttr({rewriter.getNamedAttr("value", dense)}));
-  return node.getResult(0);
-}
-
 /// `node`'s ONNX attributes without `drop`, plus `add`.
 DictionaryAttr withAttrs(PatternRewriter &rewriter, NodeOp node, ArrayRef<StringRef> drop,
                          ArrayRef<NamedAttribute> add = {}) {
@@ -139,7 +126,8 @@ struct SplitNumOutputsToSizes : OpRewritePattern<NodeOp> {
     SmallVector<int64_t> sizes;
     for (int64_t i = 0, left = dim; i < n; ++i, left -= chunk)
       sizes.push_back(std::max<int64_t>(std::min(chunk, left), 0));
-    Value sizesValue = createIntsConstant(rewriter, node, "split", sizes);
+    Value sizesValue =
+        createI64Constant(rewriter, node, "split", {static_cast<int64_t>(sizes.size())}, sizes);
     auto split =
         rewriter.create<NodeOp>(node.getLoc(), node->getResultTypes(), node.getOpTypeAttr(),
                                 ValueRange{node.getInputs()[0], sizesValue}, node.getNodeNameAttr(),
@@ -163,16 +151,13 @@ Value emitRmsNormChain(PatternRewriter &rewriter, NodeOp anchor, Value x, Value 
   auto meanType = RankedTensorType::get(meanDims, elem);
   Value two = createScalarConstant(rewriter, anchor, "two", elem, 2.0);
   Value pow = createNode(rewriter, anchor, "Pow", name + "/Pow", {x, two}, type).getResult(0);
-  auto mean = rewriter.create<NodeOp>(
-      anchor.getLoc(), TypeRange{meanType}, rewriter.getStringAttr("ReduceMean"), ValueRange{pow},
-      rewriter.getStringAttr(name + "/ReduceMean"), rewriter.getStringAttr(""),
-      rewriter.getDictionaryAttr(
-          {rewriter.getNamedAttr("axes", rewriter.getI64ArrayAttr({-1})),
-           rewriter.getNamedAttr("keepdims", rewriter.getI64IntegerAttr(1))}));
+  Value mean = createNode(rewriter, anchor, "ReduceMean", name + "/ReduceMean", {pow}, meanType,
+                          {rewriter.getNamedAttr("axes", rewriter.getI64ArrayAttr({-1})),
+                           rewriter.getNamedAttr("keepdims", rewriter.getI64IntegerAttr(1))})
+                   .getResult(0);
   Value epsValue = createScalarConstant(rewriter, anchor, "epsilon", elem, eps);
   Value add =
-      createNode(rewriter, anchor, "Add", name + "/Add", {mean.getResult(0), epsValue}, meanType)
-          .getResult(0);
+      createNode(rewriter, anchor, "Add", name + "/Add", {mean, epsValue}, meanType).getResult(0);
   Value sqrt = createNode(rewriter, anchor, "Sqrt", name + "/Sqrt", {add}, meanType).getResult(0);
   Value one = createScalarConstant(rewriter, anchor, "one", elem, 1.0);
   Value inv =

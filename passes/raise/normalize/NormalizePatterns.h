@@ -72,14 +72,23 @@ bool isNode(NodeOp node, llvm::StringRef opType, unsigned inputs, unsigned outpu
 /// The float element type of `v`'s tensor type, or null (not a tensor, or not a float).
 mlir::FloatType floatElementType(mlir::Value v);
 
-/// A new `Constant` node holding the scalar `value` of element type `elem`, named
-/// "<anchor's name>/<suffix>", inserted at the rewriter's insertion point.
+/// A new `Constant` node holding `value`, named "<anchor's name>/<suffix>", inserted at the
+/// rewriter's insertion point.
+mlir::Value createConstant(mlir::PatternRewriter &rewriter, NodeOp anchor, llvm::StringRef suffix,
+                           mlir::DenseElementsAttr value);
+/// The same for the scalar `value` of element type `elem`.
 mlir::Value createScalarConstant(mlir::PatternRewriter &rewriter, NodeOp anchor,
                                  llvm::StringRef suffix, mlir::FloatType elem, double value);
+/// The same for an int64 tensor of shape `dims` (shapes, axes, sizes, position ids).
+mlir::Value createI64Constant(mlir::PatternRewriter &rewriter, NodeOp anchor,
+                              llvm::StringRef suffix, llvm::ArrayRef<int64_t> dims,
+                              llvm::ArrayRef<int64_t> values);
 
-/// A new single-result node `opType(inputs) : resultType` named `name`, at `anchor`'s location.
+/// A new single-result node `opType(inputs) : resultType` named `name`, with ONNX attributes
+/// `attrs`, in `domain` ("" the default one), at `anchor`'s location.
 NodeOp createNode(mlir::PatternRewriter &rewriter, NodeOp anchor, llvm::StringRef opType,
-                  llvm::StringRef name, mlir::ValueRange inputs, mlir::Type resultType);
+                  llvm::StringRef name, mlir::ValueRange inputs, mlir::Type resultType,
+                  llvm::ArrayRef<mlir::NamedAttribute> attrs = {}, llvm::StringRef domain = "");
 
 /// Erases the `Constant` node that defines `v` if nothing reads it any more (onnx.node is not
 /// Pure, so the greedy driver does not remove dead nodes itself).

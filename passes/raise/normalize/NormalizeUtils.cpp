@@ -20,22 +20,32 @@ FloatType floatElementType(Value v) {
 }
 
 NodeOp createNode(PatternRewriter &rewriter, NodeOp anchor, StringRef opType, StringRef name,
-                  ValueRange inputs, Type resultType) {
-  return rewriter.create<NodeOp>(
-      anchor.getLoc(), TypeRange{resultType}, rewriter.getStringAttr(opType), inputs,
-      rewriter.getStringAttr(name), rewriter.getStringAttr(""), rewriter.getDictionaryAttr({}));
+                  ValueRange inputs, Type resultType, ArrayRef<NamedAttribute> attrs,
+                  StringRef domain) {
+  return rewriter.create<NodeOp>(anchor.getLoc(), TypeRange{resultType},
+                                 rewriter.getStringAttr(opType), inputs,
+                                 rewriter.getStringAttr(name), rewriter.getStringAttr(domain),
+                                 rewriter.getDictionaryAttr(attrs));
+}
+
+Value createConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
+                     DenseElementsAttr value) {
+  return createNode(rewriter, anchor, "Constant", (anchor.getNodeName() + "/" + suffix).str(), {},
+                    value.getType(), {rewriter.getNamedAttr("value", value)})
+      .getResult(0);
 }
 
 Value createScalarConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
                            FloatType elem, double value) {
   auto type = RankedTensorType::get({}, elem);
-  auto dense = DenseElementsAttr::get(type, rewriter.getFloatAttr(elem, value));
-  auto node = rewriter.create<NodeOp>(
-      anchor.getLoc(), TypeRange{type}, rewriter.getStringAttr("Constant"), ValueRange{},
-      rewriter.getStringAttr((anchor.getNodeName() + "/" + suffix).str()),
-      rewriter.getStringAttr(""),
-      rewriter.getDictionaryAttr({rewriter.getNamedAttr("value", dense)}));
-  return node.getResult(0);
+  return createConstant(rewriter, anchor, suffix,
+                        DenseElementsAttr::get(type, rewriter.getFloatAttr(elem, value)));
+}
+
+Value createI64Constant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
+                        ArrayRef<int64_t> dims, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(dims, rewriter.getI64Type());
+  return createConstant(rewriter, anchor, suffix, DenseElementsAttr::get(type, values));
 }
 
 void eraseIfDeadConstant(PatternRewriter &rewriter, Value v) {
