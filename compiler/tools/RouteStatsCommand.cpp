@@ -40,29 +40,35 @@ int routeStatsMain(int argc, char **argv) {
       cl::CommaSeparated, cl::OneOrMore, cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output directory"), cl::value_desc("dir"),
                               cl::init("route-stats"), cl::cat(category));
-  cl::list<int> ep("ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"),
-                   cl::CommaSeparated, cl::cat(category));
-  cl::list<int64_t> gbs("gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"),
-                        cl::CommaSeparated, cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(64),
-                          cl::cat(category));
-  cl::opt<int64_t> tokens("tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"),
-                          cl::init(1 << 20), cl::cat(category));
-  cl::opt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"), cl::init(64),
-                            cl::cat(category));
-  cl::opt<int> jobs("jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"),
-                    cl::init(0), cl::cat(category));
-  cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"),
-                         cl::init(1), cl::cat(category));
-  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2),
-                             cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"), cl::init(1),
-                            cl::cat(category));
-  cl::opt<int> classifyEp("classify-ep", cl::desc("EP degree of the classification (default 8)"),
-                          cl::init(8), cl::cat(category));
-  cl::opt<int64_t> classifyGbs("classify-gbs",
-                               cl::desc("GBS of the classification (default: smallest)"),
-                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberList<int> ep(
+      "ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"),
+      cl::CommaSeparated, cl::cat(category));
+  disagmoe::tools::NumberList<int64_t> gbs(
+      "gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"), cl::CommaSeparated,
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
+                                             cl::init(64), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> tokens(
+      "tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"), cl::init(1 << 20),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"),
+                                               cl::init(64), cl::cat(category));
+  disagmoe::tools::NumberOpt<int> jobs(
+      "jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"), cl::init(0),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<uint64_t> seed(
+      "seed", cl::desc("Seed of mock ids, the shuffle and the remapping"), cl::init(1),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> attnRanks(
+      "attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"),
+                                               cl::init(1), cl::cat(category));
+  disagmoe::tools::NumberOpt<int> classifyEp(
+      "classify-ep", cl::desc("EP degree of the classification (default 8)"), cl::init(8),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> classifyGbs(
+      "classify-gbs", cl::desc("GBS of the classification (default: smallest)"), cl::init(0),
+      cl::cat(category));
   cl::opt<std::string> profileData(
       "profile-data", cl::desc("Condition written to routing-profile.json (default: first text:)"),
       cl::init(""), cl::cat(category));

@@ -21,7 +21,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 using namespace llvm;
 
@@ -35,6 +37,24 @@ void printCommands(raw_ostream &os) {
         "  plan                             roofline + Z3 placement of a model on a cluster\n"
         "  simulate                         AF-Pipe against the pipeline baselines\n"
         "  route-stats MODEL.onnx -o DIR    measured expert loads (routing profile)\n";
+}
+
+/// " (did you mean 'compile'?)" when \p word is a plausible misspelling of a command (at most a
+/// third of it differs, as for unknown flags), else "".
+std::string suggestCommand(StringRef word) {
+  static const char *const commands[] = {"compile", "inspect", "plan", "simulate", "route-stats"};
+  std::string best;
+  unsigned bestDistance = ~0u;
+  for (const char *command : commands) {
+    unsigned d = word.edit_distance(command, /*AllowReplacements=*/true, bestDistance);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = command;
+    }
+  }
+  if (best.empty() || bestDistance > std::max<size_t>(2, word.size() / 3))
+    return "";
+  return " (did you mean '" + best + "'?)";
 }
 
 int usage() {
@@ -54,16 +74,16 @@ int compileMain(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
                               cl::Required, cl::cat(category));
-  cl::opt<int64_t> attnRanks(
+  disagmoe::tools::NumberOpt<int64_t> attnRanks(
       "attn-ranks",
       cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
                "sequence s runs on A-rank s mod N)"),
       cl::init(2), cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"), cl::init(2),
-                            cl::cat(category));
-  cl::opt<int64_t> groups("groups",
-                          cl::desc("Groups per side, layer l on group l mod p (default 1)"),
-                          cl::init(1), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnRanks(
+      "ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"), cl::init(2), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> groups(
+      "groups", cl::desc("Groups per side, layer l on group l mod p (default 1)"), cl::init(1),
+      cl::cat(category));
   cl::opt<std::string> denseSide(
       "dense-side", cl::desc("Side that runs dense layers' FFNs: attention (default) or ffn"),
       cl::init("attention"), cl::cat(category));
@@ -80,22 +100,24 @@ int compileMain(int argc, char **argv) {
       "routing-profile",
       cl::desc("Place experts from measured loads (disagmoe route-stats; docs/routing-profile.md)"),
       cl::value_desc("file"), cl::cat(category));
-  cl::opt<int64_t> batch("batch",
-                         cl::desc("Sequences per batch the plan is compiled for (default: the "
-                                  "model's static dim, else 2)"),
-                         cl::init(0), cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len",
-                          cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
-                          cl::init(0), cl::cat(category));
-  cl::opt<int64_t> microBatches("micro-batches",
-                                cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of "
-                                         "[batch, seq] (default 2p, in [2p, 4096])"),
-                                cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> batch(
+      "batch",
+      cl::desc("Sequences per batch the plan is compiled for (default: the "
+               "model's static dim, else 2)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen(
+      "seq-len", cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> microBatches(
+      "micro-batches",
+      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of "
+               "[batch, seq] (default 2p, in [2p, 4096])"),
+      cl::init(0), cl::cat(category));
   cl::opt<std::string> cluster(
       "cluster",
       cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
       cl::value_desc("CLUSTER.yaml"), cl::init(""), cl::cat(category));
-  cl::opt<int64_t> capacityTokens(
+  disagmoe::tools::NumberOpt<int64_t> capacityTokens(
       "capacity-tokens",
       cl::desc(
           "Most tokens one M2N or N2M message may carry (the plan's exchange capacity_tokens; "
@@ -201,6 +223,6 @@ int main(int argc, char **argv) {
     argv[1] = argv[0];
     return compileMain(argc - 1, argv + 1);
   }
-  errs() << "disagmoe: unknown command '" << argv[1] << "'\n";
+  errs() << "disagmoe: unknown command '" << argv[1] << "'" << suggestCommand(argv[1]) << "\n";
   return usage();
 }

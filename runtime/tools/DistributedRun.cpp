@@ -12,6 +12,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/ParseOnly.h"
@@ -87,7 +88,8 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   size_t used = 0;
   long long v = 0;
   try {
-    v = std::stoll(text, &used);
+    if (isDecimalInteger(text)) // not "0x10", "+3" or " 3" (DecimalNumber.h)
+      v = std::stoll(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
@@ -97,18 +99,26 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   return v;
 }
 
+/// 0 -> "0", 0.5 -> "0.5" (std::to_string would print "0.000000").
+std::string formatBound(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 double parseReal(const std::string &flag, const std::string &text, double lo) {
   size_t used = 0;
   double v = 0;
   try {
-    v = std::stod(text, &used);
+    if (isDecimalReal(text)) // not "0x10" (a hexadecimal float to std::stod) nor "inf"
+      v = std::stod(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
   // Finite only: an infinite learning rate or decay would write non-finite weights.
   if (used != text.size() || text.empty() || !(v >= lo) || !std::isfinite(v))
-    throw UsageError(flag + ": expected a finite number >= " + std::to_string(lo) + ", got \"" +
-                     text + "\"");
+    throw UsageError(flag + ": expected a finite decimal number >= " + formatBound(lo) +
+                     ", got \"" + text + "\"");
   return v;
 }
 

@@ -1,5 +1,6 @@
 // --init-weights, --export-hf, --export-dtype, --export-shard-bytes (HfFlags.h).
 #include "runtime/tools/HfFlags.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
 
 #include <filesystem>
@@ -25,7 +26,8 @@ bool HfFlags::take(const std::string &flag, const std::string &value) {
     size_t used = 0;
     unsigned long long v = 0;
     try {
-      v = std::stoull(value, &used);
+      if (isDecimalInteger(value)) // not "0x10" (DecimalNumber.h)
+        v = std::stoull(value, &used);
     } catch (const std::exception &) {
       used = 0;
     }

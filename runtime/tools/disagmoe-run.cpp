@@ -18,6 +18,7 @@
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
@@ -94,7 +95,8 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   size_t used = 0;
   long long v = 0;
   try {
-    v = std::stoll(text, &used);
+    if (tools::isDecimalInteger(text)) // not "0x10", "+3" or " 3" (DecimalNumber.h)
+      v = std::stoll(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
