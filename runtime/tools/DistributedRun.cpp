@@ -20,6 +20,7 @@
 #include "runtime/tools/RunConfig.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/CheckpointDir.h"
+#include "runtime/train/Progress.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -136,7 +137,13 @@ Options parseArgs(int argc, char **argv) {
     }
     if (name == "--train")
       o.train = true;
-    else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
+    else if (name == "--verbose" || name == "--quiet") { // runtime/train/Progress.h
+      const auto level =
+          name == "--verbose" ? train::OutputLevel::Verbose : train::OutputLevel::Quiet;
+      if (train::outputLevel() != train::OutputLevel::Summary && train::outputLevel() != level)
+        throw UsageError("--verbose and --quiet contradict each other: give one");
+      train::outputLevel() = level;
+    } else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
       setDebugNanFill(true);
     else if (name == "--backend")
       o.backend = value;
@@ -394,9 +401,10 @@ std::vector<int64_t> loadTargets(const Options &o, const std::vector<int64_t> &i
 }
 
 void printPlanLine(const Plan &plan) {
-  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
-            << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
-            << ", world size " << plan.placement.worldSize << ")\n";
+  train::report() << "plan: " << plan.path << " (" << plan.model.family << ", "
+                  << plan.model.numLayers << " layers, " << plan.model.numExperts
+                  << " experts, top-" << plan.model.topK << ", world size "
+                  << plan.placement.worldSize << ")\n";
 }
 
 // ---- forward over one process per rank --------------------------------------------------------
@@ -530,16 +538,21 @@ RunResult assemble(const Plan &plan, const std::vector<RankResult> &results, int
 
 void printForward(const Options &o, const Plan &plan, const RunResult &result) {
   printPlanLine(plan);
-  std::cout << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
-  std::cout << "memory:\n" << formatMemory(plan) << "\n";
-  std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
-  std::cout << "against an expert-parallel all-to-all of the same routing:\n"
-            << formatAllToAllComparison(plan, result) << "\n";
+  std::ostream &out = train::report(); // --quiet: the throughput line only
+  if (train::verbose()) {
+    out << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
+    out << "memory:\n" << formatMemory(plan) << "\n";
+    out << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+    out << "against an expert-parallel all-to-all of the same routing:\n"
+        << formatAllToAllComparison(plan, result) << "\n";
+  } else {
+    out << "\n" << formatSummary(plan, result) << "\n";
+  }
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
-    std::cout << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize
-              << "] written to " << o.output << "\n";
+    out << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize
+        << "] written to " << o.output << "\n";
   }
 }
 
@@ -600,31 +613,38 @@ train::TrainOptions trainOptions(const Options &o) {
 void printTrainHeader(const Options &o, const Plan &plan, const train::TrainOptions &t,
                       int64_t batch, int64_t seqLen) {
   printPlanLine(plan);
-  std::cout << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches
-            << " micro-batch" << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm
-            << ", optimizer " << o.optimizer << " lr " << t.optimizer.lr;
+  std::ostream &out = train::report();
+  out << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches << " micro-batch"
+      << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm << ", optimizer " << o.optimizer
+      << " lr " << t.optimizer.lr;
   if (t.optimizer.kind == train::OptimizerKind::AdamW)
-    std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps "
-              << t.optimizer.eps << " weight decay " << t.optimizer.weightDecay;
+    out << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps "
+        << t.optimizer.eps << " weight decay " << t.optimizer.weightDecay;
   if (o.warmupSteps || o.totalSteps)
-    std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step "
-              << o.totalSteps;
+    out << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step "
+        << o.totalSteps;
   if (o.clipGrad > 0)
-    std::cout << ", clip grad norm " << o.clipGrad;
+    out << ", clip grad norm " << o.clipGrad;
   if (o.auxLossCoef > 0)
-    std::cout << ", aux loss coef " << o.auxLossCoef;
+    out << ", aux loss coef " << o.auxLossCoef;
   if (o.capacityFactor > 0)
-    std::cout << ", capacity factor " << o.capacityFactor;
+    out << ", capacity factor " << o.capacityFactor;
   if (o.routerBiasRate > 0)
-    std::cout << ", router bias update rate " << o.routerBiasRate;
-  std::cout << "\n";
+    out << ", router bias update rate " << o.routerBiasRate;
+  out << "\n";
   if (o.totalSteps > 0 && o.steps > o.totalSteps)
     std::cerr << "disagmoe-run: warning: --steps " << o.steps << " runs past --total-steps "
               << o.totalSteps << ": steps " << o.totalSteps + 1 << "-" << o.steps
               << " use --lr-min " << o.lrMin << "\n";
 }
 
-void printStep(const train::StepResult &r) {
+/// Step r's loss line (under --quiet only the last step's), its expert load (--verbose: every
+/// step's counts; by default one summary after the last step) and the progress line.
+void printStep(const train::StepResult &r, int64_t lastStep, train::StepProgress &progress) {
+  progress.clear();
+  const bool last = r.step == lastStep;
+  if (train::quiet() && !last)
+    return;
   char line[300];
   std::snprintf(line, sizeof line,
                 "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
@@ -635,19 +655,25 @@ void printStep(const train::StepResult &r) {
     std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
     std::cout << line;
   }
-  std::cout << "\n" << train::expertLoadLine(r) << std::flush;
+  std::cout << "\n";
+  if (train::verbose())
+    std::cout << train::expertLoadLine(r);
+  else if (!train::quiet() && last)
+    std::cout << train::expertLoadSummary(r);
+  std::cout << std::flush;
+  progress.update(r.step);
 }
 
 void saveOutputs(const Options &o, const train::Trainer &trainer, bool print) {
   if (!o.saveGrads.empty()) {
     trainer.saveGradients(o.saveGrads);
     if (print)
-      std::cout << "gradients of the last step written to " << o.saveGrads << "/\n";
+      train::report() << "gradients of the last step written to " << o.saveGrads << "/\n";
   }
   if (!o.saveWeights.empty()) {
     trainer.saveWeights(o.saveWeights);
     if (print)
-      std::cout << "weights after the last step written to " << o.saveWeights << "/\n";
+      train::report() << "weights after the last step written to " << o.saveWeights << "/\n";
   }
 }
 
@@ -678,7 +704,7 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
       train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
   if (print)
-    std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+    train::report() << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
   return data;
 }
 
@@ -744,6 +770,8 @@ train::LoopOptions loopOptions(const Options &o, const Plan &plan, const train::
   lo.checkpointEvery = o.checkpointEvery;
   lo.resume = o.resumeFile;
   lo.dataName = o.data;
+  lo.output = train::outputLevel();
+  lo.progress = true;
   lo.config = runOptionsJson(o, plan, t, batch, seqLen, data);
   const std::string config = lo.config, resumed = o.resumeFile;
   lo.checkResumed = [config, resumed, report](const train::CheckpointInfo &info) {
@@ -777,12 +805,13 @@ int runLocalTrain(const Options &o) {
   const auto writeProfile = [&] {
     if (!o.opTimesOut.empty()) {
       writeOpTimes(plan, profile, o.opTimesOut);
-      std::cout << "measured op times (medians over " << profile.step << " steps) written to "
-                << o.opTimesOut << "\n";
+      train::report() << "measured op times (medians over " << profile.step << " steps) written to "
+                      << o.opTimesOut << "\n";
     }
     if (!o.trace.empty()) {
       writeExecutionTrace(plan, profile, profile.step - 1, o.trace);
-      std::cout << "Chrome trace of step " << profile.step << " written to " << o.trace << "\n";
+      train::report() << "Chrome trace of step " << profile.step << " written to " << o.trace
+                      << "\n";
     }
   };
   if (o.loop()) {
@@ -794,9 +823,10 @@ int runLocalTrain(const Options &o) {
     writeProfile();
     return 0;
   }
+  train::StepProgress progress(0, o.steps, std::cout);
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step(ids, targets, batch, seqLen);
-    printStep(r);
+    printStep(r, o.steps, progress);
     train::checkFinite(r);
   }
   saveOutputs(o, trainer, true);
@@ -868,10 +898,11 @@ int runMpi(const Options &o) {
                                loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0), runtime,
                                std::cout);
       } else {
+        train::StepProgress progress(0, o.steps, std::cout, me == 0);
         for (int64_t s = 0; s < o.steps; ++s) {
           const train::StepResult r = step(ids, targets);
           if (me == 0)
-            printStep(r);
+            printStep(r, o.steps, progress);
           train::checkFinite(
               r); // the loss and the norm are global: every rank stops at the same step
         }
@@ -943,10 +974,11 @@ int runNccl(const Options &o) {
       if (me == 0)
         printTrainHeader(o, plan, t, batch, seqLen);
       maybeFail(o, me);
+      train::StepProgress progress(0, o.steps, std::cout, me == 0);
       for (int64_t s = 0; s < o.steps; ++s) {
         const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
         if (me == 0)
-          printStep(r);
+          printStep(r, o.steps, progress);
         train::checkFinite(r);
       }
       saveOutputs(o, trainer, me == 0);
