@@ -16,6 +16,7 @@
 #include "compiler/observatory/RouteStats.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/tools/CommandLine.h"
+#include "runtime/io/FileKind.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -76,6 +77,23 @@ int routeStatsMain(int argc, char **argv) {
   if (!disagmoe::tools::parseCommandLine(argc, argv, "disagmoe route-stats: routing observatory\n",
                                          "disagmoe route-stats"))
     return 2;
+  // -o names a directory of files ("-" cannot be one); only its last component is created.
+  if (const std::string why = disagmoe::outputDirRefusal(output); !why.empty()) {
+    errs() << "disagmoe route-stats: -o " << output << ": " << why << "\n";
+    return 1;
+  }
+  // OUT_DIR holds the plan's temporary folder from the start; a failed run that created OUT_DIR
+  // leaves nothing behind (std::filesystem::remove takes only an empty directory).
+  struct RemoveIfEmpty {
+    std::string dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty())
+        std::filesystem::remove(dir, ec);
+    }
+  } cleanup;
+  if (std::error_code ec; std::filesystem::create_directory(output.getValue(), ec))
+    cleanup.dir = output;
 
   obs::RouteStatsOptions o;
   for (const std::string &d : data) {

@@ -248,8 +248,11 @@ int simulateMain(int argc, char **argv) {
   // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
-    if (path.empty())
-      continue;
+    if (path.empty() || (path == "-" && std::string(flag) == "--json"))
+      continue; // --json -: the JSON on standard output, instead of the text report
+    if (path == "-")
+      return fail(std::string(flag) + " -: the trace is one file, and standard output carries the "
+                                      "report: give a file name");
     if (sys::fs::is_directory(path))
       return fail(std::string(flag) + " " + path + ": is a directory");
     // lstat: a symlink, FIFO (opening it blocks), device or socket is refused, never written
@@ -299,7 +302,7 @@ int simulateMain(int argc, char **argv) {
   o.timeLimitSeconds = timeLimit;
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
-  raw_ostream &os = outs();
+  raw_ostream &os = jsonOut == "-" ? nulls() : outs(); // --json -: stdout holds the JSON only
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",
                 sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, o.seqLen,
                 o.globalTokens);
@@ -487,6 +490,10 @@ int simulateMain(int argc, char **argv) {
                       {"baseline_ep", ep.getValue()},
                       {"model_flops", modelFlops},
                       {"systems", std::move(systems)}};
+    if (jsonOut == "-") { // as `disagmoe plan --json -`
+      outs() << formatv("{0:2}", json::Value(std::move(root))) << "\n";
+      return af.ok ? 0 : fail("AF-Pipe: " + af.error);
+    }
     // Checked again at the open: a path that became a FIFO meanwhile would block it.
     if (const std::string why = outputRefusal(jsonOut); !why.empty())
       return fail("--json " + jsonOut + ": " + why);

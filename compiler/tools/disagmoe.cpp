@@ -72,8 +72,9 @@ int compileMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe compile options");
   cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                              cl::cat(category));
-  cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
-                              cl::Required, cl::cat(category));
+  cl::opt<std::string> output("o",
+                              cl::desc("Output plan directory (\"-\": the plan's JSON on stdout)"),
+                              cl::value_desc("dir"), cl::Required, cl::cat(category));
   disagmoe::tools::NumberOpt<int64_t> attnRanks(
       "attn-ranks",
       cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
@@ -137,6 +138,12 @@ int compileMain(int argc, char **argv) {
                                          "disagmoe compile"))
     return 2;
 
+  // -o -: the plan is one self-contained file (weights are named by absolute path and offset), so
+  // its JSON can go to standard output; the IR that --print-ir-after prints goes there too.
+  const bool toStdout = output == "-";
+  if (toStdout && (!printAfter.empty() || printAfterAll))
+    return fail("-o -: the plan's JSON goes to standard output, where --print-ir-after prints the "
+                "IR: give -o PLAN_DIR");
   if (capacityTokens.getNumOccurrences() && capacityTokens < 1)
     return fail("--capacity-tokens " + std::to_string(capacityTokens) +
                 ": expected an integer >= 1");
@@ -183,6 +190,12 @@ int compileMain(int argc, char **argv) {
     if (llvm::Error e =
             disagmoe::applyExchangeCapacity(*plan, static_cast<int64_t>(capacityTokens)))
       return fail(input + ": " + llvm::toString(std::move(e)));
+  if (toStdout) { // `disagmoe-run plan.json` reads the same text from a file
+    outs() << disagmoe::planToJson(*plan);
+    outs().flush();
+    errs() << "disagmoe: wrote the plan's JSON to standard output\n";
+    return 0;
+  }
   if (llvm::Error e = disagmoe::savePlan(*plan, output))
     return fail(llvm::toString(std::move(e)));
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.

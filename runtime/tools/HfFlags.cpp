@@ -1,5 +1,6 @@
 // --init-weights, --export-hf, --export-dtype, --export-shard-bytes (HfFlags.h).
 #include "runtime/tools/HfFlags.h"
+#include "runtime/io/FileKind.h"
 #include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
 
@@ -48,6 +49,8 @@ void HfFlags::check() const {
     throw std::invalid_argument(
         std::string(dtypeGiven ? "--export-dtype" : "--export-shard-bytes") +
         " needs --export-hf DIR");
+  if (exportDir == "-") // a value check: no file is looked at
+    throw std::invalid_argument("--export-hf -: " + outputDirRefusal("-"));
   if (parseOnly()) // DISAGMOE_PARSE_ONLY=1: no path is looked at (runtime/tools/ParseOnly.h)
     return;
   if (!exportDir.empty()) {

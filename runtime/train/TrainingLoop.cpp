@@ -82,7 +82,9 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   const bool saves = !o.checkpoint.empty() || !o.checkpointDir.empty();
   if (!o.checkpointDir.empty() && runtime.writesCheckpoints) {
     std::error_code ec;
-    std::filesystem::create_directories(o.checkpointDir, ec);
+    if (const std::string why = outputDirRefusal(o.checkpointDir); !why.empty())
+      throw CheckpointError(o.checkpointDir + ": " + why);
+    std::filesystem::create_directory(o.checkpointDir, ec);
     if (ec)
       throw CheckpointError(o.checkpointDir +
                             ": cannot create the checkpoint directory: " + ec.message());
