@@ -20,6 +20,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -123,6 +124,15 @@ int routeStatsMain(int argc, char **argv) {
   o.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.seed = seed;
   o.classifyEp = classifyEp;
+  // Without --classify-ep, the summary is at an EP degree the user asked for (issue 17: `--ep 4`
+  // printed "EP 8"): the largest --ep value up to the default 8, else the smallest one.
+  if (!classifyEp.getNumOccurrences() && ep.getNumOccurrences() && !ep.empty()) {
+    int pick = -1;
+    for (int d : ep)
+      if (d <= classifyEp && d > pick)
+        pick = d;
+    o.classifyEp = pick > 0 ? pick : *std::min_element(ep.begin(), ep.end());
+  }
   o.classifyGbs = classifyGbs;
   o.profileData = profileData;
   o.modelPath = input;
@@ -185,12 +195,21 @@ int routeStatsMain(int argc, char **argv) {
          << s.topK << "; Gini of per-rank load at EP " << s.classifyEp << ", GBS " << s.classifyGbs
          << " (mean over layers and batches):\n";
   for (const obs::ConditionSummary &c : s.conditions) {
+    if (c.meanGini < 0) { // not one batch of GBS sequences (it used to print Gini -1)
+      outs() << "  " << c.name << ": no batch formed (" << c.tokens << " tokens, fewer than GBS "
+             << s.classifyGbs << " sequences)\n";
+      continue;
+    }
+    // A layer without a full batch (-1 in the summary's vectors) prints "-".
+    const auto value = [](double v, const char *spec) {
+      return v < 0 ? std::string("-") : std::string(llvm::formatv(spec, v));
+    };
     outs() << "  " << c.name << ": Gini " << format("%.4f", c.meanGini) << " by layer [";
     for (size_t l = 0; l < c.giniByLayer.size(); ++l)
-      outs() << (l ? " " : "") << format("%.3f", c.giniByLayer[l]);
+      outs() << (l ? " " : "") << value(c.giniByLayer[l], "{0:F3}");
     outs() << "], max/mean [";
     for (size_t l = 0; l < c.maxOverMeanByLayer.size(); ++l)
-      outs() << (l ? " " : "") << format("%.3f", c.maxOverMeanByLayer[l]);
+      outs() << (l ? " " : "") << value(c.maxOverMeanByLayer[l], "{0:F3}");
     outs() << "], alpha [";
     for (size_t l = 0; l < c.alphaByLayer.size(); ++l)
       outs() << (l ? " " : "") << format("%.4g", c.alphaByLayer[l]);
