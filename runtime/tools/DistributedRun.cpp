@@ -695,6 +695,11 @@ std::string dataFormat(const Options &o) {
 }
 
 // --data's batches (nullptr without --data); `print`: the "data:" line.
+void printData(const Options &o, const train::TokenBatcher &data) {
+  train::report() << "data: " << o.data << " (" << dataFormat(o) << ", " << data.size()
+                  << " tokens)\n";
+}
+
 std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
                                                    int64_t batch, int64_t seqLen, bool print) {
   if (o.data.empty())
@@ -704,7 +709,7 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
       train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
   if (print)
-    train::report() << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+    printData(o, *data);
   return data;
 }
 
@@ -794,7 +799,13 @@ int runLocalTrain(const Options &o) {
   if (hf)
     t.weights = hf->source();
   train::Trainer trainer(plan, t);
+  // The token file is opened and checked before the header lines (issue 17: a too-short or
+  // unrecognised --data file used to fail after them).
+  std::unique_ptr<train::TokenBatcher> data =
+      o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
   printTrainHeader(o, plan, t, batch, seqLen);
+  if (data)
+    printData(o, *data);
   const auto exportHf = [&] {
     exportHfIfAsked(
         o.hf, plan, [&](int index) -> const Tensor & { return trainer.weight(index); }, std::cout);
@@ -815,7 +826,6 @@ int runLocalTrain(const Options &o) {
     }
   };
   if (o.loop()) {
-    std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
     train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
                            loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
     saveOutputs(o, trainer, true);
@@ -873,8 +883,14 @@ int runMpi(const Options &o) {
       if (hf)
         t.weights = hf->source();
       train::Trainer trainer(plan, t);
-      if (me == 0)
+      // Before the header lines: a refused --data file fails first (issue 17).
+      std::unique_ptr<train::TokenBatcher> data =
+          o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
+      if (me == 0) {
         printTrainHeader(o, plan, t, batch, seqLen);
+        if (data)
+          printData(o, *data);
+      }
       maybeFail(o, me);
       const auto step = [&](const std::vector<int64_t> &i, const std::vector<int64_t> &t) {
         const auto watch = watched();
@@ -886,7 +902,6 @@ int runMpi(const Options &o) {
         // (TrainStep.cpp: the bias load tags end at 9 L + W + 1).
         const int checkpointTag = static_cast<int>(
             9 * plan.model.numLayers + static_cast<int64_t>(plan.model.weights.size()) + 2);
-        std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, me == 0);
         train::LoopRuntime runtime;
         runtime.step = step;
         runtime.saveCheckpoint = [&](const std::string &path, const train::CheckpointInfo &info) {
