@@ -213,15 +213,26 @@ llvm::Error run(const RouteStatsOptions &o, RouteStatsSummary &summary, std::ost
     profileCondition = o.data.front().name;
   bool profileWritten = false;
 
+  // Everything that can refuse the run is checked before the first condition's progress line
+  // (issue 17): the --profile-data name, and every condition's stream (its file, its length).
+  if (std::none_of(o.data.begin(), o.data.end(),
+                   [&](const DataSpec &d) { return d.name == profileCondition; }))
+    return fail("--profile-data " + profileCondition + ": no such --data condition");
+  std::vector<std::vector<int64_t>> streams;
   for (const DataSpec &spec : o.data) {
     llvm::Expected<std::vector<int64_t>> stream =
         buildStream(spec, model.vocabSize, o.tokens, o.seed);
     if (!stream)
       return stream.takeError();
-    const std::vector<int64_t> tokens = std::move(*stream);
-    if (static_cast<int64_t>(tokens.size()) < o.seqLen)
-      return fail(spec.name + ": " + std::to_string(tokens.size()) +
+    if (static_cast<int64_t>(stream->size()) < o.seqLen)
+      return fail(spec.name + ": " + std::to_string(stream->size()) +
                   " tokens, fewer than one sequence of " + std::to_string(o.seqLen));
+    streams.push_back(std::move(*stream));
+  }
+
+  for (size_t condition = 0; condition < o.data.size(); ++condition) {
+    const DataSpec &spec = o.data[condition];
+    const std::vector<int64_t> tokens = std::move(streams[condition]);
     const auto f0 = Clock::now();
     const Routing routing = forward(exec, model, tokens, o.seqLen, o.runBatch, o.jobs);
     const double fsec = seconds(f0, Clock::now());

@@ -1,5 +1,6 @@
 //===- CommandLine.cpp - one-line refusal of unknown `disagmoe` flags -----------===//
 #include "compiler/tools/CommandLine.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -17,6 +18,46 @@ bool isNumber(StringRef s) {
   return !s.getAsDouble(v);
 }
 } // namespace
+
+std::map<const cl::Option *, bool> &numberOptions() {
+  static std::map<const cl::Option *, bool> options;
+  return options;
+}
+
+std::string nonDecimalValue(int argc, char **argv) {
+  StringMap<cl::Option *> &options = cl::getRegisteredOptions();
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (!arg.starts_with("-") || arg == "-" || isNumber(arg))
+      continue;
+    auto [name, value] = arg.ltrim('-').split('=');
+    const auto option = options.find(name);
+    if (option == options.end())
+      continue;
+    const auto number = numberOptions().find(option->second);
+    if (number == numberOptions().end())
+      continue;
+    if (!arg.contains('=')) {
+      if (i + 1 >= argc)
+        continue; // llvm::cl reports the missing value
+      value = argv[++i];
+    }
+    SmallVector<StringRef, 4> items;
+    if (option->second->getMiscFlags() & cl::CommaSeparated)
+      value.split(items, ',');
+    else
+      items.push_back(value);
+    for (StringRef item : items) {
+      const std::string_view text(item.data(), item.size());
+      if (number->second ? !isDecimalInteger(text) : !isDecimalReal(text))
+        return "--" + name.str() + ": expected a decimal " +
+               (number->second ? "integer" : "number") + ", got \"" + value.str() + "\"";
+    }
+  }
+  return "";
+}
 
 std::string unknownOption(int argc, char **argv) {
   StringMap<cl::Option *> &options = cl::getRegisteredOptions();
@@ -51,6 +92,10 @@ std::string unknownOption(int argc, char **argv) {
 
 bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef command) {
   if (const std::string why = unknownOption(argc, argv); !why.empty()) {
+    errs() << command << ": " << why << "\n";
+    return false;
+  }
+  if (const std::string why = nonDecimalValue(argc, argv); !why.empty()) {
     errs() << command << ": " << why << "\n";
     return false;
   }

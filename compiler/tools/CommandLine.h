@@ -10,8 +10,11 @@
 #define DISAGMOE_COMPILER_TOOLS_COMMANDLINE_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
 
+#include <map>
 #include <string>
+#include <type_traits>
 
 namespace disagmoe::tools {
 
@@ -27,6 +30,37 @@ std::string unknownOption(int argc, char **argv);
 /// flags, their value syntax and llvm::cl's own checks (a missing required option or positional)
 /// are checked, not the subcommand's later checks of values (ranges, names of layouts).
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview, llvm::StringRef command);
+
+/// The first value of a numeric flag (NumberOpt, NumberList) in argv[1..] that is not a plain
+/// decimal number, as a one-line refusal ("" when none): "--lr: expected a decimal number, got
+/// \"0x10\"".
+std::string nonDecimalValue(int argc, char **argv);
+
+/// The numeric flags (NumberOpt, NumberList) registered now, each with whether it takes an integer.
+/// parseCommandLine refuses a value of one of them that is not a plain decimal number
+/// (runtime/tools/DecimalNumber.h) before llvm::cl parses it: llvm::cl reads "0x10" and "010"
+/// (octal 8) as integers, and std::strtod reads "0x10" as 16.0.
+std::map<const llvm::cl::Option *, bool> &numberOptions();
+
+/// cl::opt<T> for a numeric T whose value must be a plain decimal number (see numberOptions):
+/// "disagmoe plan: --seq-len: expected a decimal integer, got "0x10"".
+template <class T> class NumberOpt : public llvm::cl::opt<T> {
+public:
+  template <class... Mods> explicit NumberOpt(const Mods &...mods) : llvm::cl::opt<T>(mods...) {
+    numberOptions()[this] = std::is_integral_v<T>;
+  }
+  ~NumberOpt() { numberOptions().erase(this); }
+  using llvm::cl::opt<T>::operator=;
+};
+
+/// cl::list<T> of numbers, each a plain decimal number (see numberOptions).
+template <class T> class NumberList : public llvm::cl::list<T> {
+public:
+  template <class... Mods> explicit NumberList(const Mods &...mods) : llvm::cl::list<T>(mods...) {
+    numberOptions()[this] = std::is_integral_v<T>;
+  }
+  ~NumberList() { numberOptions().erase(this); }
+};
 
 } // namespace disagmoe::tools
 

@@ -48,7 +48,7 @@ int inspectMain(int argc, char **argv) {
   cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                              cl::cat(category));
   cl::opt<bool> asJson("json", cl::desc("Print JSON instead of a table"), cl::cat(category));
-  cl::opt<int64_t> seqLen(
+  disagmoe::tools::NumberOpt<int64_t> seqLen(
       "seq-len", cl::desc("Sequence length for the attention FLOPs (default 4096, at most 2^24)"),
       cl::init(4096), cl::cat(category));
   cl::opt<bool> timing("timing", cl::desc("Print the time of each phase to stderr"),

@@ -70,10 +70,11 @@ int planMain(int argc, char **argv) {
                               cl::Required, cl::cat(category));
   cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
                                    cl::Required, cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::Required,
-                          cl::cat(category));
-  cl::opt<int64_t> globalTokens("global-tokens", cl::desc("Tokens per training step"),
-                                cl::init(int64_t(1) << 24), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
+                                             cl::Required, cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> globalTokens("global-tokens",
+                                                   cl::desc("Tokens per training step"),
+                                                   cl::init(int64_t(1) << 24), cl::cat(category));
   cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
                                 cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
   cl::opt<std::string> recompute(
@@ -81,26 +82,27 @@ int planMain(int argc, char **argv) {
       cl::desc(
           "Activation recomputation: auto (each side's level chosen), on (full), selective, off"),
       cl::init("auto"), cl::cat(category));
-  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0),
-                          cl::cat(category));
-  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0),
-                            cl::cat(category));
-  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
-                           cl::cat(category));
-  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"),
-                                cl::init(0), cl::cat(category));
-  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0),
-                            cl::cat(category));
-  cl::opt<int64_t> cp("cp",
-                      cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
-                      cl::init(0), cl::cat(category));
-  cl::opt<double> optimizerBytes(
+  disagmoe::tools::NumberOpt<int64_t> groups("groups", cl::desc("Fix the groups per side p"),
+                                             cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"),
+                                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
+                                              cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> microbatches(
+      "microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"),
+                                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> cp(
+      "cp", cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<double> optimizerBytes(
       "optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
       cl::init(12.0), cl::cat(category));
-  cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
-                            cl::init(4.0), cl::cat(category));
-  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0),
-                            cl::cat(category));
+  disagmoe::tools::NumberOpt<double> reserveGb(
+      "reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"), cl::init(4.0),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"),
+                                               cl::init(60.0), cl::cat(category));
   cl::opt<std::string> stageTimes("stage-times",
                                   cl::desc("Measured stage times JSON for the local search"),
                                   cl::init(""), cl::cat(category));
@@ -110,14 +112,14 @@ int planMain(int argc, char **argv) {
   cl::opt<bool> noSearch("no-search",
                          cl::desc("Skip the simulated search (Z3's roofline optimum only)"),
                          cl::cat(category));
-  cl::opt<int64_t> searchSeeds(
+  disagmoe::tools::NumberOpt<int64_t> searchSeeds(
       "search-seeds",
       cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
       cl::init(16), cl::cat(category));
   cl::opt<std::string> gradReduce(
       "grad-reduce", cl::desc("Gradient reduction dtype on the wire: fp32 (default), bf16"),
       cl::init("fp32"), cl::cat(category));
-  cl::opt<double> searchBudget(
+  disagmoe::tools::NumberOpt<double> searchBudget(
       "search-budget",
       cl::desc("Wall seconds of the simulated search, seeds and climb (default 60; --time-limit "
                "bounds Z3 only)"),

@@ -16,9 +16,11 @@
 #include "compiler/observatory/RouteStats.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/tools/CommandLine.h"
+#include "runtime/io/FileKind.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -40,29 +42,35 @@ int routeStatsMain(int argc, char **argv) {
       cl::CommaSeparated, cl::OneOrMore, cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output directory"), cl::value_desc("dir"),
                               cl::init("route-stats"), cl::cat(category));
-  cl::list<int> ep("ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"),
-                   cl::CommaSeparated, cl::cat(category));
-  cl::list<int64_t> gbs("gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"),
-                        cl::CommaSeparated, cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::init(64),
-                          cl::cat(category));
-  cl::opt<int64_t> tokens("tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"),
-                          cl::init(1 << 20), cl::cat(category));
-  cl::opt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"), cl::init(64),
-                            cl::cat(category));
-  cl::opt<int> jobs("jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"),
-                    cl::init(0), cl::cat(category));
-  cl::opt<uint64_t> seed("seed", cl::desc("Seed of mock ids, the shuffle and the remapping"),
-                         cl::init(1), cl::cat(category));
-  cl::opt<int64_t> attnRanks("attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2),
-                             cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"), cl::init(1),
-                            cl::cat(category));
-  cl::opt<int> classifyEp("classify-ep", cl::desc("EP degree of the classification (default 8)"),
-                          cl::init(8), cl::cat(category));
-  cl::opt<int64_t> classifyGbs("classify-gbs",
-                               cl::desc("GBS of the classification (default: smallest)"),
-                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberList<int> ep(
+      "ep", cl::desc("EP degrees (default 4,8,16,32, those up to the expert count)"),
+      cl::CommaSeparated, cl::cat(category));
+  disagmoe::tools::NumberList<int64_t> gbs(
+      "gbs", cl::desc("Global batch sizes in sequences (default 64,...,2048)"), cl::CommaSeparated,
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
+                                             cl::init(64), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> tokens(
+      "tokens", cl::desc("Tokens per condition (fewer when a file is shorter)"), cl::init(1 << 20),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> runBatch("run-batch", cl::desc("Sequences per forward run"),
+                                               cl::init(64), cl::cat(category));
+  disagmoe::tools::NumberOpt<int> jobs(
+      "jobs", cl::desc("Forward runs in flight at once (default: the CPU count)"), cl::init(0),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<uint64_t> seed(
+      "seed", cl::desc("Seed of mock ids, the shuffle and the remapping"), cl::init(1),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> attnRanks(
+      "attn-ranks", cl::desc("A-ranks of the forward plan"), cl::init(2), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks of the forward plan"),
+                                               cl::init(1), cl::cat(category));
+  disagmoe::tools::NumberOpt<int> classifyEp(
+      "classify-ep", cl::desc("EP degree of the classification (default 8)"), cl::init(8),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> classifyGbs(
+      "classify-gbs", cl::desc("GBS of the classification (default: smallest)"), cl::init(0),
+      cl::cat(category));
   cl::opt<std::string> profileData(
       "profile-data", cl::desc("Condition written to routing-profile.json (default: first text:)"),
       cl::init(""), cl::cat(category));
@@ -70,6 +78,23 @@ int routeStatsMain(int argc, char **argv) {
   if (!disagmoe::tools::parseCommandLine(argc, argv, "disagmoe route-stats: routing observatory\n",
                                          "disagmoe route-stats"))
     return 2;
+  // -o names a directory of files ("-" cannot be one); only its last component is created.
+  if (const std::string why = disagmoe::outputDirRefusal(output); !why.empty()) {
+    errs() << "disagmoe route-stats: -o " << output << ": " << why << "\n";
+    return 1;
+  }
+  // OUT_DIR holds the plan's temporary folder from the start; a failed run that created OUT_DIR
+  // leaves nothing behind (std::filesystem::remove takes only an empty directory).
+  struct RemoveIfEmpty {
+    std::string dir;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty())
+        std::filesystem::remove(dir, ec);
+    }
+  } cleanup;
+  if (std::error_code ec; std::filesystem::create_directory(output.getValue(), ec))
+    cleanup.dir = output;
 
   obs::RouteStatsOptions o;
   for (const std::string &d : data) {
@@ -99,6 +124,15 @@ int routeStatsMain(int argc, char **argv) {
   o.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.seed = seed;
   o.classifyEp = classifyEp;
+  // Without --classify-ep, the summary is at an EP degree the user asked for (issue 17: `--ep 4`
+  // printed "EP 8"): the largest --ep value up to the default 8, else the smallest one.
+  if (!classifyEp.getNumOccurrences() && ep.getNumOccurrences() && !ep.empty()) {
+    int pick = -1;
+    for (int d : ep)
+      if (d <= classifyEp && d > pick)
+        pick = d;
+    o.classifyEp = pick > 0 ? pick : *std::min_element(ep.begin(), ep.end());
+  }
   o.classifyGbs = classifyGbs;
   o.profileData = profileData;
   o.modelPath = input;
@@ -161,12 +195,21 @@ int routeStatsMain(int argc, char **argv) {
          << s.topK << "; Gini of per-rank load at EP " << s.classifyEp << ", GBS " << s.classifyGbs
          << " (mean over layers and batches):\n";
   for (const obs::ConditionSummary &c : s.conditions) {
+    if (c.meanGini < 0) { // not one batch of GBS sequences (it used to print Gini -1)
+      outs() << "  " << c.name << ": no batch formed (" << c.tokens << " tokens, fewer than GBS "
+             << s.classifyGbs << " sequences)\n";
+      continue;
+    }
+    // A layer without a full batch (-1 in the summary's vectors) prints "-".
+    const auto value = [](double v, const char *spec) {
+      return v < 0 ? std::string("-") : std::string(llvm::formatv(spec, v));
+    };
     outs() << "  " << c.name << ": Gini " << format("%.4f", c.meanGini) << " by layer [";
     for (size_t l = 0; l < c.giniByLayer.size(); ++l)
-      outs() << (l ? " " : "") << format("%.3f", c.giniByLayer[l]);
+      outs() << (l ? " " : "") << value(c.giniByLayer[l], "{0:F3}");
     outs() << "], max/mean [";
     for (size_t l = 0; l < c.maxOverMeanByLayer.size(); ++l)
-      outs() << (l ? " " : "") << format("%.3f", c.maxOverMeanByLayer[l]);
+      outs() << (l ? " " : "") << value(c.maxOverMeanByLayer[l], "{0:F3}");
     outs() << "], alpha [";
     for (size_t l = 0; l < c.alphaByLayer.size(); ++l)
       outs() << (l ? " " : "") << format("%.4g", c.alphaByLayer[l]);

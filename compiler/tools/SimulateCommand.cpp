@@ -134,44 +134,47 @@ int simulateMain(int argc, char **argv) {
                               cl::Required, cl::cat(category));
   cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
                                    cl::Required, cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"), cl::Required,
-                          cl::cat(category));
-  cl::opt<int64_t> globalTokens("global-tokens",
-                                cl::desc("Tokens per training step (default 2^22)"),
-                                cl::init(int64_t(1) << 22), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
+                                             cl::Required, cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> globalTokens(
+      "global-tokens", cl::desc("Tokens per training step (default 2^22)"),
+      cl::init(int64_t(1) << 22), cl::cat(category));
   cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
                                 cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
   cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto, on, off"),
                                  cl::init("auto"), cl::cat(category));
-  cl::opt<int64_t> groups("groups", cl::desc("Fix the groups per side p"), cl::init(0),
-                          cl::cat(category));
-  cl::opt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0),
-                            cl::cat(category));
-  cl::opt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
-                           cl::cat(category));
-  cl::opt<int64_t> microbatches("microbatches", cl::desc("Fix the micro-batches per step"),
-                                cl::init(0), cl::cat(category));
-  cl::opt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0),
-                            cl::cat(category));
-  cl::opt<int64_t> inflight("inflight",
-                            cl::desc("AF-Pipe micro-batches in flight per group (0: largest of 4p, "
-                                     "3p, 2p that fits memory)"),
-                            cl::init(0), cl::cat(category));
-  cl::opt<double> reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
-                            cl::init(4.0), cl::cat(category));
-  cl::opt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0),
-                            cl::cat(category));
-  cl::opt<double> efficiency("compute-efficiency",
-                             cl::desc("Fraction of peak FLOP/s compute reaches (default 1)"),
-                             cl::init(1.0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> groups("groups", cl::desc("Fix the groups per side p"),
+                                             cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"),
+                                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
+                                              cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> microbatches(
+      "microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"),
+                                               cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> inflight(
+      "inflight",
+      cl::desc("AF-Pipe micro-batches in flight per group (0: largest of 4p, "
+               "3p, 2p that fits memory)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<double> reserveGb(
+      "reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"), cl::init(4.0),
+      cl::cat(category));
+  disagmoe::tools::NumberOpt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"),
+                                               cl::init(60.0), cl::cat(category));
+  disagmoe::tools::NumberOpt<double> efficiency(
+      "compute-efficiency", cl::desc("Fraction of peak FLOP/s compute reaches (default 1)"),
+      cl::init(1.0), cl::cat(category));
   cl::opt<std::string> baselines(
       "baselines", cl::desc("Comma-separated: megatron, megatron-overlap, dualpipe, none"),
       cl::init("megatron,megatron-overlap,dualpipe"), cl::cat(category));
-  cl::opt<int64_t> ep("ep",
-                      cl::desc("Expert parallelism of the baselines' rows beside their tuned ones "
-                               "(default 16, two 8-GPU nodes)"),
-                      cl::init(16), cl::cat(category));
-  cl::opt<double> baselineBudget(
+  disagmoe::tools::NumberOpt<int64_t> ep(
+      "ep",
+      cl::desc("Expert parallelism of the baselines' rows beside their tuned ones "
+               "(default 16, two 8-GPU nodes)"),
+      cl::init(16), cl::cat(category));
+  disagmoe::tools::NumberOpt<double> baselineBudget(
       "baseline-budget",
       cl::desc("Wall seconds each baseline's search may take (default 60; 0: no limit)"),
       cl::init(60.0), cl::cat(category));
@@ -183,7 +186,7 @@ int simulateMain(int argc, char **argv) {
   cl::opt<bool> noSearch("no-search",
                          cl::desc("Take the Z3 optimum as is (no refinement on simulated times)"),
                          cl::cat(category));
-  cl::opt<int64_t> searchSeeds(
+  disagmoe::tools::NumberOpt<int64_t> searchSeeds(
       "search-seeds",
       cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
       cl::init(16), cl::cat(category));
@@ -203,7 +206,7 @@ int simulateMain(int argc, char **argv) {
       cl::init("on"), cl::cat(category));
   cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"),
                                cl::init(""), cl::cat(category));
-  cl::opt<double> searchBudget(
+  disagmoe::tools::NumberOpt<double> searchBudget(
       "search-budget",
       cl::desc("Wall seconds of DisagMoE's simulated search, seeds and climb (default 60)"),
       cl::init(60.0), cl::cat(category));
@@ -266,8 +269,11 @@ int simulateMain(int argc, char **argv) {
   // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
   for (auto [flag, path] :
        {std::pair<const char *, std::string>{"--json", jsonOut}, {"--trace", traceOut}}) {
-    if (path.empty())
-      continue;
+    if (path.empty() || (path == "-" && std::string(flag) == "--json"))
+      continue; // --json -: the JSON on standard output, instead of the text report
+    if (path == "-")
+      return fail(std::string(flag) + " -: the trace is one file, and standard output carries the "
+                                      "report: give a file name");
     if (sys::fs::is_directory(path))
       return fail(std::string(flag) + " " + path + ": is a directory");
     // lstat: a symlink, FIFO (opening it blocks), device or socket is refused, never written
@@ -317,7 +323,7 @@ int simulateMain(int argc, char **argv) {
   o.timeLimitSeconds = timeLimit;
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
-  raw_ostream &os = outs();
+  raw_ostream &os = jsonOut == "-" ? nulls() : outs(); // --json -: stdout holds the JSON only
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",
                 sys::path::filename(configFile), clu.name, clu.gpus(), clu.gpu.name, o.seqLen,
                 o.globalTokens);
@@ -525,6 +531,10 @@ int simulateMain(int argc, char **argv) {
                       {"baseline_ep", ep.getValue()},
                       {"model_flops", modelFlops},
                       {"systems", std::move(systems)}};
+    if (jsonOut == "-") { // as `disagmoe plan --json -`
+      outs() << formatv("{0:2}", json::Value(std::move(root))) << "\n";
+      return af.ok ? 0 : fail("AF-Pipe: " + af.error);
+    }
     // Checked again at the open: a path that became a FIFO meanwhile would block it.
     if (const std::string why = outputRefusal(jsonOut); !why.empty())
       return fail("--json " + jsonOut + ": " + why);

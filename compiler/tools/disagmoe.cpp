@@ -21,7 +21,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 using namespace llvm;
 
@@ -35,6 +37,24 @@ void printCommands(raw_ostream &os) {
         "  plan                             roofline + Z3 placement of a model on a cluster\n"
         "  simulate                         AF-Pipe against the pipeline baselines\n"
         "  route-stats MODEL.onnx -o DIR    measured expert loads (routing profile)\n";
+}
+
+/// " (did you mean 'compile'?)" when \p word is a plausible misspelling of a command (at most a
+/// third of it differs, as for unknown flags), else "".
+std::string suggestCommand(StringRef word) {
+  static const char *const commands[] = {"compile", "inspect", "plan", "simulate", "route-stats"};
+  std::string best;
+  unsigned bestDistance = ~0u;
+  for (const char *command : commands) {
+    unsigned d = word.edit_distance(command, /*AllowReplacements=*/true, bestDistance);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = command;
+    }
+  }
+  if (best.empty() || bestDistance > std::max<size_t>(2, word.size() / 3))
+    return "";
+  return " (did you mean '" + best + "'?)";
 }
 
 int usage() {
@@ -52,18 +72,19 @@ int compileMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe compile options");
   cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                              cl::cat(category));
-  cl::opt<std::string> output("o", cl::desc("Output plan directory"), cl::value_desc("dir"),
-                              cl::Required, cl::cat(category));
-  cl::opt<int64_t> attnRanks(
+  cl::opt<std::string> output("o",
+                              cl::desc("Output plan directory (\"-\": the plan's JSON on stdout)"),
+                              cl::value_desc("dir"), cl::Required, cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> attnRanks(
       "attn-ranks",
       cl::desc("A-ranks per attention group (default 2, at most max(4, 2 x batch): "
                "sequence s runs on A-rank s mod N)"),
       cl::init(2), cl::cat(category));
-  cl::opt<int64_t> ffnRanks("ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"), cl::init(2),
-                            cl::cat(category));
-  cl::opt<int64_t> groups("groups",
-                          cl::desc("Groups per side, layer l on group l mod p (default 1)"),
-                          cl::init(1), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> ffnRanks(
+      "ffn-ranks", cl::desc("F-ranks per FFN group (default 2)"), cl::init(2), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> groups(
+      "groups", cl::desc("Groups per side, layer l on group l mod p (default 1)"), cl::init(1),
+      cl::cat(category));
   cl::opt<std::string> denseSide(
       "dense-side", cl::desc("Side that runs dense layers' FFNs: attention (default) or ffn"),
       cl::init("attention"), cl::cat(category));
@@ -80,22 +101,24 @@ int compileMain(int argc, char **argv) {
       "routing-profile",
       cl::desc("Place experts from measured loads (disagmoe route-stats; docs/routing-profile.md)"),
       cl::value_desc("file"), cl::cat(category));
-  cl::opt<int64_t> batch("batch",
-                         cl::desc("Sequences per batch the plan is compiled for (default: the "
-                                  "model's static dim, else 2)"),
-                         cl::init(0), cl::cat(category));
-  cl::opt<int64_t> seqLen("seq-len",
-                          cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
-                          cl::init(0), cl::cat(category));
-  cl::opt<int64_t> microBatches("micro-batches",
-                                cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of "
-                                         "[batch, seq] (default 2p, in [2p, 4096])"),
-                                cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> batch(
+      "batch",
+      cl::desc("Sequences per batch the plan is compiled for (default: the "
+               "model's static dim, else 2)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> seqLen(
+      "seq-len", cl::desc("Tokens per sequence (default: the model's static dim, else 8)"),
+      cl::init(0), cl::cat(category));
+  disagmoe::tools::NumberOpt<int64_t> microBatches(
+      "micro-batches",
+      cl::desc("Micro-batches of the plan's AF-Pipe schedule, each of "
+               "[batch, seq] (default 2p, in [2p, 4096])"),
+      cl::init(0), cl::cat(category));
   cl::opt<std::string> cluster(
       "cluster",
       cl::desc("Cluster whose roofline sizes the schedule (default: H800 nodes of 8 GPUs)"),
       cl::value_desc("CLUSTER.yaml"), cl::init(""), cl::cat(category));
-  cl::opt<int64_t> capacityTokens(
+  disagmoe::tools::NumberOpt<int64_t> capacityTokens(
       "capacity-tokens",
       cl::desc(
           "Most tokens one M2N or N2M message may carry (the plan's exchange capacity_tokens; "
@@ -115,6 +138,12 @@ int compileMain(int argc, char **argv) {
                                          "disagmoe compile"))
     return 2;
 
+  // -o -: the plan is one self-contained file (weights are named by absolute path and offset), so
+  // its JSON can go to standard output; the IR that --print-ir-after prints goes there too.
+  const bool toStdout = output == "-";
+  if (toStdout && (!printAfter.empty() || printAfterAll))
+    return fail("-o -: the plan's JSON goes to standard output, where --print-ir-after prints the "
+                "IR: give -o PLAN_DIR");
   if (capacityTokens.getNumOccurrences() && capacityTokens < 1)
     return fail("--capacity-tokens " + std::to_string(capacityTokens) +
                 ": expected an integer >= 1");
@@ -161,6 +190,12 @@ int compileMain(int argc, char **argv) {
     if (llvm::Error e =
             disagmoe::applyExchangeCapacity(*plan, static_cast<int64_t>(capacityTokens)))
       return fail(input + ": " + llvm::toString(std::move(e)));
+  if (toStdout) { // `disagmoe-run plan.json` reads the same text from a file
+    outs() << disagmoe::planToJson(*plan);
+    outs().flush();
+    errs() << "disagmoe: wrote the plan's JSON to standard output\n";
+    return 0;
+  }
   if (llvm::Error e = disagmoe::savePlan(*plan, output))
     return fail(llvm::toString(std::move(e)));
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.
@@ -201,6 +236,6 @@ int main(int argc, char **argv) {
     argv[1] = argv[0];
     return compileMain(argc - 1, argv + 1);
   }
-  errs() << "disagmoe: unknown command '" << argv[1] << "'\n";
+  errs() << "disagmoe: unknown command '" << argv[1] << "'" << suggestCommand(argv[1]) << "\n";
   return usage();
 }

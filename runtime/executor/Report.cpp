@@ -1,6 +1,7 @@
 // disagmoe-run's summaries of placement, exchanges, memory and throughput (Report.h).
 #include "runtime/executor/Report.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <tuple>
@@ -177,6 +178,133 @@ std::string formatMemory(const Plan &plan) {
             : "");
   }
   return out;
+}
+
+namespace {
+/// "5" or "3-7".
+std::string span(uint64_t lo, uint64_t hi) {
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+/// Layer list as ranges: "0-3", "0,2,4-5".
+std::string layerRanges(const std::vector<int64_t> &layers) {
+  std::string s;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1)
+      ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(layers[i]) +
+         (j > i ? "-" + std::to_string(layers[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
+} // namespace
+
+std::string formatSummary(const Plan &plan, const RunResult &run) {
+  const Placement &p = plan.placement;
+  std::string sides;
+  for (GroupRole role : {GroupRole::Attention, GroupRole::Ffn}) {
+    const bool ffn = role == GroupRole::Ffn;
+    std::vector<const Group *> groups;
+    size_t ranks = 0;
+    std::vector<int64_t> layers;
+    for (const Group &g : p.groups)
+      if (g.role == role) {
+        groups.push_back(&g);
+        ranks += g.ranks.size();
+        layers.insert(layers.end(), g.layers.begin(), g.layers.end());
+      }
+    if (groups.empty())
+      continue;
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    std::string text = std::string(toString(role)) + " side: " + std::to_string(groups.size()) +
+                       " group" + (groups.size() == 1 ? "" : "s") + " of " +
+                       std::to_string(groups.front()->ranks.size()) + " ranks";
+    if (groups.size() == 1)
+      text +=
+          std::string(" (") + (ffn ? "F" : "A") + "0 ranks " + joinRanks(groups[0]->ranks) + ")";
+    else
+      text += ", " + std::to_string(ranks) + " ranks in all";
+    if (!ffn)
+      text += (layers.size() == 1 ? ", layer " : ", layers ") + layerRanges(layers);
+    if (ffn) {
+      // Experts per rank per MoE layer, from where they ran.
+      int64_t moeLayers = 0;
+      uint64_t lo = ~0ull, hi = 0;
+      for (int64_t l = 0; l < plan.model.numLayers; ++l) {
+        if (plan.model.layers[l].dense)
+          continue;
+        ++moeLayers;
+        std::vector<uint64_t> perRank(static_cast<size_t>(p.worldSize), 0);
+        for (const ExpertRecord &e : run.experts)
+          if (e.layer == l && e.rank >= 0 && e.rank < p.worldSize)
+            ++perRank[static_cast<size_t>(e.rank)];
+        for (const int r : p.ffnGroupOfLayer(l).ranks)
+          lo = std::min(lo, perRank[static_cast<size_t>(r)]),
+          hi = std::max(hi, perRank[static_cast<size_t>(r)]);
+      }
+      text += ", " + std::to_string(plan.model.numExperts) + " experts x " +
+              std::to_string(moeLayers) + " MoE layer" + (moeLayers == 1 ? "" : "s");
+      if (moeLayers)
+        text += ", " + span(lo, hi) + " per rank per layer";
+    }
+    const auto side = [&](bool onFfn) { return onFfn == ffn; };
+    if (side(p.embeddingOnFfn) && side(p.headOnFfn))
+      text += ", embedding and head";
+    else if (side(p.embeddingOnFfn))
+      text += ", embedding";
+    else if (side(p.headOnFfn))
+      text += ", final norm and head";
+    uint64_t wlo = ~0ull, whi = 0;
+    for (size_t r = 0; r < plan.memory.weightBytes.size(); ++r)
+      if (p.groupOf(static_cast<int>(r)).role == role)
+        wlo = std::min<uint64_t>(wlo, plan.memory.weightBytes[r]),
+        whi = std::max<uint64_t>(whi, plan.memory.weightBytes[r]);
+    if (wlo <= whi)
+      text += "; weights " + span(wlo, whi) + " bytes per rank";
+    sides += text + "\n";
+  }
+  uint64_t m2n = 0, n2m = 0, residual = 0, other = 0;
+  std::vector<uint64_t> perLayer(static_cast<size_t>(plan.model.numLayers), 0);
+  std::vector<uint64_t> crossing(static_cast<size_t>(plan.model.numLayers), 0);
+  for (const ExchangeRecord &e : run.exchanges) {
+    (e.kind == ExchangeKind::M2n        ? m2n
+     : e.kind == ExchangeKind::N2m      ? n2m
+     : e.kind == ExchangeKind::Residual ? residual
+                                        : other) += e.bytes;
+    if (e.layer >= 0 && e.layer < plan.model.numLayers &&
+        (e.kind == ExchangeKind::M2n || e.kind == ExchangeKind::N2m ||
+         e.kind == ExchangeKind::Residual)) {
+      perLayer[static_cast<size_t>(e.layer)] += e.bytes;
+      if (e.src != e.dst)
+        crossing[static_cast<size_t>(e.layer)] += e.bytes;
+    }
+  }
+  uint64_t lo = ~0ull, hi = 0, ours = 0;
+  for (size_t l = 0; l < perLayer.size(); ++l)
+    lo = std::min(lo, perLayer[l]), hi = std::max(hi, perLayer[l]), ours += crossing[l];
+  std::string exchange = "exchange bytes: m2n " + std::to_string(m2n) + ", n2m " +
+                         std::to_string(n2m) + ", residual " + std::to_string(residual);
+  if (other)
+    exchange += ", embedding/head " + std::to_string(other);
+  exchange += ", all " + std::to_string(m2n + n2m + residual + other);
+  if (!perLayer.empty())
+    exchange += " (" + std::to_string(perLayer.size()) + " layers, " + span(lo, hi) + " each)";
+  // formatAllToAllComparison's baseline, summed over the layers.
+  const uint64_t assignments = static_cast<uint64_t>(run.batch * run.seqLen * plan.model.topK);
+  const uint64_t allToAll = assignments *
+                            static_cast<uint64_t>((8 + 4 * plan.model.hiddenSize + 12) +
+                                                  (8 + 4 * plan.model.hiddenSize)) *
+                            static_cast<uint64_t>(plan.model.numLayers);
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, "%.3f",
+                allToAll ? static_cast<double>(ours) / static_cast<double>(allToAll) : 0.0);
+  return sides + exchange + "\n" +
+         "against an expert-parallel all-to-all of the same routing: " + std::to_string(ours) +
+         " vs " + std::to_string(allToAll) + " bytes, ratio " + ratio + "\n" +
+         "(--verbose: per-layer placement, per-rank memory and per-pair exchange tables)\n";
 }
 
 std::string formatThroughput(const RunResult &run) {

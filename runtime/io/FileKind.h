@@ -54,4 +54,29 @@ inline std::string inputRefusal(const std::string &path) {
                                : "is not a regular file (" + kind + ")";
 }
 
+/// The refusal for PATH as an output directory that will be created if missing ("" when it may be):
+/// "-" is not a directory ("-: a directory of files is written here, not one file: standard output
+/// cannot take it; give a directory name"), an existing PATH must be a directory, and only PATH's
+/// last component is created: "its parent directory P does not exist (only the last component is
+/// created)" or "P is not a directory". Issue 17: a misspelt parent used to be created silently.
+inline std::string outputDirRefusal(const std::string &path) {
+  if (path == "-")
+    return "a directory of files is written here, not one file: standard output cannot take it; "
+           "give a directory name";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    return S_ISDIR(st.st_mode) ? "" : "exists and is not a directory";
+  std::string parent = path;
+  while (parent.size() > 1 && parent.back() == '/')
+    parent.pop_back();
+  const size_t slash = parent.rfind('/');
+  parent = slash == std::string::npos ? "." : slash == 0 ? "/" : parent.substr(0, slash);
+  if (::stat(parent.c_str(), &st) != 0)
+    return "its parent directory " + parent +
+           " does not exist (only the last component is created)";
+  if (!S_ISDIR(st.st_mode))
+    return parent + " is not a directory";
+  return "";
+}
+
 } // namespace disagmoe

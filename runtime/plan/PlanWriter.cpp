@@ -1,5 +1,6 @@
 // planToJson / writePlan (Plan.h): a Plan in memory -> plan.json, through the schema tables that
 // parsePlan reads (PlanSchema.cpp), so the two directions cannot drift apart.
+#include "runtime/io/FileKind.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanSchema.h"
 #include "runtime/plan/ScheduleJson.h"
@@ -205,7 +206,10 @@ std::string writePlan(const Plan &plan, const std::string &dir) noexcept {
     const bool existed = fs::exists(dir, ec);
     if (existed && !fs::is_directory(dir, ec))
       return dir + ": exists and is not a directory";
-    if (!existed && (fs::create_directories(dir, ec), ec))
+    // Only the last component is created: a misspelt parent is refused (issue 17).
+    if (const std::string why = outputDirRefusal(dir); !why.empty())
+      return dir + ": " + why;
+    if (!existed && (fs::create_directory(dir, ec), ec))
       return dir + ": cannot create directory: " + ec.message();
     const fs::path path = fs::path(dir) / "plan.json", tmp = fs::path(dir) / "plan.json.tmp";
     // Renaming over a symbolic link or a device would replace it rather than write through it.

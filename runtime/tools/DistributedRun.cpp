@@ -12,6 +12,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
 #include "runtime/tools/ParseOnly.h"
@@ -19,6 +20,7 @@
 #include "runtime/tools/RunConfig.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/CheckpointDir.h"
+#include "runtime/train/Progress.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingLoop.h"
 #ifdef DISAGMOE_HAVE_MPI
@@ -87,7 +89,8 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   size_t used = 0;
   long long v = 0;
   try {
-    v = std::stoll(text, &used);
+    if (isDecimalInteger(text)) // not "0x10", "+3" or " 3" (DecimalNumber.h)
+      v = std::stoll(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
@@ -97,18 +100,26 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   return v;
 }
 
+/// 0 -> "0", 0.5 -> "0.5" (std::to_string would print "0.000000").
+std::string formatBound(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 double parseReal(const std::string &flag, const std::string &text, double lo) {
   size_t used = 0;
   double v = 0;
   try {
-    v = std::stod(text, &used);
+    if (isDecimalReal(text)) // not "0x10" (a hexadecimal float to std::stod) nor "inf"
+      v = std::stod(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
   // Finite only: an infinite learning rate or decay would write non-finite weights.
   if (used != text.size() || text.empty() || !(v >= lo) || !std::isfinite(v))
-    throw UsageError(flag + ": expected a finite number >= " + std::to_string(lo) + ", got \"" +
-                     text + "\"");
+    throw UsageError(flag + ": expected a finite decimal number >= " + formatBound(lo) +
+                     ", got \"" + text + "\"");
   return v;
 }
 
@@ -126,7 +137,13 @@ Options parseArgs(int argc, char **argv) {
     }
     if (name == "--train")
       o.train = true;
-    else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
+    else if (name == "--verbose" || name == "--quiet") { // runtime/train/Progress.h
+      const auto level =
+          name == "--verbose" ? train::OutputLevel::Verbose : train::OutputLevel::Quiet;
+      if (train::outputLevel() != train::OutputLevel::Summary && train::outputLevel() != level)
+        throw UsageError("--verbose and --quiet contradict each other: give one");
+      train::outputLevel() = level;
+    } else if (name == "--debug-nan-fill") // runtime/tensor/FreshBuffers.h
       setDebugNanFill(true);
     else if (name == "--backend")
       o.backend = value;
@@ -384,9 +401,10 @@ std::vector<int64_t> loadTargets(const Options &o, const std::vector<int64_t> &i
 }
 
 void printPlanLine(const Plan &plan) {
-  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
-            << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
-            << ", world size " << plan.placement.worldSize << ")\n";
+  train::report() << "plan: " << plan.path << " (" << plan.model.family << ", "
+                  << plan.model.numLayers << " layers, " << plan.model.numExperts
+                  << " experts, top-" << plan.model.topK << ", world size "
+                  << plan.placement.worldSize << ")\n";
 }
 
 // ---- forward over one process per rank --------------------------------------------------------
@@ -520,16 +538,21 @@ RunResult assemble(const Plan &plan, const std::vector<RankResult> &results, int
 
 void printForward(const Options &o, const Plan &plan, const RunResult &result) {
   printPlanLine(plan);
-  std::cout << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
-  std::cout << "memory:\n" << formatMemory(plan) << "\n";
-  std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
-  std::cout << "against an expert-parallel all-to-all of the same routing:\n"
-            << formatAllToAllComparison(plan, result) << "\n";
+  std::ostream &out = train::report(); // --quiet: the throughput line only
+  if (train::verbose()) {
+    out << "\nplacement:\n" << formatPlacement(plan, result) << "\n";
+    out << "memory:\n" << formatMemory(plan) << "\n";
+    out << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+    out << "against an expert-parallel all-to-all of the same routing:\n"
+        << formatAllToAllComparison(plan, result) << "\n";
+  } else {
+    out << "\n" << formatSummary(plan, result) << "\n";
+  }
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
-    std::cout << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize
-              << "] written to " << o.output << "\n";
+    out << "logits [" << result.batch << "," << result.seqLen << "," << plan.model.vocabSize
+        << "] written to " << o.output << "\n";
   }
 }
 
@@ -590,31 +613,38 @@ train::TrainOptions trainOptions(const Options &o) {
 void printTrainHeader(const Options &o, const Plan &plan, const train::TrainOptions &t,
                       int64_t batch, int64_t seqLen) {
   printPlanLine(plan);
-  std::cout << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches
-            << " micro-batch" << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm
-            << ", optimizer " << o.optimizer << " lr " << t.optimizer.lr;
+  std::ostream &out = train::report();
+  out << "training: batch [" << batch << "," << seqLen << "], " << o.microBatches << " micro-batch"
+      << (o.microBatches == 1 ? "" : "es") << ", comm " << o.comm << ", optimizer " << o.optimizer
+      << " lr " << t.optimizer.lr;
   if (t.optimizer.kind == train::OptimizerKind::AdamW)
-    std::cout << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps "
-              << t.optimizer.eps << " weight decay " << t.optimizer.weightDecay;
+    out << " betas (" << t.optimizer.beta1 << ", " << t.optimizer.beta2 << ") eps "
+        << t.optimizer.eps << " weight decay " << t.optimizer.weightDecay;
   if (o.warmupSteps || o.totalSteps)
-    std::cout << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step "
-              << o.totalSteps;
+    out << ", warm-up " << o.warmupSteps << " steps, cosine to lr " << o.lrMin << " at step "
+        << o.totalSteps;
   if (o.clipGrad > 0)
-    std::cout << ", clip grad norm " << o.clipGrad;
+    out << ", clip grad norm " << o.clipGrad;
   if (o.auxLossCoef > 0)
-    std::cout << ", aux loss coef " << o.auxLossCoef;
+    out << ", aux loss coef " << o.auxLossCoef;
   if (o.capacityFactor > 0)
-    std::cout << ", capacity factor " << o.capacityFactor;
+    out << ", capacity factor " << o.capacityFactor;
   if (o.routerBiasRate > 0)
-    std::cout << ", router bias update rate " << o.routerBiasRate;
-  std::cout << "\n";
+    out << ", router bias update rate " << o.routerBiasRate;
+  out << "\n";
   if (o.totalSteps > 0 && o.steps > o.totalSteps)
     std::cerr << "disagmoe-run: warning: --steps " << o.steps << " runs past --total-steps "
               << o.totalSteps << ": steps " << o.totalSteps + 1 << "-" << o.steps
               << " use --lr-min " << o.lrMin << "\n";
 }
 
-void printStep(const train::StepResult &r) {
+/// Step r's loss line (under --quiet only the last step's), its expert load (--verbose: every
+/// step's counts; by default one summary after the last step) and the progress line.
+void printStep(const train::StepResult &r, int64_t lastStep, train::StepProgress &progress) {
+  progress.clear();
+  const bool last = r.step == lastStep;
+  if (train::quiet() && !last)
+    return;
   char line[300];
   std::snprintf(line, sizeof line,
                 "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
@@ -625,19 +655,25 @@ void printStep(const train::StepResult &r) {
     std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
     std::cout << line;
   }
-  std::cout << "\n" << train::expertLoadLine(r) << std::flush;
+  std::cout << "\n";
+  if (train::verbose())
+    std::cout << train::expertLoadLine(r);
+  else if (!train::quiet() && last)
+    std::cout << train::expertLoadSummary(r);
+  std::cout << std::flush;
+  progress.update(r.step);
 }
 
 void saveOutputs(const Options &o, const train::Trainer &trainer, bool print) {
   if (!o.saveGrads.empty()) {
     trainer.saveGradients(o.saveGrads);
     if (print)
-      std::cout << "gradients of the last step written to " << o.saveGrads << "/\n";
+      train::report() << "gradients of the last step written to " << o.saveGrads << "/\n";
   }
   if (!o.saveWeights.empty()) {
     trainer.saveWeights(o.saveWeights);
     if (print)
-      std::cout << "weights after the last step written to " << o.saveWeights << "/\n";
+      train::report() << "weights after the last step written to " << o.saveWeights << "/\n";
   }
 }
 
@@ -659,6 +695,11 @@ std::string dataFormat(const Options &o) {
 }
 
 // --data's batches (nullptr without --data); `print`: the "data:" line.
+void printData(const Options &o, const train::TokenBatcher &data) {
+  train::report() << "data: " << o.data << " (" << dataFormat(o) << ", " << data.size()
+                  << " tokens)\n";
+}
+
 std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan &plan,
                                                    int64_t batch, int64_t seqLen, bool print) {
   if (o.data.empty())
@@ -668,7 +709,7 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
       train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
       seqLen, o.data);
   if (print)
-    std::cout << "data: " << o.data << " (" << format << ", " << data->size() << " tokens)\n";
+    printData(o, *data);
   return data;
 }
 
@@ -734,6 +775,8 @@ train::LoopOptions loopOptions(const Options &o, const Plan &plan, const train::
   lo.checkpointEvery = o.checkpointEvery;
   lo.resume = o.resumeFile;
   lo.dataName = o.data;
+  lo.output = train::outputLevel();
+  lo.progress = true;
   lo.config = runOptionsJson(o, plan, t, batch, seqLen, data);
   const std::string config = lo.config, resumed = o.resumeFile;
   lo.checkResumed = [config, resumed, report](const train::CheckpointInfo &info) {
@@ -756,7 +799,13 @@ int runLocalTrain(const Options &o) {
   if (hf)
     t.weights = hf->source();
   train::Trainer trainer(plan, t);
+  // The token file is opened and checked before the header lines (issue 17: a too-short or
+  // unrecognised --data file used to fail after them).
+  std::unique_ptr<train::TokenBatcher> data =
+      o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
   printTrainHeader(o, plan, t, batch, seqLen);
+  if (data)
+    printData(o, *data);
   const auto exportHf = [&] {
     exportHfIfAsked(
         o.hf, plan, [&](int index) -> const Tensor & { return trainer.weight(index); }, std::cout);
@@ -767,16 +816,16 @@ int runLocalTrain(const Options &o) {
   const auto writeProfile = [&] {
     if (!o.opTimesOut.empty()) {
       writeOpTimes(plan, profile, o.opTimesOut);
-      std::cout << "measured op times (medians over " << profile.step << " steps) written to "
-                << o.opTimesOut << "\n";
+      train::report() << "measured op times (medians over " << profile.step << " steps) written to "
+                      << o.opTimesOut << "\n";
     }
     if (!o.trace.empty()) {
       writeExecutionTrace(plan, profile, profile.step - 1, o.trace);
-      std::cout << "Chrome trace of step " << profile.step << " written to " << o.trace << "\n";
+      train::report() << "Chrome trace of step " << profile.step << " written to " << o.trace
+                      << "\n";
     }
   };
   if (o.loop()) {
-    std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, true);
     train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
                            loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
     saveOutputs(o, trainer, true);
@@ -784,9 +833,10 @@ int runLocalTrain(const Options &o) {
     writeProfile();
     return 0;
   }
+  train::StepProgress progress(0, o.steps, std::cout);
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step(ids, targets, batch, seqLen);
-    printStep(r);
+    printStep(r, o.steps, progress);
     train::checkFinite(r);
   }
   saveOutputs(o, trainer, true);
@@ -833,8 +883,14 @@ int runMpi(const Options &o) {
       if (hf)
         t.weights = hf->source();
       train::Trainer trainer(plan, t);
-      if (me == 0)
+      // Before the header lines: a refused --data file fails first (issue 17).
+      std::unique_ptr<train::TokenBatcher> data =
+          o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
+      if (me == 0) {
         printTrainHeader(o, plan, t, batch, seqLen);
+        if (data)
+          printData(o, *data);
+      }
       maybeFail(o, me);
       const auto step = [&](const std::vector<int64_t> &i, const std::vector<int64_t> &t) {
         const auto watch = watched();
@@ -846,7 +902,6 @@ int runMpi(const Options &o) {
         // (TrainStep.cpp: the bias load tags end at 9 L + W + 1).
         const int checkpointTag = static_cast<int>(
             9 * plan.model.numLayers + static_cast<int64_t>(plan.model.weights.size()) + 2);
-        std::unique_ptr<train::TokenBatcher> data = loadTokenData(o, plan, batch, seqLen, me == 0);
         train::LoopRuntime runtime;
         runtime.step = step;
         runtime.saveCheckpoint = [&](const std::string &path, const train::CheckpointInfo &info) {
@@ -858,10 +913,11 @@ int runMpi(const Options &o) {
                                loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0), runtime,
                                std::cout);
       } else {
+        train::StepProgress progress(0, o.steps, std::cout, me == 0);
         for (int64_t s = 0; s < o.steps; ++s) {
           const train::StepResult r = step(ids, targets);
           if (me == 0)
-            printStep(r);
+            printStep(r, o.steps, progress);
           train::checkFinite(
               r); // the loss and the norm are global: every rank stops at the same step
         }
@@ -933,10 +989,11 @@ int runNccl(const Options &o) {
       if (me == 0)
         printTrainHeader(o, plan, t, batch, seqLen);
       maybeFail(o, me);
+      train::StepProgress progress(0, o.steps, std::cout, me == 0);
       for (int64_t s = 0; s < o.steps; ++s) {
         const train::StepResult r = trainer.stepRank(*comm, ids, targets, batch, seqLen);
         if (me == 0)
-          printStep(r);
+          printStep(r, o.steps, progress);
         train::checkFinite(r);
       }
       saveOutputs(o, trainer, me == 0);

@@ -1,5 +1,7 @@
 // --init-weights, --export-hf, --export-dtype, --export-shard-bytes (HfFlags.h).
 #include "runtime/tools/HfFlags.h"
+#include "runtime/io/FileKind.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
 
 #include <filesystem>
@@ -25,7 +27,8 @@ bool HfFlags::take(const std::string &flag, const std::string &value) {
     size_t used = 0;
     unsigned long long v = 0;
     try {
-      v = std::stoull(value, &used);
+      if (isDecimalInteger(value)) // not "0x10" (DecimalNumber.h)
+        v = std::stoull(value, &used);
     } catch (const std::exception &) {
       used = 0;
     }
@@ -46,6 +49,8 @@ void HfFlags::check() const {
     throw std::invalid_argument(
         std::string(dtypeGiven ? "--export-dtype" : "--export-shard-bytes") +
         " needs --export-hf DIR");
+  if (exportDir == "-") // a value check: no file is looked at
+    throw std::invalid_argument("--export-hf -: " + outputDirRefusal("-"));
   if (parseOnly()) // DISAGMOE_PARSE_ONLY=1: no path is looked at (runtime/tools/ParseOnly.h)
     return;
   if (!exportDir.empty()) {

@@ -32,6 +32,10 @@ void probe(const std::string &flag, const std::string &path, const fs::path &dir
 } // namespace
 
 void checkOutputFile(const std::string &flag, const std::string &path) {
+  if (path == "-") // the report is on standard output
+    fail(flag, path,
+         "one file is written here, and standard output carries the run's report: give a file "
+         "name");
   std::error_code ec;
   // lstat: a symlink is refused itself (the rename would replace it, and its target is never
   // written).
@@ -51,17 +55,16 @@ void checkOutputFile(const std::string &flag, const std::string &path) {
 }
 
 void checkOutputDir(const std::string &flag, const std::string &path) {
+  // "-", a non-directory, or a missing parent (only the last component is created: issue 17).
+  if (const std::string why = outputDirRefusal(path); !why.empty())
+    fail(flag, path, why);
   std::error_code ec;
   fs::path at = fs::path(path);
-  // The nearest existing ancestor: create_directories makes the rest.
-  while (!at.empty() && !fs::exists(at, ec))
+  if (!fs::exists(at, ec)) {
     at = at.parent_path();
-  if (at.empty())
-    at = ".";
-  if (!fs::is_directory(at, ec))
-    fail(flag, path,
-         at.string() == path ? "exists and is not a directory"
-                             : at.string() + " is not a directory");
+    if (at.empty())
+      at = ".";
+  }
   probe(flag, path, at);
 }
 

@@ -15,13 +15,15 @@
 
 namespace disagmoe::tools {
 
-/// PATH will be written as one file: if it exists it must be a regular file (checked with lstat:
-/// a symlink, FIFO, device or socket is refused, never replaced or written through), and its parent
-/// directory must exist and be writable.
+/// PATH will be written as one file ("-" is refused: standard output carries the report): if it
+/// exists it must be a regular file (checked with lstat: a symlink, FIFO, device or socket is
+/// refused, never replaced or written through), and its parent directory must exist and be
+/// writable.
 void checkOutputFile(const std::string &flag, const std::string &path);
 
-/// PATH will receive files (created with its missing parents): it must be a writable directory,
-/// or its nearest existing ancestor must be a writable directory.
+/// PATH will receive files: it must be a writable directory, or a missing one whose parent is a
+/// writable directory (only the last component is created; outputDirRefusal in
+/// runtime/io/FileKind.h). "-" is refused: a directory cannot go to standard output.
 void checkOutputDir(const std::string &flag, const std::string &path);
 
 /// PATH (a file inside an output directory, which need not exist yet) will be written: if it

@@ -18,6 +18,9 @@ const std::vector<RunFlag> &runFlags() {
       {"timeout", true, RunMode::Any},
       {"trace", true, RunMode::Any},
       {"op-times-out", true, RunMode::Any},
+      // How much is printed (runtime/train/Progress.h).
+      {"verbose", false, RunMode::Any},
+      {"quiet", false, RunMode::Any},
       // Hugging Face weights in and out (runtime/train/HfWeights.h, HfExport.h).
       {"init-weights", true, RunMode::Any},
       {"export-hf", true, RunMode::Any},

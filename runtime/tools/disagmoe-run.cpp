@@ -18,6 +18,7 @@
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
@@ -25,6 +26,7 @@
 #include "runtime/tools/RunArgs.h"
 #include "runtime/tools/RunConfig.h"
 #include "runtime/tools/SimBackend.h"
+#include "runtime/train/Progress.h"
 #include "runtime/version/Version.h"
 
 #include <algorithm>
@@ -54,7 +56,12 @@ const char *kUsage =
     "SECONDS]\n"
     "                    [--trace TRACE.json] [--op-times-out OPS.json] [--warmup N]\n"
     "                    [--init-weights HF.safetensors|index.json|DIR] [--export-hf DIR]\n"
-    "                    [--export-dtype fp32|bf16] [--export-shard-bytes N]\n"
+    "                    [--export-dtype fp32|bf16] [--export-shard-bytes N] [--verbose | "
+    "--quiet]\n"
+    "                    (default: a summary of a few lines; --verbose: the per-layer and per-rank "
+    "tables;\n"
+    "                    --quiet: errors and the final result line only; every run, --train "
+    "too)\n"
     "                    (--trace: Chrome trace of the run, one track per rank; --op-times-out: "
     "measured\n"
     "                    per-op medians in the format --backend sim --op-times reads; --warmup: N "
@@ -94,7 +101,8 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   size_t used = 0;
   long long v = 0;
   try {
-    v = std::stoll(text, &used);
+    if (tools::isDecimalInteger(text)) // not "0x10", "+3" or " 3" (DecimalNumber.h)
+      v = std::stoll(text, &used);
   } catch (const std::exception &) {
     used = 0;
   }
@@ -146,7 +154,13 @@ Options parseArgs(int argc, char **argv) {
       o.opTimesOut = value;
     else if (arg_ == "--warmup")
       o.warmup = parseInteger(arg_, value, 0);
-    else if (arg_ == "--host-cores")
+    else if (arg_ == "--verbose" || arg_ == "--quiet") {
+      const auto level =
+          arg_ == "--verbose" ? train::OutputLevel::Verbose : train::OutputLevel::Quiet;
+      if (train::outputLevel() != train::OutputLevel::Summary && train::outputLevel() != level)
+        throw UsageError("--verbose and --quiet contradict each other: give one");
+      train::outputLevel() = level;
+    } else if (arg_ == "--host-cores")
       o.hostCores = parseInteger(arg_, value, 1);
     else
       throw UsageError("unknown option " + arg_);
@@ -233,8 +247,8 @@ int run(const Options &o) {
     ids.resize(static_cast<size_t>(batch * seqLen));
     for (int64_t &id : ids)
       id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
-    std::cout << "no --input: running on random token ids [" << batch << "," << seqLen << "] (seed "
-              << o.seed << ")\n";
+    train::report() << "no --input: running on random token ids [" << batch << "," << seqLen
+                    << "] (seed " << o.seed << ")\n";
   }
   try {
     validateInput(plan, ids, batch, seqLen);
@@ -250,7 +264,8 @@ int run(const Options &o) {
   if (!o.trace.empty() || !o.opTimesOut.empty())
     options.profile = &profile;
   // --init-weights: every name, shape and dtype is checked here, before any rank starts.
-  const std::unique_ptr<train::HfWeights> hf = tools::openInitWeights(o.hf, plan, &std::cout);
+  const std::unique_ptr<train::HfWeights> hf =
+      tools::openInitWeights(o.hf, plan, train::quiet() ? nullptr : &std::cout);
   if (hf)
     options.weights = hf->source();
   const Executor executor(plan, options);
@@ -262,33 +277,38 @@ int run(const Options &o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warmupStart).count();
   const RunResult result = executor.run(ids, batch, seqLen);
 
-  std::cout << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
-            << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
-            << ", world size " << plan.placement.worldSize << ")\n\n";
-  std::cout << "placement:\n" << formatPlacement(plan, result) << "\n";
-  std::cout << "memory:\n" << formatMemory(plan) << "\n";
-  std::cout << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
-  std::cout << "against an expert-parallel all-to-all of the same routing:\n"
-            << formatAllToAllComparison(plan, result) << "\n";
+  std::ostream &out = train::report(); // --quiet: the throughput line only
+  out << "plan: " << plan.path << " (" << plan.model.family << ", " << plan.model.numLayers
+      << " layers, " << plan.model.numExperts << " experts, top-" << plan.model.topK
+      << ", world size " << plan.placement.worldSize << ")\n\n";
+  if (train::verbose()) {
+    out << "placement:\n" << formatPlacement(plan, result) << "\n";
+    out << "memory:\n" << formatMemory(plan) << "\n";
+    out << "exchange bytes:\n" << formatExchanges(plan, result) << "\n";
+    out << "against an expert-parallel all-to-all of the same routing:\n"
+        << formatAllToAllComparison(plan, result) << "\n";
+  } else {
+    out << formatSummary(plan, result) << "\n";
+  }
   if (warmupRuns > 0) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f", warmupSeconds);
-    std::cout << "warm-up: " << warmupRuns << " untimed forward run" << (warmupRuns == 1 ? "" : "s")
-              << " of the same input in " << seconds << " s before the reported run\n";
+    out << "warm-up: " << warmupRuns << " untimed forward run" << (warmupRuns == 1 ? "" : "s")
+        << " of the same input in " << seconds << " s before the reported run\n";
   }
   std::cout << formatThroughput(result);
   if (!o.output.empty()) {
     writeNpyFloat32(o.output, result.logits);
-    std::cout << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize
-              << "] written to " << o.output << "\n";
+    out << "logits [" << batch << "," << seqLen << "," << plan.model.vocabSize << "] written to "
+        << o.output << "\n";
   }
   if (!o.opTimesOut.empty()) {
     writeOpTimes(plan, profile, o.opTimesOut);
-    std::cout << "measured op times (forward) written to " << o.opTimesOut << "\n";
+    out << "measured op times (forward) written to " << o.opTimesOut << "\n";
   }
   if (!o.trace.empty()) {
     writeExecutionTrace(plan, profile, -1, o.trace);
-    std::cout << "Chrome trace of the run written to " << o.trace << "\n";
+    out << "Chrome trace of the run written to " << o.trace << "\n";
   }
   // The weights this run used, read again from their source one at a time.
   Tensor current;
@@ -298,7 +318,7 @@ int run(const Options &o) {
         current = hf ? hf->read(index) : readWeight(plan.model.weights[static_cast<size_t>(index)]);
         return current;
       },
-      std::cout);
+      out);
   return 0;
 }
 

@@ -10,7 +10,9 @@
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Weights.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -293,6 +295,50 @@ std::string expertLoadLine(const StepResult &r) {
     s += "]";
   }
   return s + "\n";
+}
+
+std::string expertLoadSummary(const StepResult &r) {
+  int64_t lo = 0, hi = 0, idle = 0, total = 0, slots = 0, experts = 0;
+  size_t hiLayer = 0, hiExpert = 0;
+  bool any = false;
+  for (size_t l = 0; l < r.expertLoad.size(); ++l) {
+    experts = std::max<int64_t>(experts, static_cast<int64_t>(r.expertLoad[l].size()));
+    for (size_t e = 0; e < r.expertLoad[l].size(); ++e) {
+      const int64_t c = r.expertLoad[l][e];
+      if (!any || c < lo)
+        lo = c;
+      if (!any || c > hi)
+        hi = c, hiLayer = l, hiExpert = e;
+      any = true;
+      idle += c == 0;
+      total += c;
+      ++slots;
+    }
+  }
+  std::string s = "step " + std::to_string(r.step) + " expert load (" +
+                  std::to_string(r.expertLoad.size()) + " layer" +
+                  (r.expertLoad.size() == 1 ? "" : "s") + " x " + std::to_string(experts) +
+                  " experts): ";
+  if (!any || total == 0) {
+    s += "no token routed";
+  } else {
+    char text[200];
+    const double mean = static_cast<double>(total) / static_cast<double>(slots);
+    std::snprintf(text, sizeof text,
+                  "tokens per expert %lld-%lld, busiest %lld = %.2f x the mean (layer %zu expert "
+                  "%zu), %lld idle expert slot%s",
+                  static_cast<long long>(lo), static_cast<long long>(hi),
+                  static_cast<long long>(hi), static_cast<double>(hi) / mean, hiLayer, hiExpert,
+                  static_cast<long long>(idle), idle == 1 ? "" : "s");
+    s += text;
+  }
+  if (r.capacityLimited) {
+    int64_t dropped = 0;
+    for (const int64_t d : r.dropped)
+      dropped += d;
+    s += " | dropped " + std::to_string(dropped);
+  }
+  return s + " (--verbose: every count)\n";
 }
 
 std::string droppedJson(const StepResult &r) {

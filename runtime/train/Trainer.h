@@ -140,6 +140,11 @@ private:
 /// "step N expert load: l0 [c0 c1 ...] l1 [...]\n": StepResult::expertLoad, one list per layer;
 /// with a capacity factor followed by " | dropped per layer [d0 d1 ...]" (StepResult::dropped).
 std::string expertLoadLine(const StepResult &r);
+/// One line in place of expertLoadLine where E x L numbers would not be read (disagmoe-run's
+/// default output): "step N expert load (L layers x E experts): tokens per expert 0-11, busiest
+/// 11 = 2.75 x the mean (layer 0 expert 0), 1 idle expert slot (--verbose: every count)\n", with
+/// " | dropped D" after a capacity factor dropped assignments.
+std::string expertLoadSummary(const StepResult &r);
 /// The same as a JSON array of arrays ("[[c0, c1], [..]]"), for the loss log.
 std::string expertLoadJson(const StepResult &r);
 /// StepResult::dropped as a JSON array.

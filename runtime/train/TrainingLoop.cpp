@@ -51,20 +51,24 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   // Only the reporting process prints; the others run the same loop silently.
   std::ostream nowhere(nullptr);
   std::ostream &out = runtime.report ? realOut : nowhere;
+  std::ostream &out_ = out;
+  const bool quietRun = o.output == OutputLevel::Quiet;
   if (!o.resume.empty()) {
     const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
     if (o.checkResumed)
       o.checkResumed(info);
     if (data)
       data->setPosition(info.dataPosition);
-    out << "resumed from " << o.resume << " at step " << info.step << ", data position "
-        << info.dataPosition << "\n";
+    if (o.output != OutputLevel::Quiet)
+      out << "resumed from " << o.resume << " at step " << info.step << ", data position "
+          << info.dataPosition << "\n";
     if (info.step >= o.steps)
       throw std::invalid_argument(
           "--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
           std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
           std::to_string(info.step) + ")");
   }
+  StepProgress progress(trainer.steps(), o.steps, out, o.progress && runtime.report && !quietRun);
   std::ofstream log;
   if (!o.lossLog.empty() && runtime.report) {
     // Opening a FIFO for writing blocks until a reader appears, and a symlink would be written
@@ -78,7 +82,9 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   const bool saves = !o.checkpoint.empty() || !o.checkpointDir.empty();
   if (!o.checkpointDir.empty() && runtime.writesCheckpoints) {
     std::error_code ec;
-    std::filesystem::create_directories(o.checkpointDir, ec);
+    if (const std::string why = outputDirRefusal(o.checkpointDir); !why.empty())
+      throw CheckpointError(o.checkpointDir + ": " + why);
+    std::filesystem::create_directory(o.checkpointDir, ec);
     if (ec)
       throw CheckpointError(o.checkpointDir +
                             ": cannot create the checkpoint directory: " + ec.message());
@@ -94,6 +100,8 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
                                  ? o.checkpoint
                                  : (std::filesystem::path(o.checkpointDir) / name).string();
     runtime.saveCheckpoint(path, info);
+    progress.clear();
+    std::ostream &out = o.output == OutputLevel::Quiet ? nowhere : out_;
     out << "checkpoint at step " << info.step << " written to " << path;
     if (!o.checkpointDir.empty() && runtime.writesCheckpoints) {
       // Only once the file is complete: `latest` names it, then older files go.
@@ -110,10 +118,10 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
     out << "\n";
   };
   while (trainer.steps() < o.steps) {
-    if (data && data->next(ids, targets))
-      out << "data: end of " << o.dataName << " reached after " << data->size()
-          << " tokens; wrapping to position 0 "
-          << "(epoch " << data->epoch() << ")\n";
+    if (data && data->next(ids, targets) && !quietRun)
+      progress.clear(), out << "data: end of " << o.dataName << " reached after " << data->size()
+                            << " tokens; wrapping to position 0 "
+                            << "(epoch " << data->epoch() << ")\n";
     const StepResult r = runtime.step(ids, targets);
     checkFinite(r);
     const double tokensPerSecond =
@@ -126,12 +134,21 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
                   static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss,
                   tokensPerSecond, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "",
                   static_cast<long long>(position));
-    out << line;
-    if (r.auxLoss != 0) {
-      std::snprintf(line, sizeof line, " | aux loss %.9g", r.auxLoss);
+    progress.clear();
+    if (!quietRun || r.step == o.steps) {
       out << line;
+      if (r.auxLoss != 0) {
+        std::snprintf(line, sizeof line, " | aux loss %.9g", r.auxLoss);
+        out << line;
+      }
+      out << "\n";
     }
-    out << "\n" << expertLoadLine(r) << std::flush;
+    if (o.output == OutputLevel::Verbose)
+      out << expertLoadLine(r);
+    else if (o.output == OutputLevel::Summary && r.step == o.steps)
+      out << expertLoadSummary(r);
+    out << std::flush;
+    progress.update(r.step);
     if (log.is_open()) {
       std::snprintf(line, sizeof line,
                     "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "

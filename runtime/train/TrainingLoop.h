@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/plan/Plan.h"
+#include "runtime/train/Progress.h"
 #include "runtime/train/TokenData.h"
 #include "runtime/train/Trainer.h"
 
@@ -37,6 +38,11 @@ struct LoopOptions {
   /// Called with the resumed checkpoint's info once it is loaded, before any step: throws to
   /// refuse options that differ from the checkpoint's, or warns (disagmoe-run's RunConfig.h).
   std::function<void(const CheckpointInfo &resumed)> checkResumed;
+  /// What is printed (Progress.h): Verbose (this API's default) prints every step's expert-load
+  /// line; Summary one expertLoadSummary line after the last step; Quiet only the last step's
+  /// line. disagmoe-run passes its --quiet / --verbose level.
+  OutputLevel output = OutputLevel::Verbose;
+  bool progress = false; ///< a StepProgress line (Progress.h) after each step
 };
 
 /// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:

@@ -75,7 +75,7 @@ def parse_load(text, step=1):
 
 def compare_mpi(bin_dir, plan, ids, work, mpirun, check):
     """Aux loss + capacity factor: local comm against mpirun --comm mpi, byte for byte."""
-    opts = ["--train", "--input", ids, "--optimizer", "sgd", "--micro-batches", "2", "--aux-loss-coef", "0.5",
+    opts = ["--train", "--verbose", "--input", ids, "--optimizer", "sgd", "--micro-batches", "2", "--aux-loss-coef", "0.5",
             "--capacity-factor", "1", "--steps", "2", "--router-bias-update-rate", "0.01"]
     local = run([os.path.join(bin_dir, "disagmoe-run"), plan] + opts + ["--save-grads", os.path.join(work, "loc")])
     world = json.load(open(os.path.join(plan, "plan.json")))["placement"]["world_size"]
@@ -132,7 +132,7 @@ def main(bin_dir, sample, work, mpirun=None):
     plan = os.path.join(work, "plan_p2")
     run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sample, "model.onnx"), "-o", plan,
          "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2"])
-    base = [os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--input", ids, "--optimizer", "sgd"]
+    base = [os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--verbose", "--input", ids, "--optimizer", "sgd"]
 
     plain = run(base + ["--save-grads", os.path.join(work, "plain_grads")])
     check("aux loss" not in plain, "without --aux-loss-coef no aux loss is printed")
@@ -155,7 +155,7 @@ def main(bin_dir, sample, work, mpirun=None):
     with open(os.path.join(tied_plan, "plan.json"), "w") as f:
         json.dump(tied, f)
     tie_grads = os.path.join(work, "tie_grads")
-    text = run([os.path.join(bin_dir, "disagmoe-run"), tied_plan, "--train", "--input", ids, "--optimizer", "sgd",
+    text = run([os.path.join(bin_dir, "disagmoe-run"), tied_plan, "--train", "--verbose", "--input", ids, "--optimizer", "sgd",
                 "--save-grads", tie_grads])
     loss = float(re.search(r"step 1: loss ([0-9.eE+-]+)", text).group(1))
     err = abs(loss - meta["tie_loss"]) / meta["tie_loss"]

@@ -102,7 +102,7 @@ def check_sample(bin_dir, sdir, tdir, work, name, micro_batches):
     if not os.path.exists(os.path.join(plan, "plan.json")):
         run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sdir, "model.onnx"), "-o", plan,
              "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", "2"])
-    out = run([os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--input",
+    out = run([os.path.join(bin_dir, "disagmoe-run"), plan, "--train", "--verbose", "--input",
                os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--optimizer", "sgd", "--lr", "0.1",
                "--micro-batches", str(micro_batches), "--save-grads", gdir, "--save-weights", wdir])
     m = re.search(r"^step 1: loss (\S+) over (\d+) target tokens", out, re.M)
@@ -189,7 +189,7 @@ def masked_error(ours, ref, mask):
 def check_adamw_step(bin_dir, sdir, tdir, work, label, gdir, grads, sgd):
     """One AdamW step (m = 1) from the initial weights vs torch.optim.AdamW (adamw.npz)."""
     wdir = os.path.join(work, "adamw_m1")
-    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--verbose", "--input",
                os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", wdir])
     ref = np.load(os.path.join(tdir, "adamw.npz"))
     with open(os.path.join(tdir, "train.json")) as f:
@@ -249,7 +249,7 @@ def check_idle_batch(bin_dir, tdir, work, label):
     ref = np.load(os.path.join(tdir, "idle_batch.npz"))
     ids, gdir, wdir = (os.path.join(work, n) for n in ("idle_ids.npy", "idle_grads", "idle_adamw"))
     np.save(ids, ref["ids"])
-    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input", ids]
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--verbose", "--input", ids]
               + ADAMW_ARGS + ["--save-grads", gdir, "--save-weights", wdir])
     failures = check_expert_load(out, meta, label + " idle batch")
     m = STEP_RE.search(out)
@@ -277,7 +277,7 @@ def check_idle_batch(bin_dir, tdir, work, label):
 def check_adamw_two_steps(bin_dir, sdir, tdir, work, label, micro_batches):
     """Two AdamW steps on the same batch vs torch (adamw2.npz: weights, masks, the two losses)."""
     wdir = os.path.join(work, f"adamw2_m{micro_batches}")
-    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--input",
+    out = run([os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--train", "--verbose", "--input",
                os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--steps", "2", "--micro-batches",
                str(micro_batches)] + ADAMW_ARGS + ["--save-weights", wdir])
     ref = np.load(os.path.join(tdir, "adamw2.npz"))
@@ -319,14 +319,14 @@ def check_mpi(bin_dir, sdir, work, name, mpirun):
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     gdir, wdir = os.path.join(work, "grads_mpi"), os.path.join(work, "weights_mpi")
-    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train", "--verbose",
                "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--optimizer", "sgd", "--lr", "0.1",
                "--save-grads", gdir, "--save-weights", wdir])
     adir = os.path.join(work, "adamw_mpi")
-    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train", "--verbose",
                "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy")] + ADAMW_ARGS + ["--save-weights", adir])
     a2dir = os.path.join(work, "adamw2_mpi")
-    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train",
+    run(cmd + [os.path.join(bin_dir, "disagmoe-run"), os.path.join(work, "plan"), "--comm", "mpi", "--train", "--verbose",
                "--input", os.path.join(sdir, "golden", "ids_b2_s8.npy"), "--steps", "2", "--micro-batches", "2"]
         + ADAMW_ARGS + ["--save-weights", a2dir])
     failures = []

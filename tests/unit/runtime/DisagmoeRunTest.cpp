@@ -4,6 +4,7 @@
 #include "runtime/executor/Executor.h"
 #include "runtime/io/Npy.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -51,7 +52,7 @@ TEST(DisagmoeRun, RunsAPlanAndWritesLogitsAtomically) {
   const std::string outDir = makeTempDir("cli_logits");
   const Outcome o = runTool(std::filesystem::path(plan).parent_path().string() +
                             " --backend cpu --comm local --input " + goldenPath("ids_b2_s8.npy") +
-                            " --output " + outDir + "/logits.npy");
+                            " --output " + outDir + "/logits.npy --verbose");
   ASSERT_EQ(o.exitCode, 0) << o.err;
   EXPECT_EQ(o.err, "");
   EXPECT_NE(o.out.find("layer 0 attention: group A0 ranks 0,1"), std::string::npos) << o.out;
@@ -69,6 +70,54 @@ TEST(DisagmoeRun, RunsAPlanAndWritesLogitsAtomically) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outDir),
                           std::filesystem::directory_iterator()),
             1);
+}
+
+// Issue 17: a few summary lines by default, the full tables under --verbose, the result line alone
+// under --quiet; training prints one expert-load summary instead of an E x L line per step.
+TEST(DisagmoeRun, OutputLevelsSummaryVerboseQuiet) {
+  const std::string plan = tinyPlanPath();
+  const auto lines = [](const std::string &s) { return std::count(s.begin(), s.end(), '\n'); };
+  const Outcome summary = runTool(plan);
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_NE(summary.out.find(
+                "attention side: 1 group of 2 ranks (A0 ranks 0,1), layer 0, embedding and head"),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find(
+                "ffn side: 1 group of 2 ranks (F0 ranks 2,3), 8 experts x 1 MoE layer, 4 per rank"),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("exchange bytes: m2n "), std::string::npos) << summary.out;
+  EXPECT_EQ(summary.out.find("residual  0->0"), std::string::npos) << summary.out;
+  EXPECT_LE(lines(summary.out), 12) << summary.out;
+  const Outcome verbose = runTool(plan + " --verbose");
+  ASSERT_EQ(verbose.exitCode, 0) << verbose.err;
+  EXPECT_NE(verbose.out.find("residual  0->0"), std::string::npos) << verbose.out;
+  EXPECT_GT(lines(verbose.out), 30) << verbose.out;
+  const Outcome quiet = runTool(plan + " --quiet");
+  ASSERT_EQ(quiet.exitCode, 0) << quiet.err;
+  EXPECT_EQ(lines(quiet.out), 1) << quiet.out;
+  EXPECT_NE(quiet.out.find("tokens/s"), std::string::npos) << quiet.out;
+
+  const Outcome train = runTool(plan + " --train --steps 3");
+  ASSERT_EQ(train.exitCode, 0) << train.err;
+  EXPECT_EQ(train.out.find("step 1 expert load:"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("step 3 expert load (1 layer x 8 experts): tokens per expert"),
+            std::string::npos)
+      << train.out;
+  // Not a terminal: the progress is a plain line, never after the last step.
+  EXPECT_NE(train.out.find("progress: step 1/3 (33%)"), std::string::npos) << train.out;
+  EXPECT_EQ(train.out.find("progress: step 3/3"), std::string::npos) << train.out;
+  const Outcome trainVerbose = runTool(plan + " --train --steps 2 --verbose");
+  EXPECT_NE(trainVerbose.out.find("step 2 expert load: l0 ["), std::string::npos)
+      << trainVerbose.out;
+  const Outcome trainQuiet = runTool(plan + " --train --steps 2 --quiet");
+  ASSERT_EQ(trainQuiet.exitCode, 0) << trainQuiet.err;
+  EXPECT_EQ(lines(trainQuiet.out), 1) << trainQuiet.out;
+  EXPECT_EQ(trainQuiet.out.rfind("step 2: loss ", 0), 0u) << trainQuiet.out;
+  const Outcome both = runTool(plan + " --verbose --quiet");
+  EXPECT_EQ(both.exitCode, 1);
+  EXPECT_EQ(both.err, "disagmoe-run: --verbose and --quiet contradict each other: give one\n");
 }
 
 TEST(DisagmoeRun, RandomIdsFromASeedAreReproducible) {
