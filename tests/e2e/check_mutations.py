@@ -172,6 +172,7 @@ def main(bin_dir, samples_dir, work, names):
         gold = Goldens(sdir)
         base = os.path.join(work, name.replace("/", "_"))
         plan = os.path.join(base, "plan")
+        os.makedirs(base, exist_ok=True)  # compile -o creates only the plan directory itself
         groups = 2 if gold.cfg["num_layers"] % 2 == 0 else 1
         run([os.path.join(bin_dir, "disagmoe"), "compile", os.path.join(sdir, "model.onnx"), "-o", plan,
              "--attn-ranks", "2", "--ffn-ranks", "2", "--groups", str(groups)])
