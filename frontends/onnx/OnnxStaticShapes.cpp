@@ -255,7 +255,8 @@ private:
   }
 
   // --- the ops ------------------------------------------------------------------------------
-  void visit(const Node &n) {
+  /// Makes `n` the current node: its inputs' types and known values.
+  void bind(const Node &n) {
     node_ = &n;
     ins_.assign(n.inputs.size(), nullptr);
     knownIns_.assign(n.inputs.size(), nullptr);
@@ -267,6 +268,10 @@ private:
       if (auto it = known_.find(n.inputs[i]); it != known_.end())
         knownIns_[i] = &it->second;
     }
+  }
+
+  void visit(const Node &n) {
+    bind(n);
     const std::string &op = n.opType;
     if (op == "Constant")
       constant();
@@ -342,13 +347,7 @@ private:
   /// onnxruntime's contrib operators (docs/ContribOperators.md) whose outputs the normalize
   /// patterns read.
   void visitContrib(const Node &n) {
-    node_ = &n;
-    ins_.assign(n.inputs.size(), nullptr);
-    knownIns_.assign(n.inputs.size(), nullptr);
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (auto it = g_.valueInfo.find(n.inputs[i]);
-          !n.inputs[i].empty() && it != g_.valueInfo.end())
-        ins_[i] = &it->second;
+    bind(n);
     if (n.opType == "RotaryEmbedding") {
       same(0);
     } else if (n.opType == "GroupQueryAttention") {
