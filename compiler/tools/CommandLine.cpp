@@ -90,7 +90,8 @@ std::string unknownOption(int argc, char **argv) {
   return "";
 }
 
-bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef command) {
+bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef command,
+                      bool valueChecksFollow) {
   if (const std::string why = unknownOption(argc, argv); !why.empty()) {
     errs() << command << ": " << why << "\n";
     return false;
@@ -101,7 +102,8 @@ bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef comma
   }
   if (!cl::ParseCommandLineOptions(argc, argv, overview, &errs()))
     return false;
-  if (parseOnly()) { // nothing is open yet: every subcommand parses before it reads a file
+  if (!valueChecksFollow &&
+      parseOnly()) { // nothing is open yet: every subcommand parses before it reads a file
     outs().flush();
     std::exit(0);
   }

@@ -28,8 +28,11 @@ std::string unknownOption(int argc, char **argv);
 /// With DISAGMOE_PARSE_ONLY=1 in the environment (runtime/tools/ParseOnly.h) a successful parse
 /// exits the process with 0 here, so every subcommand must call this before it opens a file: the
 /// flags, their value syntax and llvm::cl's own checks (a missing required option or positional)
-/// are checked, not the subcommand's later checks of values (ranges, names of layouts).
-bool parseCommandLine(int argc, char **argv, llvm::StringRef overview, llvm::StringRef command);
+/// are checked, not the subcommand's later checks of values (ranges, names of layouts) — unless
+/// `valueChecksFollow`: then parseCommandLine returns and the subcommand calls exitIfParseOnly()
+/// (PlannerFlags.h) after checking its values, before it opens a file.
+bool parseCommandLine(int argc, char **argv, llvm::StringRef overview, llvm::StringRef command,
+                      bool valueChecksFollow = false);
 
 /// The first value of a numeric flag (NumberOpt, NumberList) in argv[1..] that is not a plain
 /// decimal number, as a one-line refusal ("" when none): "--lr: expected a decimal number, got

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/CommandLine.h"
 #include "compiler/tools/PlanJson.h"
+#include "compiler/tools/PlannerFlags.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/ExpertPlacement.h"
@@ -66,64 +67,19 @@ void printSide(raw_ostream &os, const char *name, int64_t gpus, int64_t nics, do
 
 int planMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe plan options");
-  cl::opt<std::string> config("config", cl::desc("Model config.json (samples/configs/)"),
-                              cl::Required, cl::cat(category));
-  cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
-                                   cl::Required, cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
-                                             cl::Required, cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> globalTokens("global-tokens",
-                                                   cl::desc("Tokens per training step"),
-                                                   cl::init(int64_t(1) << 24), cl::cat(category));
-  cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
-                                cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
-  cl::opt<std::string> recompute(
-      "recompute",
-      cl::desc(
-          "Activation recomputation: auto (each side's level chosen), on (full), selective, off"),
-      cl::init("auto"), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> groups("groups", cl::desc("Fix the groups per side p"),
-                                             cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"),
-                                               cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
-                                              cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> microbatches(
-      "microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"),
-                                               cl::init(0), cl::cat(category));
+  tools::PlannerFlags flags(category, int64_t(1) << 24, /*allowSelective=*/true);
   disagmoe::tools::NumberOpt<int64_t> cp(
       "cp", cl::desc("Fix the attention side's context-parallel degree (1, 2, 4 or 8)"),
       cl::init(0), cl::cat(category));
   disagmoe::tools::NumberOpt<double> optimizerBytes(
       "optimizer-bytes", cl::desc("Optimizer bytes per parameter (12: fp32 master + Adam moments)"),
       cl::init(12.0), cl::cat(category));
-  disagmoe::tools::NumberOpt<double> reserveGb(
-      "reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"), cl::init(4.0),
-      cl::cat(category));
-  disagmoe::tools::NumberOpt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"),
-                                               cl::init(60.0), cl::cat(category));
   cl::opt<std::string> stageTimes("stage-times",
                                   cl::desc("Measured stage times JSON for the local search"),
                                   cl::init(""), cl::cat(category));
   cl::opt<std::string> routingProfile("routing-profile",
                                       cl::desc("routing-profile.json for expert placement"),
                                       cl::init(""), cl::cat(category));
-  cl::opt<bool> noSearch("no-search",
-                         cl::desc("Skip the simulated search (Z3's roofline optimum only)"),
-                         cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> searchSeeds(
-      "search-seeds",
-      cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
-      cl::init(16), cl::cat(category));
-  cl::opt<std::string> gradReduce(
-      "grad-reduce", cl::desc("Gradient reduction dtype on the wire: fp32 (default), bf16"),
-      cl::init("fp32"), cl::cat(category));
-  disagmoe::tools::NumberOpt<double> searchBudget(
-      "search-budget",
-      cl::desc("Wall seconds of the simulated search, seeds and climb (default 60; --time-limit "
-               "bounds Z3 only)"),
-      cl::init(60.0), cl::cat(category));
   cl::opt<bool> exhaustive("exhaustive", cl::desc("Also run the exhaustive search and compare"),
                            cl::cat(category));
   cl::opt<std::string> jsonOut(
@@ -131,59 +87,36 @@ int planMain(int argc, char **argv) {
       cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!tools::parseCommandLine(argc, argv, "disagmoe plan: roofline + Z3 placement\n",
-                               "disagmoe plan"))
+                               "disagmoe plan", /*valueChecksFollow=*/true))
     return 2;
 
   placement::Problem problem;
-  std::string error;
-  std::string configFile;
-  if (auto read = tools::loadProblemInputs(hardware, clusterPath, config, problem))
-    configFile = std::move(*read);
-  else
-    return fail(llvm::toString(read.takeError()));
-
   placement::PlannerOptions &o = problem.options;
-  o.seqLen = seqLen;
-  o.globalTokens = globalTokens;
-  if (auto mode = tools::parseRecompute(recompute, /*allowSelective=*/true))
-    o.recompute = *mode;
-  else
-    return fail(llvm::toString(mode.takeError()));
-  o.fixedGroups = groups;
-  o.fixedAttnGpus = attnGpus;
-  o.fixedFfnGpus = ffnGpus;
-  o.fixedMicrobatches = microbatches;
-  o.fixedReplicas = replicas;
+  if (llvm::Error e = flags.fill(o))
+    return fail(llvm::toString(std::move(e)));
+  if (cp < 0)
+    return fail("--cp must be >= 0 (0: chosen by the planner), got " + std::to_string(cp));
   o.fixedCp = cp;
-  if (!cost::parseReduceDtype(gradReduce, o.gradSync.reduceBytes))
-    return fail("--grad-reduce: unknown dtype '" + gradReduce + "' (fp32, bf16)");
-  if (searchSeeds < 0)
-    return fail("--search-seeds must be >= 0");
-  if (!(searchBudget > 0))
-    return fail("--search-budget must be > 0 seconds");
   o.gradSync.distributedOptimizer = o.memory.zero1;
   if (optimizerBytes < 0)
     return fail("--optimizer-bytes must be >= 0");
-  if (reserveGb < 0)
-    return fail("--reserve-gb must be >= 0");
-  if (!(timeLimit > 0))
-    return fail("--time-limit must be > 0 seconds");
   o.memory.optimizerBytes = optimizerBytes;
-  o.reserveBytes = reserveGb * 1e9;
-  o.timeLimitSeconds = timeLimit;
-  for (auto [flag, v] : {std::pair<const char *, int64_t>{"--groups", groups},
-                         {"--attn-gpus", attnGpus},
-                         {"--ffn-gpus", ffnGpus},
-                         {"--microbatches", microbatches},
-                         {"--replicas", replicas},
-                         {"--cp", cp}})
-    if (v < 0)
-      return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner)");
-  // Checked before the header is printed, so that a bad value prints only its error.
-  if (seqLen < 1 || seqLen > globalTokens)
-    return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
-                (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +
-                std::to_string(seqLen));
+  tools::exitIfParseOnly(); // the checks above need no file; those below look at the file system
+  if (!jsonOut.empty() && jsonOut != "-") {
+    if (const std::string why = outputRefusal(jsonOut); !why.empty())
+      return fail("--json " + jsonOut + ": " + why);
+    // Checked now, not after minutes of planning.
+    StringRef parent = sys::path::parent_path(jsonOut);
+    if (!parent.empty() && !sys::fs::is_directory(parent))
+      return fail("--json " + jsonOut + ": its directory " + parent.str() + " does not exist");
+  }
+
+  std::string error;
+  std::string configFile;
+  if (auto read = tools::loadProblemInputs(flags.hardware, flags.cluster, flags.config, problem))
+    configFile = std::move(*read);
+  else
+    return fail(llvm::toString(read.takeError()));
   // The measured stage times are read before any output, so a bad file fails without a plan
   // printed.
   placement::MeasuredStageTimes measured;
@@ -193,14 +126,6 @@ int planMain(int argc, char **argv) {
 
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
-  if (!jsonOut.empty() && jsonOut != "-") {
-    if (const std::string why = outputRefusal(jsonOut); !why.empty())
-      return fail("--json " + jsonOut + ": " + why);
-    // Checked now, not after minutes of planning.
-    StringRef parent = sys::path::parent_path(jsonOut);
-    if (!parent.empty() && !sys::fs::is_directory(parent))
-      return fail("--json " + jsonOut + ": its directory " + parent.str() + " does not exist");
-  }
   raw_ostream &os = jsonOut == "-" ? nulls() : outs();
   json::Object doc{{"model", sys::path::filename(configFile).str()},
                    {"cluster", clu.name},
@@ -346,14 +271,14 @@ int planMain(int argc, char **argv) {
   // The simulated search (passes/placement/search/PlanSearch.h): Z3's optimum and the roofline's
   // fastest candidates built as AF-Pipe schedules and replayed on the simulator (cp 1: the
   // simulator has no ring attention).
-  if (!noSearch) {
+  if (!flags.noSearch) {
     placement::Problem sp = problem;
     sp.options.fixedCp = 1;
     placement::Solution z = c.cand.cp == 1 ? sol : placement::solveZ3(sp);
     search::SearchOptions so;
     so.base = search::baseOf(sp);
-    so.seeds = static_cast<size_t>(searchSeeds);
-    so.budgetSeconds = searchBudget;
+    so.seeds = static_cast<size_t>(flags.searchSeeds);
+    so.budgetSeconds = flags.searchBudget;
     os.flush(); // the Z3 report is visible while the search runs
     search::SearchResult found = search::searchPlan(sp, z, so);
     os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "

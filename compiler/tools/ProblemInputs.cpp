@@ -17,15 +17,14 @@ namespace {
 llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
+} // namespace
 
-/// `path` itself if it exists, else the file of that name in samples/<folder>/ of the source tree.
-std::string resolve(const std::string &path, const char *folder) {
+std::string resolveSample(const std::string &path, const char *folder) {
   if (llvm::sys::fs::exists(path))
     return path;
   std::string alt = std::string(DISAGMOE_SOURCE_DIR) + "/samples/" + folder + "/" + path;
   return llvm::sys::fs::exists(alt) ? alt : path;
 }
-} // namespace
 
 llvm::Expected<std::string> loadProblemInputs(const std::string &hardware,
                                               const std::string &cluster, const std::string &config,
@@ -33,9 +32,9 @@ llvm::Expected<std::string> loadProblemInputs(const std::string &hardware,
   cost::HardwareCatalog catalog;
   std::string error;
   if (!cost::loadHardwareCatalog(hardware, catalog, error) ||
-      !cost::loadCluster(resolve(cluster, "clusters"), catalog, problem.cluster, error))
+      !cost::loadCluster(resolveSample(cluster, "clusters"), catalog, problem.cluster, error))
     return fail(error);
-  std::string configFile = resolve(config, "configs");
+  std::string configFile = resolveSample(config, "configs");
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
   auto module = configfe::importModelConfig(context, configFile, 1, 16);

@@ -22,6 +22,10 @@ llvm::Expected<std::string> loadProblemInputs(const std::string &hardware,
                                               const std::string &cluster, const std::string &config,
                                               placement::Problem &problem);
 
+/// `path` itself if it exists, else the file of that name in samples/<folder>/ of the source tree
+/// (folder "clusters" or "configs"); `path` unchanged when neither exists.
+std::string resolveSample(const std::string &path, const char *folder);
+
 /// Reads `--recompute` (auto, on, off, and selective where `allowSelective`). Fails on any other
 /// value with one line listing the accepted ones.
 llvm::Expected<placement::Recompute> parseRecompute(const std::string &value, bool allowSelective);

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/tools/CommandLine.h"
+#include "compiler/tools/PlannerFlags.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "passes/placement/search/PlanSearch.h"
 #include "passes/placement/solver/Planner.h"
@@ -130,39 +131,12 @@ void fillMemory(Outcome &o, const sched::Schedule &s) {
 
 int simulateMain(int argc, char **argv) {
   cl::OptionCategory category("disagmoe simulate options");
-  cl::opt<std::string> config("config", cl::desc("Model config.json (samples/configs/)"),
-                              cl::Required, cl::cat(category));
-  cl::opt<std::string> clusterPath("cluster", cl::desc("Cluster YAML (samples/clusters/)"),
-                                   cl::Required, cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> seqLen("seq-len", cl::desc("Tokens per sequence"),
-                                             cl::Required, cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> globalTokens(
-      "global-tokens", cl::desc("Tokens per training step (default 2^22)"),
-      cl::init(int64_t(1) << 22), cl::cat(category));
-  cl::opt<std::string> hardware("hardware", cl::desc("GPU/NIC catalog JSON"),
-                                cl::init(cost::defaultHardwareCatalogPath()), cl::cat(category));
-  cl::opt<std::string> recompute("recompute", cl::desc("Activation recomputation: auto, on, off"),
-                                 cl::init("auto"), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> groups("groups", cl::desc("Fix the groups per side p"),
-                                             cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"),
-                                               cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0),
-                                              cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> microbatches(
-      "microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> replicas("replicas", cl::desc("Fix the pipeline replicas"),
-                                               cl::init(0), cl::cat(category));
+  tools::PlannerFlags flags(category, int64_t(1) << 22, /*allowSelective=*/false);
   disagmoe::tools::NumberOpt<int64_t> inflight(
       "inflight",
       cl::desc("AF-Pipe micro-batches in flight per group (0: largest of 4p, "
                "3p, 2p that fits memory)"),
       cl::init(0), cl::cat(category));
-  disagmoe::tools::NumberOpt<double> reserveGb(
-      "reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"), cl::init(4.0),
-      cl::cat(category));
-  disagmoe::tools::NumberOpt<double> timeLimit("time-limit", cl::desc("Z3 time limit in seconds"),
-                                               cl::init(60.0), cl::cat(category));
   disagmoe::tools::NumberOpt<double> efficiency(
       "compute-efficiency", cl::desc("Fraction of peak FLOP/s compute reaches (default 1)"),
       cl::init(1.0), cl::cat(category));
@@ -183,21 +157,11 @@ int simulateMain(int argc, char **argv) {
       cl::desc("Measured per-op times (disagmoe-op-times JSON) in place of "
                "the roofline"),
       cl::init(""), cl::cat(category));
-  cl::opt<bool> noSearch("no-search",
-                         cl::desc("Take the Z3 optimum as is (no refinement on simulated times)"),
-                         cl::cat(category));
-  disagmoe::tools::NumberOpt<int64_t> searchSeeds(
-      "search-seeds",
-      cl::desc("Roofline candidates the simulated search starts from beside Z3's (default 16)"),
-      cl::init(16), cl::cat(category));
   cl::opt<std::string> layoutName(
       "layout",
       cl::desc("AF-Pipe rank layout: auto (searched), separate (attention GPUs first), packed "
                "(replica by replica)"),
       cl::init("auto"), cl::cat(category));
-  cl::opt<std::string> gradReduce(
-      "grad-reduce", cl::desc("Gradient reduction dtype on the wire, every system: fp32, bf16"),
-      cl::init("fp32"), cl::cat(category));
   cl::opt<std::string> distOptimizer(
       "distributed-optimizer",
       cl::desc(
@@ -206,17 +170,13 @@ int simulateMain(int argc, char **argv) {
       cl::init("on"), cl::cat(category));
   cl::opt<std::string> jsonOut("json", cl::desc("Write every figure to this JSON file"),
                                cl::init(""), cl::cat(category));
-  disagmoe::tools::NumberOpt<double> searchBudget(
-      "search-budget",
-      cl::desc("Wall seconds of DisagMoE's simulated search, seeds and climb (default 60)"),
-      cl::init(60.0), cl::cat(category));
   cl::opt<std::string> traceOut("trace",
                                 cl::desc("Write the AF-Pipe timeline (Chrome trace) to this file, "
                                          "and each baseline row's to FILE.<system>.json"),
                                 cl::init(""), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!tools::parseCommandLine(argc, argv, "disagmoe simulate: AF-Pipe against the baselines\n",
-                               "disagmoe simulate"))
+                               "disagmoe simulate", /*valueChecksFollow=*/true))
     return 2;
   if (efficiency <= 0 || efficiency > 1)
     return fail("--compute-efficiency must be in (0, 1]");
@@ -224,17 +184,6 @@ int simulateMain(int argc, char **argv) {
     return fail("--inflight must be >= 0 (0: the largest window that fits memory)");
   if (ep < 1)
     return fail("--ep must be >= 1");
-  if (seqLen < 1 || seqLen > globalTokens)
-    return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
-                (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +
-                std::to_string(seqLen));
-  if (globalTokens % seqLen)
-    return fail("--global-tokens " + std::to_string(globalTokens) +
-                " is not a multiple of --seq-len " + std::to_string(seqLen));
-  if (searchSeeds < 0)
-    return fail("--search-seeds must be >= 0");
-  if (!(searchBudget > 0))
-    return fail("--search-budget must be > 0 seconds");
   if (!(baselineBudget >= 0))
     return fail("--baseline-budget must be >= 0");
   std::vector<afpipe::Config::Layout> layouts;
@@ -246,9 +195,11 @@ int simulateMain(int argc, char **argv) {
       return fail("--layout: unknown layout '" + layoutName + "' (auto, separate, packed)");
     layouts = {l};
   }
-  cost::GradSyncOptions gradSync;
-  if (!cost::parseReduceDtype(gradReduce, gradSync.reduceBytes))
-    return fail("--grad-reduce: unknown dtype '" + gradReduce + "' (fp32, bf16)");
+  placement::Problem problem;
+  placement::PlannerOptions &o = problem.options;
+  if (llvm::Error e = flags.fill(o))
+    return fail(llvm::toString(std::move(e)));
+  cost::GradSyncOptions gradSync = o.gradSync;
   if (distOptimizer != "on" && distOptimizer != "off")
     return fail("--distributed-optimizer: expected on or off, got '" + distOptimizer + "'");
   gradSync.distributedOptimizer = distOptimizer == "on";
@@ -265,6 +216,7 @@ int simulateMain(int argc, char **argv) {
       baselineKinds.emplace_back(name.str(), kind);
     }
   }
+  tools::exitIfParseOnly(); // the checks above need no file; those below look at the file system
   // Output paths are checked before the simulation (which can take minutes): a probe file created
   // and removed next to each, so a missing folder, a directory or /proc fails now, not after.
   for (auto [flag, path] :
@@ -293,34 +245,19 @@ int simulateMain(int argc, char **argv) {
     sys::fs::remove(probe);
   }
 
-  placement::Problem problem;
   std::string error;
   std::string configFile;
-  if (auto read = tools::loadProblemInputs(hardware, clusterPath, config, problem))
+  if (auto read = tools::loadProblemInputs(flags.hardware, flags.cluster, flags.config, problem))
     configFile = std::move(*read);
   else
     return fail(llvm::toString(read.takeError()));
   sim::OpTimes times;
   if (!opTimes.empty() && !times.load(opTimes, error))
     return fail(error);
-  placement::PlannerOptions &o = problem.options;
-  o.seqLen = seqLen;
-  o.globalTokens = globalTokens;
-  if (auto mode = tools::parseRecompute(recompute, /*allowSelective=*/false))
-    o.recompute = *mode;
-  else
-    return fail(llvm::toString(mode.takeError()));
-  o.fixedGroups = groups;
-  o.fixedAttnGpus = attnGpus;
-  o.fixedFfnGpus = ffnGpus;
-  o.fixedMicrobatches = microbatches;
-  o.fixedReplicas = replicas;
   // runtime/sim has no ring attention (no K/V ring over NVLink, one sequence per A-rank per
   // micro-batch), so the planner's context parallelism is pinned to cp 1 here; `disagmoe plan`
   // chooses cp (docs/placement.md, "Context parallelism").
   o.fixedCp = 1;
-  o.reserveBytes = reserveGb * 1e9;
-  o.timeLimitSeconds = timeLimit;
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = jsonOut == "-" ? nulls() : outs(); // --json -: stdout holds the JSON only
@@ -359,14 +296,14 @@ int simulateMain(int argc, char **argv) {
     so.base.computeEfficiency = efficiency;
     so.opTimes = opTimes.empty() ? nullptr : &times;
     so.layouts = layouts;
-    if (noSearch) {
+    if (flags.noSearch) {
       so.seeds = 0;
       so.maxMoves = 0;
       so.layouts.resize(1);
     } else {
-      so.seeds = static_cast<size_t>(searchSeeds);
+      so.seeds = static_cast<size_t>(flags.searchSeeds);
     }
-    so.budgetSeconds = searchBudget;
+    so.budgetSeconds = flags.searchBudget;
     found = search::searchPlan(problem, z3, so, !traceOut.empty());
     best.ok = found.ok;
     best.error = found.error;
@@ -410,9 +347,9 @@ int simulateMain(int argc, char **argv) {
     so.base.computeEfficiency = efficiency;
     so.base.gradSync = gradSync;
     so.base.memory.zero1 = gradSync.distributedOptimizer;
-    so.recompute = recompute == "on"    ? std::vector<bool>{true}
-                   : recompute == "off" ? std::vector<bool>{false}
-                                        : std::vector<bool>{false, true};
+    so.recompute = flags.recompute == "on"    ? std::vector<bool>{true}
+                   : flags.recompute == "off" ? std::vector<bool>{false}
+                                              : std::vector<bool>{false, true};
     so.wallBudgetSeconds = baselineBudget;
     so.opTimes = opTimes.empty() ? nullptr : &times;
     const sim::BaselineSearchResult r = sim::searchBaseline(kind, m, hw, so);

@@ -15,6 +15,8 @@
 #include "compiler/emit/ScheduleEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/tools/CommandLine.h"
+#include "compiler/tools/ProblemInputs.h"
+#include "runtime/cost/Hardware.h"
 #include "runtime/version/Version.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -163,7 +165,20 @@ int compileMain(int argc, char **argv) {
   options.printIrAfter.assign(printAfter.begin(), printAfter.end());
   options.printIrAfterAll = printAfterAll;
   options.microBatches = microBatches;
-  options.cluster = cluster;
+  // Read now, so that a missing or malformed cluster is named as --cluster's (not as a fault of
+  // the model's pipeline) before any stage runs; a bare name is looked up under samples/clusters/.
+  if (!cluster.empty()) {
+    options.cluster = disagmoe::tools::resolveSample(cluster, "clusters");
+    disagmoe::cost::HardwareCatalog catalog;
+    disagmoe::cost::ClusterSpec spec;
+    std::string error;
+    if (!disagmoe::cost::loadHardwareCatalog(disagmoe::cost::defaultHardwareCatalogPath(), catalog,
+                                             error) ||
+        !disagmoe::cost::loadCluster(options.cluster, catalog, spec, error)) {
+      errs() << "disagmoe compile: --cluster " << error << "\n";
+      return 1;
+    }
+  }
 
   // Single-threaded: IR printing after passes requires it, and the pipeline is sequential anyway.
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);

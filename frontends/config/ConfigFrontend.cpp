@@ -75,6 +75,22 @@ struct Reader {
     return v ? *v : fallback;
   }
 };
+
+// llvm::json::ParseError logs "[2:0, byte=9]: Expected object key" (line 1-based, column 0-based);
+// said as an editor shows it: "line 2, column 1: Expected object key".
+std::string jsonParseReason(llvm::Error e) {
+  std::string text = llvm::toString(std::move(e));
+  unsigned line = 0, column = 0;
+  llvm::StringRef rest(text);
+  if (rest.consume_front("[") && !rest.consumeInteger(10, line) && rest.consume_front(":") &&
+      !rest.consumeInteger(10, column)) {
+    size_t colon = rest.find("]: ");
+    if (colon != llvm::StringRef::npos)
+      return "line " + std::to_string(line) + ", column " + std::to_string(column + 1) + ": " +
+             rest.substr(colon + 3).str();
+  }
+  return text;
+}
 } // namespace
 
 llvm::Expected<ModelConfig> parseModelConfig(const std::string &path) {
@@ -85,7 +101,7 @@ llvm::Expected<ModelConfig> parseModelConfig(const std::string &path) {
     return fail(path + ": cannot open file: " + buffer.getError().message());
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
   if (!parsed)
-    return fail(path + ": not JSON: " + llvm::toString(parsed.takeError()));
+    return fail(path + ": not valid JSON: " + jsonParseReason(parsed.takeError()));
   const llvm::json::Object *obj = parsed->getAsObject();
   if (!obj)
     return fail(path + ": expected a JSON object");

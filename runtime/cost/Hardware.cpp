@@ -1,6 +1,7 @@
 //===- Hardware.cpp - GPU, NIC and cluster spec loaders -------------------===//
 #include "runtime/cost/Hardware.h"
 #include "runtime/io/FileKind.h"
+#include "runtime/io/JsonError.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -42,6 +43,39 @@ std::string defaultHardwareCatalogPath() {
 }
 
 namespace {
+// yaml-cpp's what() is "yaml-cpp: error at line 3, column 1: <msg>" with the mark 0-based in
+// mark; the line and column are given 1-based, as an editor shows them.
+std::string yamlReason(const YAML::Exception &e) {
+  if (e.mark.is_null())
+    return e.msg;
+  return "line " + std::to_string(e.mark.line + 1) + ", column " +
+         std::to_string(e.mark.column + 1) + ": " + e.msg;
+}
+
+// The value of a cluster field as T, or a one-line error naming the key and what it holds.
+template <class T> T scalarOf(const YAML::Node &value, const char *key, const char *expected) {
+  try {
+    return value.as<T>();
+  } catch (const YAML::BadConversion &) {
+    std::string got = value.IsScalar()     ? "'" + value.Scalar() + "'"
+                      : value.IsSequence() ? std::string("a list")
+                      : value.IsMap()      ? std::string("a mapping")
+                                           : std::string("nothing");
+    throw std::runtime_error(std::string(key) + ": expected " + expected + ", got " + got +
+                             (value.Mark().is_null()
+                                  ? std::string()
+                                  : " (line " + std::to_string(value.Mark().line + 1) + ")"));
+  }
+}
+
+// "H100, H800, H200" from a catalog's entries.
+template <class Spec> std::string namesOf(const std::vector<Spec> &specs) {
+  std::string out;
+  for (const Spec &s : specs)
+    out += (out.empty() ? "" : ", ") + s.name;
+  return out.empty() ? "no entries" : out;
+}
+
 double positive(const nlohmann::json &obj, const char *key, const std::string &where) {
   if (!obj.contains(key) || !obj[key].is_number())
     throw std::runtime_error(where + "." + key + ": missing or not a number");
@@ -86,6 +120,12 @@ bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out,
     }
     out = std::move(cat);
     return true;
+  } catch (const nlohmann::json::parse_error &e) {
+    error = path + ": not valid JSON: " + jsonReason(e);
+    return false;
+  } catch (const nlohmann::json::exception &e) {
+    error = path + ": " + jsonReason(e);
+    return false;
   } catch (const std::exception &e) {
     error = path + ": " + e.what();
     return false;
@@ -111,36 +151,38 @@ bool loadCluster(const std::string &path, const HardwareCatalog &catalog, Cluste
       return doc[key];
     };
     auto positiveInt = [&](const char *key) {
-      int v = need(key).as<int>();
+      int v = scalarOf<int>(need(key), key, "an integer");
       if (v < 1)
         throw std::runtime_error(std::string(key) + ": must be at least 1, got " +
                                  std::to_string(v));
       return v;
     };
     ClusterSpec c;
-    c.name = doc["name"] ? doc["name"].as<std::string>() : path;
-    std::string gpu = need("gpu").as<std::string>();
+    c.name = doc["name"] ? scalarOf<std::string>(doc["name"], "name", "a name") : path;
+    std::string gpu = scalarOf<std::string>(need("gpu"), "gpu", "a GPU name");
     const GpuSpec *g = catalog.findGpu(gpu);
     if (!g)
-      throw std::runtime_error("gpu: unknown GPU '" + gpu + "' (not in the hardware catalog)");
+      throw std::runtime_error("gpu: unknown GPU '" + gpu + "' (the hardware catalog has " +
+                               namesOf(catalog.gpus) + ")");
     c.gpu = *g;
-    std::string nic = need("nic").as<std::string>();
+    std::string nic = scalarOf<std::string>(need("nic"), "nic", "a NIC name");
     const NicSpec *n = catalog.findNic(nic);
     if (!n)
-      throw std::runtime_error("nic: unknown NIC '" + nic + "' (not in the hardware catalog)");
+      throw std::runtime_error("nic: unknown NIC '" + nic + "' (the hardware catalog has " +
+                               namesOf(catalog.nics) + ")");
     c.nic = *n;
     c.nodes = positiveInt("nodes");
     c.gpusPerNode = positiveInt("gpus_per_node");
     c.nicsPerNode = positiveInt("nics_per_node");
     c.nvlinkBandwidth = c.gpu.nvlinkBandwidth;
     if (doc["nic_bandwidth_GBps"]) {
-      double v = doc["nic_bandwidth_GBps"].as<double>();
+      double v = scalarOf<double>(doc["nic_bandwidth_GBps"], "nic_bandwidth_GBps", "a number");
       if (!(v > 0))
         throw std::runtime_error("nic_bandwidth_GBps: must be positive");
       c.nic.bandwidth = v * 1e9;
     }
     if (doc["nvlink_GBps"]) {
-      double v = doc["nvlink_GBps"].as<double>();
+      double v = scalarOf<double>(doc["nvlink_GBps"], "nvlink_GBps", "a number");
       if (!(v > 0))
         throw std::runtime_error("nvlink_GBps: must be positive");
       c.nvlinkBandwidth = v * 1e9;
@@ -160,8 +202,11 @@ bool loadCluster(const std::string &path, const HardwareCatalog &catalog, Cluste
     }
     out = c;
     return true;
+  } catch (const YAML::ParserException &e) {
+    error = path + ": not valid YAML: " + yamlReason(e);
+    return false;
   } catch (const YAML::Exception &e) {
-    error = path + ": " + e.what();
+    error = path + ": " + yamlReason(e);
     return false;
   } catch (const std::exception &e) {
     error = path + ": " + e.what();

@@ -1,5 +1,6 @@
 //===- RoutingProfile.cpp -------------------------------------------------===//
 #include "runtime/cost/RoutingProfile.h"
+#include "runtime/io/JsonError.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ bool readRoutingProfile(const std::string &path, RoutingProfile &out, std::strin
     try {
       doc = nlohmann::json::parse(in);
     } catch (const nlohmann::json::parse_error &e) {
-      throw std::runtime_error(std::string("not JSON: ") + e.what());
+      throw std::runtime_error("not valid JSON: " + jsonReason(e));
     }
     if (!doc.is_object() || doc.value("format", "") != "disagmoe-routing-profile")
       throw std::runtime_error("format: expected \"disagmoe-routing-profile\"");

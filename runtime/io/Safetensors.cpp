@@ -51,9 +51,13 @@ SafetensorsHeader parseHeader(const std::string &path, std::ifstream &in, uint64
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i)
     n |= static_cast<uint64_t>(len[i]) << (8 * i);
-  if (n > kMaxHeader || n > size - 8)
-    fail(path, "header length " + std::to_string(n) + " exceeds the file (" + std::to_string(size) +
-                   " bytes)");
+  // Any other file (a text, a .pt pickle) fails here: its first 8 bytes read as a huge length.
+  if (n > size - 8)
+    fail(path, "not a safetensors file: its first 8 bytes give a header length of " +
+                   std::to_string(n) + " bytes, more than the file's " + std::to_string(size));
+  if (n > kMaxHeader)
+    fail(path, "header length " + std::to_string(n) + " bytes is above the " +
+                   std::to_string(kMaxHeader) + " this reader accepts");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   if (!in)

@@ -1,5 +1,6 @@
 // loadPlan: parses and fully validates plan.json, one-line PlanErrors (Plan.h).
 #include "runtime/plan/Plan.h"
+#include "runtime/io/JsonError.h"
 #include "runtime/plan/PlanSchedule.h"
 #include "runtime/plan/PlanSchema.h"
 
@@ -837,7 +838,7 @@ Plan parsePlan(const std::string &jsonText, const std::string &planPath) {
   try {
     root = json::parse(jsonText);
   } catch (const json::parse_error &e) {
-    throw PlanError(planPath + ": invalid JSON: " + e.what());
+    throw PlanError(planPath + ": invalid JSON: " + jsonReason(e));
   }
   Parser(plan, root).parse();
   return plan;

@@ -2,10 +2,14 @@
 // base prefix ("0x10", "0b1"), a leading zero of an integer ("010", which LLVM's parser reads as
 // octal 8), a sign '+', white space, "inf" and "nan" are refused, so `--lr 0x10` is not silently a
 // learning rate of 16 (std::stod reads hexadecimal floats). Header-only, for the compiler's
-// subcommands (compiler/tools/CommandLine.h) and disagmoe-run (runtime/tools).
+// subcommands (compiler/tools/CommandLine.h) and disagmoe-run (runtime/tools); decimalText writes
+// a value back the same way in messages (flags, training options).
 #pragma once
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <string_view>
 
 namespace disagmoe::tools {
@@ -48,6 +52,18 @@ inline bool isDecimalReal(std::string_view s) {
       return false;
   }
   return i == s.size();
+}
+
+/// The shortest decimal that reads back as `v` (0.5 -> "0.5", 1 -> "1", 1e-4 -> "0.0001",
+/// 0.1 -> "0.1"), for messages that echo a value: std::to_string prints "1.000000".
+inline std::string decimalText(double v) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v)
+      break;
+  }
+  return text;
 }
 
 } // namespace disagmoe::tools

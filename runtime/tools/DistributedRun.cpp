@@ -100,13 +100,6 @@ int64_t parseInteger(const std::string &flag, const std::string &text, int64_t l
   return v;
 }
 
-/// 0 -> "0", 0.5 -> "0.5" (std::to_string would print "0.000000").
-std::string formatBound(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 double parseReal(const std::string &flag, const std::string &text, double lo) {
   size_t used = 0;
   double v = 0;
@@ -118,7 +111,7 @@ double parseReal(const std::string &flag, const std::string &text, double lo) {
   }
   // Finite only: an infinite learning rate or decay would write non-finite weights.
   if (used != text.size() || text.empty() || !(v >= lo) || !std::isfinite(v))
-    throw UsageError(flag + ": expected a finite decimal number >= " + formatBound(lo) +
+    throw UsageError(flag + ": expected a finite decimal number >= " + decimalText(lo) +
                      ", got \"" + text + "\"");
   return v;
 }

@@ -2,6 +2,7 @@
 #include "runtime/tools/RunConfig.h"
 
 #include "runtime/io/FileKind.h"
+#include "runtime/io/JsonError.h"
 #include "runtime/tools/RunFlags.h"
 
 #include <nlohmann/json.hpp>
@@ -85,7 +86,7 @@ std::vector<Entry> readJson(const std::string &file) {
   try {
     root = nlohmann::json::parse(readText(file));
   } catch (const nlohmann::json::parse_error &e) {
-    fail(file, std::string("not valid JSON: ") + e.what());
+    fail(file, "not valid JSON: " + jsonReason(e));
   }
   if (!root.is_object())
     fail(file, "expected an object of options ({\"key\": value}) at the top level");
@@ -192,7 +193,7 @@ void checkResumedConfig(const std::string &checkpoint, const std::string &saved,
   try {
     before = nlohmann::json::parse(saved);
   } catch (const nlohmann::json::parse_error &e) {
-    throw ConfigError(checkpoint + ": __metadata__.config: not valid JSON: " + e.what());
+    throw ConfigError(checkpoint + ": __metadata__.config: not valid JSON: " + jsonReason(e));
   }
   if (!before.is_object())
     throw ConfigError(checkpoint + ": __metadata__.config: not a JSON object");

@@ -1,5 +1,6 @@
 // Linear warm-up then cosine decay to lr_min learning-rate schedule (LrSchedule.h).
 #include "runtime/train/LrSchedule.h"
+#include "runtime/tools/DecimalNumber.h"
 
 #include <cmath>
 #include <string>
@@ -16,8 +17,8 @@ void LrSchedule::validate(double lrMax) const {
                                 ") must exceed the warm-up steps (" + std::to_string(warmupSteps) +
                                 ") for the cosine decay");
   if (!(lrMin >= 0) || lrMin > lrMax)
-    throw std::invalid_argument("lr-min " + std::to_string(lrMin) + " must lie in [0, lr " +
-                                std::to_string(lrMax) + "]");
+    throw std::invalid_argument("lr-min " + tools::decimalText(lrMin) + " must lie in [0, lr " +
+                                tools::decimalText(lrMax) + "]");
 }
 
 double LrSchedule::lrAt(double lrMax, int64_t step) const {

@@ -9,6 +9,7 @@
 #include "runtime/executor/RankWorker.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Weights.h"
+#include "runtime/tools/DecimalNumber.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,16 +41,16 @@ Trainer::Trainer(const Plan &plan, TrainOptions options) : plan_(plan), options_
   }
   if (!(options.routerBiasUpdateRate >= 0) || !std::isfinite(options.routerBiasUpdateRate))
     throw ExecError("router bias update rate must be a finite number >= 0 (0: none), got " +
-                    std::to_string(options.routerBiasUpdateRate));
+                    tools::decimalText(options.routerBiasUpdateRate));
   if (!(options.capacityFactor >= 0) || !std::isfinite(options.capacityFactor))
     throw ExecError("capacity factor must be a finite number >= 0 (0: dropless), got " +
-                    std::to_string(options.capacityFactor));
+                    tools::decimalText(options.capacityFactor));
   if (!(options.auxLossCoef >= 0) || !std::isfinite(options.auxLossCoef))
     throw ExecError("aux loss coefficient must be a finite number >= 0, got " +
-                    std::to_string(options.auxLossCoef));
+                    tools::decimalText(options.auxLossCoef));
   if (!(options.clipGradNorm >= 0))
     throw ExecError("clip norm must be >= 0 (0: no clipping), got " +
-                    std::to_string(options.clipGradNorm));
+                    tools::decimalText(options.clipGradNorm));
   states_.resize(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r)
     if (options.onlyRank < 0 || options.onlyRank == r)

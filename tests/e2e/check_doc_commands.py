@@ -29,6 +29,9 @@ import tempfile
 BINARIES = ("disagmoe", "disagmoe-run", "disagmoe-opt")
 LAUNCHERS = ("mpirun", "mpiexec", "srun", "env", "time")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# A placeholder stands for "2" unless its flag's range excludes 2 (plan and simulate check their
+# values under DISAGMOE_PARSE_ONLY too).
+PLACEHOLDER_VALUE = {"--compute-efficiency": "0.5"}
 
 
 class Command:
@@ -194,7 +197,7 @@ def normalise(argv):
         w = re.sub(r"\s*\.\.\.", "", re.sub(r"\$\{?\w+\}?", "x", w))
         # A pass's option string: --place-groups="attn-ranks=N ffn-ranks=M".
         w = re.sub(r"(?<=[\w-]=)[A-Z][A-Z0-9_]*(?=\s|$)", "2", w) if " " in w else w
-        out.append("2" if PLACEHOLDER.match(w) else w)
+        out.append(PLACEHOLDER_VALUE.get(out[-1] if out else "", "2") if PLACEHOLDER.match(w) else w)
     out[0] = os.path.basename(out[0])
     return out
 
