@@ -12,6 +12,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tools/CudaBackend.h"
 #include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/HfFlags.h"
 #include "runtime/tools/OutputPath.h"
@@ -223,8 +224,8 @@ Options parseArgs(int argc, char **argv) {
                      "mpi (they run on --backend cpu)");
   // What this build lacks is not a fault of the command line: parse-only mode accepts it.
   [[maybe_unused]] const bool checkBuild = !parseOnly();
-  if (o.backend == "cuda" && checkBuild)
-    throw UsageError("backend \"cuda\" is not built in this version (available: cpu, sim)");
+  if (o.backend == "cuda" && checkBuild) // the device probe, before any file is read
+    throw UsageError(cudaBackendRefusal());
   if (o.backend != "cpu" && o.backend != "cuda")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
 #ifndef DISAGMOE_HAVE_NCCL

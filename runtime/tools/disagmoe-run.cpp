@@ -18,6 +18,7 @@
 #include "runtime/executor/Report.h"
 #include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/tools/CudaBackend.h"
 #include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/DistributedRun.h"
 #include "runtime/tools/HfFlags.h"
@@ -169,9 +170,8 @@ Options parseArgs(int argc, char **argv) {
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
   // What this build lacks is not a fault of the command line: parse-only mode accepts it.
   const bool checkBuild = !tools::parseOnly();
-  if (o.backend == "cuda" && checkBuild)
-    throw UsageError("backend \"" + o.backend +
-                     "\" is not built in this version (available: cpu, sim)");
+  if (o.backend == "cuda" && checkBuild) // the device probe, before any file is read
+    throw UsageError(tools::cudaBackendRefusal());
   if (o.backend != "cpu" && o.backend != "sim" && o.backend != "cuda")
     throw UsageError("unknown backend \"" + o.backend + "\" (expected cpu, cuda or sim)");
   if (o.backend != "sim" && !o.opTimes.empty())

@@ -1,5 +1,7 @@
 # lit configuration: FileCheck tests over disagmoe-opt / disagmoe output.
 import os
+import shutil
+import subprocess
 
 import lit.formats
 
@@ -20,3 +22,28 @@ config.substitutions.append(("%python", config.python))
 # contract); its output passes through for FileCheck. Use it instead of `not` for refused inputs.
 config.substitutions.append(
     ("%expect-exit1", config.python + " " + os.path.join(config.test_source_root, "Inputs", "expect_exit1.py")))
+
+# Features of the cuda backend (issue 14): "cuda-backend" where this build has it (nvcc found);
+# "cuda-device" where nvidia-smi lists a GPU (tests/e2e/check_nccl.py counts GPUs the same way).
+# Tests of `--backend cuda` REQUIRE or are UNSUPPORTED on these.
+if config.disagmoe_have_cuda == "ON":
+    config.available_features.add("cuda-backend")
+
+
+def _nvidia_smi_lists_a_gpu():
+    # CUDA_VISIBLE_DEVICES="" or "-1" hides every GPU from the CUDA runtime, not from nvidia-smi.
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (visible.strip() == "" or visible.strip().startswith("-1")):
+        return False
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return any(line.startswith("GPU ") for line in out.stdout.splitlines())
+
+
+if _nvidia_smi_lists_a_gpu():
+    config.available_features.add("cuda-device")

@@ -3,6 +3,7 @@
 // checks, the expert permutation's plan against a brute-force construction, and bf16 rounding
 // against hand-computed bit patterns.
 #include "runtime/backends/cuda/Bf16.h"
+#include "runtime/backends/cuda/DeviceProbe.h"
 #include "runtime/backends/cuda/DispatchPlan.h"
 #include "runtime/backends/cuda/GemmMapping.h"
 #include "runtime/backends/cuda/LaunchGeometry.h"
@@ -249,4 +250,14 @@ TEST(CudaBf16, RoundsToNearestEven) {
   EXPECT_EQ(toBf16Bits(std::numeric_limits<float>::max()), 0x7f80); // rounds up to infinity
   EXPECT_TRUE(std::isnan(roundToBf16(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_EQ(roundToBf16(3.140625f), 3.140625f); // exactly representable: 1.1001001b * 2
+}
+
+// disagmoe-run --backend cuda names cudaGetDeviceCount's answer (DeviceProbe.h).
+TEST(CudaDeviceProbe, NoDeviceReasonNamesTheErrorOrTheZeroCount) {
+  EXPECT_EQ(noDeviceReason({0, "cudaErrorInsufficientDriver"}),
+            "no CUDA device (cudaGetDeviceCount: cudaErrorInsufficientDriver)");
+  EXPECT_EQ(noDeviceReason({0, ""}), "no CUDA device (cudaGetDeviceCount: 0 devices)");
+  EXPECT_EQ(noDeviceReason({2, ""}), "");
+  EXPECT_TRUE((DeviceCount{1, ""}).usable());
+  EXPECT_FALSE((DeviceCount{0, "cudaErrorNoDevice"}).usable());
 }
