@@ -9,6 +9,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/RankWorker.h"
+#include "runtime/plan/InstructionRunner.h"
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/train/GradientClipping.h"
 
@@ -290,7 +291,7 @@ private:
 
   void step(const std::vector<Instruction> &program, size_t i, bool backward) {
     const Instruction &ins = program[i];
-    if (&runnerOf(ins) != &group_)
+    if (&runnerOf(plan_, ins) != &group_) // InstructionRunner.h
       return;
     const bool attention = group_.role == GroupRole::Attention;
     RankRecorder *recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
@@ -320,31 +321,6 @@ private:
   }
 
   const int64_t microBatch_; // index in the step (trace)
-
-  const Group &runnerOf(const Instruction &ins) const {
-    const auto attentionGroup = [&](int64_t index) -> const Group & {
-      return placement_.groups[placement_.attentionGroups[index]];
-    };
-    switch (ins.op) {
-    case OpCode::Embed:
-      return attentionGroup(placement_.embeddingGroup);
-    case OpCode::Head:
-      return attentionGroup(placement_.headGroup);
-    case OpCode::RmsNorm:
-      if (ins.role == NormRole::FinalNorm)
-        return attentionGroup(placement_.headGroup);
-      return placement_.attentionGroupOfLayer(ins.layer);
-    case OpCode::ResidualRecv:
-    case OpCode::N2mRecv:
-      return placement_.nextAttentionGroup(ins.layer);
-    case OpCode::M2nRecv:
-    case OpCode::Experts:
-    case OpCode::N2mSend:
-      return placement_.ffnGroupOfLayer(ins.layer);
-    default:
-      return placement_.attentionGroupOfLayer(ins.layer);
-    }
-  }
 
   // p_t = softmax(z_t) of local token t, in double (as routerGatesBackward).
   void routerProbs(const float *z, std::vector<double> &p) const {
