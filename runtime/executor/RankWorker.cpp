@@ -2,6 +2,7 @@
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/CommStream.h"
 #include "runtime/executor/OpProfile.h"
+#include "runtime/plan/InstructionRunner.h"
 #include "runtime/tensor/FreshBuffers.h"
 
 #include "runtime/backends/cpu/FamilyKernels.h"
@@ -54,7 +55,7 @@ public:
     const auto &program = attention ? plan_.programs.attention : plan_.programs.ffn;
     for (size_t i = 0; i < program.size(); ++i) {
       const Instruction &ins = program[i];
-      if (&runnerOf(ins) != &group_)
+      if (&runnerOf(plan_, ins) != &group_) // InstructionRunner.h
         continue;
       RankRecorder *recorder = RankRecorder::current(); // --op-times-out / --trace (OpProfile.h)
       const double started = recorder ? recorder->now() : 0;
@@ -81,43 +82,6 @@ private:
     if (ins.layer >= 0)
       s += " of layer " + std::to_string(ins.layer);
     return s;
-  }
-
-  // The group that executes `ins` (see RankWorker.h).
-  const Group &runnerOf(const Instruction &ins) const {
-    switch (ins.op) {
-    case OpCode::Embed:
-    case OpCode::EmbedSend:
-      return placement_.embeddingRunner();
-    case OpCode::EmbedRecv:
-      return placement_.attentionGroupOfLayer(0);
-    case OpCode::HeadSend:
-      return placement_.nextAttentionGroup(model_.numLayers - 1);
-    case OpCode::Head:
-    case OpCode::HeadRecv:
-      return placement_.headRunner();
-    case OpCode::RmsNorm:
-      if (ins.role == NormRole::FinalNorm)
-        return placement_.headRunner();
-      return placement_.attentionGroupOfLayer(ins.layer);
-    case OpCode::ResidualRecv:
-    case OpCode::N2mRecv:
-      return placement_.nextAttentionGroup(ins.layer);
-    case OpCode::M2nRecv:
-    case OpCode::Experts:
-    case OpCode::N2mSend:
-      return placement_.ffnGroupOfLayer(ins.layer);
-    case OpCode::DenseFfn:
-      return ffnSideDense(ins.layer) ? placement_.ffnGroupOfLayer(ins.layer)
-                                     : placement_.attentionGroupOfLayer(ins.layer);
-    default:
-      return placement_.attentionGroupOfLayer(ins.layer);
-    }
-  }
-
-  // Whether layer l's dense FFN or shared experts run on the FFN side (dense_ffn side "ffn").
-  bool ffnSideDense(int64_t l) const {
-    return model_.layers[l].denseOnFfn || model_.layers[l].sharedOnFfn;
   }
 
   // Position in layer l's FFN group of the F-rank that runs the FFN-side dense FFN / shared experts
@@ -472,7 +436,7 @@ private:
   // tokens).
   void m2nSend(int64_t l) {
     need(ffnNorm_, l, "ffn_norm output");
-    const bool routed = !model_.layers[l].dense, home = ffnSideDense(l);
+    const bool routed = !model_.layers[l].dense, home = denseFfnOnFfnSide(model_, l);
     if (routed)
       need(topGates_, l, "router output");
     const int64_t n = tokenCount(), H = model_.hiddenSize, k = routed ? model_.topK : 0;
@@ -798,7 +762,7 @@ private:
   void n2mSend(int64_t l) {
     if (!model_.layers[l].dense)
       need(expertsLayer_, l, "the expert outputs (experts)");
-    if (ffnSideDense(l))
+    if (denseFfnOnFfnSide(model_, l))
       need(denseLayer_, l, "the FFN-side dense FFN / shared experts (dense_ffn)");
     const Group &next = placement_.nextAttentionGroup(l);
     for (size_t s = 0; s < received_.size(); ++s) {

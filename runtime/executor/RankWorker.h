@@ -1,12 +1,8 @@
 // One rank's interpreter: runs its role's program (plan.programs.attention or .ffn) in order,
 // executing the instructions that belong to its group and skipping the rest.
 //
-// Which group runs an instruction: embed -> the embedding group; rms_norm attn_norm/ffn_norm,
-// attention, residual_add, router, m2n_send, residual_send of layer l -> the attention group of l;
-// residual_recv, n2m_recv of layer l -> the group receiving layer l's output
-// (Placement::nextAttentionGroup); final norm and head -> the head group; m2n_recv, experts,
-// n2m_send of layer l -> the ffn group of l; dense_ffn of layer l -> the group of l on its
-// component's side (attention, or ffn with `side: "ffn"`, docs/plan-format.md).
+// Which group runs an instruction: runnerOf (runtime/plan/InstructionRunner.h), the rule the
+// training step shares.
 //
 // Streams (docs/architecture.md, "The plan and the executor", Streams): the calling thread is the
 // rank's compute stream and runs its instructions in list order; a comm worker (CommStream.h) is

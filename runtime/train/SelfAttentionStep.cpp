@@ -1,0 +1,246 @@
+// The attention instruction in training: forward and backward of grouped-query attention (with
+// biases, q/k norm, sinks, sliding window) and of DeepSeek-V2's multi-head latent attention
+// (TrainWorker.h).
+#include "runtime/train/TrainWorker.h"
+
+#include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/tensor/FreshBuffers.h"
+
+#include <algorithm>
+#include <string>
+
+namespace disagmoe::train::detail {
+
+namespace {
+
+// The decoupled RoPE part's layout: interleaved [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...].
+void ropeGather(const float *src, float *dst, int64_t rope, bool interleaved) {
+  if (!interleaved)
+    return void(std::copy_n(src, rope, dst));
+  for (int64_t i = 0; i < rope / 2; ++i) {
+    dst[i] = src[2 * i];
+    dst[rope / 2 + i] = src[2 * i + 1];
+  }
+}
+
+// Its transpose (a permutation): scatters dst's gradient back to src's positions.
+void ropeScatter(const float *dDst, float *dSrc, int64_t rope, bool interleaved) {
+  if (!interleaved)
+    return void(std::copy_n(dDst, rope, dSrc));
+  for (int64_t i = 0; i < rope / 2; ++i) {
+    dSrc[2 * i] = dDst[i];
+    dSrc[2 * i + 1] = dDst[rope / 2 + i];
+  }
+}
+
+} // namespace
+
+std::vector<int64_t> TrainWorker::positions() const {
+  std::vector<int64_t> p(tokens_.size());
+  for (size_t t = 0; t < tokens_.size(); ++t)
+    p[t] = tokens_[t] % seqLen_;
+  return p;
+}
+
+// The forward of RankWorker's attention, keeping q, k (after RoPE), v and the heads' output.
+void TrainWorker::attentionFwd(int64_t l) {
+  AttentionLayer &a = attn_[l];
+  need(a.hasAttnNorm, "attn_norm output of layer " + std::to_string(l));
+  const Component &c = component(model_.layers[l].attention);
+  if (c.kind == ComponentKind::MlaAttention)
+    return mlaFwd(a, c);
+  const int64_t H = model_.hiddenSize, hd = model_.headDim;
+  const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
+  freshAssign(a.q, n() * qW);
+  freshAssign(a.k, n() * kvW);
+  freshAssign(a.v, n() * kvW);
+  freshAssign(a.heads, n() * qW);
+  cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
+  cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
+  cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
+  if (c.bq >= 0)
+    cpu::addBias(a.q.data(), n(), qW, w(c.bq)); // GPT-OSS projection biases
+  if (c.bk >= 0)
+    cpu::addBias(a.k.data(), n(), kvW, w(c.bk));
+  if (c.bv >= 0)
+    cpu::addBias(a.v.data(), n(), kvW, w(c.bv));
+  if (c.qNorm >= 0) { // Qwen3: RMSNorm over head_dim of every q and k head, before RoPE
+    a.qPre = a.q;
+    a.kPre = a.k;
+    cpu::rmsNorm(a.q.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, a.q.data());
+    cpu::rmsNorm(a.k.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, a.k.data());
+  }
+  const std::vector<int64_t> pos = positions();
+  cpu::rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+  cpu::rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  const bool variant = c.sinks >= 0 || c.slidingWindow > 0;
+  for (int64_t s = 0; s < n(); s += seqLen_)
+    if (variant)
+      cpu::causalAttentionVariant(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
+                                  seqLen_, model_.numHeads, model_.numKvHeads, hd,
+                                  c.sinks >= 0 ? w(c.sinks) : nullptr, c.slidingWindow,
+                                  a.heads.data() + s * qW);
+    else
+      cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_,
+                           model_.numHeads, model_.numKvHeads, hd, a.heads.data() + s * qW);
+  freshAssign(attnOut_, n() * H);
+  cpu::linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
+  if (c.bo >= 0)
+    cpu::addBias(attnOut_.data(), n(), H, w(c.bo));
+  a.hasAttention = true;
+}
+
+void TrainWorker::attentionBwd(int64_t l) {
+  AttentionLayer &a = attn_[l];
+  need(a.hasDh && a.hasAttention, "dL/dh and the attention forward of layer " + std::to_string(l));
+  const Component &c = component(model_.layers[l].attention);
+  if (c.kind == ComponentKind::MlaAttention)
+    return mlaBwd(a, c);
+  const int64_t H = model_.hiddenSize, hd = model_.headDim;
+  const int64_t qW = model_.numHeads * hd, kvW = model_.numKvHeads * hd;
+  std::vector<float> dHeads = freshFloats(n() * qW), dq = freshFloats(n() * qW),
+                     dk = freshFloats(n() * kvW), dv = freshFloats(n() * kvW),
+                     part = freshFloats(n() * H);
+  cpu::linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(), grad(c.wo));
+  if (c.bo >= 0)
+    cpu::biasBackward(a.dh.data(), n(), H, grad(c.bo));
+  for (int64_t s = 0; s < n(); s += seqLen_)
+    cpu::causalAttentionVariantBackward(
+        a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, dHeads.data() + s * qW,
+        seqLen_, model_.numHeads, model_.numKvHeads, hd, c.sinks >= 0 ? w(c.sinks) : nullptr,
+        c.slidingWindow, dq.data() + s * qW, dk.data() + s * kvW, dv.data() + s * kvW,
+        c.sinks >= 0 ? grad(c.sinks) : nullptr);
+  const std::vector<int64_t> pos = positions();
+  cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+  cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  if (c.qNorm >= 0) { // through the per-head q/k RMSNorm (dx may alias dy)
+    cpu::rmsNormBackward(a.qPre.data(), dq.data(), n() * model_.numHeads, hd, w(c.qNorm),
+                         c.qkNormEps, dq.data(), grad(c.qNorm));
+    cpu::rmsNormBackward(a.kPre.data(), dk.data(), n() * model_.numKvHeads, hd, w(c.kNorm),
+                         c.qkNormEps, dk.data(), grad(c.kNorm));
+  }
+  if (c.bq >= 0)
+    cpu::biasBackward(dq.data(), n(), qW, grad(c.bq));
+  if (c.bk >= 0)
+    cpu::biasBackward(dk.data(), n(), kvW, grad(c.bk));
+  if (c.bv >= 0)
+    cpu::biasBackward(dv.data(), n(), kvW, grad(c.bv));
+  freshAssign(a.dAttnNorm, n() * H);
+  cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(),
+                      grad(c.wq));
+  cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
+  addInto(a.dAttnNorm, part);
+  cpu::linearBackward(a.attnNorm.data(), dv.data(), n(), H, w(c.wv), kvW, part.data(), grad(c.wv));
+  addInto(a.dAttnNorm, part);
+  a.hasDAttnNorm = true;
+}
+
+// DeepSeek-V2's multi-head latent attention, as RankWorker::mlaAttention, keeping q_proj's and
+// kv_a's outputs, the latent before and after its norm, and Q, K, V, the heads' output.
+void TrainWorker::mlaFwd(AttentionLayer &a, const Component &c) {
+  const int64_t H = model_.hiddenSize, heads = model_.numHeads, nope = model_.qkNopeHeadDim;
+  const int64_t rope = model_.qkRopeHeadDim, vd = model_.vHeadDim, rank = model_.kvLoraRank,
+                qd = nope + rope;
+  freshAssign(a.mlaQ, n() * heads * qd);
+  freshAssign(a.ckv, n() * (rank + rope));
+  freshAssign(a.latentPre, n() * rank);
+  freshAssign(a.latent, n() * rank);
+  std::vector<float> kv = freshFloats(n() * heads * (nope + vd));
+  cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), heads * qd, a.mlaQ.data());
+  cpu::linear(a.attnNorm.data(), n(), H, w(c.wkvA), rank + rope, a.ckv.data());
+  for (int64_t t = 0; t < n(); ++t)
+    std::copy_n(a.ckv.data() + t * (rank + rope), rank, a.latentPre.data() + t * rank);
+  cpu::rmsNorm(a.latentPre.data(), n(), rank, w(c.kvNorm), c.kvNormEps, a.latent.data());
+  cpu::linear(a.latent.data(), n(), rank, w(c.wkvB), heads * (nope + vd), kv.data());
+  std::vector<float> qPe = freshFloats(n() * heads * rope), kPe = freshFloats(n() * rope);
+  for (int64_t t = 0; t < n(); ++t) {
+    for (int64_t h = 0; h < heads; ++h)
+      ropeGather(a.mlaQ.data() + (t * heads + h) * qd + nope, qPe.data() + (t * heads + h) * rope,
+                 rope, c.ropeInterleaved);
+    ropeGather(a.ckv.data() + t * (rank + rope) + rank, kPe.data() + t * rope, rope,
+               c.ropeInterleaved);
+  }
+  const std::vector<int64_t> pos = positions();
+  cpu::rope(qPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+  cpu::rope(kPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+  freshAssign(a.q, n() * heads * qd);
+  freshAssign(a.k, n() * heads * qd);
+  freshAssign(a.v, n() * heads * vd);
+  freshAssign(a.heads, n() * heads * vd);
+  for (int64_t t = 0; t < n(); ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t th = t * heads + h;
+      std::copy_n(a.mlaQ.data() + th * qd, nope, a.q.data() + th * qd);
+      std::copy_n(qPe.data() + th * rope, rope, a.q.data() + th * qd + nope);
+      std::copy_n(kv.data() + th * (nope + vd), nope, a.k.data() + th * qd);
+      std::copy_n(kPe.data() + t * rope, rope, a.k.data() + th * qd + nope);
+      std::copy_n(kv.data() + th * (nope + vd) + nope, vd, a.v.data() + th * vd);
+    }
+  for (int64_t s = 0; s < n(); s += seqLen_)
+    cpu::causalAttentionGeneral(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
+                                a.v.data() + s * heads * vd, seqLen_, heads, heads, qd, vd,
+                                c.softmaxScale, nullptr, 0, a.heads.data() + s * heads * vd);
+  freshAssign(attnOut_, n() * H);
+  cpu::linear(a.heads.data(), n(), heads * vd, w(c.wo), H, attnOut_.data());
+  a.hasAttention = true;
+}
+
+void TrainWorker::mlaBwd(AttentionLayer &a, const Component &c) {
+  const int64_t H = model_.hiddenSize, heads = model_.numHeads, nope = model_.qkNopeHeadDim;
+  const int64_t rope = model_.qkRopeHeadDim, vd = model_.vHeadDim, rank = model_.kvLoraRank,
+                qd = nope + rope;
+  std::vector<float> dO = freshFloats(n() * heads * vd), dQ = freshFloats(n() * heads * qd),
+                     dK = freshFloats(n() * heads * qd), dV = freshFloats(n() * heads * vd);
+  cpu::linearBackward(a.heads.data(), a.dh.data(), n(), heads * vd, w(c.wo), H, dO.data(),
+                      grad(c.wo));
+  for (int64_t s = 0; s < n(); s += seqLen_)
+    cpu::causalAttentionGeneralBackward(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
+                                        a.v.data() + s * heads * vd, dO.data() + s * heads * vd,
+                                        seqLen_, heads, heads, qd, vd, c.softmaxScale, nullptr, 0,
+                                        dQ.data() + s * heads * qd, dK.data() + s * heads * qd,
+                                        dV.data() + s * heads * vd, nullptr);
+  // Split Q, K, V's gradients back: q_nope / q_pe, k_nope + value (kv_b's output), k_pe summed
+  // over the heads that share it.
+  std::vector<float> dq = freshFloats(n() * heads * qd),
+                     dkv = freshFloats(n() * heads * (nope + vd));
+  std::vector<float> dqPe = freshFloats(n() * heads * rope),
+                     dkPe(static_cast<size_t>(n() * rope), 0.0f);
+  for (int64_t t = 0; t < n(); ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t th = t * heads + h;
+      std::copy_n(dQ.data() + th * qd, nope, dq.data() + th * qd);
+      std::copy_n(dQ.data() + th * qd + nope, rope, dqPe.data() + th * rope);
+      std::copy_n(dK.data() + th * qd, nope, dkv.data() + th * (nope + vd));
+      std::copy_n(dV.data() + th * vd, vd, dkv.data() + th * (nope + vd) + nope);
+      for (int64_t j = 0; j < rope; ++j)
+        dkPe[t * rope + j] += dK[th * qd + nope + j];
+    }
+  const std::vector<int64_t> pos = positions();
+  cpu::ropeBackward(dqPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+  cpu::ropeBackward(dkPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+  std::vector<float> dckv = freshFloats(n() * (rank + rope)), dLatent = freshFloats(n() * rank);
+  for (int64_t t = 0; t < n(); ++t) {
+    for (int64_t h = 0; h < heads; ++h)
+      ropeScatter(dqPe.data() + (t * heads + h) * rope, dq.data() + (t * heads + h) * qd + nope,
+                  rope, c.ropeInterleaved);
+    ropeScatter(dkPe.data() + t * rope, dckv.data() + t * (rank + rope) + rank, rope,
+                c.ropeInterleaved);
+  }
+  cpu::linearBackward(a.latent.data(), dkv.data(), n(), rank, w(c.wkvB), heads * (nope + vd),
+                      dLatent.data(), grad(c.wkvB));
+  cpu::rmsNormBackward(a.latentPre.data(), dLatent.data(), n(), rank, w(c.kvNorm), c.kvNormEps,
+                       dLatent.data(), grad(c.kvNorm));
+  for (int64_t t = 0; t < n(); ++t)
+    std::copy_n(dLatent.data() + t * rank, rank, dckv.data() + t * (rank + rope));
+  std::vector<float> part = freshFloats(n() * H);
+  freshAssign(a.dAttnNorm, n() * H);
+  cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), heads * qd, a.dAttnNorm.data(),
+                      grad(c.wq));
+  cpu::linearBackward(a.attnNorm.data(), dckv.data(), n(), H, w(c.wkvA), rank + rope, part.data(),
+                      grad(c.wkvA));
+  addInto(a.dAttnNorm, part);
+  a.hasDAttnNorm = true;
+}
+
+} // namespace disagmoe::train::detail
