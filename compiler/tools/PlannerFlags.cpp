@@ -41,8 +41,10 @@ PlannerFlags::PlannerFlags(cl::OptionCategory &category, int64_t defaultGlobalTo
       groups("groups", cl::desc("Fix the groups per side p"), cl::init(0), cl::cat(category)),
       attnGpus("attn-gpus", cl::desc("Fix the attention GPUs"), cl::init(0), cl::cat(category)),
       ffnGpus("ffn-gpus", cl::desc("Fix the FFN GPUs"), cl::init(0), cl::cat(category)),
-      microbatches("microbatches", cl::desc("Fix the micro-batches per step"), cl::init(0),
+      microbatches("micro-batches", cl::desc("Fix the micro-batches per step"), cl::init(0),
                    cl::cat(category)),
+      microbatchesAlias("microbatches", cl::desc("Alias for --micro-batches"),
+                        cl::aliasopt(microbatches), cl::NotHidden, cl::cat(category)),
       replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category)),
       reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
                 cl::init(4.0), cl::cat(category)),
@@ -68,7 +70,7 @@ llvm::Error PlannerFlags::fill(placement::PlannerOptions &o) const {
   for (const auto &[flag, v] : {std::pair<const char *, int64_t>{"--groups", groups},
                                 {"--attn-gpus", attnGpus},
                                 {"--ffn-gpus", ffnGpus},
-                                {"--microbatches", microbatches},
+                                {"--micro-batches", microbatches},
                                 {"--replicas", replicas}})
     if (v < 0)
       return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner), got " +

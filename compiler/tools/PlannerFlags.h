@@ -3,7 +3,7 @@
 // Both commands place one model on one cluster with the same planner, so they take the same
 // flags for it: the inputs (--config, --cluster, --hardware), the step (--seq-len,
 // --global-tokens), what the planner may be told to fix (--groups, --attn-gpus, --ffn-gpus,
-// --microbatches, --replicas, --recompute), its limits (--reserve-gb, --time-limit), the simulated
+// --micro-batches, --replicas, --recompute), its limits (--reserve-gb, --time-limit), the simulated
 // search (--no-search, --search-seeds, --search-budget) and the gradient reduction dtype
 // (--grad-reduce). Declared once here so that a flag means the same and is checked the same way in
 // both.
@@ -37,7 +37,10 @@ public:
   llvm::cl::opt<std::string> config, cluster;
   NumberOpt<int64_t> seqLen, globalTokens;
   llvm::cl::opt<std::string> hardware, recompute;
-  NumberOpt<int64_t> groups, attnGpus, ffnGpus, microbatches, replicas;
+  NumberOpt<int64_t> groups, attnGpus, ffnGpus, microbatches;
+  /// --microbatches, the earlier spelling: the compiler and disagmoe-run say --micro-batches.
+  llvm::cl::alias microbatchesAlias;
+  NumberOpt<int64_t> replicas;
   NumberOpt<double> reserveGb, timeLimit;
   llvm::cl::opt<bool> noSearch;
   NumberOpt<int64_t> searchSeeds;

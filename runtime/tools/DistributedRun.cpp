@@ -275,10 +275,13 @@ Options parseArgs(int argc, char **argv) {
   if (!o.hf.initWeights.empty() && !o.resume.empty())
     throw UsageError("--init-weights starts a run from Hugging Face weights and --resume continues "
                      "one from its checkpoint: give one");
-  if (!o.hf.exportDir.empty() && o.comm != "local")
-    throw UsageError("--export-hf writes every weight from one process: it needs --comm local "
-                     "(under --comm " +
-                     o.comm + ", save a checkpoint and export from it)");
+  if (!o.hf.exportDir.empty() && o.comm == "nccl")
+    throw UsageError("--export-hf is not supported under --comm nccl yet (it gathers the weights "
+                     "to rank 0 under --comm local and mpi): save a checkpoint and export from it");
+  if (!o.hf.exportDir.empty() && o.comm == "mpi" && !o.train)
+    throw UsageError("--export-hf under --comm mpi exports the trained weights: it needs --train "
+                     "(a forward run's weights are the plan's or --init-weights': export them "
+                     "with --comm local)");
   try {
     o.hf.check();
   } catch (const std::invalid_argument &e) {
@@ -917,6 +920,17 @@ int runMpi(const Options &o) {
         }
       }
       saveOutputs(o, trainer, me == 0);
+      if (!o.hf.exportDir.empty()) {
+        // Rank 0 writes the export from every rank's weights, gathered on the tag after the
+        // checkpoint's.
+        const int exportTag = static_cast<int>(9 * plan.model.numLayers +
+                                               static_cast<int64_t>(plan.model.weights.size()) + 3);
+        const std::vector<Tensor> all =
+            train::gatherWeights(plan, trainer, *comm, exportTag, timeout);
+        if (me == 0)
+          exportHfIfAsked(
+              o.hf, plan, [&](int index) -> const Tensor & { return all[index]; }, std::cout);
+      }
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const std::unique_ptr<train::HfWeights> hf =
@@ -991,6 +1005,17 @@ int runNccl(const Options &o) {
         train::checkFinite(r);
       }
       saveOutputs(o, trainer, me == 0);
+      if (!o.hf.exportDir.empty()) {
+        // Rank 0 writes the export from every rank's weights, gathered on the tag after the
+        // checkpoint's.
+        const int exportTag = static_cast<int>(9 * plan.model.numLayers +
+                                               static_cast<int64_t>(plan.model.weights.size()) + 3);
+        const std::vector<Tensor> all =
+            train::gatherWeights(plan, trainer, *comm, exportTag, timeout);
+        if (me == 0)
+          exportHfIfAsked(
+              o.hf, plan, [&](int index) -> const Tensor & { return all[index]; }, std::cout);
+      }
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const std::unique_ptr<train::HfWeights> hf =

@@ -241,6 +241,33 @@ void saveCheckpointGathered(const std::string &path, const Plan &plan, const Tra
   write(path, plan, trainer, info, ordered);
 }
 
+std::vector<Tensor> gatherWeights(const Plan &plan, const Trainer &trainer, Comm &comm, int tag,
+                                  std::chrono::milliseconds timeout) {
+  const std::vector<std::string> keys = weightKeys(plan.model);
+  std::vector<std::pair<std::string, const Tensor *>> mine;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (plan.model.weights[i].ranks.front() == comm.rank())
+      mine.push_back({keys[i], &trainer.weight(static_cast<int>(i))});
+  if (comm.rank() != 0) {
+    comm.send(0, tag, pack(mine));
+    return {};
+  }
+  std::map<std::string, Tensor> all;
+  for (int r = 1; r < comm.worldSize(); ++r)
+    unpack(comm.recv(r, tag, timeout), r, all);
+  for (const auto &[name, t] : mine)
+    all[name] = *t;
+  std::vector<Tensor> out;
+  out.reserve(keys.size());
+  for (const std::string &key : keys) {
+    const auto it = all.find(key);
+    if (it == all.end())
+      throw CheckpointError("gathering the weights: no rank sent weight \"" + key + "\"");
+    out.push_back(std::move(it->second));
+  }
+  return out;
+}
+
 CheckpointInfo loadCheckpoint(const std::string &path, const Plan &plan, Trainer &trainer) {
   SafetensorsFile file;
   try {

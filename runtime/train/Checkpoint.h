@@ -65,6 +65,14 @@ void saveCheckpointGathered(const std::string &path, const Plan &plan, const Tra
                             const CheckpointInfo &info, Comm &comm, int tag,
                             std::chrono::milliseconds timeout);
 
+/// One process per rank: every rank sends rank 0 the weights whose lowest holder it is (tag `tag`,
+/// unused by the step; the same messages as saveCheckpointGathered's, weights only). On rank 0,
+/// returns every weight of the plan in plan.model.weights order (what --export-hf writes under
+/// --comm mpi); on the other ranks an empty vector. Every rank calls it at the same point. Throws
+/// CheckpointError when no rank sent a weight, CommError for a receive past `timeout`.
+std::vector<Tensor> gatherWeights(const Plan &plan, const Trainer &trainer, Comm &comm, int tag,
+                                  std::chrono::milliseconds timeout);
+
 /// Loads `path` into `trainer` (weights, moments and selection bias of the ranks it holds, step
 /// count) and returns its step and data position. Refuses (CheckpointError) a file that is not a
 /// safetensors checkpoint of this format, of another optimizer or model, with a missing, extra or

@@ -19,7 +19,9 @@ little-endian header length, JSON header, raw bytes; our C++ writer is never use
     [in, out]) transposed to [out, in];
   - refusals, each one line naming the tensor and the file, exit 1, no export directory left:
     a missing tensor, an extra tensor, a wrong shape.
-  check_hf_weights.py BIN_DIR SAMPLES_DIR WORK_DIR [SAMPLE ...]
+With --mpirun MPIRUN, instead: --train --comm mpi --export-hf (rank 0 writes the weights gathered
+from every process) byte-identical to the same run's export under --comm local.
+  check_hf_weights.py BIN_DIR SAMPLES_DIR WORK_DIR [SAMPLE ...] [--mpirun MPIRUN]
 """
 import importlib.util
 import json
@@ -369,14 +371,62 @@ def check_resumed_export(check, runner, plan, hf, wdir, samples):
           f"(and trained away from the HF file)")
 
 
+def check_mpi_export(check, bindir, samples, work, sample, mpirun):
+    """--export-hf under --comm mpi (one process per rank): rank 0 writes the export from every
+    rank's weights gathered to it. The peer is the same run under --comm local (whose exports the
+    checks above hold against torch): the two must be byte-identical files, since the mpi training
+    step is bit-identical to the local one (e2e.training_families_mpi)."""
+    wdir = os.path.join(work, sample + "_mpi")
+    shutil.rmtree(wdir, ignore_errors=True)
+    os.makedirs(wdir)
+    model = build(samples, sample)[0]
+    perturb(model, 3)
+    hf = os.path.join(wdir, "hf.safetensors")
+    write_safetensors(hf, hf_state(model))
+    plan = os.path.join(wdir, "plan")
+    must([os.path.join(bindir, "disagmoe"), "compile", os.path.join(samples, sample, "model.onnx"), "-o", plan])
+    world = json.load(open(os.path.join(plan, "plan.json")))["placement"]["world_size"]
+    runner = os.path.join(bindir, "disagmoe-run")
+    launcher = [mpirun, "--oversubscribe", "-np", str(world)]
+    if os.geteuid() == 0:
+        launcher.insert(1, "--allow-run-as-root")
+    common = ["--train", "--steps", "2", "--optimizer", "adamw", "--lr", "0.003", "--seed", "5",
+              "--init-weights", hf]
+    local, mpi = os.path.join(wdir, "export_local"), os.path.join(wdir, "export_mpi")
+    must([runner, plan, *common, "--export-hf", local])
+    must([*launcher, runner, plan, *common, "--comm", "mpi", "--export-hf", mpi])
+    names = sorted(os.listdir(local))
+    same = names == sorted(os.listdir(mpi)) and all(
+        open(os.path.join(local, f), "rb").read() == open(os.path.join(mpi, f), "rb").read() for f in names)
+    a, _ = read_export(mpi)
+    first, _ = read_safetensors(hf)
+    moved = a["lm_head.weight"][2] != first["lm_head.weight"][2]
+    check(same and moved, f"{sample}: --train --comm mpi ({world} processes) --export-hf: {names} byte-identical "
+          f"to the --comm local run's export (and trained away from the HF file)")
+    r = run([runner, plan, "--comm", "mpi", "--export-hf", os.path.join(wdir, "forward_export")])
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "needs --train" in lines[0],
+          f"{sample}: a forward run under --comm mpi with --export-hf is refused in one line: "
+          f"{lines[0] if lines else r.stderr!r}")
+
+
 def main():
-    bindir, samples, work = sys.argv[1:4]
-    chosen = sys.argv[4:] or list(FAMILIES)
+    args = sys.argv[1:]
+    mpirun = None
+    if "--mpirun" in args:
+        at = args.index("--mpirun")
+        mpirun = args[at + 1]
+        del args[at:at + 2]
+    bindir, samples, work = args[:3]
+    chosen = args[3:] or list(FAMILIES)
     torch.set_num_threads(1)
     check = Checks()
     os.makedirs(work, exist_ok=True)
     for sample in chosen:
-        check_sample(check, bindir, samples, work, sample)
+        if mpirun:
+            check_mpi_export(check, bindir, samples, work, sample, mpirun)
+        else:
+            check_sample(check, bindir, samples, work, sample)
     sys.exit(check.summary())
 
 

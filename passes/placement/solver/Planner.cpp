@@ -100,11 +100,11 @@ llvm::Expected<std::vector<Candidate>> enumerateCandidates(const Problem &proble
       return fail(name(flag, v) + " is not a multiple of " + name("--groups", o.fixedGroups) +
                   " (every group of a side has the same size)");
   if (o.fixedMicrobatches && o.fixedGroups && o.fixedMicrobatches < 2 * o.fixedGroups)
-    return fail(name("--microbatches", o.fixedMicrobatches) + " is below 2 x " +
+    return fail(name("--micro-batches", o.fixedMicrobatches) + " is below 2 x " +
                 name("--groups", o.fixedGroups) +
                 " (the ring of 2p stages needs 2p micro-batches)");
   if (o.fixedMicrobatches && B % o.fixedMicrobatches)
-    return fail(name("--microbatches", o.fixedMicrobatches) + " does not divide the " +
+    return fail(name("--micro-batches", o.fixedMicrobatches) + " does not divide the " +
                 std::to_string(B) + " sequences of a step (--global-tokens / --seq-len)");
   // Context-parallel degrees: powers of two up to 8 that divide a node's GPUs (the ring stays on
   // NVLink) and split a sequence into 2*cp load-balanced chunks.
@@ -162,7 +162,7 @@ llvm::Expected<std::vector<Candidate>> enumerateCandidates(const Problem &proble
     if (o.fixedFfnGpus)
       fixed += " " + name("--ffn-gpus", o.fixedFfnGpus);
     if (o.fixedMicrobatches)
-      fixed += " " + name("--microbatches", o.fixedMicrobatches);
+      fixed += " " + name("--micro-batches", o.fixedMicrobatches);
     if (o.fixedReplicas)
       fixed += " " + name("--replicas", o.fixedReplicas);
     if (o.fixedCp)

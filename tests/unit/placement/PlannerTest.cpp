@@ -309,7 +309,7 @@ TEST(Planner, ContradictoryOptionsAreNamed) {
   q = p;
   q.options.fixedGroups = 3;
   q.options.fixedMicrobatches = 4;
-  fails(q, "--microbatches 4 is below 2 x --groups 3");
+  fails(q, "--micro-batches 4 is below 2 x --groups 3");
   q = p;
   q.options.globalTokens = 5000;
   fails(q, "--global-tokens 5000 is not a multiple of --seq-len 4096");
