@@ -3,12 +3,18 @@
 //  dense
 //    bf16 peak (--peak-tflops, from runtime/cost/data/hardware.json);
 //  - fp32 GEMM (cuBLAS): TFLOP/s, for comparison (hardware.json has no fp32 peak);
+//  - a rank's experts as one grouped GEMM (CublasGroupedGemm.h, bf16 in, fp32 compute, bf16 out)
+//    against one dense bf16 cuBLAS GEMM of the same total size (rows = the routed tokens, the same
+//    n and k) and against a loop of one cuBLAS GEMM per expert: issue 14's synthetic MoE (hidden
+//    2048, 16 experts of 1408, top-4, 8 sequences of 4096: 131072 routed rows), with balanced and
+//    skewed per-expert counts; target: grouped >= 0.70 x the dense GEMM's TFLOP/s;
 //  - causal GQA attention (CudaAttention.h, fp32): time against its roofline lower bound
 //    max(FLOPs / peak, bytes / HBM bandwidth) with FLOPs = 4 * heads * headDim * seqLen(seqLen+1)/2
 //    per sequence (QK^T and PV, causal half) and bytes = q, k, v read once and out written once.
 // Each figure is the median of --runs timed runs (cudaEvent), after warm-up runs.
 // `--probe` prints the device name and exits 0, or exits 3 with a message when there is no device.
 #include "runtime/backends/cuda/CublasGemm.h"
+#include "runtime/backends/cuda/CublasGroupedGemm.h"
 #include "runtime/backends/cuda/CudaAttention.h"
 #include "runtime/backends/cuda/CudaCast.h"
 #include "runtime/backends/cuda/CudaCheck.h"
@@ -147,6 +153,82 @@ void benchGemms(const Options &o) {
               static_cast<long long>(n), ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12);
 }
 
+// Per-expert token counts summing to `rows`: balanced (rows / E each) or skewed (expert e's share
+// proportional to 1 / (e + 1), Zipf-like: max/mean = 16 / H_16 = 4.7 for 16 experts),
+// each rounded down to a multiple of 8 rows (cuBLAS's bf16 alignment rule, GroupedGemm.h) with the
+// remainder on expert 0.
+std::vector<int64_t> expertCounts(int64_t rows, int64_t experts, bool skewed) {
+  std::vector<double> share(static_cast<size_t>(experts), 1.0);
+  if (skewed)
+    for (int64_t e = 0; e < experts; ++e)
+      share[e] = 1.0 / static_cast<double>(e + 1);
+  double total = 0;
+  for (double w : share)
+    total += w;
+  std::vector<int64_t> counts(static_cast<size_t>(experts));
+  int64_t used = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    counts[e] = static_cast<int64_t>(static_cast<double>(rows) * share[e] / total) / 8 * 8;
+    used += counts[e];
+  }
+  counts[0] += rows - used;
+  return counts;
+}
+
+void benchExperts(const Options &o) {
+  CublasHandle handle;
+  const int64_t hidden = 2048, inner = 1408, experts = 16, rows = 8 * 4096 * 4;
+  struct Projection {
+    const char *what;
+    int64_t in, out;
+  };
+  const Projection projections[] = {{"w1 (hidden -> expert hidden)", hidden, inner},
+                                    {"w2 (expert hidden -> hidden)", inner, hidden}};
+  std::printf("experts as one grouped bf16 GEMM (cublasGemmGroupedBatchedEx, fp32 compute, bf16 "
+              "Y) vs one dense bf16 GEMM of the same total size (bf16 C) and a loop of per-expert "
+              "GEMMs; %lld experts, %lld routed rows, median of %d runs\n",
+              static_cast<long long>(experts), static_cast<long long>(rows), o.runs);
+  for (const Projection &p : projections) {
+    DeviceBuffer<__nv_bfloat16> x(rows * p.in), w(experts * p.in * p.out), y(rows * p.out);
+    {
+      DeviceBuffer<float> xf = randomDevice(x.size(), 11), wf = randomDevice(w.size(), 12);
+      toBf16(xf.data(), x.data(), static_cast<int64_t>(x.size()));
+      toBf16(wf.data(), w.data(), static_cast<int64_t>(w.size()));
+    }
+    const double flops = 2.0 * rows * p.in * p.out;
+    // The peer: one GEMM over all rows with expert 0's weight (same m, n, k in one call).
+    const RowMajorGemm dense = denseRowMajor(rows, p.out, p.in);
+    const double denseMs =
+        medianMs(o.runs, [&] { gemmBf16(handle, dense, x.data(), w.data(), y.data()); });
+    const double denseTflops = flops / (denseMs * 1e-3) / 1e12;
+    std::printf("  %-30s dense    %9.3f ms %8.1f TFLOP/s  ratio to peak %s\n", p.what, denseMs,
+                denseTflops, ratio(denseTflops, o.peakTflops).c_str());
+    for (bool skewed : {false, true}) {
+      const std::vector<int64_t> counts = expertCounts(rows, experts, skewed);
+      const GroupedExpertGemm plan =
+          planGroupedExpertGemm(counts, rows, p.in, p.out, ExpertWeightLayout::InOut);
+      const GroupedGemmBf16 grouped(plan, w.data(), x.data(), y.data());
+      const double groupedMs = medianMs(o.runs, [&] { grouped.run(handle); });
+      const double loopMs = medianMs(o.runs, [&] {
+        int64_t row = 0;
+        for (int64_t e = 0; e < experts; ++e) {
+          if (counts[e] > 0)
+            gemmBf16(handle, denseRowMajor(counts[e], p.out, p.in), x.data() + row * p.in,
+                     w.data() + e * p.in * p.out, y.data() + row * p.out);
+          row += counts[e];
+        }
+      });
+      const double groupedTflops = flops / (groupedMs * 1e-3) / 1e12;
+      const double loopTflops = flops / (loopMs * 1e-3) / 1e12;
+      std::printf("  %-30s %-8s grouped %9.3f ms %8.1f TFLOP/s = %.3f x dense (target >= 0.70, "
+                  "%d cuBLAS groups); loop of %lld GEMMs %9.3f ms %8.1f TFLOP/s = %.3f x dense\n",
+                  p.what, skewed ? "skewed" : "balanced", groupedMs, groupedTflops,
+                  groupedTflops / denseTflops, plan.groupCount(), static_cast<long long>(experts),
+                  loopMs, loopTflops, loopTflops / denseTflops);
+    }
+  }
+}
+
 void benchAttention(const Options &o) {
   struct Shape {
     const char *what;
@@ -207,6 +289,7 @@ int main(int argc, char **argv) {
     if (o.probe)
       return 0;
     benchGemms(o);
+    benchExperts(o);
     benchAttention(o);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "disagmoe-bench-cuda: %s\n", e.what());
