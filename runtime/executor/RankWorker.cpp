@@ -2,6 +2,7 @@
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/CommStream.h"
 #include "runtime/executor/OpProfile.h"
+#include "runtime/executor/RankContext.h"
 #include "runtime/plan/InstructionRunner.h"
 #include "runtime/tensor/FreshBuffers.h"
 
@@ -45,13 +46,11 @@ public:
          std::chrono::milliseconds recvTimeout, bool recordRouting)
       : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm),
         ids_(ids), batch_(batch), seqLen_(seqLen), timeout_(recvTimeout),
-        recordRouting_(recordRouting), rank_(comm.rank()), group_(placement_.groupOf(rank_)),
-        index_(placement_.indexInGroup(rank_)) {}
+        recordRouting_(recordRouting), ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank),
+        group_(ctx_.group), index_(ctx_.index), tokens_(ctx_.tokens()) {}
 
   RankResult run() {
     const bool attention = group_.role == GroupRole::Attention;
-    if (attention)
-      assignTokens();
     const auto &program = attention ? plan_.programs.attention : plan_.programs.ffn;
     for (size_t i = 0; i < program.size(); ++i) {
       const Instruction &ins = program[i];
@@ -84,34 +83,11 @@ private:
     return s;
   }
 
-  // Position in layer l's FFN group of the F-rank that runs the FFN-side dense FFN / shared experts
-  // of flat token `id`: sequence s goes to F-rank s mod D_F (docs/plan-format.md, `dense_ffn`).
-  int64_t homeFfnIndex(int64_t l, int64_t id) const {
-    return (id / seqLen_) % static_cast<int64_t>(placement_.ffnGroupOfLayer(l).ranks.size());
-  }
-
-  // FFN-side embedding / head: sequence s is computed on position s mod D_F of the running FFN
-  // group.
-  bool homeOfSequence(int64_t s) const {
-    return s % static_cast<int64_t>(group_.ranks.size()) == index_;
-  }
-
-  // Sequence s lives on attention rank index s mod D_A; its tokens are s*seqLen ..
-  // s*seqLen+seqLen-1.
-  void assignTokens() {
-    const int64_t da = placement_.attentionSize();
-    for (int64_t s = index_; s < batch_; s += da)
-      for (int64_t p = 0; p < seqLen_; ++p)
-        tokens_.push_back(s * seqLen_ + p);
-  }
-
-  int64_t tokenCount() const { return static_cast<int64_t>(tokens_.size()); }
-
-  // Row of flat token `id` in this A-rank's buffers, or -1 if the token lives elsewhere.
-  int64_t localRow(int64_t id) const {
-    auto it = std::lower_bound(tokens_.begin(), tokens_.end(), id);
-    return it != tokens_.end() && *it == id ? it - tokens_.begin() : -1;
-  }
+  // Token placement (RankContext.h).
+  int64_t homeFfnIndex(int64_t l, int64_t id) const { return ctx_.homeFfnIndex(l, id); }
+  bool homeOfSequence(int64_t s) const { return ctx_.homeOfSequence(s); }
+  int64_t tokenCount() const { return ctx_.tokenCount(); }
+  int64_t localRow(int64_t id) const { return ctx_.localRow(id); }
 
   const float *weight(int index) const { return weights_.get(index).data.data(); }
   const Component &component(int index) const { return model_.components[index]; }
@@ -658,12 +634,7 @@ private:
     for (size_t ai = 0; ai < senders.size(); ++ai) {
       const int a = senders[ai];
       M2nMessage m = takeM2n(l, a, posted[ai]);
-      for (const auto &route : m.routes)
-        for (const ExpertGate &eg : route)
-          if (eg.expert < 0 || eg.expert >= model_.numExperts ||
-              placement_.expertToRank[l][eg.expert] != rank_)
-            throw ExecError("M2N from rank " + std::to_string(a) + " routes a token to expert " +
-                            std::to_string(eg.expert) + ", which is not on this rank");
+      ctx_.checkM2nRoutes(m, l, a);
       received_.push_back(std::move(m));
     }
     receivedLayer_ = l;
@@ -779,12 +750,13 @@ private:
   const int64_t batch_, seqLen_;
   const std::chrono::milliseconds timeout_;
   const bool recordRouting_;
+  const RankContext ctx_; // this rank's group, position and tokens
   const int rank_;
   const Group &group_;
   const int64_t index_;
 
   // attention role
-  std::vector<int64_t> tokens_; // flat ids of this rank's tokens, ascending
+  const std::vector<int64_t> &tokens_; // flat ids of this rank's tokens, ascending (ctx_)
   Buffer x_, attnNorm_, attnOut_, h_, ffnNorm_, topGates_, pending_, finalNorm_;
   std::vector<int64_t> topIds_; // [tokens, top_k], valid with topGates_
   // ffn role

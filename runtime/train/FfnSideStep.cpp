@@ -28,12 +28,7 @@ void TrainWorker::ffnForward(const Instruction &ins) {
     f.messages.clear();
     for (int a : placement_.attentionGroupOfLayer(l).ranks) {
       M2nMessage m = recvM2n(a, ExchangeKind::M2n, l, false);
-      for (const auto &route : m.routes)
-        for (const ExpertGate &eg : route)
-          if (eg.expert < 0 || eg.expert >= model_.numExperts ||
-              placement_.expertToRank[l][eg.expert] != rank_)
-            throw ExecError("M2N from rank " + std::to_string(a) + " routes a token to expert " +
-                            std::to_string(eg.expert) + ", which is not on this rank");
+      ctx_.checkM2nRoutes(m, l, a);
       f.messages.push_back(std::move(m));
     }
     f.received = true;

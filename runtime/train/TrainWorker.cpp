@@ -18,14 +18,10 @@ TrainWorker::TrainWorker(const Plan &plan, RankState &state, Comm &comm, const i
     : microBatch_(microBatch), plan_(plan), model_(plan.model), placement_(plan.placement),
       state_(state), comm_(comm), ids_(ids), targets_(targets), batch_(batch), seqLen_(seqLen),
       gradScale_(gradScale), timeout_(timeout), auxCoef_(auxCoef), globalTokens_(globalTokens),
-      capacityFactor_(capacityFactor), biasSelection_(biasSelection), rank_(comm.rank()),
-      group_(placement_.groupOf(rank_)), index_(placement_.indexInGroup(rank_)),
-      L_(model_.numLayers) {
+      capacityFactor_(capacityFactor), biasSelection_(biasSelection),
+      ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank), group_(ctx_.group),
+      index_(ctx_.index), L_(model_.numLayers), tokens_(ctx_.tokens()) {
   if (group_.role == GroupRole::Attention) {
-    const int64_t da = placement_.attentionSize();
-    for (int64_t s = index_; s < batch_; s += da)
-      for (int64_t p = 0; p < seqLen_; ++p)
-        tokens_.push_back(s * seqLen_ + p);
     attn_.resize(static_cast<size_t>(L_ + 1));
     expertLoad_.assign(static_cast<size_t>(L_),
                        std::vector<int64_t>(static_cast<size_t>(model_.numExperts), 0));

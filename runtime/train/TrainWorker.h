@@ -13,6 +13,7 @@
 #include "runtime/backends/cpu/FamilyKernels.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/exchange/CountedExchange.h"
+#include "runtime/executor/RankContext.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/train/TrainStep.h"
@@ -154,11 +155,9 @@ private:
                       ", which has not been computed on this rank (instructions out of order)");
   }
 
-  int64_t n() const { return static_cast<int64_t>(tokens_.size()); }
-  int64_t localRow(int64_t id) const {
-    auto it = std::lower_bound(tokens_.begin(), tokens_.end(), id);
-    return it != tokens_.end() && *it == id ? it - tokens_.begin() : -1;
-  }
+  // Token placement (RankContext.h, shared with the forward worker).
+  int64_t n() const { return ctx_.tokenCount(); }
+  int64_t localRow(int64_t id) const { return ctx_.localRow(id); }
   const float *w(int index) const { return state_.weights[index].data.data(); }
   float *grad(int index) { return state_.grads[index].data.data(); }
   const Component &component(int index) const { return model_.components[index]; }
@@ -208,6 +207,7 @@ private:
   const int64_t globalTokens_;
   const double capacityFactor_;
   const bool biasSelection_; // rank the experts by score + state_.routerBias[l]
+  const RankContext ctx_;    // this rank's group, position and tokens of the micro-batch
   const int rank_;
   const Group &group_;
   const int64_t index_;
@@ -215,8 +215,8 @@ private:
 
   // The attention side (A-ranks): this rank's tokens of the micro-batch, ascending, and what the
   // program keeps of them.
-  std::vector<int64_t> tokens_;
-  std::vector<AttentionLayer> attn_; // [L + 1]: x of layer L is the final norm's input
+  const std::vector<int64_t> &tokens_; // ctx_.tokens()
+  std::vector<AttentionLayer> attn_;   // [L + 1]: x of layer L is the final norm's input
   std::vector<float> attnOut_, pending_, finalNorm_, dFinalNorm_, dLogits_;
   bool hasPending_ = false, hasFinalNorm_ = false, hasLoss_ = false, hasDFinalNorm_ = false;
   double lossSum_ = 0, auxSum_ = 0;
