@@ -12,9 +12,9 @@
 //
 // The slices are references into the weight's bytes, never copies: a weight stored [out, in] and
 // read through Transpose (nn.Linear's layout; FoldWeightTranspose.cpp marks it `transposed`) has
-// each part as a contiguous block of rows on disk. A weight stored [in, out] has its parts as
-// strided column blocks, which an onnx.weight reference cannot express: refused (the check says
-// so) rather than copied. A bias [out] slices contiguously either way.
+// each part as a contiguous block of rows on disk; a weight stored [in, out] (the onnxruntime-genai
+// builder's layout) has each part as a column block, referenced with the `row_stride` of W's rows.
+// A bias [out] slices contiguously either way.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/raise/normalize/NormalizePatterns.h"
@@ -119,10 +119,9 @@ std::optional<PackedQkv> readPacked(NodeOp node, std::string &why) {
   if (wShape.size() != 2 || wShape[1] != width)
     return fail("the packed weight '" + p.weight.getWeightName().str() + "' is not [hidden, " +
                 str(width) + "] ((num_heads + 2 * kv_num_heads) * head_size columns)");
-  if (!p.transpose && !p.weight.getTransposed())
+  if (p.weight.getRowStride())
     return fail("the packed weight '" + p.weight.getWeightName().str() +
-                "' is stored [in, out]: its q, k and v column blocks are strided on disk, which a "
-                "weight reference cannot slice (stored [out, in], as nn.Linear, it is imported)");
+                "' is itself a strided window of another weight");
   if (p.bias) {
     SmallVector<int64_t> bShape = raise::staticShape(p.bias);
     WeightOp bw = raise::weightOf(p.bias);
@@ -134,23 +133,27 @@ std::optional<PackedQkv> readPacked(NodeOp node, std::string &why) {
   return p;
 }
 
-/// Columns [begin, begin + n) of `p.weight` as the MatMul reads it ([in, n]): rows of the bytes on
-/// disk ([out, in]), a reference marked `transposed`.
+/// Columns [begin, begin + n) of `p.weight` as the MatMul reads it ([in, n]), a reference into its
+/// bytes: stored [out, in] (`transposed`, or read through Transpose), rows begin..begin+n-1 on
+/// disk, contiguous; stored [in, out], every row's elements begin..begin+n-1, `row_stride` apart.
 Value columnSlice(PatternRewriter &rewriter, const PackedQkv &p, int64_t begin, int64_t n,
                   StringRef part) {
   WeightOp w = p.weight;
   auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
   const int64_t elem = static_cast<int64_t>(w.getLength()) / type.getNumElements();
+  const bool rows = p.transpose || w.getTransposed();
   const int64_t in = p.transpose ? type.getDimSize(1) : type.getDimSize(0);
+  const int64_t out = type.getNumElements() / in;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointAfter(w);
+  const int64_t offset = static_cast<int64_t>(w.getOffset()) + begin * (rows ? in : 1) * elem;
   return rewriter
-      .create<WeightOp>(
-          w.getLoc(), RankedTensorType::get({in, n}, type.getElementType()),
-          rewriter.getStringAttr(w.getWeightName().str() + "[" + part.str() + "]"), w.getFileAttr(),
-          rewriter.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + begin * in * elem),
-          rewriter.getI64IntegerAttr(n * in * elem), /*value=*/ElementsAttr(),
-          rewriter.getUnitAttr())
+      .create<WeightOp>(w.getLoc(), RankedTensorType::get({in, n}, type.getElementType()),
+                        rewriter.getStringAttr(w.getWeightName().str() + "[" + part.str() + "]"),
+                        w.getFileAttr(), rewriter.getI64IntegerAttr(offset),
+                        rewriter.getI64IntegerAttr(n * in * elem), /*value=*/ElementsAttr(),
+                        rows ? rewriter.getUnitAttr() : UnitAttr(),
+                        rows ? IntegerAttr() : rewriter.getI64IntegerAttr(out * elem))
       .getResult();
 }
 
@@ -178,7 +181,7 @@ Value biasSlice(PatternRewriter &rewriter, NodeOp anchor, const PackedQkv &p, in
             w.getFileAttr(),
             rewriter.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + begin * elem),
             rewriter.getI64IntegerAttr(n * elem), value ? ElementsAttr(value) : ElementsAttr(),
-            UnitAttr())
+            UnitAttr(), IntegerAttr())
         .getResult();
   }
   NodeOp c = raise::producer(p.bias, {"Constant"});

@@ -373,10 +373,12 @@ def fuse_gqa(model, cfg, packed=False):
     cos_cache, sin_cache) with do_rotary 1 (onnxruntime-genai's builder, separate q/k/v MatMuls);
     seqlens_k = S - 1 per row and total_sequence_length = S computed from input_ids' shape, as the
     builder computes them from attention_mask. With `packed`, the query is packed QKV instead (a
-    fused qkv_proj, key and value inputs empty): MatMul(x, Transpose(W)) with W [(N + 2 Nkv) H, hidden]
-    the q, k and v nn.Linear weights ([out, in], the transposes of the base's [in, out] MatMul
-    initializers) concatenated along the rows, as an export without constant folding writes a fused
-    nn.Linear."""
+    fused qkv_proj, key and value inputs empty), in both layouts: even layers MatMul(x, Transpose(W))
+    with W [(N + 2 Nkv) H, hidden] the q, k and v nn.Linear weights ([out, in], the transposes of the
+    base's [in, out] MatMul initializers) concatenated along the rows, as an export of a fused
+    nn.Linear without constant folding writes it; odd layers MatMul(x, W) with W [hidden, (N + 2 Nkv) H]
+    the base's q, k and v initializers concatenated along the columns, the onnxruntime-genai
+    builder's layout."""
     g = Graph(model.graph)
     ids = model.graph.input[0].name
     cos, sin = rope_caches(cfg["rope_theta"], cfg["head_dim"], ROTARY_ROWS)
@@ -411,13 +413,19 @@ def fuse_gqa(model, cfg, packed=False):
             x = proj["q"].input[0]
             if any(proj[k].input[0] != x for k in ("k", "v")):
                 raise SystemExit(f"{p}: q/k/v_proj read different inputs")
-            w = np.concatenate([g.const(proj[k].input[1]).T for k in ("q", "k", "v")], axis=0)
+            ws = [g.const(proj[k].input[1]) for k in ("q", "k", "v")]  # [in, out] each
             wname = f"layers.{layer}.self_attn.qkv_proj.weight"
+            if layer % 2 == 0:  # [out, in] behind a Transpose
+                w = np.concatenate([wk.T for wk in ws], axis=0)
+                extra = [helper.make_node("Transpose", [wname], [f"{p}/qkv_proj/Transpose_output_0"],
+                                          name=f"{p}/qkv_proj/Transpose", perm=[1, 0])]
+                rhs = f"{p}/qkv_proj/Transpose_output_0"
+            else:  # [in, out]
+                w = np.concatenate(ws, axis=1)
+                extra, rhs = [], wname
             model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w), wname))
-            extra = [helper.make_node("Transpose", [wname], [f"{p}/qkv_proj/Transpose_output_0"],
-                                      name=f"{p}/qkv_proj/Transpose", perm=[1, 0]),
-                     helper.make_node("MatMul", [x, f"{p}/qkv_proj/Transpose_output_0"],
-                                      [f"{p}/qkv_proj/MatMul_output_0"], name=f"{p}/qkv_proj/MatMul")]
+            extra.append(helper.make_node("MatMul", [x, rhs], [f"{p}/qkv_proj/MatMul_output_0"],
+                                          name=f"{p}/qkv_proj/MatMul"))
             qkv = [f"{p}/qkv_proj/MatMul_output_0", "", ""]
         node = helper.make_node(
             "GroupQueryAttention",

@@ -1,10 +1,10 @@
 // RUN: disagmoe-opt %s -normalize-onnx -split-input-file | FileCheck %s
 // normalize-onnx, com.microsoft.GroupQueryAttention on a packed QKV query (SplitPackedQkv.cpp):
-// MatMul(x, W) (+ bias) with W stored [out, in] = [(N + 2 Nkv) H, hidden] becomes three MatMuls
-// on row blocks of W's bytes (references, offsets in bytes), then the separate-form decomposition
-// applies. The packed projections that are not split: tests/lit/raise/refuse-packed-qkv.mlir.
-// Each function: hidden 8, 2 query heads and 1 KV head of head_dim 4, so W holds 16 rows of 8
-// floats (32 bytes a row): q rows 0..7, k rows 8..11, v rows 12..15.
+// MatMul(x, W) (+ bias) becomes three MatMuls on references into W's bytes (offsets in bytes):
+// row blocks when W is stored [out, in] = [(N + 2 Nkv) H, hidden], column blocks `row_stride` apart
+// when it is stored [in, out]; then the separate-form decomposition applies. The packed projections that are not split: tests/lit/raise/refuse-packed-qkv.mlir.
+// Each function: hidden 8, 2 query heads and 1 KV head of head_dim 4, so W [out, in] holds 16 rows
+// of 8 floats (32 bytes a row): q rows 0..7, k rows 8..11, v rows 12..15.
 
 // W read through Transpose (an export without constant folding) and a bias initializer [16]:
 // q = bytes 64 + [0, 256), k = 64 + [256, 384), v = 64 + [384, 512); bias q [0, 32), k [32, 48),
@@ -70,4 +70,27 @@ func.func @packed_folded_rotary(%x: tensor<1x2x8xf32>) -> tensor<1x2x8xf32> {
   %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %y:3 = onnx.node "GroupQueryAttention"(%qkv, %none, %none, %none, %none, %seqlens, %total, %cos, %sin) {domain = "com.microsoft", node_name = "gqa", onnx_attrs = {do_rotary = 1 : i64, kv_num_heads = 1 : i64, num_heads = 2 : i64, rotary_interleaved = 0 : i64}} : (tensor<1x2x16xf32>, none, none, none, none, tensor<1xi32>, tensor<i32>, tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<1x2x8xf32>, tensor<*xf32>, tensor<*xf32>)
   return %y#0 : tensor<1x2x8xf32>
+}
+
+// -----
+
+// W stored [in, out] = [8, 16] (the onnxruntime-genai builder's layout): 64-byte rows, q the first
+// 32 bytes of each (offset 0), k the next 16 (offset 32), v the last 16 (offset 48).
+// CHECK-LABEL: func.func @packed_in_out
+// CHECK-DAG:   %[[WQ:.*]] = onnx.weight "qkv_w[q]" {file = "m.onnx", length = 256 : i64, offset = 0 : i64, row_stride = 64 : i64} : tensor<8x8xf32>
+// CHECK-DAG:   %[[WK:.*]] = onnx.weight "qkv_w[k]" {file = "m.onnx", length = 128 : i64, offset = 32 : i64, row_stride = 64 : i64} : tensor<8x4xf32>
+// CHECK-DAG:   %[[WV:.*]] = onnx.weight "qkv_w[v]" {file = "m.onnx", length = 128 : i64, offset = 48 : i64, row_stride = 64 : i64} : tensor<8x4xf32>
+// CHECK-NOT:   "GroupQueryAttention"
+// CHECK:       onnx.node "MatMul"(%arg0, %[[WQ]]) {node_name = "gqa/q_proj/MatMul"
+// CHECK:       onnx.node "MatMul"(%arg0, %[[WK]]) {node_name = "gqa/k_proj/MatMul"
+// CHECK:       onnx.node "MatMul"(%arg0, %[[WV]]) {node_name = "gqa/v_proj/MatMul"
+// CHECK:       onnx.node "Softmax"
+func.func @packed_in_out(%x: tensor<1x3x8xf32>) -> tensor<1x3x8xf32> {
+  %none = onnx.none
+  %w = onnx.weight "qkv_w" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<8x16xf32>
+  %qkv = onnx.node "MatMul"(%x, %w) {node_name = "qkv_proj", onnx_attrs = {}} : (tensor<1x3x8xf32>, tensor<8x16xf32>) -> tensor<1x3x16xf32>
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
+  %y:3 = onnx.node "GroupQueryAttention"(%qkv, %none, %none, %none, %none, %seqlens, %total) {domain = "com.microsoft", node_name = "gqa", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x16xf32>, none, none, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x3x8xf32>
 }

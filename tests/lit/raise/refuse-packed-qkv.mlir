@@ -29,21 +29,6 @@ func.func @packed_not_constant(%x: tensor<1x3x8xf32>, %w: tensor<8x16xf32>) -> t
 
 // -----
 
-// A packed weight stored [in, out]: its q, k and v parts are strided column blocks of the bytes;
-// kept, not copied.
-func.func @packed_in_out(%x: tensor<1x3x8xf32>) -> tensor<1x3x8xf32> {
-  %none = onnx.none
-  %w = onnx.weight "qkv_w" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<8x16xf32>
-  %qkv = onnx.node "MatMul"(%x, %w) {node_name = "qkv_proj", onnx_attrs = {}} : (tensor<1x3x8xf32>, tensor<8x16xf32>) -> tensor<1x3x16xf32>
-  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
-  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
-  // expected-error @+1 {{packed QKV (no separate key and value inputs) is not imported: the packed weight 'qkv_w' is stored [in, out]: its q, k and v column blocks are strided on disk, which a weight reference cannot slice (stored [out, in], as nn.Linear, it is imported)}}
-  %y:3 = onnx.node "GroupQueryAttention"(%qkv, %none, %none, %none, %none, %seqlens, %total) {domain = "com.microsoft", node_name = "gqa", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x16xf32>, none, none, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
-  return %y#0 : tensor<1x3x8xf32>
-}
-
-// -----
-
 // A query 12 wide where (num_heads 2 + 2 * kv_num_heads 1) * head_size 4 is 16: kept.
 func.func @packed_width(%x: tensor<1x3x8xf32>) -> tensor<1x3x8xf32> {
   %none = onnx.none
