@@ -139,6 +139,7 @@ int PlanBuilder::weight(Value v, const std::vector<int> &ranks) {
     spec.file = spec.path = std::string(abs);
     spec.offset = w.getOffset();
     spec.length = w.getLength();
+    spec.rowStride = w.getRowStride().value_or(0);
     model().weights.push_back(std::move(spec));
     weightRanks_.emplace_back();
   }

@@ -25,6 +25,15 @@ LogicalResult WeightOp::verify() {
     return emitOpError("weight '") << getWeightName() << "' has a negative offset or length";
   unsigned bits = type.getElementType().getIntOrFloatBitWidth();
   int64_t expected = type.getNumElements() * ((bits + 7) / 8);
+  if (std::optional<uint64_t> stride = getRowStride()) {
+    if (type.getRank() != 2 || getTransposed())
+      return emitOpError("weight '")
+             << getWeightName() << "' has a row_stride but is not a 2-D weight read as stored";
+    if (static_cast<int64_t>(*stride) < type.getDimSize(1) * ((bits + 7) / 8))
+      return emitOpError("weight '")
+             << getWeightName() << "' has row_stride " << *stride << " bytes, less than its rows' "
+             << type.getDimSize(1) * ((bits + 7) / 8);
+  }
   if (getLength() != expected)
     return emitOpError("weight '") << getWeightName() << "' has length " << getLength()
                                    << " bytes but its type needs " << expected;

@@ -54,7 +54,10 @@ def Onnx_WeightOp : Onnx_Op<"weight", [Pure]> {
     can read shape constants and frequencies; large weights are never loaded at compile time.
     `transposed` marks a 2-D weight whose result is the transpose of the bytes on disk: exports
     without constant folding keep `nn.Linear` weights as stored ([out, in]) behind a `Transpose`,
-    which the raising pass folds into the reference.
+    which the raising pass folds into the reference. `row_stride` (bytes) marks a 2-D [rows, cols]
+    window of a wider row-major matrix on disk: row r's cols elements start at offset + r * row_stride
+    (normalize-onnx's SplitPackedQkv references the q, k and v column blocks of a packed [in, out]
+    projection this way); `length` stays the window's rows * cols * element bytes.
 
     ```mlir
     %w = onnx.weight "onnx::MatMul_1234" {file = "model.onnx", offset = 4096 : i64, length = 16384 : i64}
@@ -62,7 +65,8 @@ def Onnx_WeightOp : Onnx_Op<"weight", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$weight_name, StrAttr:$file, I64Attr:$offset, I64Attr:$length,
-                       OptionalAttr<ElementsAttr>:$value, UnitAttr:$transposed);
+                       OptionalAttr<ElementsAttr>:$value, UnitAttr:$transposed,
+                       OptionalAttr<I64Attr>:$row_stride);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = "$weight_name attr-dict `:` type($result)";
   let hasVerifier = 1;

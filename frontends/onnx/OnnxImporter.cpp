@@ -164,7 +164,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> importOnnxGraph(MLIRContext &context, cons
         b.getI64IntegerAttr(static_cast<int64_t>(init.offset)),
         b.getI64IntegerAttr(
             static_cast<int64_t>(init.hasFileRange ? init.length : init.data->bytes.size())),
-        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr());
+        init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr(),
+        /*row_stride=*/IntegerAttr());
     values[init.info.name] = weight.getResult();
   }
 

@@ -351,10 +351,16 @@ private:
     if (n.opType == "RotaryEmbedding") {
       same(0);
     } else if (n.opType == "GroupQueryAttention") {
-      // With separate key and value, the output is the query's [batch, seq, num_heads * head]
-      // (a packed query is wider than its output: left untyped).
-      if (n.inputs.size() > 2 && !n.inputs[1].empty() && !n.inputs[2].empty())
+      // With separate key and value, the output is the query's [batch, seq, num_heads * head];
+      // a packed query [batch, seq, (num_heads + 2 kv_num_heads) * head] gives [batch, seq,
+      // num_heads * head] (left untyped when the width does not divide).
+      if (n.inputs.size() > 2 && !n.inputs[1].empty() && !n.inputs[2].empty()) {
         same(0);
+      } else if (const Dims *q = dimsOf(0); q && q->size() == 3 && (*q)[2] > 0) {
+        const int64_t heads = intAttr("num_heads", 0), kv = intAttr("kv_num_heads", 0);
+        if (heads > 0 && kv > 0 && (*q)[2] % (heads + 2 * kv) == 0)
+          setOut(0, typeOf(0), Dims{(*q)[0], (*q)[1], heads * ((*q)[2] / (heads + 2 * kv))});
+      }
     } else if (n.opType == "SkipSimplifiedLayerNormalization") { // Y and the residual sum
       same(0);
       setOut(3, typeOf(0), dimsOf(0));

@@ -311,10 +311,17 @@ private:
       if (::stat(spec.path.c_str(), &st) != 0)
         w["file"].fail("weight \"" + spec.name + "\": cannot open \"" + spec.path +
                        "\": " + std::strerror(errno));
-      if (spec.offset + spec.length > static_cast<uint64_t>(st.st_size))
+      // The bytes read: the last row of a strided window ends (rows - 1) strides after the first.
+      const uint64_t extent = spec.rowStride
+                                  ? (static_cast<uint64_t>(spec.shape[0]) - 1) * spec.rowStride +
+                                        static_cast<uint64_t>(spec.shape[1]) * 4
+                                  : spec.length;
+      if (spec.offset + extent > static_cast<uint64_t>(st.st_size))
         w["offset"].fail("weight \"" + spec.name + "\": offset " + std::to_string(spec.offset) +
-                         " + length " + std::to_string(spec.length) + " exceeds the size of \"" +
-                         spec.path + "\" (" + std::to_string(st.st_size) + " bytes)");
+                         (spec.rowStride ? " + extent " + std::to_string(extent)
+                                         : " + length " + std::to_string(spec.length)) +
+                         " exceeds the size of \"" + spec.path + "\" (" +
+                         std::to_string(st.st_size) + " bytes)");
       Node ranks = w["ranks"];
       if (ranks.size() == 0)
         ranks.fail("a weight must be held by at least one rank");

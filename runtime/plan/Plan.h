@@ -97,6 +97,7 @@ struct WeightSpec {
   std::string path;           ///< `file` resolved against the plan's directory
   uint64_t offset = 0;        ///< bytes into `path`
   uint64_t length = 0;        ///< bytes; == numel(shape) * 4
+  uint64_t rowStride = 0;     ///< 0: dense; else a 2-D window, row r at offset + r * rowStride
   std::vector<int> ranks;     ///< global ranks holding it, ascending
 };
 

@@ -310,6 +310,16 @@ const std::vector<Field<WeightSpec>> &weightFields() {
       {"length", true, nullptr,
        [](const Node &f, S &s) { s.length = static_cast<uint64_t>(f.integer(0, INT64_MAX)); },
        [](const S &s) -> Opt { return s.length; }},
+      {"row_stride", false, nullptr,
+       [](const Node &f, S &s) {
+         s.rowStride = static_cast<uint64_t>(f.integer(1, INT64_MAX));
+         if (s.shape.size() != 2 || s.transposed)
+           f.fail("only a 2-D weight read as stored can have a row stride");
+         if (s.rowStride < static_cast<uint64_t>(s.shape[1]) * 4)
+           f.fail(std::to_string(s.rowStride) + " bytes is less than a row's " +
+                  std::to_string(s.shape[1] * 4));
+       },
+       [](const S &s) -> Opt { return s.rowStride ? Opt(s.rowStride) : std::nullopt; }},
   };
   return fields;
 }

@@ -25,18 +25,25 @@ Tensor readWeight(const WeightSpec &spec) {
   if (fd < 0)
     throw WeightError(where(spec) + ": cannot open file: " + std::strerror(errno));
   char *dst = reinterpret_cast<char *>(raw.data.data());
-  uint64_t done = 0;
-  while (done < spec.length) {
-    ssize_t n = ::pread(fd, dst + done, spec.length - done, static_cast<off_t>(spec.offset + done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      std::string why = n < 0 ? std::strerror(errno)
-                              : "file ends after " + std::to_string(spec.offset + done) + " bytes";
-      ::close(fd);
-      throw WeightError(where(spec) + ": short read: " + why);
+  // A dense weight is one run of bytes; a strided window (rowStride) one run per row.
+  const uint64_t runs = spec.rowStride ? static_cast<uint64_t>(spec.shape[0]) : 1;
+  const uint64_t runBytes = spec.length / runs;
+  for (uint64_t r = 0; r < runs; ++r) {
+    const uint64_t at = spec.offset + r * spec.rowStride;
+    char *to = dst + r * runBytes;
+    uint64_t done = 0;
+    while (done < runBytes) {
+      ssize_t n = ::pread(fd, to + done, runBytes - done, static_cast<off_t>(at + done));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        std::string why = n < 0 ? std::strerror(errno)
+                                : "file ends after " + std::to_string(at + done) + " bytes";
+        ::close(fd);
+        throw WeightError(where(spec) + ": short read: " + why);
+      }
+      done += static_cast<uint64_t>(n);
     }
-    done += static_cast<uint64_t>(n);
   }
   ::close(fd);
   if (!spec.transposed)

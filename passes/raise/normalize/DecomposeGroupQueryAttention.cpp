@@ -11,11 +11,11 @@
 // back to [B, S, N H].
 //
 // What is imported (groupQueryAttentionMismatch names the rest): separate key and value inputs
-// (a packed QKV input means one projection MatMul, while moe.attention holds the q, k and v
-// weights apart); no past_key/past_value (a KV cache); seqlens_k = S - 1 in every row and
-// total_sequence_length = S (no padding, what the compiled plan binds); local_window_size -1,
-// softcap 0, smooth_softmax 0, no attention_bias, no head_sink, no position_ids input; the
-// present_key/present_value outputs unused.
+// (a packed QKV input, one projection MatMul, is split into three by SplitPackedQkv.cpp first;
+// packedQkvMismatch says why one was not); no past_key/past_value (a KV cache); seqlens_k = S - 1
+// in every row and total_sequence_length = S (no padding, what the compiled plan binds);
+// local_window_size -1, softcap 0, smooth_softmax 0, no attention_bias, no head_sink, no
+// position_ids input; the present_key/present_value outputs unused.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/raise/normalize/NormalizePatterns.h"
@@ -60,8 +60,8 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
   GqaForm f;
   f.q = input(0), f.k = input(1), f.v = input(2);
   if (!f.q || !f.k || !f.v)
-    return fail("packed QKV (no separate key and value inputs) is not imported: moe.attention "
-                "needs the q, k and v projection weights apart");
+    return fail("packed QKV (no separate key and value inputs) is not imported: " +
+                (f.q ? packedQkvMismatch(node) : std::string("no query input")));
   if (input(3) || input(4))
     return fail("past_key/past_value inputs (a KV cache) are not imported: training runs whole "
                 "sequences");

@@ -18,7 +18,7 @@ struct FoldWeightTranspose : OpRewritePattern<NodeOp> {
     if (!isNode(node, "Transpose", 1, 1))
       return failure();
     onnxir::WeightOp w = raise::weightOf(node.getInputs()[0]);
-    if (!w || w.getTransposed())
+    if (!w || w.getTransposed() || w.getRowStride())
       return failure();
     auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
     if (type.getRank() != 2)
@@ -34,7 +34,7 @@ struct FoldWeightTranspose : OpRewritePattern<NodeOp> {
         w.getLoc(),
         RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
         w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
-        /*value=*/ElementsAttr(), rewriter.getUnitAttr());
+        /*value=*/ElementsAttr(), rewriter.getUnitAttr(), /*row_stride=*/IntegerAttr());
     rewriter.replaceOp(node, transposed.getResult());
     return success();
   }

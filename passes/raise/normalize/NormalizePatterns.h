@@ -57,6 +57,14 @@ void populateDecomposeGroupQueryAttentionPatterns(mlir::RewritePatternSet &patte
 /// error); empty if it is, or if `node` is no GroupQueryAttention.
 std::string groupQueryAttentionMismatch(NodeOp node);
 
+/// com.microsoft.GroupQueryAttention on a packed query MatMul(x, W) (+ bias) -> three MatMuls on
+/// column slices of W (references into its bytes: row blocks of a W stored [out, in], strided
+/// column blocks of one stored [in, out]) as separate query, key and value (SplitPackedQkv.cpp).
+void populateSplitPackedQkvPatterns(mlir::RewritePatternSet &patterns);
+/// Why the packed query of `node`, a GroupQueryAttention with no key and value inputs, is not
+/// split; empty if it is, or if `node` is no such node.
+std::string packedQkvMismatch(NodeOp node);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

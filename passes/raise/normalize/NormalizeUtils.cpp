@@ -64,6 +64,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateNewerOpsetFormPatterns(patterns);
   populateDecomposeAttentionPatterns(patterns);
   populateDecomposeRotaryEmbeddingPatterns(patterns);
+  populateSplitPackedQkvPatterns(patterns);
   populateDecomposeGroupQueryAttentionPatterns(patterns);
 }
 

@@ -195,7 +195,7 @@ WeightOp ComponentMatcher::sliceRef(WeightOp w, int64_t e, bool transpose) {
       b.getStringAttr(w.getWeightName().str() + "[" + std::to_string(e) + "]"), w.getFileAttr(),
       b.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + e * bytes),
       b.getI64IntegerAttr(bytes), /*value=*/ElementsAttr(),
-      transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr());
+      transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr(), /*row_stride=*/IntegerAttr());
   created_.push_back(ref);
   return ref;
 }
@@ -206,7 +206,8 @@ WeightOp ComponentMatcher::reshapedRef(WeightOp w, ArrayRef<int64_t> shape) {
   b.setInsertionPointAfter(w);
   auto ref = b.create<WeightOp>(w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
                                 w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(),
-                                w.getLengthAttr(), /*value=*/ElementsAttr(), w.getTransposedAttr());
+                                w.getLengthAttr(), /*value=*/ElementsAttr(), w.getTransposedAttr(),
+                                /*row_stride=*/IntegerAttr());
   created_.push_back(ref);
   return ref;
 }
@@ -219,7 +220,7 @@ WeightOp ComponentMatcher::transposedRef(WeightOp w) {
       w.getLoc(),
       RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
       w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
-      /*value=*/ElementsAttr(), b.getUnitAttr());
+      /*value=*/ElementsAttr(), b.getUnitAttr(), /*row_stride=*/IntegerAttr());
   created_.push_back(ref);
   return ref;
 }

@@ -58,10 +58,13 @@ FORMS = {
     "mixtral_ort_rotary": ("mixtral", 17, None, "ort", False, "ort"),
     "mixtral_opset23_rotary": ("mixtral", 23, "constant", "rmsnorm", True, "onnx"),
     "mixtral_ort_gqa": ("mixtral16", 17, None, "ort", False, None),
+    "mixtral_ort_gqa_packed": ("mixtral16", 17, None, "ort", False, None),
     "qwen3_opset21": ("qwen3", 21, "initializer", None, False, None),
 }
-# Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai).
-GQA_FORMS = {"mixtral_ort_gqa"}
+# Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai), and
+# those of them whose query is packed QKV (one qkv_proj MatMul, key and value inputs empty).
+GQA_FORMS = {"mixtral_ort_gqa", "mixtral_ort_gqa_packed"}
+PACKED_QKV_FORMS = {"mixtral_ort_gqa_packed"}
 # Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
 ROTARY_ROWS = 32
 # IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
@@ -364,12 +367,18 @@ def fuse_rotary(model, style, theta, head_dim):
     return len(fused)
 
 
-def fuse_gqa(model, cfg):
+def fuse_gqa(model, cfg, packed=False):
     """Each layer's attention between its q/k/v projections and o_proj -> one
     com.microsoft.GroupQueryAttention(query, key, value, -, -, seqlens_k, total_sequence_length,
     cos_cache, sin_cache) with do_rotary 1 (onnxruntime-genai's builder, separate q/k/v MatMuls);
     seqlens_k = S - 1 per row and total_sequence_length = S computed from input_ids' shape, as the
-    builder computes them from attention_mask."""
+    builder computes them from attention_mask. With `packed`, the query is packed QKV instead (a
+    fused qkv_proj, key and value inputs empty), in both layouts: even layers MatMul(x, Transpose(W))
+    with W [(N + 2 Nkv) H, hidden] the q, k and v nn.Linear weights ([out, in], the transposes of the
+    base's [in, out] MatMul initializers) concatenated along the rows, as an export of a fused
+    nn.Linear without constant folding writes it; odd layers MatMul(x, W) with W [hidden, (N + 2 Nkv) H]
+    the base's q, k and v initializers concatenated along the columns, the onnxruntime-genai
+    builder's layout."""
     g = Graph(model.graph)
     ids = model.graph.input[0].name
     cos, sin = rope_caches(cfg["rope_theta"], cfg["head_dim"], ROTARY_ROWS)
@@ -398,14 +407,34 @@ def fuse_gqa(model, cfg):
         if any(n is None for n in proj.values()):
             raise SystemExit(f"{p}: no q/k/v/o_proj MatMul to fuse")
         merge = g.producer[proj["o"].input[0]]  # the head merge (Reshape) o_proj reads
+        qkv = [proj[k].output[0] for k in ("q", "k", "v")]
+        extra = []
+        if packed:
+            x = proj["q"].input[0]
+            if any(proj[k].input[0] != x for k in ("k", "v")):
+                raise SystemExit(f"{p}: q/k/v_proj read different inputs")
+            ws = [g.const(proj[k].input[1]) for k in ("q", "k", "v")]  # [in, out] each
+            wname = f"layers.{layer}.self_attn.qkv_proj.weight"
+            if layer % 2 == 0:  # [out, in] behind a Transpose
+                w = np.concatenate([wk.T for wk in ws], axis=0)
+                extra = [helper.make_node("Transpose", [wname], [f"{p}/qkv_proj/Transpose_output_0"],
+                                          name=f"{p}/qkv_proj/Transpose", perm=[1, 0])]
+                rhs = f"{p}/qkv_proj/Transpose_output_0"
+            else:  # [in, out]
+                w = np.concatenate(ws, axis=1)
+                extra, rhs = [], wname
+            model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w), wname))
+            extra.append(helper.make_node("MatMul", [x, rhs], [f"{p}/qkv_proj/MatMul_output_0"],
+                                          name=f"{p}/qkv_proj/MatMul"))
+            qkv = [f"{p}/qkv_proj/MatMul_output_0", "", ""]
         node = helper.make_node(
             "GroupQueryAttention",
-            [proj["q"].output[0], proj["k"].output[0], proj["v"].output[0], "", "", "gqa/seqlens_k",
-             "gqa/total_sequence_length", "rotary.cos_cache", "rotary.sin_cache"],
+            qkv + ["", "", "gqa/seqlens_k",
+                   "gqa/total_sequence_length", "rotary.cos_cache", "rotary.sin_cache"],
             [proj["o"].input[0], f"{p}/present_key", f"{p}/present_value"],
             name=f"{p}/GroupQueryAttention", domain="com.microsoft", num_heads=cfg["num_heads"],
             kv_num_heads=cfg["num_kv_heads"], do_rotary=1, rotary_interleaved=0)
-        replace_nodes(model.graph, [merge], merge, [node])
+        replace_nodes(model.graph, [merge], merge, extra + [node])
         done += 1
     for n in reversed(pre):
         model.graph.node.insert(0, n)
@@ -496,7 +525,8 @@ def write_form(name, out_dir):
         notes["attention_scale"] = scales[0] if scales else None
     if name in GQA_FORMS:
         notes["group_query_attention"] = fuse_gqa(model, json.load(open(os.path.join(base_dir, "golden",
-                                                                                    "config.json"))))
+                                                                                    "config.json"))),
+                                                  packed=name in PACKED_QKV_FORMS)
     if rotary:
         cfg0 = json.load(open(os.path.join(base_dir, "golden", "config.json")))
         notes["rotary"] = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])

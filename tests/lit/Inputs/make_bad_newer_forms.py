@@ -50,10 +50,22 @@ def main(out):
     att.input.extend(["", "past_key", "past_value"])
     save(m, "attention_past_kv")
 
-    # GroupQueryAttention on one packed QKV input (the builder's default with a fused qkv_proj).
-    m = load("mixtral_ort_gqa")
+    # GroupQueryAttention on packed QKV whose projection adds a LoRA adapter (x A B, rank 4) to the
+    # fused qkv_proj: the Add's other operand is no constant bias, so the query is not split.
+    m = load("mixtral_ort_gqa_packed")
+    mm = next(n for n in m.graph.node if n.name == "/layers.0/self_attn/qkv_proj/MatMul")
     gqa = next(n for n in m.graph.node if n.op_type == "GroupQueryAttention")
-    gqa.input[1] = gqa.input[2] = ""
+    rng = np.random.default_rng(0)
+    m.graph.initializer.extend([
+        numpy_helper.from_array(rng.standard_normal((64, 4)).astype(np.float32), "lora.A"),
+        numpy_helper.from_array(rng.standard_normal((4, 128)).astype(np.float32), "lora.B")])
+    at = list(m.graph.node).index(gqa)
+    for i, n in enumerate([
+            helper.make_node("MatMul", [mm.input[0], "lora.A"], ["lora/xa"], name="/layers.0/lora/MatMul_A"),
+            helper.make_node("MatMul", ["lora/xa", "lora.B"], ["lora/xab"], name="/layers.0/lora/MatMul_B"),
+            helper.make_node("Add", [mm.output[0], "lora/xab"], ["lora/qkv"], name="/layers.0/lora/Add")]):
+        m.graph.node.insert(at + i, n)
+    gqa.input[0] = "lora/qkv"
     save(m, "gqa_packed")
 
     # GroupQueryAttention with a local window (Mistral-style sliding window).

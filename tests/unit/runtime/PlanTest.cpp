@@ -3,10 +3,12 @@
 #include "TestSupport.h"
 
 #include "runtime/plan/Plan.h"
+#include "runtime/plan/Weights.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 using namespace disagmoe;
 using namespace disagmoe::test;
@@ -143,6 +145,50 @@ TEST(Plan, RejectsWeightsOutsideTheirFile) {
             0u)
       << message;
   EXPECT_NE(message.find("missing.bin\": No such file or directory"), std::string::npos) << message;
+}
+
+TEST(Plan, ReadsAStridedWindowOfAWiderMatrix) {
+  // A [3, 5] float matrix 0..14 on disk; the window [3, 2] of its columns 1..2 (normalize-onnx's
+  // SplitPackedQkv references a packed [in, out] projection's q, k and v blocks so).
+  const std::string dir = makeTempDir("strided_weight");
+  const std::string file = dir + "/w.bin";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 0; i < 15; ++i) {
+      const float v = static_cast<float>(i);
+      out.write(reinterpret_cast<const char *>(&v), sizeof v);
+    }
+  }
+  WeightSpec spec;
+  spec.name = "w[1:3]";
+  spec.dtype = "float32";
+  spec.shape = {3, 2};
+  spec.file = spec.path = file;
+  spec.offset = 4;
+  spec.length = 24;
+  spec.rowStride = 20;
+  const Tensor t = readWeight(spec);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(t.data, (std::vector<float>{1, 2, 6, 7, 11, 12}));
+}
+
+TEST(Plan, RejectsStridedWindowsOutsideTheirFileOrTransposed) {
+  json plan = tinyPlan(twoByTwo());
+  const size_t i = weightIndex(plan, "l0.q");
+  const int64_t offset = plan["model"]["weights"][i]["offset"];
+  plan["model"]["weights"][i]["row_stride"] = 512; // the last of 64 rows ends 63 * 512 + 256 in
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].offset: weight \"l0.q\": offset " + std::to_string(offset) +
+                               " + extent 32512 exceeds the size of \"" + goldenPath("w_l0_q.npy") +
+                               "\" (16512 bytes)");
+  plan["model"]["weights"][i]["row_stride"] = 128;
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].row_stride: 128 bytes is less than a row's 256");
+  plan["model"]["weights"][i]["row_stride"] = 256;
+  plan["model"]["weights"][i]["transposed"] = true;
+  EXPECT_EQ(errorOf(plan),
+            "model.weights[" + std::to_string(i) +
+                "].row_stride: only a 2-D weight read as stored can have a row stride");
 }
 
 TEST(Plan, RejectsShapesInconsistentWithHyperParameters) {
