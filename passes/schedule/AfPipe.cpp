@@ -209,6 +209,10 @@ bool buildWithWindow(const Workload &w, const Hardware &hw, const Config &c, int
   base.computeEfficiency = c.computeEfficiency;
   base.sharing = c.sharing;
   sim::ScheduleBuilder b(base);
+  // At most per micro-batch: 17 instructions per layer (forward 8, backward 9), 6 around the head
+  // and 4 for an FFN-side embedding; per layer 3 gathers and 3 reductions; 2 more of each for the
+  // embedding and the head, and one optimizer per group.
+  b.reserve(static_cast<size_t>(m) * (17 * static_cast<size_t>(L) + 10) + 6 * L + 4 + 2 * p);
   const int headGroup = L % p;
   const int M = R * p * dA;
   // Per-rank NIC bandwidth of each side: its NICs shared by its GPUs (0: the cluster's share).

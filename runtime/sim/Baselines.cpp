@@ -335,6 +335,11 @@ bool buildBaseline(const cost::ModelShape &model, const Hardware &hw, const Base
     base.modelFlops = flops;
   }
   ScheduleBuilder b(base);
+  // At most per micro-batch: 4 instructions per layer each way and 5 per chunk (receive, send, head
+  // or weight gradient); per chunk and direction 2 gathers and 2 reductions; one optimizer per
+  // stage.
+  b.reserve(static_cast<size_t>(m) * (5 * static_cast<size_t>(pp * vpp) + 8 * L) +
+            4 * static_cast<size_t>(pp * vpp) * (dual ? 2 : 1) + pp);
   std::vector<int> G(pp);
   for (int s = 0; s < pp; ++s) {
     std::vector<std::vector<int>> ranks(R);

@@ -108,28 +108,47 @@ bool ScheduleBuilder::build(bool listScheduleCompute, bool orderCommByReadiness,
   std::map<std::string, int> progOf;
   out = s_;
   out.programs.clear();
-  for (const Group &g : s_.groups)
-    if (!progOf.count(g.role)) {
-      progOf[g.role] = static_cast<int>(out.programs.size());
-      out.programs.push_back(Program{g.role, {}});
-    }
+  std::vector<int> progOfGroup(s_.groups.size()); // the role lookup once per group, not per instr
+  for (size_t g = 0; g < s_.groups.size(); ++g) {
+    auto [it, fresh] = progOf.emplace(s_.groups[g].role, static_cast<int>(out.programs.size()));
+    if (fresh)
+      out.programs.push_back(Program{s_.groups[g].role, {}});
+    progOfGroup[g] = it->second;
+  }
   const int n = static_cast<int>(instrs_.size());
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (instrs_[a].group != instrs_[b].group)
-      return instrs_[a].group < instrs_[b].group;
-    return priority_[a] < priority_[b];
+  // The keys themselves are sorted (contiguous, no indirection into the instructions).
+  struct Key {
+    int group;
+    double priority;
+    int handle;
+  };
+  std::vector<Key> order(n);
+  for (int h = 0; h < n; ++h)
+    order[h] = {instrs_[h].group, priority_[h], h};
+  std::stable_sort(order.begin(), order.end(), [](const Key &a, const Key &b) {
+    if (a.group != b.group)
+      return a.group < b.group;
+    return a.priority < b.priority;
   });
-  std::vector<int> where(n), indexIn(n);
+  std::vector<int> indexIn(n);
   std::vector<std::vector<double>> prio(out.programs.size());
-  for (int h : order) {
-    int p = progOf[s_.groups[instrs_[h].group].role];
-    where[h] = p;
+  {
+    std::vector<size_t> sizes(out.programs.size(), 0);
+    for (const Key &k : order)
+      ++sizes[progOfGroup[k.group]];
+    for (size_t p = 0; p < out.programs.size(); ++p) {
+      out.programs[p].instrs.reserve(sizes[p]);
+      prio[p].reserve(sizes[p]);
+    }
+  }
+  for (const Key &k : order) {
+    const int h = k.handle, p = progOfGroup[k.group];
     indexIn[h] = static_cast<int>(out.programs[p].instrs.size());
-    out.programs[p].instrs.push_back(instrs_[h]);
+    out.programs[p].instrs.push_back(std::move(instrs_[h])); // handed over: a builder builds once
     prio[p].push_back(priority_[h]);
   }
+  instrs_.clear();
+  priority_.clear();
   for (size_t p = 0; p < out.programs.size(); ++p)
     for (Instr &in : out.programs[p].instrs)
       for (int &d : in.after)

@@ -47,11 +47,18 @@ public:
   int collective(sched::Kind kind, int group, sched::Peers peers, const std::string &op, int layer,
                  double bytes, sched::Stream stream, double priority, std::vector<int> after = {});
   void after(int handle, int dependency);
+  /// Room for this many instructions (a hint: schedules of millions of instructions would
+  /// otherwise be copied on each growth of the buffer).
+  void reserve(size_t instructions) {
+    instrs_.reserve(instructions);
+    priority_.reserve(instructions);
+  }
   const sched::Instr &instr(int handle) const { return instrs_[handle]; }
 
   /// Lays out the programs (per role; per group, streams in priority order) and, with
   /// `listScheduleCompute` / `orderCommByReadiness`, runs the simulator once with dynamic streams
   /// and freezes the resulting orders. Returns false with `error` when that run does not complete.
+  /// The instructions move into `out`: call it once, after the last instruction is added.
   bool build(bool listScheduleCompute, bool orderCommByReadiness, sched::Schedule &out,
              std::string &error);
 

@@ -1,6 +1,7 @@
 //===- Simulator.cpp - discrete-event replay of a schedule ---------------------===//
 #include "runtime/sim/Simulator.h"
 #include "runtime/io/FileKind.h"
+#include "runtime/sim/MessageIndex.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,6 @@
 #include <map>
 #include <queue>
 #include <sstream>
-#include <unordered_map>
 
 namespace disagmoe::sim {
 
@@ -124,24 +124,6 @@ namespace {
 constexpr int kNicOut = 0, kNicIn = 1, kNvlOut = 2, kNvlIn = 3;
 const std::string kExchangePrefix = OpTimes::kExchangePrefix;
 
-struct MsgKey {
-  int src, dst, op, phase, mb, layer;
-  bool operator==(const MsgKey &o) const {
-    return src == o.src && dst == o.dst && op == o.op && phase == o.phase && mb == o.mb &&
-           layer == o.layer;
-  }
-};
-struct MsgKeyHash {
-  size_t operator()(const MsgKey &k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int v : {k.src, k.dst, k.op, k.phase, k.mb, k.layer}) {
-      h ^= static_cast<uint64_t>(static_cast<uint32_t>(v));
-      h *= 1099511628211ull;
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
 /// Per-rank link loads of an exchange, per byte of Instr::bytes (busiest rank of each side).
 struct Loads {
   double nicOut = 0, nvlOut = 0, nicIn = 0, nvlIn = 0;
@@ -153,11 +135,15 @@ public:
   SimResult run();
 
 private:
+  // What the event loop reads of an instruction, kept here so that it does not touch the Instr.
   struct GI {
-    int prog, idx, group, stream, op;
-    double work = 0; // compute seconds at the full rate
-    int deps = 0;    // unfinished dependencies
-    int state = 0;   // 0 waiting, 1 started/issued, 2 done
+    int prog, idx, group, stream;
+    Kind kind = Kind::Compute;
+    double flops = 0;    // Instr::flops
+    double priority = 0; // on a dynamic stream: SimOptions::priority, else its index
+    double work = 0;     // compute seconds at the full rate
+    int deps = 0;        // unfinished dependencies
+    int state = 0;       // 0 waiting, 1 started/issued, 2 done
     int transfer = -1;
     double fixed =
         -1; // a send's measured seconds (op-times "exchange:<op>"); -1: the network model
@@ -167,9 +153,10 @@ private:
     int recv = -1;
   };
   struct Flow {
-    int n = 0;
-    int cls[8];
-    double load[8];
+    int n = 0; // link classes it loads: at most out NIC, out NVLink, in NIC, in NVLink
+    int cls[4];
+    double load[4];
+    double need[4]; // load x rmax: its demand on each class while open
     double rem = 1, rate = 0, rmax = 0;
     int gid = -1, transfer = -1;
     int groups[2] = {-1, -1};
@@ -262,8 +249,7 @@ private:
   std::vector<int> offset_;
   std::vector<int> depStart_, depList_; // CSR of dependents
   std::vector<GroupState> gs_;
-  std::vector<Transfer> transfers_;
-  std::unordered_map<MsgKey, int, MsgKeyHash> transferOf_;
+  std::vector<Transfer> transfers_; // one per message (MessageIndex)
   std::map<std::tuple<int, int, int, int>, Loads> loadCache_;
   std::vector<Flow> flows_;
   std::vector<int> activeFlows_, freeFlows_;
@@ -273,10 +259,14 @@ private:
   int64_t seq_ = 0, startCount_ = 0;
   double now_ = 0;
   std::vector<int> dirty_;
-  std::vector<double> used_, demand_;
+  std::vector<double> used_, demand_, capacity_; // per link class (capacity(): fixed)
   std::vector<int64_t> mark_;
+  std::vector<char> saturated_;
   int64_t stamp_ = 0;
   std::vector<int> touchedCls_;
+  // Scratch of the event loop, reused so that an event allocates nothing.
+  std::vector<int> finished_, open_, still_, frozen_;
+  std::vector<double> rates_;
 };
 
 Loads Sim::loadsFor(const Instr &in) {
@@ -394,11 +384,11 @@ void Sim::psUpdate(int g) {
   GroupState &G = gs_[g];
   const double dt = now_ - G.psLast;
   if (!G.ps.empty() && dt > 0) {
-    std::vector<double> rates;
+    rates_.clear();
     for (auto &p : G.ps)
-      rates.push_back(psRate(G, p.first));
+      rates_.push_back(psRate(G, p.first));
     for (size_t k = 0; k < G.ps.size(); ++k)
-      G.ps[k].second -= dt * rates[k];
+      G.ps[k].second -= dt * rates_[k];
   }
   G.psLast = now_;
 }
@@ -445,10 +435,7 @@ void Sim::complete(int gid) {
     int d = depList_[k];
     if (--gi_[d].deps == 0) {
       if (dynamicStream(gi_[d].stream))
-        gs_[gi_[d].group].ready[gi_[d].stream].push({o_.priority
-                                                         ? (*o_.priority)[gi_[d].prog][gi_[d].idx]
-                                                         : static_cast<double>(gi_[d].idx),
-                                                     d});
+        gs_[gi_[d].group].ready[gi_[d].stream].push({gi_[d].priority, d});
       markDirty(gi_[d].group);
     }
   }
@@ -470,7 +457,9 @@ void Sim::addFlow(Flow f) {
   F.rem = 1;
   F.rmax = 1e300;
   for (int k = 0; k < F.n; ++k)
-    F.rmax = std::min(F.rmax, capacity(F.cls[k]) / F.load[k]);
+    F.rmax = std::min(F.rmax, capacity_[F.cls[k]] / F.load[k]);
+  for (int k = 0; k < F.n; ++k)
+    F.need[k] = F.load[k] * F.rmax;
   for (int g : F.groups)
     if (g >= 0) {
       touch(g);
@@ -503,42 +492,44 @@ void Sim::recomputeRates() {
         used_[c] = 0;
       }
     }
-  std::vector<int> open = activeFlows_, still, frozen;
-  while (!open.empty()) {
+  open_ = activeFlows_;
+  while (!open_.empty()) {
     for (int c : touchedCls_)
       demand_[c] = 0;
-    for (int id : open)
+    for (int id : open_)
       for (int k = 0; k < flows_[id].n; ++k)
-        demand_[flows_[id].cls[k]] += flows_[id].load[k] * flows_[id].rmax;
+        demand_[flows_[id].cls[k]] += flows_[id].need[k];
     double x = 1; // a flow never exceeds its stand-alone speed
     for (int c : touchedCls_)
       if (demand_[c] > 0)
-        x = std::min(x, std::max(0.0, capacity(c) - used_[c]) / demand_[c]);
-    still.clear();
-    frozen.clear();
-    for (int id : open) {
+        x = std::min(x, std::max(0.0, capacity_[c] - used_[c]) / demand_[c]);
+    // A flow is frozen when one of its classes saturates at x: decided once per class (used_ and
+    // demand_ do not change during the pass).
+    for (int c : touchedCls_)
+      saturated_[c] = std::max(0.0, capacity_[c] - used_[c]) <= x * demand_[c] * (1 + 1e-9);
+    still_.clear();
+    frozen_.clear();
+    for (int id : open_) {
       Flow &F = flows_[id];
       bool bottleneck = x >= 1;
-      for (int k = 0; k < F.n && !bottleneck; ++k) {
-        int c = F.cls[k];
-        bottleneck = std::max(0.0, capacity(c) - used_[c]) <= x * demand_[c] * (1 + 1e-9);
-      }
+      for (int k = 0; k < F.n && !bottleneck; ++k)
+        bottleneck = saturated_[F.cls[k]];
       if (bottleneck) {
         F.rate = x * F.rmax;
-        frozen.push_back(id);
+        frozen_.push_back(id);
       } else {
-        still.push_back(id);
+        still_.push_back(id);
       }
     }
-    if (frozen.empty()) { // numerical safety
-      for (int id : still)
+    if (frozen_.empty()) { // numerical safety
+      for (int id : still_)
         flows_[id].rate = x * flows_[id].rmax;
       break;
     }
-    for (int id : frozen)
+    for (int id : frozen_)
       for (int k = 0; k < flows_[id].n; ++k)
         used_[flows_[id].cls[k]] += flows_[id].load[k] * flows_[id].rate;
-    open.swap(still);
+    open_.swap(still_);
   }
   ++flowEpoch_;
   double next = 1e300;
@@ -604,15 +595,14 @@ void Sim::start(int gid) {
     res_.start[x.prog][x.idx] = now_;
     res_.startOrder[x.prog][x.idx] = startCount_++;
   }
-  const Instr &in = s_.programs[x.prog].instrs[x.idx];
   GroupState &G = gs_[x.group];
   if (x.stream < 2)
     G.running[x.stream] = gid;
-  if (in.kind == Kind::Compute) {
+  if (x.kind == Kind::Compute) {
     GroupStats &st = res_.groups[x.group];
     if (st.firstStart < 0)
       st.firstStart = now_;
-    st.flops += in.flops;
+    st.flops += x.flops;
     if (x.work <= 0) {
       complete(gid);
       return;
@@ -645,9 +635,7 @@ void Sim::advance(int g) {
       }
       if (next < 0)
         continue;
-      if (exclusive && !G.ps.empty() &&
-          s_.programs[gi_[next].prog].instrs[gi_[next].idx].kind == Kind::Compute &&
-          gi_[next].work > 0)
+      if (exclusive && !G.ps.empty() && gi_[next].kind == Kind::Compute && gi_[next].work > 0)
         continue; // the GPU is busy: wait for it
       if (o_.dynamicCompute)
         G.ready[st].pop();
@@ -689,6 +677,10 @@ SimResult Sim::run() {
   used_.assign(4 * G, 0.0);
   demand_.assign(4 * G, 0.0);
   mark_.assign(4 * G, 0);
+  saturated_.assign(4 * G, 0);
+  capacity_.resize(4 * G);
+  for (int c = 0; c < 4 * G; ++c)
+    capacity_[c] = capacity(c);
   // Flatten the programs.
   offset_.clear();
   int total = 0;
@@ -708,7 +700,8 @@ SimResult Sim::run() {
     }
   }
   gi_.resize(total);
-  std::unordered_map<std::string, int> opIds;
+  const MessageIndex messages = indexMessages(s_);
+  transfers_.assign(messages.count, Transfer());
   std::vector<int> counts(total + 1, 0);
   const double peak = s_.hw.peakFlops * (s_.computeEfficiency > 0 ? s_.computeEfficiency : 1.0);
   for (size_t p = 0; p < s_.programs.size(); ++p) {
@@ -721,8 +714,10 @@ SimResult Sim::run() {
       x.idx = static_cast<int>(i);
       x.group = in.group;
       x.stream = static_cast<int>(in.stream);
-      auto op = opIds.emplace(in.op, static_cast<int>(opIds.size())).first->second;
-      x.op = op;
+      x.kind = in.kind;
+      x.flops = in.flops;
+      if (dynamicStream(x.stream))
+        x.priority = o_.priority ? (*o_.priority)[p][i] : static_cast<double>(i);
       x.deps = static_cast<int>(in.after.size());
       for (int d : in.after)
         ++counts[offset_[p] + d];
@@ -738,18 +733,7 @@ SimResult Sim::run() {
             o_.opTimes->find(P.role, kExchangePrefix + in.op, in.phase, in.layer);
         x.fixed = e ? e->seconds : -1;
       }
-      if (in.kind == Kind::Send || in.kind == Kind::Recv) {
-        MsgKey k{in.kind == Kind::Send ? in.group : in.peer,
-                 in.kind == Kind::Send ? in.peer : in.group,
-                 op,
-                 static_cast<int>(in.phase),
-                 in.mb,
-                 in.layer};
-        auto [it, fresh] = transferOf_.emplace(k, static_cast<int>(transfers_.size()));
-        if (fresh)
-          transfers_.emplace_back();
-        x.transfer = it->second;
-      }
+      x.transfer = messages.message[p][i];
       gs_[in.group].list[x.stream].push_back(gid);
     }
   }
@@ -764,10 +748,7 @@ SimResult Sim::run() {
         depList_[fill[offset_[p] + d]++] = offset_[p] + static_cast<int>(i);
   for (int gid = 0; gid < total; ++gid)
     if (gi_[gid].deps == 0 && dynamicStream(gi_[gid].stream))
-      gs_[gi_[gid].group].ready[gi_[gid].stream].push(
-          {o_.priority ? (*o_.priority)[gi_[gid].prog][gi_[gid].idx]
-                       : static_cast<double>(gi_[gid].idx),
-           gid});
+      gs_[gi_[gid].group].ready[gi_[gid].stream].push({gi_[gid].priority, gid});
   for (int g = 0; g < G; ++g)
     markDirty(g);
   drain();
@@ -797,7 +778,8 @@ SimResult Sim::run() {
       psUpdateAll(g);
       touch(g);
       GroupState &Gs = gs_[g];
-      std::vector<int> finished;
+      std::vector<int> &finished = finished_;
+      finished.clear();
       double eps = 1e-12;
       for (size_t k = 0; k < Gs.ps.size();) {
         // Also done when its remaining time no longer moves the clock: late in a long schedule
@@ -817,7 +799,8 @@ SimResult Sim::run() {
         complete(gid);
     } else {
       updateFlows();
-      std::vector<int> finished;
+      std::vector<int> &finished = finished_;
+      finished.clear();
       for (size_t k = 0; k < activeFlows_.size();) {
         Flow &F = flows_[activeFlows_[k]];
         if (F.rem <= 1e-9 ||
@@ -903,49 +886,45 @@ SimResult simulate(const Schedule &s, const SimOptions &options) {
 // ---- freezing a dynamic run's order --------------------------------------------------------
 
 void freezeOrder(Schedule &s, const SimResult &run) {
-  // The issue time of each send, by message.
+  // The issue time of each send, by message (the last send of a name, in program order).
   struct SendAt {
-    double t;
-    int64_t seq;
+    double t = 0;
+    int64_t seq = 0;
+    bool found = false;
   };
-  std::map<std::tuple<int, int, std::string, int, int, int>, SendAt> sendAt;
+  const MessageIndex messages = indexMessages(s);
+  std::vector<SendAt> sendAt(messages.count);
   for (size_t p = 0; p < s.programs.size(); ++p)
-    for (size_t i = 0; i < s.programs[p].instrs.size(); ++i) {
-      const Instr &in = s.programs[p].instrs[i];
-      if (in.kind == Kind::Send)
-        sendAt[{in.group, in.peer, in.op, static_cast<int>(in.phase), in.mb, in.layer}] = {
-            run.start[p][i], run.startOrder[p][i]};
-    }
+    for (size_t i = 0; i < s.programs[p].instrs.size(); ++i)
+      if (s.programs[p].instrs[i].kind == Kind::Send)
+        sendAt[messages.message[p][i]] = {run.start[p][i], run.startOrder[p][i], true};
   for (size_t p = 0; p < s.programs.size(); ++p) {
     sched::Program &P = s.programs[p];
     const int n = static_cast<int>(P.instrs.size());
     // (group, time, global start order): a receive takes its send's place, so that it is posted
     // before anything that depends on its arrival and in send order within each pair of groups.
+    // The keys themselves are sorted (contiguous, no indirection), each carrying its index.
     struct Key {
       int group;
       double t;
       int64_t seq;
       int stream;
+      int index;
     };
     std::vector<Key> keys(n);
     for (int i = 0; i < n; ++i) {
       const Instr &in = P.instrs[i];
-      Key k{in.group, run.start[p][i], run.startOrder[p][i], static_cast<int>(in.stream)};
+      Key k{in.group, run.start[p][i], run.startOrder[p][i], static_cast<int>(in.stream), i};
       if (in.kind == Kind::Recv) {
-        auto it =
-            sendAt.find({in.peer, in.group, in.op, static_cast<int>(in.phase), in.mb, in.layer});
-        if (it != sendAt.end()) {
-          k.t = it->second.t;
-          k.seq = it->second.seq;
+        const SendAt &at = sendAt[messages.message[p][i]];
+        if (at.found) {
+          k.t = at.t;
+          k.seq = at.seq;
         }
       }
       keys[i] = k;
     }
-    std::vector<int> order(n);
-    for (int i = 0; i < n; ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      const Key &x = keys[a], &y = keys[b];
+    std::stable_sort(keys.begin(), keys.end(), [](const Key &x, const Key &y) {
       if (x.group != y.group)
         return x.group < y.group;
       if (x.t != y.t)
@@ -956,14 +935,18 @@ void freezeOrder(Schedule &s, const SimResult &run) {
     });
     std::vector<int> newIndex(n);
     for (int k = 0; k < n; ++k)
-      newIndex[order[k]] = k;
-    std::vector<Instr> out(n);
-    for (int k = 0; k < n; ++k) {
-      out[k] = std::move(P.instrs[order[k]]);
-      for (int &d : out[k].after)
+      newIndex[keys[k].index] = k;
+    for (Instr &in : P.instrs)
+      for (int &d : in.after)
         d = newIndex[d];
-    }
-    P.instrs = std::move(out);
+    // Permuted in place, cycle by cycle (no second copy of a program of millions of
+    // instructions): instruction i goes to newIndex[i].
+    for (int i = 0; i < n; ++i)
+      while (newIndex[i] != i) {
+        const int j = newIndex[i];
+        std::swap(P.instrs[i], P.instrs[j]);
+        std::swap(newIndex[i], newIndex[j]);
+      }
   }
 }
 
