@@ -1005,17 +1005,6 @@ int runNccl(const Options &o) {
         train::checkFinite(r);
       }
       saveOutputs(o, trainer, me == 0);
-      if (!o.hf.exportDir.empty()) {
-        // Rank 0 writes the export from every rank's weights, gathered on the tag after the
-        // checkpoint's.
-        const int exportTag = static_cast<int>(9 * plan.model.numLayers +
-                                               static_cast<int64_t>(plan.model.weights.size()) + 3);
-        const std::vector<Tensor> all =
-            train::gatherWeights(plan, trainer, *comm, exportTag, timeout);
-        if (me == 0)
-          exportHfIfAsked(
-              o.hf, plan, [&](int index) -> const Tensor & { return all[index]; }, std::cout);
-      }
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const std::unique_ptr<train::HfWeights> hf =
