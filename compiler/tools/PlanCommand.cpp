@@ -152,6 +152,12 @@ int planMain(int argc, char **argv) {
     cost::RoutingProfile prof;
     if (!cost::readRoutingProfile(routingProfile, prof, error, m.numExperts()))
       return fail(error);
+    // A profile may cover some layers only (the worst of them is used), but none the model lacks.
+    for (const auto &layer : prof.layers)
+      if (layer.layer < 0 || layer.layer >= m.numLayers() || !m.layers[layer.layer].isMoe())
+        return fail(routingProfile + ": layer " + std::to_string(layer.layer) +
+                    " is not an MoE layer of " + sys::path::filename(configFile).str() + " (" +
+                    std::to_string(m.numLayers()) + " layers; a profile of another model?)");
     int64_t ranks = sol.config.cand.ffnRanks;
     int64_t slots = (m.numExperts() + ranks - 1) / ranks;
     double worst = 1, worstLpt = 1, worstContig = 1;
@@ -306,19 +312,29 @@ int planMain(int argc, char **argv) {
                     found.best.simulated, found.best.inflight, gb(found.best.peakMemory));
       os << "  why: " << found.why << "\n";
       os << "  gradient synchronisation: " << o.gradSync.describe() << "\n";
-      const std::vector<std::string> args = tools::compileArgsOf(w, o);
-      os << "  realise one replica with: disagmoe compile MODEL.onnx";
-      for (const std::string &a : args)
-        os << " " << a;
-      os << formatv("; run {0} such replicas data-parallel\n", w.cand.replicas);
+      if (m.numLayers() % w.cand.groups == 0) {
+        const std::vector<std::string> args = tools::compileArgsOf(w, o);
+        os << "  realise one replica with: disagmoe compile MODEL.onnx";
+        for (const std::string &a : args)
+          os << " " << a;
+        os << formatv("; run {0} such replicas data-parallel\n", w.cand.replicas);
+      } else {
+        // compile assigns L / p layers to each group (assign-groups); the planner and the simulator
+        // also take groups of ceil(L / p) and floor(L / p) layers.
+        os << formatv("  not realisable by disagmoe compile yet: p {0} does not divide the model's "
+                      "{1} layers (compile needs L / p layers per group; fix --groups to a divisor "
+                      "of {1} for a compilable plan)\n",
+                      w.cand.groups, m.numLayers());
+      }
       os << formatv("  not yet compile flags: the recomputation levels ({0}/{1}), the window and "
                     "the replicas' layout ({2}) are simulated here only\n",
                     cost::recomputationName(w.attnRecompute),
                     cost::recomputationName(w.ffnRecompute), afpipe::toString(found.best.layout));
     }
     doc["search"] = tools::searchJson(found, sp,
-                                      found.ok ? tools::compileArgsOf(found.best.config, o)
-                                               : std::vector<std::string>{});
+                                      found.ok && m.numLayers() % found.best.config.cand.groups == 0
+                                          ? tools::compileArgsOf(found.best.config, o)
+                                          : std::vector<std::string>{});
   }
   if (!stageTimes.empty()) {
     placement::LocalSearchResult ls = placement::localSearch(problem, c, measured);

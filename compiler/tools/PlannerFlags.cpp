@@ -75,6 +75,8 @@ llvm::Error PlannerFlags::fill(placement::PlannerOptions &o) const {
     if (v < 0)
       return fail(std::string(flag) + " must be >= 0 (0: chosen by the planner), got " +
                   std::to_string(v));
+  if (globalTokens < 1)
+    return fail("--global-tokens must be >= 1, got " + std::to_string(globalTokens));
   if (seqLen < 1 || seqLen > globalTokens)
     return fail("--seq-len must be in [1, --global-tokens = " + std::to_string(globalTokens) +
                 (globalTokens.getNumOccurrences() ? "" : " (the default)") + "], got " +

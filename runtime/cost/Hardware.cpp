@@ -95,6 +95,17 @@ bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out,
     if (!in)
       throw std::runtime_error("cannot open file");
     nlohmann::json doc = nlohmann::json::parse(in);
+    if (!doc.is_object())
+      throw std::runtime_error("expected a JSON object (format, version, gpus, nics)");
+    for (const char *list : {"gpus", "nics"}) {
+      if (doc.contains(list) && !doc[list].is_array())
+        throw std::runtime_error(std::string(list) + ": expected an array of objects");
+      if (doc.contains(list))
+        for (size_t i = 0; i < doc[list].size(); ++i)
+          if (!doc[list][i].is_object())
+            throw std::runtime_error(std::string(list) + "[" + std::to_string(i) +
+                                     "]: expected an object");
+    }
     if (doc.value("format", "") != "disagmoe-hardware" || doc.value("version", 0) != 1)
       throw std::runtime_error("format/version: expected \"disagmoe-hardware\" version 1");
     HardwareCatalog cat;

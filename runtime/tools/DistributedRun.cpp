@@ -387,13 +387,23 @@ std::vector<int64_t> loadTargets(const Options &o, const std::vector<int64_t> &i
   std::vector<int64_t> targets(ids.size());
   if (o.targets.empty()) {
     cpu::nextTokenTargets(ids.data(), batch, seqLen, targets.data());
-    return targets;
+  } else {
+    std::vector<int64_t> shape;
+    targets = readNpyInt64(o.targets, shape);
+    if (shape != std::vector<int64_t>{batch, seqLen})
+      throw UsageError(o.targets + ": shape " + shapeToString(shape) + " is not the input's [" +
+                       std::to_string(batch) + "," + std::to_string(seqLen) + "]");
   }
-  std::vector<int64_t> shape;
-  targets = readNpyInt64(o.targets, shape);
-  if (shape != std::vector<int64_t>{batch, seqLen})
-    throw UsageError(o.targets + ": shape " + shapeToString(shape) + " is not the input's [" +
-                     std::to_string(batch) + "," + std::to_string(seqLen) + "]");
+  // A step over no target token has no loss and no gradient: refused, not run as a silent no-op
+  // (with --data the batches come from the token file, each sequence with its next tokens).
+  if (o.data.empty() &&
+      std::none_of(targets.begin(), targets.end(), [](int64_t t) { return t >= 0; }))
+    throw UsageError((o.targets.empty()
+                          ? "batch [" + std::to_string(batch) + "," + std::to_string(seqLen) +
+                                "] has no target token (targets are the next token within each "
+                                "sequence: a sequence of 1 token has none)"
+                          : o.targets + ": every target is ignored (< 0)") +
+                     "; nothing to train on");
   return targets;
 }
 

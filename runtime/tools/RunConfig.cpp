@@ -70,13 +70,13 @@ std::vector<Entry> readYaml(const std::string &file) {
       if (!v.IsScalar() || !YAML::convert<bool>::decode(v, on))
         fail(file, "key \"" + key + "\": expected true or false, got " +
                        (v.IsScalar() ? "\"" + v.Scalar() + "\"" : kindOf(v)));
-      out.push_back({key, "", on});
+      out.push_back({key, "", on, ""});
       continue;
     }
     if (!v.IsScalar())
       out.push_back({key, "", true, kindOf(v)});
     else
-      out.push_back({key, v.Scalar()});
+      out.push_back({key, v.Scalar(), true, ""});
   }
   return out;
 }
@@ -96,11 +96,11 @@ std::vector<Entry> readJson(const std::string &file) {
     if (flag && !flag->takesValue) {
       if (!v.is_boolean())
         fail(file, "key \"" + key + "\": expected true or false, got " + v.dump());
-      out.push_back({key, "", v.get<bool>()});
+      out.push_back({key, "", v.get<bool>(), ""});
     } else if (v.is_string()) {
-      out.push_back({key, v.get<std::string>()});
+      out.push_back({key, v.get<std::string>(), true, ""});
     } else if (v.is_number()) {
-      out.push_back({key, v.dump()});
+      out.push_back({key, v.dump(), true, ""});
     } else {
       const std::string kind = v.is_array()    ? "a list"
                                : v.is_object() ? "an object"

@@ -39,11 +39,14 @@ if "search" in doc:
     s = doc["search"]
     assert s["ok"]
     check_config(s["chosen"]["config"], "search.chosen")
-    line = re.search(r"realise one replica with: disagmoe compile MODEL.onnx (.*);", text).group(1)
-    assert line.split() == s["compile_args"], (line, s["compile_args"])
+    realise = re.search(r"realise one replica with: disagmoe compile MODEL.onnx (.*);", text)
+    if realise is None:  # p does not divide the layers: no compile line, no compile_args
+        assert "not realisable by disagmoe compile yet" in text and s["compile_args"] == []
+    else:
+        assert realise.group(1).split() == s["compile_args"], (realise.group(1), s["compile_args"])
+        assert len(re.findall(r"\S+", " ".join(s["compile_args"]))) == 12
     m = re.search(r"chosen \(.*simulated ([0-9.]+) s, (\d+) micro-batches in flight", text)
     assert abs(float(m.group(1)) - s["chosen"]["simulated_step_s"]) < 1e-4, "simulated step"
     assert int(m.group(2)) == s["chosen"]["inflight_microbatches"]
-    assert len(re.findall(r"\S+", " ".join(s["compile_args"]))) == 12
 print("plan json ok: %d alternatives%s" % (len(doc["alternatives"]),
                                            ", search" if "search" in doc else ""))
