@@ -2,6 +2,7 @@
 #include "runtime/cost/Hardware.h"
 #include "runtime/io/FileKind.h"
 #include "runtime/io/JsonError.h"
+#include "runtime/io/YamlKeys.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -156,6 +157,8 @@ bool loadCluster(const std::string &path, const HardwareCatalog &catalog, Cluste
     }
     if (!doc.IsMap())
       throw std::runtime_error("expected a mapping of cluster fields");
+    if (const std::string twice = duplicateKey(doc); !twice.empty())
+      throw std::runtime_error(twice);
     auto need = [&](const char *key) {
       if (!doc[key])
         throw std::runtime_error(std::string(key) + ": missing");

@@ -3,6 +3,7 @@
 
 #include "runtime/io/FileKind.h"
 #include "runtime/io/JsonError.h"
+#include "runtime/io/YamlKeys.h"
 #include "runtime/tools/RunFlags.h"
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,8 @@ std::vector<Entry> readYaml(const std::string &file) {
     return {};
   if (!root.IsMap())
     fail(file, "expected a mapping of options (key: value) at the top level");
+  if (const std::string twice = duplicateKey(root); !twice.empty())
+    fail(file, twice);
   std::vector<Entry> out;
   for (const auto &kv : root) {
     const std::string key = kv.first.Scalar();
