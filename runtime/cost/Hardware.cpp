@@ -2,7 +2,7 @@
 #include "runtime/cost/Hardware.h"
 #include "runtime/io/FileKind.h"
 #include "runtime/io/JsonError.h"
-#include "runtime/io/YamlKeys.h"
+#include "runtime/io/YamlReading.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -44,15 +44,6 @@ std::string defaultHardwareCatalogPath() {
 }
 
 namespace {
-// yaml-cpp's what() is "yaml-cpp: error at line 3, column 1: <msg>" with the mark 0-based in
-// mark; the line and column are given 1-based, as an editor shows them.
-std::string yamlReason(const YAML::Exception &e) {
-  if (e.mark.is_null())
-    return e.msg;
-  return "line " + std::to_string(e.mark.line + 1) + ", column " +
-         std::to_string(e.mark.column + 1) + ": " + e.msg;
-}
-
 // The value of a cluster field as T, or a one-line error naming the key and what it holds.
 template <class T> T scalarOf(const YAML::Node &value, const char *key, const char *expected) {
   try {

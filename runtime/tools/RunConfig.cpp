@@ -3,7 +3,7 @@
 
 #include "runtime/io/FileKind.h"
 #include "runtime/io/JsonError.h"
-#include "runtime/io/YamlKeys.h"
+#include "runtime/io/YamlReading.h"
 #include "runtime/tools/RunFlags.h"
 
 #include <nlohmann/json.hpp>
@@ -54,8 +54,7 @@ std::vector<Entry> readYaml(const std::string &file) {
   try {
     root = YAML::Load(readText(file));
   } catch (const YAML::Exception &e) {
-    fail(file, "line " + std::to_string(e.mark.line + 1) + ", column " +
-                   std::to_string(e.mark.column + 1) + ": " + e.msg);
+    fail(file, yamlReason(e));
   }
   if (root.IsNull())
     return {};

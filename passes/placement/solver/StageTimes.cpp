@@ -1,5 +1,6 @@
 //===- StageTimes.cpp -----------------------------------------------------===//
 #include "passes/placement/solver/StageTimes.h"
+#include "runtime/io/JsonError.h"
 
 #include <nlohmann/json.hpp>
 
@@ -122,6 +123,11 @@ llvm::Error MeasuredStageTimes::load(const std::string &path) noexcept {
     }
     entries = std::move(out);
     return llvm::Error::success();
+  } catch (const nlohmann::json::parse_error &e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": not valid JSON: " + jsonReason(e));
+  } catch (const nlohmann::json::exception &e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + jsonReason(e));
   } catch (const std::exception &e) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + e.what());
   }
