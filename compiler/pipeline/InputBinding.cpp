@@ -2,6 +2,7 @@
 #include "compiler/pipeline/InputBinding.h"
 
 #include <cstring>
+#include <regex>
 
 namespace disagmoe {
 using onnxfe::ElemType;
@@ -35,7 +36,39 @@ void store(onnxfe::TensorData &value, int64_t k, int64_t x) {
     *p = static_cast<char>(x);
   }
 }
+const std::regex kPastInput(R"(past_key_values\.[0-9]+\.(key|value))");
+const std::regex kPresentOutput(R"(present\.[0-9]+\.(key|value))");
+
+/// An empty KV cache [batch, kv_heads, 0, head_dim] for `declared` (past_key_values.*).
+bool bindEmptyCache(const std::string &what, const onnxfe::ValueInfo &declared, int64_t batch,
+                    onnxfe::TensorData &value, std::string &note, std::string &error) {
+  const std::vector<int64_t> &d = declared.dims;
+  const bool shapeOk = declared.hasShape && d.size() == 4 && d[1] > 0 && d[3] > 0 &&
+                       (d[0] < 0 || d[0] == batch) && d[2] <= 0;
+  if (!shapeOk) {
+    error = what + " is declared " + (declared.hasShape ? dimsText(d) : std::string("unranked")) +
+            ", but a KV-cache input is bound to an empty cache [batch = " + std::to_string(batch) +
+            ", kv_heads, past = 0, head_dim], which needs kv_heads and head_dim static and the "
+            "past length dynamic or 0";
+    return false;
+  }
+  const ElemType t = declared.type;
+  if (t != ElemType::Float && t != ElemType::Float16 && t != ElemType::BFloat16) {
+    error = what + ": element type " + onnxfe::elemTypeName(t) +
+            " is not supported for a KV cache (float, float16 or bfloat16)";
+    return false;
+  }
+  value.type = t;
+  value.dims = {batch, d[1], 0, d[3]};
+  value.bytes.clear();
+  note = "graph input '" + declared.name + "' " + dimsText(value.dims) +
+         " bound to an empty KV cache (past length 0: training runs every sequence from its "
+         "first token)";
+  return true;
+}
 } // namespace
+
+bool isKvCacheOutput(const std::string &name) { return std::regex_match(name, kPresentOutput); }
 
 bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
                     const std::vector<int64_t> &tokenDims, onnxfe::TensorData &value,
@@ -46,10 +79,13 @@ bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
     return false;
   }
   const int64_t batch = tokenDims[0], seq = tokenDims[1];
+  if (std::regex_match(declared.name, kPastInput))
+    return bindEmptyCache(what, declared, batch, value, note, error);
   const bool isMask = declared.name == "attention_mask", isPos = declared.name == "position_ids";
   if (!isMask && !isPos) {
     error = what + ": the plan's only runtime input is the token ids; of the other inputs, only "
-                   "attention_mask (bound to ones) and position_ids (0..seq-1) are bound";
+                   "attention_mask (bound to ones), position_ids (0..seq-1) and "
+                   "past_key_values.<layer>.key|value (an empty KV cache) are bound";
     return false;
   }
   const std::vector<int64_t> &d = declared.dims;

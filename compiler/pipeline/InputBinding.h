@@ -1,4 +1,4 @@
-//===- InputBinding.h - the graph inputs besides token ids, at the compiled shape -*- C++ -*-===//
+//===- InputBinding.h - graph inputs besides token ids, outputs besides logits -*- C++ -*-===//
 //
 // Hugging Face exports usually take `input_ids, attention_mask[, position_ids]` (optimum's
 // text-generation task; transformers' forward signature). A plan runs [batch, seq] token ids and
@@ -9,9 +9,16 @@
 //   attention_mask [batch, seq] (int64, int32, bool, float): all ones (every token attends;
 //     transformers' convention: 1 = keep, 0 = padding);
 //   position_ids [1 or batch, seq] or [seq] (int64, int32): 0 .. seq-1 along the last axis (what
-//     transformers computes when position_ids is None: cache_position = arange(past = 0, seq)).
+//     transformers computes when position_ids is None: cache_position = arange(past = 0, seq));
+//   past_key_values.<layer>.key|value [batch, kv_heads, past, head_dim] (float, float16, bfloat16;
+//     optimum's text-generation-with-past, transformers' DynamicCache): an empty cache, past = 0
+//     (training runs every sequence from its first token). The cache's append, torch.cat([past,
+//     new], dim=-2), then folds away (normalize's DropEmptyConcatInput) and the mask over
+//     past + seq keys is the causal one; kv_heads and head_dim must be declared static.
 // Any other input, or one whose declared shape needs another length (a mask longer than the
-// sequence, i.e. padding or a KV cache, or a 4-D mask), is refused in one line naming it.
+// sequence, i.e. padding, or a 4-D mask), is refused in one line naming it.
+// The cache's outputs, present.<layer>.key|value, are dropped (isKvCacheOutput): a training plan
+// computes the logits only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_COMPILER_PIPELINE_INPUTBINDING_H
@@ -31,6 +38,9 @@ namespace disagmoe {
 bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
                     const std::vector<int64_t> &tokenDims, onnxfe::TensorData &value,
                     std::string &note, std::string &error);
+
+/// `name` is a KV-cache graph output as optimum names them: present.<layer>.key|value.
+bool isKvCacheOutput(const std::string &name);
 
 } // namespace disagmoe
 

@@ -141,6 +141,20 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
   onnxfe::LoadResult loaded = onnxfe::loadOnnxModel(path, load, graph);
   if (!loaded.ok)
     return fail(loaded.error);
+  // A KV-cache export's present.* outputs: the plan computes the logits only (InputBinding.h).
+  std::string droppedCache;
+  size_t dropped = 0;
+  llvm::erase_if(graph.outputs, [&](const onnxfe::ValueInfo &out) {
+    if (!isKvCacheOutput(out.name))
+      return false;
+    droppedCache += (dropped++ ? ", '" : "'") + out.name + "'";
+    return true;
+  });
+  if (dropped && graph.outputs.empty())
+    return fail(path + ": every graph output is a KV cache (present.*): there are no logits");
+  if (dropped)
+    bindingNotes.push_back("graph output" + std::string(dropped > 1 ? "s " : " ") + droppedCache +
+                           " dropped: a training plan computes the logits and keeps no KV cache");
   if (notes)
     notes->insert(notes->end(), bindingNotes.begin(), bindingNotes.end());
   if (options.timing)

@@ -104,6 +104,23 @@ def main(bin_dir, repo, work):
                 failed += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} padded by {cfg['padded_tokens']}: "
                       f"onnxruntime vs PyTorch: {text}")
+            if "past_tokens" in cfg:
+                # The file honours a real KV cache: onnxruntime fed PyTorch's caches of a prefix
+                # (golden/cached_*) equals PyTorch's logits for the tokens after it, which differ
+                # from the same tokens' logits from an empty cache.
+                cached = {n: os.path.join(golden, f"cached_{n}_{shape}.npy") for n in cfg["graph_inputs"][1:]}
+                ort_cached = os.path.join(work, tag + "_ort_cached.npy")
+                run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
+                     os.path.join(golden, f"cached_ids_{shape}.npy"), ort_cached] +
+                    [f"{n}={f}" for n, f in cached.items()])
+                torch_cached = np.load(os.path.join(golden, f"cached_logits_{shape}.npy"))
+                ok, text = error_model.logits_bound(cfg, seq + cfg["past_tokens"]).check(
+                    np.load(ort_cached), torch_cached)
+                ok = ok and not np.allclose(torch_cached, np.load(ort_out), atol=1e-3)
+                passed += ok
+                failed += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} after {cfg['past_tokens']} cached tokens: "
+                      f"onnxruntime vs PyTorch: {text}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 

@@ -36,7 +36,7 @@ MUST_TRAIN = {
     "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
     "qwen3_moe_tiny/hf_forms", "mixtral_variants/sdpa_symbolic_opset17",
     "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_mask_converter_inputs_opset15",
-    "newer_opsets/mixtral_opset18", "newer_opsets/qwen3_opset18", "newer_opsets/mixtral_opset23_rmsnorm",
+    "mixtral_variants/hf_masking_utils_past_opset17", "newer_opsets/mixtral_opset18", "newer_opsets/qwen3_opset18", "newer_opsets/mixtral_opset23_rmsnorm",
     "newer_opsets/qwen3_opset23_rmsnorm", "newer_opsets/mixtral_ort_fused_norms",
     "newer_opsets/mixtral_opset23_attention", "newer_opsets/mixtral_local_function",
     "newer_opsets/mixtral_ort_rotary", "newer_opsets/mixtral_opset23_rotary", "newer_opsets/mixtral_ort_gqa",

@@ -2,7 +2,8 @@
 // first output as a float32 .npy: an oracle independent of our importer and executor.
 //   node run_onnxruntime.js MODEL.onnx IDS.npy OUT.npy [NAME=VALUES.npy ...]
 // IDS.npy feeds the first input; NAME=VALUES.npy feeds the input NAME (attention_mask,
-// position_ids: int64 or int32 .npy, fed as int64).
+// position_ids: int64 or int32 .npy, fed as int64; a KV cache, past_key_values.*: float32 .npy,
+// fed as float32, an empty one of past length 0 included).
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -19,6 +20,7 @@ function readNpy(path) {
   const data = buf.subarray(start + headerLen);
   if (descr === '<i8') return { shape, data: new BigInt64Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)) };
   if (descr === '<i4') return { shape, data: BigInt64Array.from(new Int32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)), BigInt) };
+  if (descr === '<f4') return { shape, float: true, data: new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)) };
   throw new Error(`${path}: unsupported dtype ${descr}`);
 }
 
@@ -43,7 +45,7 @@ async function main() {
     if (eq < 1) throw new Error(`${arg}: expected NAME=VALUES.npy`);
     const name = arg.slice(0, eq), values = readNpy(arg.slice(eq + 1));
     if (!session.inputNames.includes(name)) throw new Error(`${model}: no input named ${name}`);
-    feeds[name] = new ort.Tensor('int64', values.data, values.shape);
+    feeds[name] = new ort.Tensor(values.float ? 'float32' : 'int64', values.data, values.shape);
   }
   const result = await session.run(feeds);
   const out = result[session.outputNames[0]];

@@ -22,6 +22,9 @@ using onnxir::NodeOp;
 void populateDropIdentityPatterns(mlir::RewritePatternSet &patterns);
 /// Cast(x, to = type of x) -> x (DropSameTypeCast.cpp).
 void populateDropSameTypeCastPatterns(mlir::RewritePatternSet &patterns);
+/// Concat's operands of length 0 along its axis dropped; Concat(x) -> x (DropEmptyConcatInput.cpp:
+/// the empty KV cache a training plan binds, appended to by torch.cat([past, new], dim=-2)).
+void populateDropEmptyConcatInputPatterns(mlir::RewritePatternSet &patterns);
 /// Reciprocal(Sqrt(x)), Pow(x, -0.5) -> Div(1, Sqrt(x)) (CanonicalRsqrt.cpp).
 void populateCanonicalRsqrtPatterns(mlir::RewritePatternSet &patterns);
 /// Mul(x, x) -> Pow(x, 2) (CanonicalSquare.cpp).

@@ -21,11 +21,20 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     WINDOW keys (the compiler folds them to constants and recognises them by value);
   - graph inputs: input_ids only, or (the *_inputs variants) input_ids, attention_mask and
     position_ids, as transformers' forward takes them and optimum exports them, each generation's
-    padding mask combined with its causal mask. Their goldens add attention_mask_b{B}_s{S}.npy and
+    padding mask combined with its causal mask; or (the *_past variant) those inputs plus optimum's
+    text-generation-with-past KV cache, past_key_values.{i}.key|value [batch, kv_heads, past, head_dim]
+    in and present.{i}.key|value out (transformers' DynamicCache: the rotated keys and the values
+    appended along the sequence axis before repeat_kv, the mask over past + seq keys from
+    cache_position past..past+seq-1). Their goldens add attention_mask_b{B}_s{S}.npy and
     position_ids_b{B}_s{S}.npy (ones and 0..S-1: what the compiled plan binds, which
     golden/logits_* are computed with) and padded_{ids,attention_mask,position_ids,logits}_b{B}_s{S}.npy
     (the last sequence left-padded by PAD tokens, as generate pads; PyTorch's logits), which
-    onnxruntime must reproduce from the file: the export honours padding.
+    onnxruntime must reproduce from the file: the export honours padding. The *_past variant's
+    goldens also hold past_key_values.*_b{B}_s{S}.npy (empty caches, past length 0: what the plan
+    binds) and cached_{ids,attention_mask,position_ids,past_key_values.*,logits}_b{B}_s{S}.npy: the
+    same ids after a prefix of PAST tokens whose caches PyTorch computed, and PyTorch's logits for
+    them, which must equal the last S logits of the prefix and ids run as one sequence (checked
+    here) and which onnxruntime must reproduce from the file: the export honours a real cache.
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
 hyper-parameters, for tests; the compiler never reads it). The Hugging Face-form variants' golden/train/
@@ -38,6 +47,7 @@ within the fp32 error model's bound (tests/numerics/error_model.py).
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -83,6 +93,10 @@ VARIANTS = {
                                         "hf_masking_utils_inputs", "hf_casts"),
     "hf_mask_converter_inputs_opset15": (15, False, False, "softmax_topk_renorm",
                                          "hf_converter_inputs", "hf_casts"),
+    # optimum's text-generation-with-past signature: the *_inputs inputs plus a KV cache per layer
+    # (past_key_values.{i}.key|value in, present.{i}.key|value out).
+    "hf_masking_utils_past_opset17": (17, True, False, "softmax_topk_renorm", "hf_masking_utils_past",
+                                      "hf_casts"),
     # Attention as torch.onnx's scaled_dot_product_attention symbolic writes it (is_causal=True):
     # q and k^T each scaled by sqrt(1/sqrt(E)), its own boolean Trilu mask into Where(0, -inf).
     "sdpa_symbolic_opset17": (17, True, False, "softmax_topk_renorm", "sdpa_causal", "hf_casts"),
@@ -91,6 +105,13 @@ VARIANTS = {
 WINDOW = 3
 # Padding tokens at the start of the last sequence of the *_inputs variants' padded goldens.
 PAD = 3
+# Tokens already in the cache in the *_past variant's cached goldens (and in its trace).
+PAST = 3
+
+
+def takes_inputs(mask_form):
+    """The variants whose graph inputs are transformers' forward signature, not input_ids alone."""
+    return mask_form.endswith("_inputs") or mask_form.endswith("_past")
 
 
 class HfRMSNorm(base.RMSNorm):
@@ -255,11 +276,41 @@ class SdpaAttention(base.Attention):
         return self.o_proj(out)
 
 
+class CachedAttention(base.Attention):
+    """base.Attention with transformers' DynamicCache (cache_utils.py, DynamicLayer.update, as
+    MixtralAttention.forward calls it after apply_rotary_pos_emb): the new tokens' rotated keys and
+    values are appended to the layer's cache along the sequence axis (torch.cat(dim=-2)), the
+    concatenation is both what attention reads (through repeat_kv) and the layer's present output.
+    Called without a cache (the sample's helpers: router margins), an empty one and no present."""
+
+    def forward(self, x, cos, sin, mask, past_key=None, past_value=None):
+        bsz, q_len, _ = x.size()
+        with_cache = past_key is not None
+        if not with_cache:
+            past_key = past_value = torch.zeros(bsz, self.num_kv_heads, 0, self.head_dim)
+        q = self.q_proj(x).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(bsz, q_len, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(bsz, q_len, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q, k = base.apply_rotary_pos_emb(q, k, cos, sin)
+        k = torch.cat([past_key, k], dim=-2)
+        v = torch.cat([past_value, v], dim=-2)
+        present = (k, v)
+        n_rep = self.num_heads // self.num_kv_heads
+        k = base.repeat_kv(k, n_rep)
+        v = base.repeat_kv(v, n_rep)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        scores = scores + mask
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(probs, v)
+        out = out.transpose(1, 2).contiguous().reshape(bsz, q_len, self.num_heads * self.head_dim)
+        return (self.o_proj(out), present) if with_cache else self.o_proj(out)
+
+
 class Model(base.MixtralTiny):
     mask_form = "triu"
 
     def rope_and_mask(self, input_ids, attention_mask=None, position_ids=None, x=None):
-        if self.mask_form.endswith("_inputs"):
+        if takes_inputs(self.mask_form):
             return self.rope_and_mask_from_inputs(input_ids, attention_mask, position_ids, x)
         cos, sin, mask = super().rope_and_mask(input_ids)
         bsz, seq = input_ids.shape
@@ -275,14 +326,51 @@ class Model(base.MixtralTiny):
             mask = masking_utils_causal_mask(bsz, cache_position, seq, cos.dtype, window)
         return cos, sin, mask
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None):
-        if not self.mask_form.endswith("_inputs"):
+    def forward(self, input_ids, attention_mask=None, position_ids=None, *past):
+        if self.mask_form.endswith("_past"):
+            return self.forward_with_past(input_ids, attention_mask, position_ids, *past)
+        if not takes_inputs(self.mask_form):
             return super().forward(input_ids)
         x = self.embed_tokens(input_ids)
         cos, sin, mask = self.rope_and_mask(input_ids, attention_mask, position_ids, x)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         return self.lm_head(self.norm(x))
+
+    def empty_cache(self, bsz):
+        """DynamicCache() before the first token: past length 0 in every layer."""
+        shape = (bsz, CONFIG["num_kv_heads"], 0, CONFIG["head_dim"])
+        return [torch.zeros(shape) for _ in range(2 * CONFIG["num_layers"])]
+
+    def forward_with_past(self, input_ids, attention_mask, position_ids, *past):
+        """MixtralModel.forward with a DynamicCache given: past_seen_tokens from the cache
+        (get_seq_length: the keys' sequence axis), cache_position past..past+seq-1, positions from it
+        where none are given, masking_utils' mask over past + seq keys (its padding mask read from
+        the [batch, past + seq] attention_mask); every layer returns its present key and value.
+        Returns (logits, present.0.key, present.0.value, ...); called without a cache (the goldens,
+        the training goldens), the logits alone, computed through an empty cache."""
+        x = self.embed_tokens(input_ids)
+        bsz, seq = input_ids.shape
+        logits_only = not past
+        if logits_only:
+            past = self.empty_cache(bsz)
+        past_seen = past[0].shape[-2]
+        cache_position = torch.arange(past_seen, past_seen + seq)
+        if attention_mask is None:
+            attention_mask = torch.ones((bsz, past_seen + seq), dtype=torch.long)
+        if position_ids is None:
+            position_ids = cache_position.unsqueeze(0)
+        mask = masking_utils_padded_mask(attention_mask, cache_position, past_seen + seq, x.dtype)
+        cos, sin = self.rotary_emb(x, position_ids)
+        presents = []
+        for i, layer in enumerate(self.layers):
+            attn, present = layer.self_attn(layer.input_layernorm(x), cos, sin, mask,
+                                            past[2 * i], past[2 * i + 1])
+            x = x + attn
+            x = x + layer.block_sparse_moe(layer.post_attention_layernorm(x))
+            presents += list(present)
+        logits = self.lm_head(self.norm(x))
+        return logits if logits_only else (logits, *presents)
 
     def rope_and_mask_from_inputs(self, input_ids, attention_mask, position_ids, x):
         """MixtralModel.forward with past_key_values None: the defaults transformers fills in when
@@ -324,7 +412,9 @@ def build(scoring, mask_form, norm_form="sample"):
         layer.block_sparse_moe = block
         if mask_form == "sdpa_causal":  # same parameters, same registration order
             layer.self_attn = SdpaAttention(CONFIG)
-    if mask_form.endswith("_inputs"):  # a buffer, not a parameter: the seeded weights are the same
+        elif mask_form.endswith("_past"):
+            layer.self_attn = CachedAttention(CONFIG)
+    if takes_inputs(mask_form):  # a buffer, not a parameter: the seeded weights are the same
         model.rotary_emb = HfRotaryEmbedding(CONFIG["head_dim"], CONFIG["rope_theta"])
     if norm_form == "hf_casts":
         # Same parameters in the same order, so the seeded weights equal the other variants'.
@@ -358,13 +448,29 @@ def export_variant(name, out_dir):
     ids = torch.zeros((2, 8), dtype=torch.int64)
     args, names = ids, ["input_ids"]
     axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
-    with_inputs = mask_form.endswith("_inputs")
+    with_inputs, with_past = takes_inputs(mask_form), mask_form.endswith("_past")
+    outputs = ["logits"]
     if with_inputs:  # optimum's inputs: attention_mask and position_ids [batch, seq]
         args = (ids, torch.ones_like(ids), torch.arange(8).unsqueeze(0).expand(2, 8))
         names += ["attention_mask", "position_ids"]
         axes.update({n: {0: "batch", 1: "seq"} for n in names[1:]})
+    if with_past:
+        # optimum's text-generation-with-past: traced with PAST cached tokens, its dims dynamic
+        # (optimum's axis names), so the export keeps the shape arithmetic of the past length.
+        cache = [torch.randn(2, CONFIG["num_kv_heads"], PAST, CONFIG["head_dim"])
+                 for _ in range(2 * CONFIG["num_layers"])]
+        args = (ids, torch.ones((2, PAST + 8), dtype=torch.long),
+                torch.arange(PAST, PAST + 8).unsqueeze(0).expand(2, 8), *cache)
+        total = "past_sequence_length + sequence_length"
+        axes["attention_mask"] = {0: "batch", 1: total}
+        for i in range(CONFIG["num_layers"]):
+            for kind in ("key", "value"):
+                names.append(f"past_key_values.{i}.{kind}")
+                outputs.append(f"present.{i}.{kind}")
+                axes[names[-1]] = {0: "batch", 2: "past_sequence_length"}
+                axes[outputs[-1]] = {0: "batch", 2: total}
     torch.onnx.export(model, args, path, opset_version=opset, input_names=names,
-                      output_names=["logits"], do_constant_folding=fold, dynamic_axes=axes)
+                      output_names=outputs, do_constant_folding=fold, dynamic_axes=axes)
     m = onnx.load(path)
     for n in m.graph.node:
         n.doc_string = ""
@@ -392,8 +498,15 @@ def export_variant(name, out_dir):
             mask, position_ids = padded_inputs(ids, PAD)
             with torch.no_grad():
                 padded = model(ids, mask, position_ids)
-            for key, t in [("ids", base.i64(ids)), ("attention_mask", base.i64(mask)),
-                           ("position_ids", base.i64(position_ids)), ("logits", base.f32(padded))]:
+            padded_inputs_ = [("ids", base.i64(ids)), ("attention_mask", base.i64(mask)),
+                              ("position_ids", base.i64(position_ids)), ("logits", base.f32(padded))]
+            if with_past:
+                empty = [(n, base.f32(t)) for n, t in zip(names[3:], model.empty_cache(batch))]
+                padded_inputs_ += empty
+                for n, t in empty:  # the empty caches the compiled plan binds
+                    np.save(os.path.join(gdir, f"{n}_b{batch}_s{seq}.npy"), t)
+                write_cached_goldens(model, ids, names[3:], gdir, f"b{batch}_s{seq}")
+            for key, t in padded_inputs_:
                 np.save(os.path.join(gdir, f"padded_{key}_b{batch}_s{seq}.npy"), t)
     cfg = dict(CONFIG, router_scoring=scoring, opset=opset, constant_folding=fold,
                external_data=external, trace_batch=2, trace_seq=8)
@@ -404,6 +517,9 @@ def export_variant(name, out_dir):
     if with_inputs:
         cfg["graph_inputs"] = names
         cfg["padded_tokens"] = PAD
+    if with_past:
+        cfg["graph_outputs"] = outputs
+        cfg["past_tokens"] = PAST
     if mask_form.endswith("_window"):
         # The keys each query sees. AttentionMaskConverter fills tril(diagonal = -window - 1), so
         # its queries see window + 1 keys; masking_utils' kv_idx > q_idx - window, window keys.
@@ -412,6 +528,31 @@ def export_variant(name, out_dir):
     with open(os.path.join(gdir, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def write_cached_goldens(model, ids, cache_names, gdir, shape):
+    """golden/cached_*: ids after a prefix of PAST tokens, fed with the prefix's caches (PyTorch's
+    presents for it), a [batch, PAST + seq] mask of ones and positions PAST..PAST+seq-1, and
+    PyTorch's logits for them. They must equal the last seq logits of prefix + ids run from an
+    empty cache (an independent path through the same modules: no cache is read there)."""
+    bsz, seq = ids.shape
+    gen = torch.Generator().manual_seed(7 + bsz * 100 + seq)
+    prefix = torch.randint(0, CONFIG["vocab_size"], (bsz, PAST), generator=gen)
+    positions = torch.arange(PAST).unsqueeze(0).expand(bsz, PAST)
+    with torch.no_grad():
+        prefix_out = model(prefix, torch.ones_like(prefix), positions, *model.empty_cache(bsz))
+        feeds = {"ids": ids, "attention_mask": torch.ones((bsz, PAST + seq), dtype=torch.long),
+                 "position_ids": torch.arange(PAST, PAST + seq).unsqueeze(0).expand(bsz, seq)}
+        cached = model(feeds["ids"], feeds["attention_mask"], feeds["position_ids"], *prefix_out[1:])[0]
+        whole = model(torch.cat([prefix, ids], dim=1))
+    ok, text = error_model.logits_bound(CONFIG, PAST + seq).check(base.f32(cached), base.f32(whole[:, PAST:]))
+    if not ok:
+        raise SystemExit(f"export_variants.py: cached logits differ from the whole sequence's: {text}")
+    for key, t in feeds.items():
+        np.save(os.path.join(gdir, f"cached_{key}_{shape}.npy"), base.i64(t))
+    for key, t in zip(cache_names, prefix_out[1:]):
+        np.save(os.path.join(gdir, f"cached_{key}_{shape}.npy"), base.f32(t))
+    np.save(os.path.join(gdir, f"cached_logits_{shape}.npy"), base.f32(cached))
 
 
 def compare(a_dir, b_dir):

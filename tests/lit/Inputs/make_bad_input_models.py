@@ -5,7 +5,15 @@ plan cannot bind (tests/lit/raise/bind-graph-inputs.test):
 - long_mask.onnx: attention_mask declared [batch, 16], a mask longer than the 8 tokens compiled
   (padding to a fixed length, or a KV cache): the plan runs no padding;
 - mask_4d.onnx: attention_mask declared [batch, 1, seq, seq] (a custom 4-D mask);
-- token_type.onnx: a fourth input token_type_ids [batch, seq], which nothing binds.
+- token_type.onnx: a fourth input token_type_ids [batch, seq], which nothing binds;
+and of the KV-cache export (hf_masking_utils_past_opset17: past_key_values.<layer>.key|value
+[batch, 2, past, 8] in, present.* out), whose caches the plan binds empty:
+- past_dynamic_heads.onnx: past_key_values.0.key declared [batch, heads, past, 8] (the cache's
+  heads unknown: its empty value has no shape);
+- past_length_3.onnx: past_key_values.0.key declared [batch, 2, 3, 8], a cache of 3 tokens that an
+  empty one cannot be;
+- past_int.onnx: past_key_values.0.value declared int64;
+- only_present.onnx: the logits output removed, every output a cache.
 Run with Debian's /usr/bin/python3 (onnx).
 """
 import os
@@ -15,8 +23,9 @@ import onnx
 from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SAMPLE = os.path.join(HERE, "..", "..", "..", "samples", "models", "mixtral_variants",
-                      "hf_masking_utils_inputs_opset17", "model.onnx")
+VARIANTS = os.path.join(HERE, "..", "..", "..", "samples", "models", "mixtral_variants")
+SAMPLE = os.path.join(VARIANTS, "hf_masking_utils_inputs_opset17", "model.onnx")
+PAST_SAMPLE = os.path.join(VARIANTS, "hf_masking_utils_past_opset17", "model.onnx")
 
 
 def set_dims(value_info, dims):
@@ -42,6 +51,25 @@ def main(out_dir):
     m = onnx.load(SAMPLE)
     m.graph.input.append(helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", "seq"]))
     onnx.save(m, os.path.join(out_dir, "token_type.onnx"))
+
+    def past_input(m, name):
+        return next(i for i in m.graph.input if i.name == name)
+
+    m = onnx.load(PAST_SAMPLE)
+    set_dims(past_input(m, "past_key_values.0.key"), ["batch", "heads", "past_sequence_length", 8])
+    onnx.save(m, os.path.join(out_dir, "past_dynamic_heads.onnx"))
+
+    m = onnx.load(PAST_SAMPLE)
+    set_dims(past_input(m, "past_key_values.0.key"), ["batch", 2, 3, 8])
+    onnx.save(m, os.path.join(out_dir, "past_length_3.onnx"))
+
+    m = onnx.load(PAST_SAMPLE)
+    past_input(m, "past_key_values.0.value").type.tensor_type.elem_type = TensorProto.INT64
+    onnx.save(m, os.path.join(out_dir, "past_int.onnx"))
+
+    m = onnx.load(PAST_SAMPLE)
+    m.graph.output.remove(next(o for o in m.graph.output if o.name == "logits"))
+    onnx.save(m, os.path.join(out_dir, "only_present.onnx"))
     return 0
 
 

@@ -264,3 +264,56 @@ func.func @weight_transpose_kept(%x: tensor<2x4xf32>) -> (tensor<4x2xf32>, tenso
   %t3 = onnx.node "Transpose"(%w) {node_name = "t3", onnx_attrs = {perm = [0, 2, 1]}} : (tensor<2x6x4xf32>) -> tensor<2x4x6xf32>
   return %t, %t3 : tensor<4x2xf32>, tensor<2x4x6xf32>
 }
+
+// -----
+
+// An empty KV cache (past length 0) appended to by torch.cat([past, new], dim=-2): the empty
+// operand goes, and a Concat of one operand is that operand.
+// CHECK-LABEL: func.func @empty_cache_concat
+// CHECK-NOT:   "Concat"
+// CHECK-NOT:   "Constant"
+// CHECK:       %[[T:.*]] = onnx.node "Transpose"(%arg0)
+// CHECK:       onnx.node "MatMul"(%[[T]], %[[T]])
+func.func @empty_cache_concat(%k: tensor<2x8x2x4xf32>) -> tensor<2x2x8x8xf32> {
+  %past = onnx.node "Constant"() {node_name = "past_key_values.0.key", onnx_attrs = {value = dense<> : tensor<2x2x0x4xf32>}} : () -> tensor<2x2x0x4xf32>
+  %new = onnx.node "Transpose"(%k) {node_name = "t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<2x8x2x4xf32>) -> tensor<2x2x8x4xf32>
+  %cat = onnx.node "Concat"(%past, %new) {node_name = "/self_attn/Concat_5", onnx_attrs = {axis = -2 : i64}} : (tensor<2x2x0x4xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x8x4xf32>
+  %y = onnx.node "MatMul"(%cat, %cat) {node_name = "mm", onnx_attrs = {}} : (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x8x8xf32>
+  return %y : tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// Of three operands only the empty one goes; the Concat stays, with its axis.
+// CHECK-LABEL: func.func @empty_concat_operand
+// CHECK:       onnx.node "Concat"(%arg0, %arg1) {node_name = "cat", onnx_attrs = {axis = 1 : i64}}
+func.func @empty_concat_operand(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  %e = onnx.node "Constant"() {node_name = "e", onnx_attrs = {value = dense<> : tensor<2x0xf32>}} : () -> tensor<2x0xf32>
+  %cat = onnx.node "Concat"(%a, %e, %b) {node_name = "cat", onnx_attrs = {axis = 1 : i64}} : (tensor<2x3xf32>, tensor<2x0xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+  return %cat : tensor<2x8xf32>
+}
+
+// -----
+
+// Not empty along the axis (a real cache of 3 tokens; an empty batch axis is not the concat's),
+// or of unknown length: the Concat is kept.
+// CHECK-LABEL: func.func @nonempty_concat
+// CHECK-COUNT-3: onnx.node "Concat"
+func.func @nonempty_concat(%past: tensor<2x2x3x4xf32>, %new: tensor<2x2x8x4xf32>, %dyn: tensor<2x2x?x4xf32>, %z: tensor<0x2x8x4xf32>) -> (tensor<2x2x11x4xf32>, tensor<2x2x?x4xf32>, tensor<0x2x16x4xf32>) {
+  %a = onnx.node "Concat"(%past, %new) {node_name = "a", onnx_attrs = {axis = 2 : i64}} : (tensor<2x2x3x4xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x11x4xf32>
+  %b = onnx.node "Concat"(%dyn, %new) {node_name = "b", onnx_attrs = {axis = -2 : i64}} : (tensor<2x2x?x4xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x?x4xf32>
+  %c = onnx.node "Concat"(%z, %z) {node_name = "c", onnx_attrs = {axis = 2 : i64}} : (tensor<0x2x8x4xf32>, tensor<0x2x8x4xf32>) -> tensor<0x2x16x4xf32>
+  return %a, %b, %c : tensor<2x2x11x4xf32>, tensor<2x2x?x4xf32>, tensor<0x2x16x4xf32>
+}
+
+// -----
+
+// A graph output keeps the function's declared type: a Concat whose one non-empty operand has
+// another type stays.
+// CHECK-LABEL: func.func @empty_concat_returned
+// CHECK:       onnx.node "Concat"
+func.func @empty_concat_returned(%new: tensor<2x2x8x4xf32>) -> tensor<2x2x?x4xf32> {
+  %past = onnx.node "Constant"() {node_name = "p", onnx_attrs = {value = dense<> : tensor<2x2x0x4xf32>}} : () -> tensor<2x2x0x4xf32>
+  %cat = onnx.node "Concat"(%past, %new) {node_name = "cat", onnx_attrs = {axis = 2 : i64}} : (tensor<2x2x0x4xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x?x4xf32>
+  return %cat : tensor<2x2x?x4xf32>
+}
