@@ -7,15 +7,26 @@
 // pattern writes the node as those parts, each in the form the other patterns read: Reshape and
 // Transpose to [B, heads, S, H], com.microsoft.RotaryEmbedding on q and k at positions 0..S-1
 // (DecomposeRotaryEmbedding.cpp checks its tables), transformers' repeat_kv (Unsqueeze, Expand,
-// Reshape), opset-23 Attention with is_causal (DecomposeAttention.cpp), then Transpose and Reshape
-// back to [B, S, N H].
+// Reshape), then the attention core, then Transpose and Reshape back to [B, S, N H]. The core is
+//   - opset-23 Attention with is_causal (DecomposeAttention.cpp) for plain causal attention;
+//   - opset-23 Attention with a constant additive attn_mask for local_window_size = L >= 0;
+//   - with a head_sink input, the GPT-OSS sink chain AttentionPattern reads: MatMul(q, k^T) *
+//     scale + mask, Concat(scores, Expand(Reshape(head_sink, [1, N, 1, 1]), [B, N, S, 1])),
+//     Softmax, Slice (drop the sink column), MatMul with v.
+// The window as onnxruntime defines it (its CPU kernel, checked with onnxruntime-node 1.23.2):
+// query i sees keys max(0, i - L) .. i, i.e. L + 1 keys, so the mask is the sliding window
+// w = L + 1 of MaskByValue (GraphMatchers.h) and of moe.attention's sliding_window. head_sink
+// adds exp(head_sink[n]) to head n's softmax denominator (also with smooth_softmax = 0), which is
+// exactly a sink logit column that joins the softmax and is dropped after it.
 //
 // What is imported (groupQueryAttentionMismatch names the rest): separate key and value inputs
 // (a packed QKV input, one projection MatMul, is split into three by SplitPackedQkv.cpp first;
 // packedQkvMismatch says why one was not); no past_key/past_value (a KV cache); seqlens_k = S - 1
-// in every row and total_sequence_length = S (no padding, what the compiled plan binds);
-// local_window_size -1, softcap 0, smooth_softmax 0, no attention_bias, no head_sink, no
-// position_ids input; the present_key/present_value outputs unused.
+// in every row and total_sequence_length = S (no padding, what the compiled plan binds); causal 1,
+// softcap 0, no attention_bias, no position_ids, k_scale/v_scale or q/k_norm_weight input; a
+// head_sink that is an initializer (onnx.weight [num_heads], a trained parameter like GPT-OSS's
+// sinks); smooth_softmax = 1 only together with head_sink (alone it is a fixed zero sink, which
+// moe.attention's trained sinks do not represent); the present_key/present_value outputs unused.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/raise/normalize/NormalizePatterns.h"
@@ -34,8 +45,10 @@ namespace {
 
 struct GqaForm {
   Value q, k, v, cos, sin;
+  onnxir::WeightOp sink; // head_sink [heads], or null
   FloatType elem;
   int64_t b = 0, s = 0, heads = 0, kvHeads = 0, headDim = 0;
+  int64_t window = 0; // keys each query sees (local_window_size + 1), 0 for full causal
   bool rotary = false, interleaved = false;
   double scale = 0;
 };
@@ -62,22 +75,55 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
   if (!f.q || !f.k || !f.v)
     return fail("packed QKV (no separate key and value inputs) is not imported: " +
                 (f.q ? packedQkvMismatch(node) : std::string("no query input")));
+  const int64_t localWindow = intAttr("local_window_size", -1);
   if (input(3) || input(4))
-    return fail("past_key/past_value inputs (a KV cache) are not imported: training runs whole "
-                "sequences");
-  for (size_t i : {9, 10, 11})
+    return fail(std::string("past_key/past_value inputs (a KV cache) are not imported") +
+                (localWindow >= 0 ? " (with local_window_size = " + std::to_string(localWindow) +
+                                        ": a windowed KV cache)"
+                                  : std::string()) +
+                ": training runs whole sequences");
+  static const char *const kInputNames[] = {"",
+                                            "",
+                                            "",
+                                            "",
+                                            "",
+                                            "",
+                                            "",
+                                            "",
+                                            "",
+                                            "position_ids",
+                                            "attention_bias",
+                                            "head_sink",
+                                            "k_scale",
+                                            "v_scale",
+                                            "q_norm_weight",
+                                            "k_norm_weight"};
+  for (size_t i : {9, 10, 12, 13, 14, 15})
     if (input(i))
-      return fail(std::string(i == 9    ? "position_ids"
-                              : i == 10 ? "attention_bias"
-                                        : "head_sink") +
-                  " input is not imported");
-  if (int64_t w = intAttr("local_window_size", -1); w >= 0)
-    return fail("attribute local_window_size = " + std::to_string(w) + " is not imported yet");
+      return fail(std::string(kInputNames[i]) + " input is not imported");
+  for (size_t i = 16; i < ins.size(); ++i)
+    if (input(i))
+      return fail("input " + std::to_string(i) + " is not a GroupQueryAttention input");
+  if (intAttr("causal", 1) != 1)
+    return fail("attribute causal = " + std::to_string(intAttr("causal", 1)) +
+                " (bidirectional attention) is not imported: moe.attention is causal");
+  if (localWindow < -1)
+    return fail("attribute local_window_size = " + std::to_string(localWindow) +
+                " is neither -1 nor a window >= 0");
   if (auto a = attrs.getAs<FloatAttr>("softcap"); a && a.getValueAsDouble() != 0)
     return fail("attribute softcap = " + std::to_string(a.getValueAsDouble()) +
                 " is not imported (no softcap in moe.attention)");
-  if (intAttr("smooth_softmax", 0))
-    return fail("attribute smooth_softmax = 1 is not imported");
+  if (Value sink = input(11)) {
+    f.sink = llvm::dyn_cast_or_null<onnxir::WeightOp>(sink.getDefiningOp());
+    if (!f.sink)
+      return fail("input head_sink is not an initializer (a trained per-head parameter): a "
+                  "computed sink is not imported");
+  } else if (intAttr("smooth_softmax", 0)) {
+    return fail("attribute smooth_softmax = 1 without a head_sink input (a fixed zero sink) is "
+                "not imported: moe.attention's sinks are trained parameters");
+  }
+  if (localWindow >= 0)
+    f.window = localWindow + 1;
   for (auto [i, out] : llvm::enumerate(node.getOutputs()))
     if (i > 0 && !out.use_empty())
       return fail("output " + std::to_string(i) + " (present_key, present_value or output_qk) is " +
@@ -97,6 +143,13 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
   if (kType.getDimSize(0) != f.b || kType.getDimSize(1) != f.s ||
       kType.getDimSize(2) != f.kvHeads * f.headDim)
     return fail("key/value are not [batch, seq, kv_num_heads * head_size]");
+  if (f.sink) {
+    auto sinkType = llvm::dyn_cast<RankedTensorType>(f.sink.getResult().getType());
+    if (!sinkType || sinkType.getElementType() != f.elem ||
+        sinkType.getShape() != ArrayRef<int64_t>{f.heads})
+      return fail("input head_sink is not [num_heads = " + std::to_string(f.heads) +
+                  "] of the query's element type");
+  }
   if (node.getOutputs().empty() || node.getOutputs()[0].getType() != f.q.getType())
     return fail("the output is not [batch, seq, num_heads * head_size]");
   // No padding: every row's last key index S - 1, the whole sequence.
@@ -118,6 +171,65 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
   if (auto a = attrs.getAs<FloatAttr>("scale"); a && a.getValueAsDouble() != 0)
     f.scale = a.getValueAsDouble();
   return f;
+}
+
+/// The additive [S, S] mask: 0 where query i sees key j (max(0, i - w + 1) <= j <= i, w the
+/// window, or every j <= i when it is 0), -inf elsewhere.
+Value maskConstant(PatternRewriter &rewriter, NodeOp node, const GqaForm &f) {
+  const auto &sem = FloatType(f.elem).getFloatSemantics();
+  SmallVector<APFloat> values;
+  values.reserve(static_cast<size_t>(f.s * f.s));
+  for (int64_t i = 0; i < f.s; ++i)
+    for (int64_t j = 0; j < f.s; ++j) {
+      const bool sees = j <= i && (f.window == 0 || j > i - f.window);
+      values.push_back(sees ? APFloat::getZero(sem) : APFloat::getInf(sem, /*Negative=*/true));
+    }
+  auto type = RankedTensorType::get({f.s, f.s}, f.elem);
+  return createConstant(rewriter, node, f.window > 0 ? "window_mask" : "causal_mask",
+                        DenseElementsAttr::get(type, values));
+}
+
+/// softmax over [scores, sink] with the sink column dropped, times v: q, k, v [B, N, S, H].
+Value sinkAttention(PatternRewriter &rewriter, NodeOp node, const GqaForm &f, Value q, Value k,
+                    Value v) {
+  const std::string name = node.getNodeName().str();
+  auto type = [&](ArrayRef<int64_t> dims) { return RankedTensorType::get(dims, f.elem); };
+  const int64_t b = f.b, n = f.heads, s = f.s, h = f.headDim;
+  Value kT =
+      createNode(rewriter, node, "Transpose", name + "/k_transposed", {k}, type({b, n, h, s}),
+                 {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({0, 1, 3, 2}))})
+          .getResult(0);
+  Value scores = createNode(rewriter, node, "MatMul", name + "/scores", {q, kT}, type({b, n, s, s}))
+                     .getResult(0);
+  Value scale = createScalarConstant(rewriter, node, "scale", f.elem, f.scale);
+  scores = createNode(rewriter, node, "Mul", name + "/scaled", {scores, scale}, type({b, n, s, s}))
+               .getResult(0);
+  scores = createNode(rewriter, node, "Add", name + "/masked",
+                      {scores, maskConstant(rewriter, node, f)}, type({b, n, s, s}))
+               .getResult(0);
+  Value sinkShape = createI64Constant(rewriter, node, "sink_shape", {4}, {1, n, 1, 1});
+  Value sink4 = createNode(rewriter, node, "Reshape", name + "/sink_heads",
+                           {onnxir::WeightOp(f.sink).getResult(), sinkShape}, type({1, n, 1, 1}))
+                    .getResult(0);
+  Value sinkTo = createI64Constant(rewriter, node, "sink_expand", {4}, {b, n, s, 1});
+  Value sinks =
+      createNode(rewriter, node, "Expand", name + "/sinks", {sink4, sinkTo}, type({b, n, s, 1}))
+          .getResult(0);
+  auto lastAxis = rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1));
+  Value cat = createNode(rewriter, node, "Concat", name + "/with_sinks", {scores, sinks},
+                         type({b, n, s, s + 1}), {lastAxis})
+                  .getResult(0);
+  Value p = createNode(rewriter, node, "Softmax", name + "/Softmax", {cat}, type({b, n, s, s + 1}),
+                       {lastAxis})
+                .getResult(0);
+  Value starts = createI64Constant(rewriter, node, "drop_sinks_start", {1}, {0});
+  Value ends = createI64Constant(rewriter, node, "drop_sinks_end", {1}, {s});
+  Value axes = createI64Constant(rewriter, node, "drop_sinks_axis", {1}, {-1});
+  Value pd = createNode(rewriter, node, "Slice", name + "/drop_sinks", {p, starts, ends, axes},
+                        type({b, n, s, s}))
+                 .getResult(0);
+  return createNode(rewriter, node, "MatMul", name + "/pv", {pd, v}, type({b, n, s, h}))
+      .getResult(0);
 }
 
 struct DecomposeGroupQueryAttention : OpRewritePattern<NodeOp> {
@@ -183,10 +295,16 @@ struct DecomposeGroupQueryAttention : OpRewritePattern<NodeOp> {
       };
       k = repeat(k, "k"), v = repeat(v, "v");
     }
-    Value y = createNode(rewriter, node, "Attention", name + "/Attention", {q, k, v}, full,
-                         {rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(1)),
-                          rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(f.scale))})
-                  .getResult(0);
+    Value y = f.sink ? sinkAttention(rewriter, node, f, q, k, v)
+              : f.window > 0
+                  ? createNode(rewriter, node, "Attention", name + "/Attention",
+                               {q, k, v, maskConstant(rewriter, node, f)}, full,
+                               {rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(f.scale))})
+                        .getResult(0)
+                  : createNode(rewriter, node, "Attention", name + "/Attention", {q, k, v}, full,
+                               {rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(1)),
+                                rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(f.scale))})
+                        .getResult(0);
     Value yt = createNode(rewriter, node, "Transpose", name + "/out_t", {y},
                           RankedTensorType::get({f.b, f.s, f.heads, f.headDim}, f.elem), {perm})
                    .getResult(0);

@@ -68,11 +68,11 @@ def main(out):
     gqa.input[0] = "lora/qkv"
     save(m, "gqa_packed")
 
-    # GroupQueryAttention with a local window (Mistral-style sliding window).
+    # GroupQueryAttention with a softcap (Gemma-2 style logit capping; a local window is imported).
     m = load("mixtral_ort_gqa")
     gqa = next(n for n in m.graph.node if n.op_type == "GroupQueryAttention")
-    set_attr(gqa, "local_window_size", 3)
-    save(m, "gqa_window")
+    set_attr(gqa, "softcap", 50.0)
+    save(m, "gqa_softcap")
 
     # Attention-23 with a softcap (Gemma-2 style logit capping).
     m = load("mixtral_opset23_attention")
