@@ -302,11 +302,12 @@ private:
       spec.path = std::filesystem::path(spec.file).is_absolute()
                       ? spec.file
                       : (std::filesystem::path(plan_.dir) / spec.file).string();
-      const uint64_t expected = static_cast<uint64_t>(numelOf(spec.shape)) * 4;
+      const uint64_t elem = weightDtypeBytes(spec.dtype);
+      const uint64_t expected = static_cast<uint64_t>(numelOf(spec.shape)) * elem;
       if (spec.length != expected)
         w["length"].fail(std::to_string(spec.length) + " does not match shape " +
-                         shapeToString(spec.shape) + " float32 (" + std::to_string(expected) +
-                         " bytes)");
+                         shapeToString(spec.shape) + " " + spec.dtype + " (" +
+                         std::to_string(expected) + " bytes)");
       struct stat st;
       if (::stat(spec.path.c_str(), &st) != 0)
         w["file"].fail("weight \"" + spec.name + "\": cannot open \"" + spec.path +
@@ -314,7 +315,7 @@ private:
       // The bytes read: the last row of a strided window ends (rows - 1) strides after the first.
       const uint64_t extent = spec.rowStride
                                   ? (static_cast<uint64_t>(spec.shape[0]) - 1) * spec.rowStride +
-                                        static_cast<uint64_t>(spec.shape[1]) * 4
+                                        static_cast<uint64_t>(spec.shape[1]) * elem
                                   : spec.length;
       if (spec.offset + extent > static_cast<uint64_t>(st.st_size))
         w["offset"].fail("weight \"" + spec.name + "\": offset " + std::to_string(spec.offset) +

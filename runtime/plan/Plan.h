@@ -87,16 +87,24 @@ const char *toString(ExchangeKind kind);
 const char *toString(OpCode op);
 const char *toString(DenseFfnRole role);
 
+/// Bytes per element of a weight dtype of the plan format: 4 for "float32", 2 for "float16" (IEEE
+/// 754 binary16) and "bfloat16" (the high half of a float32); 0 for any other name.
+inline uint64_t weightDtypeBytes(const std::string &dtype) {
+  if (dtype == "float32")
+    return 4;
+  return dtype == "float16" || dtype == "bfloat16" ? 2 : 0;
+}
+
 /// One entry of `model.weights`: where a weight's bytes are and which ranks hold it.
 struct WeightSpec {
   std::string name;
-  std::string dtype;          ///< "float32" (the only dtype of version 1)
+  std::string dtype;          ///< "float32", "float16" or "bfloat16" (converted to fp32 on load)
   std::vector<int64_t> shape; ///< logical shape; linear weights are [in, out]
   bool transposed = false;    ///< bytes on disk are the 2-D transpose of `shape` ([out, in])
   std::string file;           ///< as written in plan.json
   std::string path;           ///< `file` resolved against the plan's directory
   uint64_t offset = 0;        ///< bytes into `path`
-  uint64_t length = 0;        ///< bytes; == numel(shape) * 4
+  uint64_t length = 0;        ///< bytes; == numel(shape) * weightDtypeBytes(dtype)
   uint64_t rowStride = 0;     ///< 0: dense; else a 2-D window, row r at offset + r * rowStride
   std::vector<int> ranks;     ///< global ranks holding it, ascending
 };

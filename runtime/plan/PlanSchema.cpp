@@ -277,8 +277,9 @@ const std::vector<Field<WeightSpec>> &weightFields() {
       {"dtype", true, nullptr,
        [](const Node &f, S &s) {
          s.dtype = f.string();
-         if (s.dtype != "float32")
-           f.fail("\"" + s.dtype + "\" is not supported (version 1 reads float32)");
+         if (weightDtypeBytes(s.dtype) == 0)
+           f.fail("\"" + s.dtype +
+                  "\" is not supported (version 1 reads float32, float16 or bfloat16)");
        },
        [](const S &s) -> Opt { return s.dtype; }},
       {"shape", true, nullptr,
@@ -315,9 +316,10 @@ const std::vector<Field<WeightSpec>> &weightFields() {
          s.rowStride = static_cast<uint64_t>(f.integer(1, INT64_MAX));
          if (s.shape.size() != 2 || s.transposed)
            f.fail("only a 2-D weight read as stored can have a row stride");
-         if (s.rowStride < static_cast<uint64_t>(s.shape[1]) * 4)
+         const uint64_t row = static_cast<uint64_t>(s.shape[1]) * weightDtypeBytes(s.dtype);
+         if (s.rowStride < row)
            f.fail(std::to_string(s.rowStride) + " bytes is less than a row's " +
-                  std::to_string(s.shape[1] * 4));
+                  std::to_string(row));
        },
        [](const S &s) -> Opt { return s.rowStride ? Opt(s.rowStride) : std::nullopt; }},
   };

@@ -1,5 +1,8 @@
-// Binds each rank's weights from the plan's files as fp32, transposing on load (Weights.h).
+// Binds each rank's weights from the plan's files as fp32, converting float16 / bfloat16 and
+// transposing on load (Weights.h).
 #include "runtime/plan/Weights.h"
+
+#include "runtime/io/Safetensors.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -19,12 +22,20 @@ std::string where(const WeightSpec &spec) {
 
 Tensor readWeight(const WeightSpec &spec) {
   Tensor raw(spec.transposed ? std::vector<int64_t>{spec.shape[1], spec.shape[0]} : spec.shape);
-  if (static_cast<uint64_t>(raw.numel()) * sizeof(float) != spec.length)
-    throw WeightError(where(spec) + ": length does not match shape " + shapeToString(spec.shape));
+  const uint64_t elem = weightDtypeBytes(spec.dtype);
+  if (elem == 0)
+    throw WeightError(where(spec) + ": dtype \"" + spec.dtype +
+                      "\" is not float32, float16 or bfloat16");
+  if (static_cast<uint64_t>(raw.numel()) * elem != spec.length)
+    throw WeightError(where(spec) + ": length does not match shape " + shapeToString(spec.shape) +
+                      " " + spec.dtype);
   int fd = ::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw WeightError(where(spec) + ": cannot open file: " + std::strerror(errno));
-  char *dst = reinterpret_cast<char *>(raw.data.data());
+  // float32 lands in place; 2-byte dtypes are read into `half` and widened below.
+  std::vector<uint16_t> half(elem == 2 ? static_cast<size_t>(raw.numel()) : 0);
+  char *dst =
+      elem == 2 ? reinterpret_cast<char *>(half.data()) : reinterpret_cast<char *>(raw.data.data());
   // A dense weight is one run of bytes; a strided window (rowStride) one run per row.
   const uint64_t runs = spec.rowStride ? static_cast<uint64_t>(spec.shape[0]) : 1;
   const uint64_t runBytes = spec.length / runs;
@@ -46,6 +57,13 @@ Tensor readWeight(const WeightSpec &spec) {
     }
   }
   ::close(fd);
+  // Once, here: the fp32 values are what the cpu backend computes with and what training updates
+  // (its fp32 master weights). Both conversions are exact.
+  if (elem == 2) {
+    const bool bf16 = spec.dtype == "bfloat16";
+    for (size_t i = 0; i < half.size(); ++i)
+      raw.data[i] = bf16 ? bf16ToFloat(half[i]) : f16ToFloat(half[i]);
+  }
   if (!spec.transposed)
     return raw;
 

@@ -18,9 +18,12 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Reads one weight: `length` bytes of little-endian float32 at `offset` of `path` (pread), then
-/// transposes a 2-D weight marked `transposed`. Returns a tensor of `spec.shape`.
-/// Throws WeightError if the file is missing or shorter than offset + length.
+/// Reads one weight: `length` bytes of little-endian `spec.dtype` at `offset` of `path` (pread; a
+/// strided window row by row), widens float16 (IEEE 754 binary16) and bfloat16 to float32
+/// exactly, then transposes a 2-D weight marked `transposed`. Returns an fp32 tensor of
+/// `spec.shape`: the cpu backend's compute dtype and training's master weights.
+/// Throws WeightError if the file is missing or shorter than offset + length, or the dtype or
+/// length is not one of the plan format's.
 Tensor readWeight(const WeightSpec &spec);
 
 /// Where a run's initial weights come from instead of the plan's files: weight `index` of

@@ -51,6 +51,12 @@ def main(bin_dir, repo, work):
     for model in models:
         golden = os.path.join(os.path.dirname(model), "golden")
         name = os.path.relpath(os.path.dirname(model), os.path.join(repo, "samples", "models"))
+        if config_of(os.path.dirname(model)).get("dtype") in ("float16", "bfloat16"):
+            # Not imported by the compiler yet (issue 12): e2e.dtype_exports checks these files
+            # against their oracles and that the compiler refuses them in one line.
+            print(f"     {name}: a {config_of(os.path.dirname(model))['dtype']} form, not compiled yet "
+                  "(issue 12; e2e.dtype_exports)")
+            continue
         for ids in sorted(glob.glob(os.path.join(golden, "ids_b*_s*.npy"))):
             shape = os.path.basename(ids)[len("ids_"):-len(".npy")]
             batch, seq = (int(x[1:]) for x in shape.split("_"))

@@ -237,3 +237,68 @@ def forward_chain_of(golden_dir):
     seqs = [int(m.group(1)) for m in (re.match(r"ids_b\d+_s(\d+)\.npy$", n) for n in os.listdir(golden_dir)) if m]
     return chain_length(cfg, max(seqs, default=cfg.get("trace_seq", 8)))
 
+
+
+# --------------------------------------------------------------------------------------------------
+# Reduced-precision evaluations (the float16 / bfloat16 forms of samples/models/mixtral_dtypes)
+#
+# An evaluation in float16 or bfloat16 (PyTorch's CPU kernels, onnxruntime's CPU provider) against
+# fp32 on the same dtype-rounded weights (the compiler converts weights to fp32 at load and computes
+# in fp32). The same model as above, with the dtype's unit roundoff and a chain that counts only the
+# roundings to the dtype:
+# - Unit roundoff u_d = 2^-11 (float16: 11 significant bits) or 2^-8 (bfloat16: 8).
+# - Which results are rounded to the dtype: every tensor the model stores in the dtype, once per op.
+#   Reductions accumulate in fp32 and round their result once (an assumption about the oracles:
+#   oneDNN's bf16 GEMM on CPU accumulates in fp32; onnxruntime's x86-64 CPU MatMul<float16> widens
+#   to fp32 GEMM; Hugging Face's RMSNorm and softmax(dtype=float32) reduce in fp32 by
+#   construction), so a GEMM is one rounding, not K.
+# - D_d (dtype_chain_length) counts them through Hugging Face's Mixtral forward (module code in
+#   samples/models/mixtral_variants/export_variants.py), per decoder layer, every branch of a block
+#   counted (an upper estimate of the longest chain): attention 13 = RMSNorm 2 (x.to(input_dtype),
+#   weight * x) + q projection 1 + rotary 3 (q * cos, rotate_half(q) * sin, their sum) + scores 1
+#   + / sqrt(head_dim) 1 + mask add 1 + softmax's .to(q.dtype) 1 + probs @ v 1 + o projection 1 +
+#   residual 1; FFN 13 = RMSNorm 2 + router logits 1 + routing weights' .to(x.dtype) 1 + w1 1 + w3
+#   1 + SiLU 2 (Sigmoid, Mul) + the product 1 + w2 1 + * routing weight 1 + index_add 1 + residual
+#   1; then cos/sin's cast 1, the final RMSNorm 2 and the head 1.
+# - One evaluation's relative error has standard deviation sqrt(D_d/3) u_d; the fp32 evaluation
+#   adds sigma(D) (negligible: 20 u against 4 u_d for the tiny sample), added linearly (an upper
+#   estimate). The same 2 (normwise) and 6 (elementwise) standard deviations as Bound.
+
+DTYPE_U = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+
+
+def dtype_chain_length(cfg):
+    """D_d: roundings to the dtype on the longest chain of the Hugging Face Mixtral forward."""
+    for key in ("attention_type", "qk_norm", "num_shared_experts", "dense_layers"):
+        if cfg.get(key):
+            raise ValueError(f"dtype_chain_length counts Mixtral's forward only, not {key}")
+    return 26 * cfg["num_layers"] + 4
+
+
+class DtypeBound(Bound):
+    """Tolerances for a dtype evaluation's logits against fp32 on the same rounded weights."""
+
+    def __init__(self, cfg, seq, dtype, evaluations=1):
+        self.d = dtype_chain_length(cfg)
+        self.dtype = dtype
+        # evaluations=2: two dtype evaluations against each other (a bf16 golden regenerated on
+        # another CPU's kernels): their difference's deviation is sqrt(2) times one's.
+        s = math.sqrt(evaluations * self.d / 3.0) * DTYPE_U[dtype] + sigma(chain_length(cfg, seq))
+        self.normwise = NORMWISE_SIGMAS * s
+        self.element = ELEMENT_SIGMAS * s
+
+    def check(self, got, ref):
+        ok, text = super().check(got, ref)
+        u_d = DTYPE_U[self.dtype]
+        if np.shape(got) == np.shape(ref) and np.all(np.isfinite(got)):
+            nw, el = self.measure(got, ref)
+            text = (f"normwise {nw * U / u_d:.2f} u_d (bound {self.normwise / u_d:.1f} u_d), max "
+                    f"{el * U / u_d:.2f} u_d of max|ref| (bound {self.element / u_d:.1f} u_d; "
+                    f"u_d = 2^{int(round(math.log2(u_d)))}, D_d = {self.d})")
+        return ok, text
+
+
+def dtype_logits_bound(cfg, seq, dtype, evaluations=1):
+    """The forward check of a float16 / bfloat16 evaluation against fp32 on the rounded weights
+    (evaluations=2: against another dtype evaluation)."""
+    return DtypeBound(cfg, seq, dtype, evaluations)

@@ -1,5 +1,7 @@
 // Runs an ONNX model with onnxruntime-node (CPU) on token ids from a .npy file and writes the
-// first output as a float32 .npy: an oracle independent of our importer and executor.
+// first output as a float32 .npy: an oracle independent of our importer and executor. A float16
+// output (the fp16 form's logits; onnxruntime-node hands it over as its uint16 bit patterns) is
+// widened to float32 exactly.
 //   node run_onnxruntime.js MODEL.onnx IDS.npy OUT.npy [NAME=VALUES.npy ...]
 // IDS.npy feeds the first input; NAME=VALUES.npy feeds the input NAME (attention_mask,
 // position_ids: int64 or int32 .npy, fed as int64; a KV cache, past_key_values.*: float32 .npy,
@@ -35,6 +37,18 @@ function writeNpyFloat32(path, shape, values) {
   fs.writeFileSync(path, Buffer.concat([head, Buffer.from(dict, 'latin1'), Buffer.from(values.buffer, values.byteOffset, values.byteLength)]));
 }
 
+// IEEE 754 binary16 bit patterns -> float32 values (exact: every half is a float).
+function halfBitsToFloat32(bits) {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) {
+    const h = bits[i], sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    if (exp === 0) out[i] = sign * frac * 2 ** -24;
+    else if (exp === 31) out[i] = frac ? NaN : sign * Infinity;
+    else out[i] = sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}
+
 async function main() {
   const [model, idsPath, outPath, ...extra] = process.argv.slice(2);
   const ids = readNpy(idsPath);
@@ -49,7 +63,10 @@ async function main() {
   }
   const result = await session.run(feeds);
   const out = result[session.outputNames[0]];
-  writeNpyFloat32(outPath, out.dims, out.data);
+  let values = out.data;
+  if (out.type === 'float16') values = halfBitsToFloat32(values);
+  else if (out.type !== 'float32') throw new Error(`${model}: output ${session.outputNames[0]} is ${out.type}, not float32 or float16`);
+  writeNpyFloat32(outPath, out.dims, values);
 }
 
 main().catch(e => { console.error(`run_onnxruntime: ${e.message}`); process.exit(1); });

@@ -35,6 +35,16 @@ from the module code of ../mixtral_tiny/export.py, exported with one combination
     same ids after a prefix of PAST tokens whose caches PyTorch computed, and PyTorch's logits for
     them, which must equal the last S logits of the prefix and ids run as one sequence (checked
     here) and which onnxruntime must reproduce from the file: the export honours a real cache.
+The dtype forms (DTYPE_VARIANTS, written to ../mixtral_dtypes/<form>/, --dtype-out): the Hugging
+Face form hf_mask_converter_opset17 with model.to(torch.bfloat16) / model.to(torch.float16), weights
+and activations in that dtype (cos/sin cast to it and the mask built with its finfo.min, as
+transformers does), so HF's RMSNorm and softmax casts really change dtypes. torch 1.13 traces by
+running the model and its CPU has no float16 matmul, so hf_bf16_opset17 is torch.onnx.export's own
+and hf_fp16_opset17 is that bf16 export converted with the onnx API (bf16_to_fp16_model: element
+types, Cast targets and finfo.min swapped, weights rounded from fp32 directly), as torch 2.x's
+exporter writes model.half(). Their golden/logits_* are PyTorch fp32 on the dtype-rounded weights;
+hf_bf16's golden/logits_bfloat16_* are PyTorch eager in bf16; fp16's in-dtype oracle is onnxruntime
+running the file (tests/e2e/check_dtype_exports.py; onnxruntime's CPU provider has no bf16 kernels).
 For every variant it writes DIR/<variant>/model.onnx (+ model.onnx.data), golden/ids_b{B}_s{S}.npy,
 golden/logits_b{B}_s{S}.npy (PyTorch eager, fp32) and golden/config.json (the exporter's
 hyper-parameters, for tests; the compiler never reads it). The Hugging Face-form variants' golden/train/
@@ -55,6 +65,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 import torch.nn.functional as F
 
@@ -308,11 +319,17 @@ class CachedAttention(base.Attention):
 
 class Model(base.MixtralTiny):
     mask_form = "triu"
+    # None for the fp32 variants; torch.float16 / torch.bfloat16 for the dtype forms, whose cos
+    # and sin are cast to the activations' dtype as MixtralRotaryEmbedding.forward does
+    # (cos.to(dtype=x.dtype)) and whose mask is built in that dtype (finfo(dtype).min).
+    compute_dtype = None
 
     def rope_and_mask(self, input_ids, attention_mask=None, position_ids=None, x=None):
         if takes_inputs(self.mask_form):
             return self.rope_and_mask_from_inputs(input_ids, attention_mask, position_ids, x)
         cos, sin, mask = super().rope_and_mask(input_ids)
+        if self.compute_dtype is not None:
+            cos, sin = cos.to(dtype=self.compute_dtype), sin.to(dtype=self.compute_dtype)
         bsz, seq = input_ids.shape
         window = WINDOW if self.mask_form.endswith("_window") else None
         if self.mask_form == "compare":
@@ -555,13 +572,169 @@ def write_cached_goldens(model, ids, cache_names, gdir, shape):
     np.save(os.path.join(gdir, f"cached_logits_{shape}.npy"), base.f32(cached))
 
 
+# The dtype forms: DTYPE_BASE (Hugging Face's RMSNorm casts, softmax(dtype=float32).to(q.dtype),
+# AttentionMaskConverter's finfo(dtype).min mask, cos/sin cast to the activations' dtype) with the
+# model's weights and activations in float16 or bfloat16 (model.to(dtype), as
+# from_pretrained(torch_dtype=...) loads it). They are written to DTYPE_OUT (one directory per form,
+# as the variants'), not beside the fp32 variants.
+DTYPE_BASE = "hf_mask_converter_opset17"
+DTYPE_VARIANTS = {"hf_bf16_opset17": torch.bfloat16, "hf_fp16_opset17": torch.float16}
+DTYPE_OUT = os.path.normpath(os.path.join(HERE, "..", "mixtral_dtypes"))
+DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+ONNX_TYPES = {torch.bfloat16: onnx.TensorProto.BFLOAT16, torch.float16: onnx.TensorProto.FLOAT16}
+
+
+def bf16_bits_to_f32(bits):
+    """bfloat16 bit patterns (uint16) -> float32: the top half of a float32."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def tensor_values(t):
+    """A FLOAT / BFLOAT16 / FLOAT16 TensorProto's values as float32 (onnx 1.12's numpy_helper
+    reads bfloat16 from int32_data only)."""
+    if t.data_type == onnx.TensorProto.BFLOAT16:
+        bits = (np.frombuffer(t.raw_data, dtype=np.uint16) if t.raw_data
+                else np.array(t.int32_data, dtype=np.uint16))
+        return bf16_bits_to_f32(bits).reshape(tuple(t.dims))
+    return onnx.numpy_helper.to_array(t).astype(np.float32)
+
+
+def bf16_to_fp16_model(m, model32):
+    """The fp16 form from torch 1.13's bf16 export of the same module code (see export_dtype_variant
+    for why): every BFLOAT16 element type becomes FLOAT16 (initializers, Constant tensors, Cast's
+    `to`, ConstantOfShape values, value_info, graph inputs/outputs), which is what torch 2.x's
+    TorchScript exporter writes for model.half() (the same trace; fp16 runs on CPU there).
+    Values: an initializer that equals a parameter of model32 rounded to bf16 (as stored, or
+    transposed: constant folding stores Linear weights [in, out]) is replaced by that parameter
+    rounded to fp16 directly (not through bf16); finfo(bfloat16).min, in either dtype, becomes
+    finfo(float16).min (the converter's mask is built from finfo of the model dtype); any other
+    bf16 value is converted exactly when fp16 represents it, else the conversion fails."""
+    params = [p.detach().float().numpy() for p in model32.parameters()]
+    bf16_min = float(torch.finfo(torch.bfloat16).min)
+    fp16_min = float(torch.finfo(torch.float16).min)
+
+    def fp16_tensor(t, name):
+        v = tensor_values(t)
+        hits = []
+        for p in params:
+            for cand in ([p] + ([p.T] if p.ndim == 2 else [])):
+                r = torch.from_numpy(np.ascontiguousarray(cand)).to(torch.bfloat16).float().numpy()
+                if r.shape == v.shape and np.array_equal(r, v):
+                    hits.append(np.ascontiguousarray(cand))
+        if len(hits) > 1 and not all(np.array_equal(h, hits[0]) for h in hits):
+            raise SystemExit(f"{name}: matches {len(hits)} different parameters")
+        if hits:
+            out = torch.from_numpy(hits[0]).half().numpy()
+        else:
+            out = np.where(v == bf16_min, fp16_min, v).astype(np.float16)
+            if not np.array_equal(out.astype(np.float32), np.where(v == bf16_min, fp16_min, v)):
+                raise SystemExit(f"{name}: bf16 value not representable in fp16")
+        new = onnx.numpy_helper.from_array(out, t.name)
+        return new, bool(hits)
+
+    def f32_min_fix(t):
+        # A float32 finfo(bfloat16).min (torch.full's fill before .to(dtype)) -> finfo(float16).min.
+        v = onnx.numpy_helper.to_array(t)
+        if np.any(v == np.float32(bf16_min)):
+            t.CopyFrom(onnx.numpy_helper.from_array(
+                np.where(v == np.float32(bf16_min), np.float32(fp16_min), v).astype(np.float32), t.name))
+
+    matched = 0
+    for i, t in enumerate(m.graph.initializer):
+        if t.data_type == onnx.TensorProto.BFLOAT16:
+            new, hit = fp16_tensor(t, t.name)
+            matched += hit
+            m.graph.initializer[i].CopyFrom(new)
+        elif t.data_type == onnx.TensorProto.FLOAT:
+            f32_min_fix(t)
+    for n in m.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                if a.t.data_type == onnx.TensorProto.BFLOAT16:
+                    a.t.CopyFrom(fp16_tensor(a.t, f"{n.name}.{a.name}")[0])
+                elif a.t.data_type == onnx.TensorProto.FLOAT:
+                    f32_min_fix(a.t)
+            if n.op_type == "Cast" and a.name == "to" and a.i == onnx.TensorProto.BFLOAT16:
+                a.i = onnx.TensorProto.FLOAT16
+    for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        if vi.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16:
+            vi.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    if matched != len(params):
+        raise SystemExit(f"fp16 form: {matched} initializers matched {len(params)} parameters")
+    return m
+
+
+def rounded_fp32(model, dtype):
+    """model (fp32) with every parameter rounded to `dtype` and back: the fp32 reference on the
+    weights the dtype form stores."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(dtype).float())
+    return model
+
+
+def export_dtype_variant(name, out_dir):
+    """DTYPE_BASE's module code with model.to(dtype). torch 1.13 traces by running the model, and
+    its CPU kernels have no float16 matmul ("addmm_impl_cpu_" not implemented for 'Half'), so only
+    the bfloat16 form is torch.onnx.export's own; the float16 form is that bf16 export converted
+    with the onnx API (bf16_to_fp16_model), as torch 2.x's exporter would write model.half().
+    Goldens (golden/): ids_b{B}_s{S}.npy; logits_b{B}_s{S}.npy, PyTorch fp32 on the weights rounded
+    to the dtype (the fp32 error model's reference: the compiler converts the weights to fp32 at
+    load and computes in fp32); for bf16, logits_bfloat16_b{B}_s{S}.npy, PyTorch eager in bf16
+    (torch 1.13's CPU bf16 kernels). fp16 has no PyTorch-in-fp16 golden on this CPU: its in-dtype
+    oracle is onnxruntime's CPU provider running the file (tests/oracle/run_onnxruntime.js)."""
+    dtype = DTYPE_VARIANTS[name]
+    opset, fold, external, scoring, mask_form, norm_form = VARIANTS[DTYPE_BASE]
+    ref = rounded_fp32(build(scoring, mask_form, norm_form), dtype)
+    traced = build(scoring, mask_form, norm_form).to(torch.bfloat16)
+    traced.compute_dtype = torch.bfloat16
+    vdir = os.path.join(out_dir, name)
+    gdir = os.path.join(vdir, "golden")
+    os.makedirs(gdir, exist_ok=True)
+    path = os.path.join(vdir, "model.onnx")
+    ids = torch.zeros((2, 8), dtype=torch.int64)
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    torch.onnx.export(traced, ids, path, opset_version=opset, input_names=["input_ids"],
+                      output_names=["logits"], do_constant_folding=fold, dynamic_axes=axes)
+    m = onnx.load(path)
+    for n in m.graph.node:
+        n.doc_string = ""
+    m.graph.doc_string = ""
+    if dtype == torch.float16:
+        m = bf16_to_fp16_model(m, build(scoring, mask_form, norm_form))
+    onnx.save_model(m, path)
+    onnx.checker.check_model(path)
+    for batch, seq in SHAPES:
+        base.ID_SEED_BASE.setdefault((batch, seq), 1000 * (batch + seq))
+        ids, _, _ = base.draw_ids(ref, batch, seq)
+        with torch.no_grad():
+            np.save(os.path.join(gdir, f"ids_b{batch}_s{seq}.npy"), base.i64(ids))
+            np.save(os.path.join(gdir, f"logits_b{batch}_s{seq}.npy"), base.f32(ref(ids)))
+            if dtype == torch.bfloat16:
+                np.save(os.path.join(gdir, f"logits_bfloat16_b{batch}_s{seq}.npy"),
+                        base.f32(traced(ids).float()))
+    cfg = dict(CONFIG, router_scoring=scoring, opset=opset, constant_folding=fold,
+               external_data=external, trace_batch=2, trace_seq=8, rms_norm_form=norm_form,
+               mask_form=mask_form, dtype=DTYPE_NAMES[dtype], dtype_base=DTYPE_BASE)
+    with open(os.path.join(gdir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def compare(a_dir, b_dir):
     ok = True
     for root, _, files in os.walk(a_dir):
         for name in sorted(files):
             a = os.path.join(root, name)
             b = os.path.join(b_dir, os.path.relpath(a, a_dir))
-            if name.endswith(".npy"):
+            if name.startswith("logits_bfloat16_"):
+                # PyTorch's bf16 kernels on another CPU: two bf16 evaluations, the dtype bound.
+                cfg = json.load(open(os.path.join(root, "config.json")))
+                seq = int(name[:-len(".npy")].split("_s")[-1])
+                same, text = error_model.dtype_logits_bound(cfg, seq, "bfloat16", 2).check(np.load(b), np.load(a))
+                if not same:
+                    print(f"{os.path.relpath(a, a_dir)}: {text}")
+            elif name.endswith(".npy"):
                 same, text = error_model.compare_regenerated(os.path.relpath(a, a_dir), np.load(a), np.load(b),
                                                              error_model.forward_chain_of(root))
                 if not same:
@@ -579,6 +752,7 @@ def compare(a_dir, b_dir):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=HERE)
+    parser.add_argument("--dtype-out", default=DTYPE_OUT)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     if args.check:
@@ -586,13 +760,19 @@ def main():
         try:
             for name in VARIANTS:
                 export_variant(name, tmp)
-            ok = all(compare(os.path.join(tmp, n), os.path.join(HERE, n)) for n in VARIANTS)
+            for name in DTYPE_VARIANTS:
+                export_dtype_variant(name, tmp)
+            ok = all([compare(os.path.join(tmp, n), os.path.join(HERE, n)) for n in VARIANTS] +
+                     [compare(os.path.join(tmp, n), os.path.join(DTYPE_OUT, n)) for n in DTYPE_VARIANTS])
         finally:
             shutil.rmtree(tmp)
         print("check: OK" if ok else "check: FAILED")
         return 0 if ok else 1
     for name in VARIANTS:
         export_variant(name, args.out)
+        print(f"wrote {name}")
+    for name in DTYPE_VARIANTS:
+        export_dtype_variant(name, args.dtype_out)
         print(f"wrote {name}")
     return 0
 

@@ -28,9 +28,11 @@ namespace {
 const std::string kSamples = DISAGMOE_SAMPLES_ROOT;
 
 /// Samples that the frontend refuses by design (a traced dispatch baked to the example's experts),
-/// with the reason: they have no plan to round-trip.
+/// or does not import yet (issue 12: the float16 / bfloat16 forms of samples/models/mixtral_dtypes,
+/// whose one-line refusal e2e.dtype_exports checks): they have no plan to round-trip.
 bool refusedByDesign(const std::string &model) {
-  return model.find("/moe_infer") != std::string::npos;
+  return model.find("/moe_infer") != std::string::npos ||
+         model.find("/mixtral_dtypes/") != std::string::npos;
 }
 
 std::vector<std::string> sampleModels() {

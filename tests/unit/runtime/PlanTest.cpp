@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -170,6 +171,85 @@ TEST(Plan, ReadsAStridedWindowOfAWiderMatrix) {
   const Tensor t = readWeight(spec);
   EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(t.data, (std::vector<float>{1, 2, 6, 7, 11, 12}));
+}
+
+TEST(Plan, ReadsFloat16AndBfloat16WeightsAsFloat32) {
+  // A [3, 5] matrix 0..14 (plus -0.5 and 1/3 rounded to the dtype at [0][0], [0][1]) stored as
+  // float16 and as bfloat16; its [3, 2] window of columns 1..2 and its whole transposed [5, 3].
+  // Bit patterns from IEEE 754 binary16 (bias 15) and bfloat16 (a float32's high half), written
+  // out by hand: 1/3 is 0x3555 in binary16 (0.333251953125) and 0x3EAB in bfloat16 (0.333984375).
+  auto f16 = [](int i) -> uint16_t {
+    if (i == 0)
+      return 0xB800; // -0.5
+    if (i == 1)
+      return 0x3555;
+    int e = 0;
+    while ((i >> (e + 1)) != 0)
+      ++e;
+    return static_cast<uint16_t>(((e + 15) << 10) | (((i << 10) >> e) & 0x3ff));
+  };
+  auto bf16 = [](int i) -> uint16_t {
+    if (i == 0)
+      return 0xBF00; // -0.5
+    if (i == 1)
+      return 0x3EAB;
+    const float v = static_cast<float>(i);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<uint16_t>(bits >> 16); // small integers are exact in bfloat16
+  };
+  const std::string dir = makeTempDir("half_weight");
+  for (const std::string dtype : {"float16", "bfloat16"}) {
+    const std::string file = dir + "/" + dtype + ".bin";
+    {
+      std::ofstream out(file, std::ios::binary);
+      for (int i = 0; i < 15; ++i) {
+        const uint16_t b = dtype == "float16" ? f16(i) : bf16(i);
+        out.write(reinterpret_cast<const char *>(&b), sizeof b);
+      }
+    }
+    const float third = dtype == "float16" ? 0.333251953125f : 0.333984375f;
+    WeightSpec spec;
+    spec.name = "w";
+    spec.dtype = dtype;
+    spec.shape = {3, 2};
+    spec.file = spec.path = file;
+    spec.offset = 2;
+    spec.length = 12;
+    spec.rowStride = 10;
+    Tensor t = readWeight(spec);
+    EXPECT_EQ(t.data, (std::vector<float>{third, 2, 6, 7, 11, 12})) << dtype;
+    spec.shape = {5, 3};
+    spec.offset = 0;
+    spec.length = 30;
+    spec.rowStride = 0;
+    spec.transposed = true;
+    t = readWeight(spec);
+    EXPECT_EQ(t.shape, (std::vector<int64_t>{5, 3})) << dtype;
+    EXPECT_EQ(t.data,
+              (std::vector<float>{-0.5f, 5, 10, third, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14}))
+        << dtype;
+    spec.length = 60; // float32's length for 15 elements
+    EXPECT_THROW(readWeight(spec), WeightError) << dtype;
+  }
+}
+
+TEST(Plan, ChecksAWeightsLengthAgainstItsDtype) {
+  json plan = tinyPlan(twoByTwo());
+  const size_t i = weightIndex(plan, "l0.q");
+  plan["model"]["weights"][i]["dtype"] = "float64";
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].dtype: \"float64\" is not supported (version 1 reads float32, "
+                               "float16 or bfloat16)");
+  plan["model"]["weights"][i]["dtype"] = "float16"; // the file's float32 length is twice float16's
+  EXPECT_EQ(errorOf(plan), "model.weights[" + std::to_string(i) +
+                               "].length: 16384 does not match shape [64,64] float16 (8192 bytes)");
+  plan["model"]["weights"][i]["length"] = 8192;
+  for (auto &entry : plan["memory"]["ranks"]) // weight_bytes sums `length` (the bytes read)
+    for (const auto &r : plan["model"]["weights"][i]["ranks"])
+      if (entry["rank"] == r)
+        entry["weight_bytes"] = entry["weight_bytes"].get<int64_t>() - 8192;
+  EXPECT_EQ(errorOf(plan), "(no error)");
 }
 
 TEST(Plan, RejectsStridedWindowsOutsideTheirFileOrTransposed) {
