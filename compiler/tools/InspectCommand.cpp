@@ -62,7 +62,8 @@ int inspectMain(int argc, char **argv) {
   // FLOPs. 2^24 tokens is past any model's context window.
   constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
   if (seqLen < 1 || seqLen > kMaxSeqLen) {
-    errs() << "disagmoe inspect: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen << "\n";
+    errs() << "disagmoe inspect: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen
+           << "\n";
     return 1;
   }
 

@@ -9,7 +9,8 @@
 // Compiles MODEL.onnx through the same pipeline as `disagmoe compile` to a plan for
 // [run-batch, seq-len] (OUT_DIR/plan), runs its forward pass on cpu ranks over every data
 // condition's token stream, and writes OUT_DIR/route-stats.json, route-stats.csv and
-// routing-profile.json (docs/observatory.md). Errors: one line "disagmoe route-stats: ...", exit code 1.
+// routing-profile.json (docs/observatory.md). Errors: one line "disagmoe route-stats: ...", exit
+// code 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/emit/PlanEmitter.h"
@@ -108,8 +109,8 @@ int routeStatsMain(int argc, char **argv) {
   // Token ids of one condition are held in memory (8 bytes each); 99999999999 was std::bad_alloc.
   constexpr int64_t kMaxConditionTokens = int64_t{1} << 28;
   if (tokens < 1 || tokens > kMaxConditionTokens) {
-    errs() << "disagmoe route-stats: --tokens must be in [1, " << kMaxConditionTokens << "], got " << tokens
-           << "\n";
+    errs() << "disagmoe route-stats: --tokens must be in [1, " << kMaxConditionTokens << "], got "
+           << tokens << "\n";
     return 1;
   }
   if (!ep.empty())
@@ -187,8 +188,8 @@ int routeStatsMain(int argc, char **argv) {
   std::filesystem::rename(o.planDir, finalPlanDir, ec);
   if (ec) {
     discard();
-    errs() << "disagmoe route-stats: " << finalPlanDir << ": cannot move the plan there: " << ec.message()
-           << "\n";
+    errs() << "disagmoe route-stats: " << finalPlanDir
+           << ": cannot move the plan there: " << ec.message() << "\n";
     return 1;
   }
   outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-"
