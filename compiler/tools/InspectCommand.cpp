@@ -62,7 +62,8 @@ int inspectMain(int argc, char **argv) {
   // FLOPs. 2^24 tokens is past any model's context window.
   constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
   if (seqLen < 1 || seqLen > kMaxSeqLen) {
-    errs() << "disagmoe: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen << "\n";
+    errs() << "disagmoe inspect: --seq-len must be in [1, " << kMaxSeqLen << "], got " << seqLen
+           << "\n";
     return 1;
   }
 
@@ -73,13 +74,13 @@ int inspectMain(int argc, char **argv) {
   options.timing = timing;
   auto compiled = disagmoe::compileOnnx(context, input, options, nulls());
   if (!compiled) {
-    errs() << "disagmoe: " << llvm::toString(compiled.takeError()) << "\n";
+    errs() << "disagmoe inspect: " << llvm::toString(compiled.takeError()) << "\n";
     return 1;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   disagmoe::cost::ModelShape shape;
   if (llvm::Error e = disagmoe::configfe::extractModelShape(*module, shape)) {
-    errs() << "disagmoe: " << input << ": " << llvm::toString(std::move(e)) << "\n";
+    errs() << "disagmoe inspect: " << input << ": " << llvm::toString(std::move(e)) << "\n";
     return 1;
   }
   RouterFacts router = routerFacts(*module);

@@ -191,7 +191,13 @@ int planMain(int argc, char **argv) {
     z["note"] = sol.note;
     doc["z3"] = std::move(z);
   }
-  os << formatv("chosen configuration (Z3, {0} in {1:F2} s over {2} candidates, {3} queries):\n",
+  // One answer per report: with the simulated search (the default) Z3's roofline optimum is the
+  // search's starting point and the search's "chosen:" block below is the answer; with --no-search
+  // Z3's optimum is the answer.
+  os << formatv("{0}; {1} in {2:F2} s over {3} candidates, {4} queries):\n",
+                flags.noSearch ? "chosen: Z3's roofline optimum (--no-search"
+                               : "Z3's roofline optimum (the starting point of the simulated "
+                                 "search below, not the answer",
                 sol.optimal ? "proven optimal" : "NOT proven optimal", sol.seconds, sol.candidates,
                 sol.queries);
   if (!sol.note.empty())
@@ -235,7 +241,7 @@ int planMain(int argc, char **argv) {
   mem("FFN", e.ffnMemory);
 
   // Why it won: stage alignment, and the best configurations with other attention GPU counts.
-  os << "why it won:\n";
+  os << "why Z3 chose it:\n";
   double ratio = e.attnBusy / e.ffnBusy;
   os << formatv("  stage alignment: U_a / U_f = {0:F3} ({1}); the pipeline runs at the slower "
                 "side's pace, so the minimum of K x max(U_a, U_f) + sync is the objective\n",
@@ -279,6 +285,7 @@ int planMain(int argc, char **argv) {
   // simulator has no ring attention).
   if (!flags.noSearch) {
     placement::Problem sp = problem;
+    sp.options.cpPinnedByTool = sp.options.fixedCp == 0 || sp.options.cpPinnedByTool;
     sp.options.fixedCp = 1;
     placement::Solution z = c.cand.cp == 1 ? sol : placement::solveZ3(sp);
     search::SearchOptions so;
@@ -300,15 +307,18 @@ int planMain(int argc, char **argv) {
                     c.cand.cp);
     if (!found.ok) {
       os << "  no configuration simulated: " << found.error << "\n";
+      os << "chosen: none (the search simulated no configuration; Z3's roofline optimum above is "
+            "unchecked by the simulator)\n";
     } else {
       const placement::Config &w = found.best.config;
-      os << formatv("  Z3 optimum:  {0}: roofline {1:F4} s, simulated {2}\n",
+      os << formatv("  starting point (Z3's optimum): {0}: roofline {1:F4} s, simulated {2}\n",
                     search::describe(found.seed.config, found.seed.layout), found.seed.predicted,
                     found.seed.ok ? formatv("{0:F4} s", found.seed.simulated).str()
                                   : found.seed.error);
-      os << formatv("  chosen ({0}): {1}: roofline {2:F4} s, simulated {3:F4} s, {4} micro-batches "
-                    "in flight, peak {5}\n",
-                    found.best.origin, search::describe(w, found.best.layout), found.best.predicted,
+      os << formatv("chosen: {0} (the simulated search's answer; origin: {1})\n  roofline {2:F4} "
+                    "s, simulated "
+                    "{3:F4} s, {4} micro-batches in flight, peak {5}\n",
+                    search::describe(w, found.best.layout), found.best.origin, found.best.predicted,
                     found.best.simulated, found.best.inflight, gb(found.best.peakMemory));
       os << "  why: " << found.why << "\n";
       os << "  gradient synchronisation: " << o.gradSync.describe() << "\n";

@@ -9,7 +9,8 @@
 // Compiles MODEL.onnx through the same pipeline as `disagmoe compile` to a plan for
 // [run-batch, seq-len] (OUT_DIR/plan), runs its forward pass on cpu ranks over every data
 // condition's token stream, and writes OUT_DIR/route-stats.json, route-stats.csv and
-// routing-profile.json (docs/observatory.md). Errors: one line "disagmoe: ...", exit code 1.
+// routing-profile.json (docs/observatory.md). Errors: one line "disagmoe route-stats: ...", exit
+// code 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/emit/PlanEmitter.h"
@@ -100,7 +101,7 @@ int routeStatsMain(int argc, char **argv) {
   for (const std::string &d : data) {
     llvm::Expected<obs::DataSpec> spec = obs::parseDataSpec(d);
     if (!spec) {
-      errs() << "disagmoe: " << llvm::toString(spec.takeError()) << "\n";
+      errs() << "disagmoe route-stats: " << llvm::toString(spec.takeError()) << "\n";
       return 1;
     }
     o.data.push_back(std::move(*spec));
@@ -108,8 +109,8 @@ int routeStatsMain(int argc, char **argv) {
   // Token ids of one condition are held in memory (8 bytes each); 99999999999 was std::bad_alloc.
   constexpr int64_t kMaxConditionTokens = int64_t{1} << 28;
   if (tokens < 1 || tokens > kMaxConditionTokens) {
-    errs() << "disagmoe: --tokens must be in [1, " << kMaxConditionTokens << "], got " << tokens
-           << "\n";
+    errs() << "disagmoe route-stats: --tokens must be in [1, " << kMaxConditionTokens << "], got "
+           << tokens << "\n";
     return 1;
   }
   if (!ep.empty())
@@ -142,7 +143,7 @@ int routeStatsMain(int argc, char **argv) {
   const std::string finalPlanDir = output + "/plan";
   o.planDir = output + "/.plan.tmp";
   if (seqLen < 1 || runBatch < 1) {
-    errs() << "disagmoe: --seq-len and --run-batch must be >= 1\n";
+    errs() << "disagmoe route-stats: --seq-len and --run-batch must be >= 1\n";
     return 1;
   }
 
@@ -155,7 +156,7 @@ int routeStatsMain(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   auto compiled = disagmoe::compileOnnx(context, input, options, nulls());
   if (!compiled) {
-    errs() << "disagmoe: " << llvm::toString(compiled.takeError()) << "\n";
+    errs() << "disagmoe route-stats: " << llvm::toString(compiled.takeError()) << "\n";
     return 1;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
@@ -171,7 +172,7 @@ int routeStatsMain(int argc, char **argv) {
   llvm::Error saved = plan ? disagmoe::savePlan(*plan, o.planDir) : plan.takeError();
   if (saved) {
     discard();
-    errs() << "disagmoe: " << input << ": " << llvm::toString(std::move(saved)) << "\n";
+    errs() << "disagmoe route-stats: " << input << ": " << llvm::toString(std::move(saved)) << "\n";
     return 1;
   }
 
@@ -180,15 +181,15 @@ int routeStatsMain(int argc, char **argv) {
   std::cout.flush(); // progress lines before the summary below
   if (failed) {
     discard();
-    errs() << "disagmoe: " << llvm::toString(std::move(failed)) << "\n";
+    errs() << "disagmoe route-stats: " << llvm::toString(std::move(failed)) << "\n";
     return 1;
   }
   std::filesystem::remove_all(finalPlanDir, ec);
   std::filesystem::rename(o.planDir, finalPlanDir, ec);
   if (ec) {
     discard();
-    errs() << "disagmoe: " << finalPlanDir << ": cannot move the plan there: " << ec.message()
-           << "\n";
+    errs() << "disagmoe route-stats: " << finalPlanDir
+           << ": cannot move the plan there: " << ec.message() << "\n";
     return 1;
   }
   outs() << "route-stats: " << s.layers << " MoE layers, " << s.experts << " experts, top-"
@@ -229,7 +230,7 @@ int routeStatsMain(int argc, char **argv) {
   else
     outs() << " (no text: condition)";
   outs() << "\n";
-  outs() << "disagmoe: wrote " << output
+  outs() << "disagmoe route-stats: wrote " << output
          << "/route-stats.json, route-stats.csv, routing-profile.json\n";
   return 0;
 }

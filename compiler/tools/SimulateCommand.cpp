@@ -258,7 +258,16 @@ int simulateMain(int argc, char **argv) {
   // micro-batch), so the planner's context parallelism is pinned to cp 1 here; `disagmoe plan`
   // chooses cp (docs/placement.md, "Context parallelism").
   o.fixedCp = 1;
+  o.cpPinnedByTool = true;
   const cost::ModelShape &m = problem.model;
+  // Before any work: an EP above the expert count has no setting at all (each EP rank holds at
+  // least one expert of a layer), and the baselines' searches would only report that at the end.
+  // Only a given --ep: the default (16) is a setting for the larger models.
+  if (ep.getNumOccurrences() && m.numExperts() > 0 && ep > m.numExperts())
+    return fail(formatv("--ep {0} is more than the {1} experts of {2} (expert parallelism splits "
+                        "a layer's experts over ranks: give --ep {1} or less)",
+                        ep.getValue(), m.numExperts(), sys::path::filename(configFile))
+                    .str());
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = jsonOut == "-" ? nulls() : outs(); // --json -: stdout holds the JSON only
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",

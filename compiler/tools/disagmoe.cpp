@@ -7,7 +7,7 @@
 //                    [--capacity-tokens N]
 //                    [--print-ir-after=<stage>] [--print-ir-after-all]
 //
-// Errors are one line on stderr, "disagmoe: <file>: <what>", with exit code 1.
+// Errors are one line on stderr, "disagmoe compile: <file>: <what>", with exit code 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/emit/ExchangeCapacity.h"
@@ -66,7 +66,7 @@ int usage() {
 
 int fail(const std::string &message) {
   outs().flush(); // the printed IR first: with 2>&1 the two streams share one pipe
-  errs() << "disagmoe: " << message << "\n";
+  errs() << "disagmoe compile: " << message << "\n";
   return 1;
 }
 
@@ -191,7 +191,7 @@ int compileMain(int argc, char **argv) {
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
   for (const std::string &line : notes) // inputs bound at the compiled shape, weights upcast
-    errs() << "disagmoe: note: " << input << ": " << line << "\n";
+    errs() << "disagmoe compile: note: " << input << ": " << line << "\n";
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, input);
   if (!plan)
@@ -200,7 +200,7 @@ int compileMain(int argc, char **argv) {
   if (!note)
     return fail(input + ": " + llvm::toString(note.takeError()));
   if (!note->empty())
-    errs() << "disagmoe: note: " << input << ": " << *note << "\n";
+    errs() << "disagmoe compile: note: " << input << ": " << *note << "\n";
   if (capacityTokens.getNumOccurrences())
     if (llvm::Error e =
             disagmoe::applyExchangeCapacity(*plan, static_cast<int64_t>(capacityTokens)))
@@ -208,13 +208,13 @@ int compileMain(int argc, char **argv) {
   if (toStdout) { // `disagmoe-run plan.json` reads the same text from a file
     outs() << disagmoe::planToJson(*plan);
     outs().flush();
-    errs() << "disagmoe: wrote the plan's JSON to standard output\n";
+    errs() << "disagmoe compile: wrote the plan's JSON to standard output\n";
     return 0;
   }
   if (llvm::Error e = disagmoe::savePlan(*plan, output))
     return fail(llvm::toString(std::move(e)));
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.
-  errs() << "disagmoe: wrote " << output << "/plan.json\n";
+  errs() << "disagmoe compile: wrote " << output << "/plan.json\n";
   return 0;
 }
 } // namespace

@@ -303,8 +303,24 @@ void checkOutputs(const Options &o) {
       checkOutputFile(flag, *path);
   if (!o.saveGrads.empty())
     checkOutputDir("--save-grads", o.saveGrads);
-  if (!o.checkpointDir.empty())
+  if (!o.checkpointDir.empty()) {
     checkOutputDir("--checkpoint-dir", o.checkpointDir);
+    // A fresh run's step files would sit beside (or replace) another run's, and its `latest` would
+    // name whichever run saved last: only a resumed run continues into a directory that has files.
+    std::error_code ec;
+    if (o.resume.empty() && std::filesystem::is_directory(o.checkpointDir, ec)) {
+      std::vector<std::string> names;
+      for (const auto &entry : std::filesystem::directory_iterator(o.checkpointDir, ec))
+        names.push_back(entry.path().filename().string());
+      std::sort(names.begin(), names.end());
+      if (!names.empty())
+        throw UsageError("--checkpoint-dir " + o.checkpointDir + ": not empty (" +
+                         std::to_string(names.size()) + " entr" +
+                         (names.size() == 1 ? "y" : "ies") + ", first " + names.front() +
+                         "): continue its run with --resume " + o.checkpointDir +
+                         ", or give an empty or new directory for a new run");
+    }
+  }
   if (!o.saveWeights.empty())
     checkOutputDir("--save-weights", o.saveWeights);
 }
@@ -802,7 +818,8 @@ int runLocalTrain(const Options &o) {
   OpProfile profile(plan.placement.worldSize);
   if (!o.opTimesOut.empty() || !o.trace.empty())
     t.profile = &profile;
-  const std::unique_ptr<train::HfWeights> hf = openInitWeights(o.hf, plan, &std::cout);
+  const std::unique_ptr<train::HfWeights> hf =
+      openInitWeights(o.hf, plan, train::quiet() ? nullptr : &std::cout);
   if (hf)
     t.weights = hf->source();
   train::Trainer trainer(plan, t);
@@ -810,12 +827,23 @@ int runLocalTrain(const Options &o) {
   // unrecognised --data file used to fail after them).
   std::unique_ptr<train::TokenBatcher> data =
       o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
+  // --resume is loaded and checked before the header lines too: a bad checkpoint fails alone.
+  train::LoopOptions lo;
+  train::CheckpointInfo resumed;
+  if (o.loop()) {
+    lo = loopOptions(o, plan, t, batch, seqLen, data.get(), true);
+    if (!lo.resume.empty()) {
+      resumed = train::resumeTraining(plan, trainer, data.get(), lo);
+      lo.resumed = &resumed;
+    }
+  }
   printTrainHeader(o, plan, t, batch, seqLen);
   if (data)
     printData(o, *data);
   const auto exportHf = [&] {
     exportHfIfAsked(
-        o.hf, plan, [&](int index) -> const Tensor & { return trainer.weight(index); }, std::cout);
+        o.hf, plan, [&](int index) -> const Tensor & { return trainer.weight(index); },
+        train::report()); // --quiet: no export line
   };
   if (o.failRank >= 0)
     throw ExecError("--fail-rank needs --comm mpi");
@@ -833,8 +861,7 @@ int runLocalTrain(const Options &o) {
     }
   };
   if (o.loop()) {
-    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
-                           loopOptions(o, plan, t, batch, seqLen, data.get(), true), std::cout);
+    train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, std::cout);
     saveOutputs(o, trainer, true);
     exportHf();
     writeProfile();
@@ -886,13 +913,23 @@ int runMpi(const Options &o) {
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
-          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+          openInitWeights(o.hf, plan, me == 0 && !train::quiet() ? &std::cout : nullptr);
       if (hf)
         t.weights = hf->source();
       train::Trainer trainer(plan, t);
       // Before the header lines: a refused --data file fails first (issue 17).
       std::unique_ptr<train::TokenBatcher> data =
           o.loop() ? loadTokenData(o, plan, batch, seqLen, false) : nullptr;
+      // Every rank loads --resume before the header lines (a bad checkpoint fails alone).
+      train::LoopOptions lo;
+      train::CheckpointInfo resumed;
+      if (o.loop()) {
+        lo = loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0);
+        if (!lo.resume.empty()) {
+          resumed = train::resumeTraining(plan, trainer, data.get(), lo);
+          lo.resumed = &resumed;
+        }
+      }
       if (me == 0) {
         printTrainHeader(o, plan, t, batch, seqLen);
         if (data)
@@ -916,8 +953,7 @@ int runMpi(const Options &o) {
         };
         runtime.report = me == 0;
         runtime.writesCheckpoints = me == 0;
-        train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen,
-                               loopOptions(o, plan, t, batch, seqLen, data.get(), me == 0), runtime,
+        train::runTrainingLoop(plan, trainer, data.get(), ids, targets, batch, seqLen, lo, runtime,
                                std::cout);
       } else {
         train::StepProgress progress(0, o.steps, std::cout, me == 0);
@@ -939,12 +975,12 @@ int runMpi(const Options &o) {
             train::gatherWeights(plan, trainer, *comm, exportTag, timeout);
         if (me == 0)
           exportHfIfAsked(
-              o.hf, plan, [&](int index) -> const Tensor & { return all[index]; }, std::cout);
+              o.hf, plan, [&](int index) -> const Tensor & { return all[index]; }, train::report());
       }
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const std::unique_ptr<train::HfWeights> hf =
-          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+          openInitWeights(o.hf, plan, me == 0 && !train::quiet() ? &std::cout : nullptr);
       const RankWeights weights(plan, me, hf ? hf->source() : WeightSource());
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();
@@ -1000,7 +1036,7 @@ int runNccl(const Options &o) {
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
-          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+          openInitWeights(o.hf, plan, me == 0 && !train::quiet() ? &std::cout : nullptr);
       if (hf)
         t.weights = hf->source();
       train::Trainer trainer(plan, t);
@@ -1018,7 +1054,7 @@ int runNccl(const Options &o) {
     } else {
       validateInput(plan, ids, batch, seqLen); // what Executor::run checks
       const std::unique_ptr<train::HfWeights> hf =
-          openInitWeights(o.hf, plan, me == 0 ? &std::cout : nullptr);
+          openInitWeights(o.hf, plan, me == 0 && !train::quiet() ? &std::cout : nullptr);
       const RankWeights weights(plan, me, hf ? hf->source() : WeightSource());
       maybeFail(o, me);
       const auto start = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace disagmoe::tools {
@@ -85,8 +86,21 @@ std::vector<Entry> readYaml(const std::string &file) {
 
 std::vector<Entry> readJson(const std::string &file) {
   nlohmann::json root;
+  // nlohmann keeps the last of a key given twice; refuse it like the YAML reader (duplicateKey).
+  // The callback sees each object's keys in order; one set of seen keys per open object.
+  std::vector<std::set<std::string>> open;
+  const auto once = [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+    if (event == nlohmann::json::parse_event_t::object_start)
+      open.emplace_back();
+    else if (event == nlohmann::json::parse_event_t::object_end)
+      open.pop_back();
+    else if (event == nlohmann::json::parse_event_t::key && !open.empty() &&
+             !open.back().insert(parsed.get<std::string>()).second)
+      fail(file, parsed.get<std::string>() + ": given twice");
+    return true;
+  };
   try {
-    root = nlohmann::json::parse(readText(file));
+    root = nlohmann::json::parse(readText(file), once);
   } catch (const nlohmann::json::parse_error &e) {
     fail(file, "not valid JSON: " + jsonReason(e));
   }

@@ -16,7 +16,7 @@
 namespace disagmoe::train {
 namespace {
 
-const char *kFormat = "disagmoe-train-checkpoint";
+const char *kFormat = kCheckpointFormat;
 const char *kCrcPrefix = "crc32.";
 
 std::string modelTag(const Plan &plan) {

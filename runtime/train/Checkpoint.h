@@ -45,6 +45,10 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// __metadata__.format of every checkpoint this file writes (HfWeights names such a file given to
+/// --init-weights as a disagmoe checkpoint).
+inline constexpr const char *kCheckpointFormat = "disagmoe-train-checkpoint";
+
 struct CheckpointInfo {
   int64_t step = 0;
   int64_t dataPosition = 0;

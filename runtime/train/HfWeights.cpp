@@ -3,6 +3,7 @@
 
 #include "runtime/io/FileKind.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainStep.h"
 
 #include <nlohmann/json.hpp>
@@ -96,6 +97,12 @@ HfWeights::HfWeights(const Plan &plan, const std::string &path)
     } catch (const SafetensorsError &e) {
       throw HfWeightsError(e.what());
     }
+    // disagmoe's own checkpoints are safetensors too, by plan names: say what the file is.
+    if (const auto it = headers_.back()->metadata.find("format");
+        it != headers_.back()->metadata.end() && it->second == kCheckpointFormat)
+      fail(file, "a disagmoe training checkpoint (__metadata__.format " + it->second +
+                     "), not Hugging Face weights: continue its run with --resume " + file +
+                     " (--init-weights reads Hugging Face safetensors by their HF names)");
     fileIndex[file] = headers_.size() - 1;
   }
   // Every tensor of every file is in the index, under its own file.

@@ -19,6 +19,8 @@
 //    qwen3_moe plan"
 //   "ckpt/model-00001-of-00002.safetensors: tensor \"lm_head.weight\": shape [255,64], the plan's
 //    head needs [256,64] (Hugging Face layout [out, in])"
+//   "ck/step-00000002.safetensors: a disagmoe training checkpoint (__metadata__.format
+//    disagmoe-train-checkpoint), not Hugging Face weights: continue its run with --resume ..."
 #pragma once
 
 #include "runtime/plan/Plan.h"

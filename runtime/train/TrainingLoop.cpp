@@ -30,6 +30,27 @@ void checkFinite(const StepResult &r) {
   throw DivergedError(why + where + "; stopping without writing a checkpoint or weights");
 }
 
+CheckpointInfo resumeTraining(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                              const LoopOptions &o) {
+  CheckpointInfo info;
+  try {
+    info = loadCheckpoint(o.resume, plan, trainer);
+  } catch (const CheckpointError &e) {
+    // CheckpointError reads "FILE: what" (the safetensors reader's, too): name the flag first.
+    throw std::invalid_argument("--resume " + std::string(e.what()));
+  }
+  if (o.checkResumed)
+    o.checkResumed(info);
+  if (info.step >= o.steps)
+    throw std::invalid_argument(
+        "--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
+        std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
+        std::to_string(info.step) + ")");
+  if (data)
+    data->setPosition(info.dataPosition);
+  return info;
+}
+
 void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
                      std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
                      int64_t seqLen, const LoopOptions &o, std::ostream &out) {
@@ -54,19 +75,10 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
   std::ostream &out_ = out;
   const bool quietRun = o.output == OutputLevel::Quiet;
   if (!o.resume.empty()) {
-    const CheckpointInfo info = loadCheckpoint(o.resume, plan, trainer);
-    if (o.checkResumed)
-      o.checkResumed(info);
-    if (data)
-      data->setPosition(info.dataPosition);
+    const CheckpointInfo info = o.resumed ? *o.resumed : resumeTraining(plan, trainer, data, o);
     if (o.output != OutputLevel::Quiet)
       out << "resumed from " << o.resume << " at step " << info.step << ", data position "
           << info.dataPosition << "\n";
-    if (info.step >= o.steps)
-      throw std::invalid_argument(
-          "--resume " + o.resume + " is at step " + std::to_string(info.step) + " and --steps " +
-          std::to_string(o.steps) + " counts the total: nothing left to run (give --steps above " +
-          std::to_string(info.step) + ")");
   }
   StepProgress progress(trainer.steps(), o.steps, out, o.progress && runtime.report && !quietRun);
   std::ofstream log;

@@ -38,6 +38,9 @@ struct LoopOptions {
   /// Called with the resumed checkpoint's info once it is loaded, before any step: throws to
   /// refuse options that differ from the checkpoint's, or warns (disagmoe-run's RunConfig.h).
   std::function<void(const CheckpointInfo &resumed)> checkResumed;
+  /// Set when the caller has already loaded `resume` (resumeTraining, before its header lines):
+  /// the loop then only prints the "resumed from" line.
+  const CheckpointInfo *resumed = nullptr;
   /// What is printed (Progress.h): Verbose (this API's default) prints every step's expert-load
   /// line; Summary one expertLoadSummary line after the last step; Quiet only the last step's
   /// line. disagmoe-run passes its --quiet / --verbose level.
@@ -52,6 +55,16 @@ struct LoopOptions {
 /// (or "step S: gradient norm is Inf (loss L, lr X)..."). Every `disagmoe-run --train` run calls it
 /// after each step, with or without --data.
 void checkFinite(const StepResult &r);
+
+/// Loads options.resume into `trainer` (and its data position into `data`, when given), runs
+/// options.checkResumed on it, and refuses a checkpoint already at options.steps steps or more.
+/// Called before a run prints anything, so a bad --resume fails alone. Throws
+/// std::invalid_argument "--resume FILE: <what>" (a missing, unreadable or foreign file, a tensor
+/// or metadata the plan does not match; CheckpointError's text after the flag) or "--resume FILE
+/// is at step S and --steps N counts the total: nothing left to run (...)"; checkResumed's own
+/// errors pass through.
+CheckpointInfo resumeTraining(const Plan &plan, Trainer &trainer, TokenBatcher *data,
+                              const LoopOptions &options);
 
 /// How the loop steps and saves: runTrainingLoop's default is the local comm (Trainer::step and
 /// saveCheckpoint, every rank in this process); with one process per rank (--comm mpi) the caller

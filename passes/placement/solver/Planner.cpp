@@ -516,6 +516,28 @@ Evaluation evaluate(const Problem &problem, const Config &config) {
   return evaluateCosts(problem, c, config.attnNics, config.ffnNics);
 }
 
+std::string fixedOptions(const PlannerOptions &o) {
+  std::string out;
+  const auto add = [&](const char *flag, int64_t v) {
+    if (v)
+      out += std::string(out.empty() ? "" : " ") + flag + " " + std::to_string(v);
+  };
+  add("--groups", o.fixedGroups);
+  add("--attn-gpus", o.fixedAttnGpus);
+  add("--ffn-gpus", o.fixedFfnGpus);
+  add("--micro-batches", o.fixedMicrobatches);
+  add("--replicas", o.fixedReplicas);
+  if (!o.cpPinnedByTool)
+    add("--cp", o.fixedCp);
+  const char *recompute = o.recompute == Recompute::Never       ? "off"
+                          : o.recompute == Recompute::Always    ? "on"
+                          : o.recompute == Recompute::Selective ? "selective"
+                                                                : nullptr;
+  if (recompute)
+    out += std::string(out.empty() ? "" : " ") + "--recompute " + recompute;
+  return out;
+}
+
 std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands) {
   // The least over every candidate and pair of levels of the larger side's memory.
   double best = std::numeric_limits<double>::infinity();
@@ -550,7 +572,9 @@ std::string explainInfeasible(const Problem &problem, const std::vector<Candidat
   double dominant = std::max({mb.weights, mb.gradients, mb.optimizer, mb.activations});
   const Candidate &c = bestCand;
   std::ostringstream os;
-  os << "the model does not fit: the smallest per-GPU memory any configuration needs is "
+  const std::string fixed = fixedOptions(problem.options);
+  os << "the model does not fit: the smallest per-GPU memory any configuration "
+     << (fixed.empty() ? "" : "allowed by " + fixed + " ") << "needs is "
      << gb(best + problem.options.reserveBytes) << " (" << gb(best) << " of model state + "
      << gb(problem.options.reserveBytes) << " reserved), the " << problem.cluster.gpu.name
      << " has " << gb(problem.cluster.gpu.hbmBytes) << "; the dominant term is the "

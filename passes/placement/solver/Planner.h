@@ -68,6 +68,9 @@ struct PlannerOptions {
   int64_t fixedGroups = 0, fixedAttnGpus = 0, fixedFfnGpus = 0, fixedMicrobatches = 0;
   int64_t fixedReplicas = 0;
   int64_t fixedCp = 0; ///< context-parallel degree (0 = free: the solver picks from {1, 2, 4, 8})
+  /// fixedCp was set by the tool, not by the user's --cp (disagmoe simulate pins cp 1): the
+  /// "does not fit" line then does not name --cp among the options that narrowed the choice.
+  bool cpPinnedByTool = false;
   double timeLimitSeconds = 60; ///< Z3 safety net: past it, the best configuration found so far
   /// Under the roofline the largest micro-batch count (one sequence per CP group of cp A-ranks per
   /// micro-batch) dominates every smaller one: the same GPUs, a smaller bubble share and fewer
@@ -200,7 +203,13 @@ LocalSearchResult localSearch(const Problem &problem, const Config &start,
 
 /// For infeasible inputs: the smallest per-GPU memory any configuration needs, with its
 /// dominant term, as one line.
+/// With any fixed choice the line says "any configuration allowed by --groups 1 --micro-batches 8
+/// needs ..." (fixedOptions), so the user sees which options narrowed the search.
 std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands);
+
+/// The options that fix a choice, as the user gave them ("--groups 1 --attn-gpus 2 --recompute
+/// off"; --cp unless cpPinnedByTool); "" when every choice is free.
+std::string fixedOptions(const PlannerOptions &options);
 
 /// Why no configuration whose attention share of GPUs is at least attnGpus / gpus was chosen over
 /// one whose step takes `chosenStep` seconds, from the candidates themselves (for reports and the

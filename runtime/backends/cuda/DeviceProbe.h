@@ -23,12 +23,24 @@ struct DeviceCount {
 /// Calls cudaGetDeviceCount once. Never throws; built only where the cuda backend is (nvcc found).
 DeviceCount probeDevices();
 
-/// Why `probe` offers no device, in one line: "no CUDA device (cudaGetDeviceCount: <error name>)"
-/// for a failed call, "no CUDA device (cudaGetDeviceCount: 0 devices)" for a zero count; "" when
-/// a device is usable. Pure logic, unit-tested everywhere.
+/// Why `probe` offers no device, in one line: "no CUDA device (<plain words>; cudaGetDeviceCount:
+/// <error name>)" for a failed call, the words saying what the two common errors mean:
+///   cudaErrorInsufficientDriver: "no usable NVIDIA driver: none is installed, or it is older than
+///     the CUDA runtime this build uses" (CUDA Runtime API: "the installed NVIDIA CUDA driver is
+///     older than the CUDA runtime library"; also what a machine without libcuda.so answers)
+///   cudaErrorNoDevice: "the NVIDIA driver sees no GPU"
+/// (other errors: the name alone); "no CUDA device (cudaGetDeviceCount: 0 devices)" for a zero
+/// count; "" when a device is usable. Pure logic, unit-tested everywhere.
 inline std::string noDeviceReason(const DeviceCount &probe) {
-  if (!probe.error.empty())
-    return "no CUDA device (cudaGetDeviceCount: " + probe.error + ")";
+  if (!probe.error.empty()) {
+    std::string words;
+    if (probe.error == "cudaErrorInsufficientDriver")
+      words = "no usable NVIDIA driver: none is installed, or it is older than the CUDA runtime "
+              "this build uses; ";
+    else if (probe.error == "cudaErrorNoDevice")
+      words = "the NVIDIA driver sees no GPU; ";
+    return "no CUDA device (" + words + "cudaGetDeviceCount: " + probe.error + ")";
+  }
   if (probe.count <= 0)
     return "no CUDA device (cudaGetDeviceCount: 0 devices)";
   return "";

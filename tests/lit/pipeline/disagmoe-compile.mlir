@@ -24,5 +24,5 @@
 // SIDE: error: disagmoe-compile: dense-side must be attention or ffn, got 'gpu'
 // STAGE: error: disagmoe-compile: stop-after 'bogus' is not a stage (expected import, normalize, fold, raise, partition, groups, exchange, placement, volume, schedule)
 // MB: error: disagmoe-compile: micro-batches must be in [2p, 4096] (0: 2p), got 5000
-// CLI-GROUPS: disagmoe: --groups must be in [1, 65536], got 0
-// CLI-SIDE: disagmoe: --dense-side must be attention or ffn, got 'gpu'
+// CLI-GROUPS: disagmoe compile: --groups must be in [1, 65536], got 0
+// CLI-SIDE: disagmoe compile: --dense-side must be attention or ffn, got 'gpu'

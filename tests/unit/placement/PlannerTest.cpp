@@ -244,6 +244,28 @@ TEST(Planner, InfeasibleModelNamesTheSmallestMemoryAndTheDominantTerm) {
   EXPECT_EQ(e.error, z.error);
 }
 
+// The options named in the "does not fit" line are the ones the user fixed, in the flags' own
+// spelling; --cp only when the user gave it (disagmoe simulate pins cp 1 itself).
+TEST(Planner, FixedOptionsNameTheFlagsThatFixedAChoice) {
+  PlannerOptions o;
+  EXPECT_EQ(fixedOptions(o), "");
+  o.fixedGroups = 2;
+  o.fixedMicrobatches = 8;
+  o.recompute = Recompute::Never;
+  EXPECT_EQ(fixedOptions(o), "--groups 2 --micro-batches 8 --recompute off");
+  o.fixedCp = 1;
+  o.cpPinnedByTool = true;
+  EXPECT_EQ(fixedOptions(o), "--groups 2 --micro-batches 8 --recompute off");
+  o.cpPinnedByTool = false;
+  EXPECT_EQ(fixedOptions(o), "--groups 2 --micro-batches 8 --cp 1 --recompute off");
+  Problem p = problem(cluster(1, 4, 4, 0.05e9), 2048);
+  p.options.fixedGroups = 1;
+  const Solution z = solveZ3(p);
+  ASSERT_FALSE(z.ok);
+  EXPECT_NE(z.error.find("any configuration allowed by --groups 1 needs is "), std::string::npos)
+      << z.error;
+}
+
 // Context parallelism against hand-written closed forms (Roofline.h, Memory.h): 32 sequences of
 // 4096 per step, one group of 4 A-ranks. cp 2 halves the tokens per A-rank per micro-batch (16
 // micro-batches of 2 sequences instead of 8 of 4), so the activations and the logits; adds four

@@ -255,7 +255,13 @@ TEST(CudaBf16, RoundsToNearestEven) {
 // disagmoe-run --backend cuda names cudaGetDeviceCount's answer (DeviceProbe.h).
 TEST(CudaDeviceProbe, NoDeviceReasonNamesTheErrorOrTheZeroCount) {
   EXPECT_EQ(noDeviceReason({0, "cudaErrorInsufficientDriver"}),
-            "no CUDA device (cudaGetDeviceCount: cudaErrorInsufficientDriver)");
+            "no CUDA device (no usable NVIDIA driver: none is installed, or it is older than the "
+            "CUDA runtime this build uses; cudaGetDeviceCount: cudaErrorInsufficientDriver)");
+  EXPECT_EQ(
+      noDeviceReason({0, "cudaErrorNoDevice"}),
+      "no CUDA device (the NVIDIA driver sees no GPU; cudaGetDeviceCount: cudaErrorNoDevice)");
+  EXPECT_EQ(noDeviceReason({0, "cudaErrorUnknown"}),
+            "no CUDA device (cudaGetDeviceCount: cudaErrorUnknown)");
   EXPECT_EQ(noDeviceReason({0, ""}), "no CUDA device (cudaGetDeviceCount: 0 devices)");
   EXPECT_EQ(noDeviceReason({2, ""}), "");
   EXPECT_TRUE((DeviceCount{1, ""}).usable());

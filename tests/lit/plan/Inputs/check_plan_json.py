@@ -45,7 +45,8 @@ if "search" in doc:
     else:
         assert realise.group(1).split() == s["compile_args"], (realise.group(1), s["compile_args"])
         assert len(re.findall(r"\S+", " ".join(s["compile_args"]))) == 12
-    m = re.search(r"chosen \(.*simulated ([0-9.]+) s, (\d+) micro-batches in flight", text)
+    m = re.search(r"^chosen: .*\n  roofline [0-9.]+ s, simulated ([0-9.]+) s, (\d+) micro-batches in flight",
+                  text, re.M)
     assert abs(float(m.group(1)) - s["chosen"]["simulated_step_s"]) < 1e-4, "simulated step"
     assert int(m.group(2)) == s["chosen"]["inflight_microbatches"]
 print("plan json ok: %d alternatives%s" % (len(doc["alternatives"]),
