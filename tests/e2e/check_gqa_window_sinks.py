@@ -15,7 +15,6 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -23,14 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "numerics"))
 import error_model  # noqa: E402
 
-SKIP = 77
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        print(r.stdout)
-        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
+from check_onnxruntime_oracle import SKIP, run  # noqa: E402
 
 
 def main(bin_dir, repo, work):

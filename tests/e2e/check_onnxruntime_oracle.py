@@ -40,6 +40,18 @@ def run(cmd):
         raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}")
 
 
+def fed_check(oracle_dir, model, golden, shape, prefix, cfg, length, unfed_logits, out):
+    """onnxruntime fed golden/<prefix>_<input>_<shape>.npy for every graph input against PyTorch's
+    golden/<prefix>_logits_<shape>.npy (sequences of `length` tokens), which must also differ from
+    `unfed_logits` (the same ids with the plan's bound inputs): (ok, text)."""
+    feeds = [f"{n}={os.path.join(golden, f'{prefix}_{n}_{shape}.npy')}" for n in cfg["graph_inputs"][1:]]
+    run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
+         os.path.join(golden, f"{prefix}_ids_{shape}.npy"), out] + feeds)
+    torch_logits = np.load(os.path.join(golden, f"{prefix}_logits_{shape}.npy"))
+    ok, text = error_model.logits_bound(cfg, length).check(np.load(out), torch_logits)
+    return ok and not np.allclose(torch_logits, unfed_logits, atol=1e-3), text
+
+
 def main(bin_dir, repo, work):
     oracle_dir = os.path.join(repo, "tests", "oracle")
     if not os.path.isdir(os.path.join(oracle_dir, "node_modules", "onnxruntime-node")) or not shutil.which("node"):
@@ -95,38 +107,22 @@ def main(bin_dir, repo, work):
             failed += not ok
             oracle = "onnxruntime" if use_ort else "the PyTorch golden (onnxruntime's CPU provider lacks this form)"
             print(f"{'ok  ' if ok else 'FAIL'} {name} {shape}: vs {oracle}: {text}")
+            checks = []
             if extra:
                 # The file honours a padded mask: onnxruntime on a left-padded batch equals PyTorch's
                 # logits for it (golden/padded_*), which differ from the unpadded ones.
-                padded = {n: os.path.join(golden, f"padded_{n}_{shape}.npy") for n in cfg["graph_inputs"][1:]}
-                ort_padded = os.path.join(work, tag + "_ort_padded.npy")
-                run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
-                     os.path.join(golden, f"padded_ids_{shape}.npy"), ort_padded] +
-                    [f"{n}={f}" for n, f in padded.items()])
-                torch_padded = np.load(os.path.join(golden, f"padded_logits_{shape}.npy"))
-                ok, text = error_model.logits_bound(cfg, seq).check(np.load(ort_padded), torch_padded)
-                ok = ok and not np.allclose(torch_padded, np.load(ort_out), atol=1e-3)
-                passed += ok
-                failed += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} padded by {cfg['padded_tokens']}: "
-                      f"onnxruntime vs PyTorch: {text}")
+                checks.append(("padded", seq, f"padded by {cfg['padded_tokens']}"))
             if "past_tokens" in cfg:
                 # The file honours a real KV cache: onnxruntime fed PyTorch's caches of a prefix
                 # (golden/cached_*) equals PyTorch's logits for the tokens after it, which differ
                 # from the same tokens' logits from an empty cache.
-                cached = {n: os.path.join(golden, f"cached_{n}_{shape}.npy") for n in cfg["graph_inputs"][1:]}
-                ort_cached = os.path.join(work, tag + "_ort_cached.npy")
-                run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model,
-                     os.path.join(golden, f"cached_ids_{shape}.npy"), ort_cached] +
-                    [f"{n}={f}" for n, f in cached.items()])
-                torch_cached = np.load(os.path.join(golden, f"cached_logits_{shape}.npy"))
-                ok, text = error_model.logits_bound(cfg, seq + cfg["past_tokens"]).check(
-                    np.load(ort_cached), torch_cached)
-                ok = ok and not np.allclose(torch_cached, np.load(ort_out), atol=1e-3)
+                checks.append(("cached", seq + cfg["past_tokens"], f"after {cfg['past_tokens']} cached tokens"))
+            for prefix, length, label in checks:
+                ok, text = fed_check(oracle_dir, model, golden, shape, prefix, cfg, length,
+                                     np.load(ort_out), os.path.join(work, f"{tag}_ort_{prefix}.npy"))
                 passed += ok
                 failed += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} after {cfg['past_tokens']} cached tokens: "
-                      f"onnxruntime vs PyTorch: {text}")
+                print(f"{'ok  ' if ok else 'FAIL'} {name} {shape} {label}: onnxruntime vs PyTorch: {text}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 
