@@ -585,6 +585,7 @@ void printForward(const Options &o, const Plan &plan, const RunResult &result) {
 Plan loadProcessPlan(const Options &o, int worldSize) {
   Plan plan = loadPlan(o.plan);
   checkSaveDirFiles(o, plan);
+  checkHfNaming(o.hf, plan);
   if (worldSize != plan.placement.worldSize)
     throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) +
                      " ranks, mpirun started " + std::to_string(worldSize) + " (use mpirun -np " +
@@ -811,6 +812,7 @@ train::LoopOptions loopOptions(const Options &o, const Plan &plan, const train::
 int runLocalTrain(const Options &o) {
   const Plan plan = loadPlan(o.plan);
   checkSaveDirFiles(o, plan);
+  checkHfNaming(o.hf, plan);
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);

@@ -3,6 +3,7 @@
 #include "runtime/io/FileKind.h"
 #include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
+#include "runtime/train/HfNameMap.h"
 
 #include <filesystem>
 #include <stdexcept>
@@ -66,6 +67,19 @@ void HfFlags::check() const {
   std::error_code ec;
   if (!initWeights.empty() && !std::filesystem::exists(initWeights, ec))
     throw std::invalid_argument("--init-weights " + initWeights + ": does not exist");
+}
+
+void checkHfNaming(const HfFlags &flags, const Plan &plan) {
+  for (const auto &[flag, path] :
+       {std::pair{"--init-weights ", &flags.initWeights}, {"--export-hf ", &flags.exportDir}}) {
+    if (path->empty())
+      continue;
+    try {
+      (void)train::hfTensors(plan.model, train::hfFamilyOf(plan.model));
+    } catch (const train::HfMapError &e) {
+      throw std::invalid_argument(flag + *path + ": " + e.what());
+    }
+  }
 }
 
 std::unique_ptr<train::HfWeights> openInitWeights(const HfFlags &flags, const Plan &plan,

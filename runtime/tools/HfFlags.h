@@ -38,6 +38,12 @@ struct HfFlags {
   void check() const;
 };
 
+/// Right after the plan is read, before any work: where --init-weights or --export-hf is given,
+/// the plan's model has a Hugging Face naming (train::hfTensors), so a run that cannot read or
+/// write its weights fails before it computes anything. Throws std::invalid_argument naming the
+/// flag and the component.
+void checkHfNaming(const HfFlags &flags, const Plan &plan);
+
 /// Opens --init-weights for `plan` (nullptr without it) and prints one line to `out` (when not
 /// null): "initial weights: PATH (mixtral naming, 291 tensors in 1 file: F32 291)". Throws
 /// train::HfWeightsError / train::HfMapError.

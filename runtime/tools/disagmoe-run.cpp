@@ -220,6 +220,7 @@ int run(const Options &o) {
   if (!o.opTimes.empty())
     tools::checkInputFile("--op-times", o.opTimes);
   const Plan plan = loadPlan(o.plan);
+  tools::checkHfNaming(o.hf, plan);
   if (o.backend == "sim")
     return tools::runSimBackend(plan, {o.opTimes, o.trace, o.hostCores}, std::cout);
   int64_t batch = o.batch ? o.batch : plan.model.batch;

@@ -13,7 +13,8 @@ and of the KV-cache export (hf_masking_utils_past_opset17: past_key_values.<laye
 - past_length_3.onnx: past_key_values.0.key declared [batch, 2, 3, 8], a cache of 3 tokens that an
   empty one cannot be;
 - past_int.onnx: past_key_values.0.value declared int64;
-- only_present.onnx: the logits output removed, every output a cache.
+- only_present.onnx: the logits output removed, every output a cache;
+- renamed_present.onnx: present.0.key renamed cache_k (not a name the compiler drops).
 Run with Debian's /usr/bin/python3 (onnx).
 """
 import os
@@ -70,6 +71,13 @@ def main(out_dir):
     m = onnx.load(PAST_SAMPLE)
     m.graph.output.remove(next(o for o in m.graph.output if o.name == "logits"))
     onnx.save(m, os.path.join(out_dir, "only_present.onnx"))
+
+    m = onnx.load(PAST_SAMPLE)
+    for node in m.graph.node:
+        node.output[:] = ["cache_k" if o == "present.0.key" else o for o in node.output]
+        node.input[:] = ["cache_k" if i == "present.0.key" else i for i in node.input]
+    next(o for o in m.graph.output if o.name == "present.0.key").name = "cache_k"
+    onnx.save(m, os.path.join(out_dir, "renamed_present.onnx"))
     return 0
 
 
