@@ -1,8 +1,11 @@
-//===- InputBinding.cpp - attention_mask and position_ids at the compiled shape -------===//
+//===- InputBinding.cpp - graph inputs and outputs at the compiled shape ----------===//
 #include "compiler/pipeline/InputBinding.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <cstring>
 #include <regex>
+#include <vector>
 
 namespace disagmoe {
 using onnxfe::ElemType;
@@ -68,7 +71,37 @@ bool bindEmptyCache(const std::string &what, const onnxfe::ValueInfo &declared, 
 }
 } // namespace
 
-bool isKvCacheOutput(const std::string &name) { return std::regex_match(name, kPresentOutput); }
+bool dropKvCacheOutputs(const std::string &path, std::vector<onnxfe::ValueInfo> &outputs,
+                        std::string &note, std::string &error) {
+  auto quoted = [](const std::vector<onnxfe::ValueInfo> &values) {
+    std::string names;
+    for (const onnxfe::ValueInfo &v : values)
+      names += (names.empty() ? "'" : ", '") + v.name + "'";
+    return names;
+  };
+  std::vector<onnxfe::ValueInfo> dropped;
+  llvm::erase_if(outputs, [&](const onnxfe::ValueInfo &out) {
+    if (!std::regex_match(out.name, kPresentOutput))
+      return false;
+    dropped.push_back(out);
+    return true;
+  });
+  note.clear();
+  if (outputs.empty() && !dropped.empty()) {
+    error = path + ": every graph output is a KV cache (present.*): there are no logits";
+    return false;
+  }
+  if (outputs.size() > 1) {
+    error = path + ": graph outputs " + quoted(outputs) +
+            ": a plan computes one output, the logits (a KV cache's outputs are dropped only when "
+            "named present.<layer>.key|value, as optimum names them)";
+    return false;
+  }
+  if (!dropped.empty())
+    note = "graph output" + std::string(dropped.size() > 1 ? "s " : " ") + quoted(dropped) +
+           " dropped: a training plan computes the logits and keeps no KV cache";
+  return true;
+}
 
 bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
                     const std::vector<int64_t> &tokenDims, onnxfe::TensorData &value,

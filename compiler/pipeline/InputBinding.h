@@ -17,8 +17,8 @@
 //     past + seq keys is the causal one; kv_heads and head_dim must be declared static.
 // Any other input, or one whose declared shape needs another length (a mask longer than the
 // sequence, i.e. padding, or a 4-D mask), is refused in one line naming it.
-// The cache's outputs, present.<layer>.key|value, are dropped (isKvCacheOutput): a training plan
-// computes the logits only.
+// The cache's outputs, present.<layer>.key|value, are dropped (dropKvCacheOutputs): a training
+// plan computes the logits only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISAGMOE_COMPILER_PIPELINE_INPUTBINDING_H
@@ -39,8 +39,12 @@ bool bindExtraInput(const std::string &path, const onnxfe::ValueInfo &declared,
                     const std::vector<int64_t> &tokenDims, onnxfe::TensorData &value,
                     std::string &note, std::string &error);
 
-/// `name` is a KV-cache graph output as optimum names them: present.<layer>.key|value.
-bool isKvCacheOutput(const std::string &name);
+/// Drops the KV-cache outputs (present.<layer>.key|value, as optimum names them) from `outputs`,
+/// the graph outputs of model `path`: true with a one-line `note` naming them (empty if there were
+/// none); false with a one-line `error` when no output is left (no logits) or more than one is
+/// (a plan computes one output, the logits), naming every output left.
+bool dropKvCacheOutputs(const std::string &path, std::vector<onnxfe::ValueInfo> &outputs,
+                        std::string &note, std::string &error);
 
 } // namespace disagmoe
 

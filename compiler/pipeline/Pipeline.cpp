@@ -142,24 +142,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
   if (!loaded.ok)
     return fail(loaded.error);
   // A KV-cache export's present.* outputs: the plan computes the logits only (InputBinding.h).
-  std::string droppedCache;
-  size_t dropped = 0;
-  llvm::erase_if(graph.outputs, [&](const onnxfe::ValueInfo &out) {
-    if (!isKvCacheOutput(out.name))
-      return false;
-    droppedCache += (dropped++ ? ", '" : "'") + out.name + "'";
-    return true;
-  });
-  if (dropped && graph.outputs.empty())
-    return fail(path + ": every graph output is a KV cache (present.*): there are no logits");
-  if (graph.outputs.size() > 1) {
-    std::string names;
-    for (const onnxfe::ValueInfo &out : graph.outputs)
-      names += (names.empty() ? "'" : ", '") + out.name + "'";
-    return fail(path + ": graph outputs " + names +
-                ": a plan computes one output, the logits (a KV cache's outputs are dropped only "
-                "when named present.<layer>.key|value, as optimum names them)");
-  }
+  std::string outputNote, outputError;
+  if (!dropKvCacheOutputs(path, graph.outputs, outputNote, outputError))
+    return fail(outputError);
   // fp16 and bf16 exports (issue 12): the plan's compute is float32 and their Casts are not
   // matched yet, so they are refused by dtype here rather than at the first cast-wrapped pattern.
   for (const onnxfe::Initializer &init : graph.initializers)
@@ -168,9 +153,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
                   onnxfe::elemTypeName(init.info.type) +
                   ": float16 and bfloat16 exports are not imported yet (export the model in "
                   "float32)");
-  if (dropped)
-    bindingNotes.push_back("graph output" + std::string(dropped > 1 ? "s " : " ") + droppedCache +
-                           " dropped: a training plan computes the logits and keeps no KV cache");
+  if (!outputNote.empty())
+    bindingNotes.push_back(std::move(outputNote));
   if (notes)
     notes->insert(notes->end(), bindingNotes.begin(), bindingNotes.end());
   if (options.timing)
