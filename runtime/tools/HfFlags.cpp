@@ -70,15 +70,16 @@ void HfFlags::check() const {
 }
 
 void checkHfNaming(const HfFlags &flags, const Plan &plan) {
-  for (const auto &[flag, path] :
-       {std::pair{"--init-weights ", &flags.initWeights}, {"--export-hf ", &flags.exportDir}}) {
-    if (path->empty())
-      continue;
-    try {
-      (void)train::hfTensors(plan.model, train::hfFamilyOf(plan.model));
-    } catch (const train::HfMapError &e) {
-      throw std::invalid_argument(flag + *path + ": " + e.what());
-    }
+  // The first of the two flags given is the one named (both need the same naming).
+  const bool init = !flags.initWeights.empty();
+  if (!init && flags.exportDir.empty())
+    return;
+  try {
+    (void)train::hfTensors(plan.model, train::hfFamilyOf(plan.model));
+  } catch (const train::HfMapError &e) {
+    throw std::invalid_argument(
+        (init ? "--init-weights " + flags.initWeights : "--export-hf " + flags.exportDir) + ": " +
+        e.what());
   }
 }
 
