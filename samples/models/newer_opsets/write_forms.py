@@ -1,4 +1,4 @@
-"""Newer exporters' forms of two committed samples, rewritten with the ONNX protobuf API (issue 16).
+"""Newer exporters' forms of committed samples, rewritten with the ONNX protobuf API (issue 16).
 
 Each form is a committed torch.onnx.export file (torch 1.13, opset <= 17) rewritten node by node into
 what a newer exporter writes for the same module, with the same weights (the initializers are copied
@@ -17,8 +17,14 @@ unchanged), so the base's PyTorch golden logits remain the reference:
                              softmax, . V) -> one opset-23 Attention(Q, K, V) with is_causal=1
   mixtral_local_function     opset 23, every RMSNorm chain kept as nodes of a model-local FunctionProto
                              pkg.onnxscript.torch_lib.RMSNorm, called once per norm
+  mixtral_opset19/20, qwen3_opset21/22
+                             the opset-18 rewrite at opsets 19..22 (no signature these files use changes)
+  mixtral_ort_gqa(_packed)   onnxruntime-genai's GroupQueryAttention per layer (separate or packed QKV)
+  gpt_oss_ort_gqa            the same on gpt_oss_tiny: biased projections, local_window_size on the
+                             sliding layer, the learned sinks as head_sink
 Bases: ../mixtral_variants/hf_casts_opset17 (Mixtral, transformers' RMSNorm with its f32 Casts, has
-golden/train) and ../qwen3_moe_tiny. Every form dir gets model.onnx and golden/ (the base's config.json
+golden/train), ../qwen3_moe_tiny, ../mixtral_tiny (head_dim 16, for GroupQueryAttention) and
+../gpt_oss_tiny. Every form dir gets model.onnx and golden/ (the base's config.json
 with "opset", "form" and "base" updated, the base's ids_b*_s*.npy and logits_b*_s*.npy copied; the
 training goldens stay in the base's golden/train, named by "base").
 onnx 1.12 has no schemas above opset 17, so onnx.checker is not run; onnxruntime is the check
@@ -44,7 +50,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.dirname(HERE)
 BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tiny",
          # head_dim 16: onnxruntime's GroupQueryAttention kernel needs a multiple of 16
-         "mixtral16": "mixtral_tiny"}
+         "mixtral16": "mixtral_tiny",
+         # GPT-OSS: biased q/k/v projections, a learned sink per head, a sliding window of 4 keys on
+         # layer 0; head_dim 16
+         "gpt_oss": "gpt_oss_tiny"}
 # name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function",
 #        attention, rotary None|"ort"|"onnx")
 FORMS = {
@@ -60,15 +69,19 @@ FORMS = {
     "mixtral_ort_gqa": ("mixtral16", 17, None, "ort", False, None),
     "mixtral_ort_gqa_packed": ("mixtral16", 17, None, "ort", False, None),
     "qwen3_opset21": ("qwen3", 21, "initializer", None, False, None),
+    "mixtral_opset19": ("mixtral", 19, "constant", None, False, None),
+    "mixtral_opset20": ("mixtral", 20, "constant", None, False, None),
+    "qwen3_opset22": ("qwen3", 22, "initializer", None, False, None),
+    "gpt_oss_ort_gqa": ("gpt_oss", 17, None, "ort", False, None),
 }
 # Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai), and
 # those of them whose query is packed QKV (one qkv_proj MatMul, key and value inputs empty).
-GQA_FORMS = {"mixtral_ort_gqa", "mixtral_ort_gqa_packed"}
+GQA_FORMS = {"mixtral_ort_gqa", "mixtral_ort_gqa_packed", "gpt_oss_ort_gqa"}
 PACKED_QKV_FORMS = {"mixtral_ort_gqa_packed"}
 # Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
 ROTARY_ROWS = 32
 # IR version the onnx release that introduced each opset writes (onnx.helper.VERSION_TABLE).
-IR_VERSION = {17: 8, 18: 8, 21: 10, 23: 11}
+IR_VERSION = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11}
 # Ops whose `axes` attribute became an input at opset 18 (ReduceSum moved at 13).
 REDUCE18 = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
             "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}
@@ -367,6 +380,26 @@ def fuse_rotary(model, style, theta, head_dim):
     return len(fused)
 
 
+def biased(g, matmul):
+    """The projection's output: the MatMul's, or that of the constant-bias Add it feeds
+    (nn.Linear(bias=True) exports MatMul then Add(bias, .))."""
+    add = g.only_reader(matmul.output[0])
+    if add is not None and add.op_type == "Add" and any(i in g.inits for i in add.input):
+        return add.output[0]
+    return matmul.output[0]
+
+
+def layer_sinks(g, prefix, heads):
+    """GPT-OSS's learned sink logits of one layer, [heads]: the [1, heads, 1, 1] initializer its
+    attention expands and concatenates to the scores (sinks.reshape(1, -1, 1, 1).expand(...))."""
+    for n in g.g.node:
+        if n.op_type == "Expand" and n.name.startswith(prefix + "/") and n.input[0] in g.inits:
+            v = g.const(n.input[0])
+            if v.shape == (1, heads, 1, 1):
+                return np.ascontiguousarray(v.reshape(heads))
+    raise SystemExit(f"{prefix}: no [1, {heads}, 1, 1] sink initializer expanded")
+
+
 def fuse_gqa(model, cfg, packed=False):
     """Each layer's attention between its q/k/v projections and o_proj -> one
     com.microsoft.GroupQueryAttention(query, key, value, -, -, seqlens_k, total_sequence_length,
@@ -407,7 +440,7 @@ def fuse_gqa(model, cfg, packed=False):
         if any(n is None for n in proj.values()):
             raise SystemExit(f"{p}: no q/k/v/o_proj MatMul to fuse")
         merge = g.producer[proj["o"].input[0]]  # the head merge (Reshape) o_proj reads
-        qkv = [proj[k].output[0] for k in ("q", "k", "v")]
+        qkv = [biased(g, proj[k]) for k in ("q", "k", "v")]
         extra = []
         if packed:
             x = proj["q"].input[0]
@@ -427,13 +460,23 @@ def fuse_gqa(model, cfg, packed=False):
             extra.append(helper.make_node("MatMul", [x, rhs], [f"{p}/qkv_proj/MatMul_output_0"],
                                           name=f"{p}/qkv_proj/MatMul"))
             qkv = [f"{p}/qkv_proj/MatMul_output_0", "", ""]
+        inputs = qkv + ["", "", "gqa/seqlens_k", "gqa/total_sequence_length", "rotary.cos_cache",
+                        "rotary.sin_cache"]
+        window = {}
+        if cfg.get("layer_types", [])[layer:layer + 1] == ["sliding_attention"]:
+            # the base lets query i see keys i - W + 1 .. i (W = sliding_window); onnxruntime's
+            # local_window_size L lets it see i - L .. i
+            window = {"local_window_size": cfg["sliding_window"] - 1}
+        if cfg.get("attention_sinks"):
+            sinks = layer_sinks(g, p, cfg["num_heads"])
+            sname = f"model.layers.{layer}.self_attn.sinks"
+            model.graph.initializer.append(numpy_helper.from_array(sinks, sname))
+            inputs += ["", "", sname]  # position_ids and attention_bias absent; head_sink is input 11
         node = helper.make_node(
-            "GroupQueryAttention",
-            qkv + ["", "", "gqa/seqlens_k",
-                   "gqa/total_sequence_length", "rotary.cos_cache", "rotary.sin_cache"],
+            "GroupQueryAttention", inputs,
             [proj["o"].input[0], f"{p}/present_key", f"{p}/present_value"],
             name=f"{p}/GroupQueryAttention", domain="com.microsoft", num_heads=cfg["num_heads"],
-            kv_num_heads=cfg["num_kv_heads"], do_rotary=1, rotary_interleaved=0)
+            kv_num_heads=cfg["num_kv_heads"], do_rotary=1, rotary_interleaved=0, **window)
         replace_nodes(model.graph, [merge], merge, extra + [node])
         done += 1
     for n in reversed(pre):
