@@ -47,8 +47,9 @@ def run(cmd):
     return r.returncode == 0, (last if r.returncode == 0 else f"exit {r.returncode}: {last[-300:]}")
 
 
-def onnxruntime(oracle_dir, model, ids, out):
-    return run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, out])
+def onnxruntime(oracle_dir, model, ids, out, feeds=()):
+    """feeds: NAME=VALUES.npy for the graph inputs after the token ids."""
+    return run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, out] + list(feeds))
 
 
 def check_form(bin_dir, repo, work, mdir, oracle_dir):
@@ -78,7 +79,10 @@ def check_form(bin_dir, repo, work, mdir, oracle_dir):
         golden = np.load(os.path.join(mdir, "golden", f"logits_{shape}.npy"))
         # 1. The form under onnxruntime: PyTorch's logits and onnxruntime's on the base file.
         ort_out = os.path.join(work, f"{tag}_{shape}_ort.npy")
-        ok, msg = onnxruntime(oracle_dir, model, ids, ort_out)
+        # A form with the onnxruntime-genai builder's I/O (attention_mask, past_key_values.*) is fed
+        # what the compiled plan binds (golden/<input>_<shape>.npy: ones, empty caches).
+        feeds = [f"{n}={os.path.join(mdir, 'golden', f'{n}_{shape}.npy')}" for n in cfg.get("graph_inputs", [])[1:]]
+        ok, msg = onnxruntime(oracle_dir, model, ids, ort_out, feeds)
         if not ok:
             line(False, f"{name} {shape}: onnxruntime refuses the form: {msg}")
             continue

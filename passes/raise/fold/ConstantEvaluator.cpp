@@ -132,7 +132,7 @@ bool isFoldable(StringRef op) {
       .Cases("Neg", "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", true)
       .Cases("Cast", "Identity", "Reshape", "Unsqueeze", "Squeeze", "Flatten", true)
       .Cases("Expand", "Transpose", "Concat", "Slice", "Gather", true)
-      .Cases("Range", "ConstantOfShape", "Trilu", "Shape", true)
+      .Cases("Range", "ConstantOfShape", "Trilu", "Shape", "ReduceSum", true)
       .Default(false);
 }
 
@@ -546,6 +546,60 @@ std::optional<HostTensor> trilu(onnxir::NodeOp node, llvm::ArrayRef<const HostTe
   return out;
 }
 
+/// ReduceSum of integers, exact in int64 (onnxruntime-genai computes seqlens_k as
+/// ReduceSum(attention_mask, axis 1) - 1). Axes from the attribute (opsets < 13) or the second
+/// input (13+); keepdims (default 1) and noop_with_empty_axes (default 0) as ONNX defines them.
+/// Float sums are not folded: their rounding depends on a summation order ONNX leaves open.
+std::optional<HostTensor> reduceSum(onnxir::NodeOp node, llvm::ArrayRef<const HostTensor *> ins,
+                                    llvm::ArrayRef<int64_t> outShape) {
+  const HostTensor &x = *ins[0];
+  if (x.kind != Kind::Int)
+    return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  llvm::SmallVector<int64_t> axes;
+  if (auto a = intsAttr(node, "axes")) {
+    axes = *a;
+  } else if (ins.size() > 1) {
+    auto a = ints(ins[1]);
+    if (!a)
+      return std::nullopt;
+    axes = *a;
+  }
+  llvm::SmallVector<bool> reduced(rank, axes.empty() && !intAttr(node, "noop_with_empty_axes"));
+  for (int64_t a : axes) {
+    const int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank)
+      return std::nullopt;
+    reduced[axis] = true;
+  }
+  const bool keep = intAttr(node, "keepdims").value_or(1) != 0;
+  llvm::SmallVector<int64_t> kept; // the output's shape with every reduced axis kept as 1
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept.push_back(reduced[d] ? 1 : x.shape[d]);
+    if (keep || !reduced[d])
+      count *= kept.back();
+  }
+  HostTensor out = empty(Kind::Int, outShape);
+  if (out.numel() != count || (keep && static_cast<int64_t>(outShape.size()) != rank))
+    return std::nullopt;
+  std::fill(out.i.begin(), out.i.end(), 0);
+  auto outStrides = stridesOf(kept);
+  llvm::SmallVector<int64_t> pos(rank, 0);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    int64_t to = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      to += (reduced[d] ? 0 : pos[d]) * outStrides[d];
+    out.i[to] += x.i[k];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++pos[d] < x.shape[d])
+        break;
+      pos[d] = 0;
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<HostTensor> evaluate(onnxir::NodeOp node, llvm::ArrayRef<const HostTensor *> ins,
@@ -628,6 +682,8 @@ std::optional<HostTensor> evaluate(onnxir::NodeOp node, llvm::ArrayRef<const Hos
       acc = binary(op, *acc, *ins[k], outShape, *outKind);
     return acc;
   }
+  if (op == "ReduceSum")
+    return reduceSum(node, ins, outShape);
   if (ins.size() == 2 && op != "Gather" && op != "Concat" && op != "Trilu" && op != "Expand")
     if (auto r = binary(op, *ins[0], *ins[1], outShape, *outKind))
       return r;

@@ -21,7 +21,9 @@
 //
 // What is imported (groupQueryAttentionMismatch names the rest): separate key and value inputs
 // (a packed QKV input, one projection MatMul, is split into three by SplitPackedQkv.cpp first;
-// packedQkvMismatch says why one was not); no past_key/past_value (a KV cache); seqlens_k = S - 1
+// packedQkvMismatch says why one was not); no past_key/past_value (a KV cache), or an empty one
+// (past length 0, the builder's first-prompt form, to which the compiler binds optimum's and the
+// builder's past_key_values.* inputs); seqlens_k = S - 1
 // in every row and total_sequence_length = S (no padding, what the compiled plan binds); causal 1,
 // softcap 0, no attention_bias, no position_ids, k_scale/v_scale or q/k_norm_weight input; a
 // head_sink that is an initializer (onnx.weight [num_heads], a trained parameter like GPT-OSS's
@@ -42,6 +44,12 @@ using namespace mlir;
 
 namespace disagmoe::normalize {
 namespace {
+
+/// A KV-cache value of past length 0: a static [batch, kv_heads, 0, head_size] tensor.
+bool isEmptyCache(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getRank() == 4 && t.getDimSize(2) == 0;
+}
 
 struct GqaForm {
   Value q, k, v, cos, sin;
@@ -76,7 +84,10 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
     return fail("packed QKV (no separate key and value inputs) is not imported: " +
                 (f.q ? packedQkvMismatch(node) : std::string("no query input")));
   const int64_t localWindow = intAttr("local_window_size", -1);
-  if (input(3) || input(4))
+  // An empty cache (past length 0: what compiler/pipeline/InputBinding binds the builder's
+  // past_key_values.* inputs to) is no cache: the attention runs over the S new keys only.
+  Value pastKey = input(3), pastValue = input(4);
+  if ((pastKey && !isEmptyCache(pastKey)) || (pastValue && !isEmptyCache(pastValue)))
     return fail(std::string("past_key/past_value inputs (a KV cache) are not imported") +
                 (localWindow >= 0 ? " (with local_window_size = " + std::to_string(localWindow) +
                                         ": a windowed KV cache)"
@@ -150,6 +161,10 @@ std::optional<GqaForm> readGqa(NodeOp node, std::string &why) {
       return fail("input head_sink is not [num_heads = " + std::to_string(f.heads) +
                   "] of the query's element type");
   }
+  for (Value past : {pastKey, pastValue})
+    if (past && llvm::cast<RankedTensorType>(past.getType()).getShape() !=
+                    ArrayRef<int64_t>{f.b, f.kvHeads, 0, f.headDim})
+      return fail("an empty past_key/past_value is not [batch, kv_num_heads, 0, head_size]");
   if (node.getOutputs().empty() || node.getOutputs()[0].getType() != f.q.getType())
     return fail("the output is not [batch, seq, num_heads * head_size]");
   // No padding: every row's last key index S - 1, the whole sequence.

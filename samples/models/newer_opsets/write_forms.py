@@ -22,6 +22,8 @@ unchanged), so the base's PyTorch golden logits remain the reference:
   mixtral_ort_gqa(_packed)   onnxruntime-genai's GroupQueryAttention per layer (separate or packed QKV)
   gpt_oss_ort_gqa            the same on gpt_oss_tiny: biased projections, local_window_size on the
                              sliding layer, the learned sinks as head_sink
+  mixtral_ort_genai          mixtral_ort_gqa with the onnxruntime-genai builder's whole I/O: attention_mask
+                             and past_key_values.* in, present.* out, seqlens_k from the mask
 Bases: ../mixtral_variants/hf_casts_opset17 (Mixtral, transformers' RMSNorm with its f32 Casts, has
 golden/train), ../qwen3_moe_tiny, ../mixtral_tiny (head_dim 16, for GroupQueryAttention) and
 ../gpt_oss_tiny. Every form dir gets model.onnx and golden/ (the base's config.json
@@ -73,10 +75,14 @@ FORMS = {
     "mixtral_opset20": ("mixtral", 20, "constant", None, False, None),
     "qwen3_opset22": ("qwen3", 22, "initializer", None, False, None),
     "gpt_oss_ort_gqa": ("gpt_oss", 17, None, "ort", False, None),
+    "mixtral_ort_genai": ("mixtral16", 17, None, "ort", False, None),
 }
 # Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai), and
 # those of them whose query is packed QKV (one qkv_proj MatMul, key and value inputs empty).
-GQA_FORMS = {"mixtral_ort_gqa", "mixtral_ort_gqa_packed", "gpt_oss_ort_gqa"}
+GQA_FORMS = {"mixtral_ort_gqa", "mixtral_ort_gqa_packed", "gpt_oss_ort_gqa", "mixtral_ort_genai"}
+# Forms with the onnxruntime-genai builder's whole I/O: attention_mask and a KV cache per layer in,
+# the cache out, seqlens_k and total_sequence_length computed from attention_mask.
+GENAI_IO_FORMS = {"mixtral_ort_genai"}
 PACKED_QKV_FORMS = {"mixtral_ort_gqa_packed"}
 # Rows of the RoPE cos/sin caches (onnxruntime-genai writes max_position_embeddings rows).
 ROTARY_ROWS = 32
@@ -400,7 +406,49 @@ def layer_sinks(g, prefix, heads):
     raise SystemExit(f"{prefix}: no [1, {heads}, 1, 1] sink initializer expanded")
 
 
-def fuse_gqa(model, cfg, packed=False):
+def genai_io(model, cfg):
+    """The onnxruntime-genai builder's graph I/O (its decoder models): inputs input_ids [batch_size,
+    sequence_length], attention_mask [batch_size, total_sequence_length] int64 and
+    past_key_values.{l}.key|value [batch_size, kv_heads, past_sequence_length, head_dim]; outputs
+    logits and present.{l}.key|value [batch_size, kv_heads, total_sequence_length, head_dim] (what
+    GroupQueryAttention's present_key/present_value return). seqlens_k = ReduceSum(attention_mask,
+    axis 1) - 1 and total_sequence_length = attention_mask's second dimension, both int32, as the
+    builder computes them. Returns (prelude nodes, per-layer (past_key, past_value, present_key,
+    present_value) names)."""
+    g = model.graph
+    ids = g.input[0]
+    ids.type.tensor_type.shape.dim[0].dim_param = "batch_size"
+    ids.type.tensor_type.shape.dim[1].dim_param = "sequence_length"
+    g.input.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                                 ["batch_size", "total_sequence_length"]))
+    caches = []
+    for layer in range(cfg["num_layers"]):
+        names = tuple(f"{io}.{layer}.{kv}" for io in ("past_key_values", "present") for kv in ("key", "value"))
+        for n in names[:2]:
+            g.input.append(helper.make_tensor_value_info(
+                n, TensorProto.FLOAT, ["batch_size", cfg["num_kv_heads"], "past_sequence_length", cfg["head_dim"]]))
+        for n in names[2:]:
+            g.output.append(helper.make_tensor_value_info(
+                n, TensorProto.FLOAT, ["batch_size", cfg["num_kv_heads"], "total_sequence_length", cfg["head_dim"]]))
+        caches.append(names)
+    pre = [
+        helper.make_node("Constant", [], ["gqa/reduce_axes"], name="/gqa/reduce_axes",
+                         value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+        helper.make_node("Constant", [], ["gqa/one"], name="/gqa/one",
+                         value=helper.make_tensor("v", TensorProto.INT64, [], [1])),
+        helper.make_node("ReduceSum", ["attention_mask", "gqa/reduce_axes"], ["gqa/mask_sum"],
+                         name="/gqa/ReduceSum", keepdims=0),
+        helper.make_node("Sub", ["gqa/mask_sum", "gqa/one"], ["gqa/last"], name="/gqa/Sub"),
+        helper.make_node("Cast", ["gqa/last"], ["gqa/seqlens_k"], name="/gqa/Cast_seqlens", to=TensorProto.INT32),
+        helper.make_node("Shape", ["attention_mask"], ["gqa/mask_shape"], name="/gqa/Shape"),
+        helper.make_node("Gather", ["gqa/mask_shape", "gqa/one"], ["gqa/total"], name="/gqa/Gather_total", axis=0),
+        helper.make_node("Cast", ["gqa/total"], ["gqa/total_sequence_length"], name="/gqa/Cast_total",
+                         to=TensorProto.INT32),
+    ]
+    return pre, caches
+
+
+def fuse_gqa(model, cfg, packed=False, genai=False):
     """Each layer's attention between its q/k/v projections and o_proj -> one
     com.microsoft.GroupQueryAttention(query, key, value, -, -, seqlens_k, total_sequence_length,
     cos_cache, sin_cache) with do_rotary 1 (onnxruntime-genai's builder, separate q/k/v MatMuls);
@@ -432,6 +480,9 @@ def fuse_gqa(model, cfg, packed=False):
         helper.make_node("Cast", ["gqa/seq"], ["gqa/total_sequence_length"], name="/gqa/Cast_total",
                          to=TensorProto.INT32),
     ]
+    caches = None
+    if genai:
+        pre, caches = genai_io(model, cfg)
     done = 0
     for layer in range(cfg["num_layers"]):
         p = f"/layers.{layer}/self_attn"
@@ -460,8 +511,10 @@ def fuse_gqa(model, cfg, packed=False):
             extra.append(helper.make_node("MatMul", [x, rhs], [f"{p}/qkv_proj/MatMul_output_0"],
                                           name=f"{p}/qkv_proj/MatMul"))
             qkv = [f"{p}/qkv_proj/MatMul_output_0", "", ""]
-        inputs = qkv + ["", "", "gqa/seqlens_k", "gqa/total_sequence_length", "rotary.cos_cache",
-                        "rotary.sin_cache"]
+        past = list(caches[layer][:2]) if caches else ["", ""]
+        present = list(caches[layer][2:]) if caches else [f"{p}/present_key", f"{p}/present_value"]
+        inputs = qkv + past + ["gqa/seqlens_k", "gqa/total_sequence_length", "rotary.cos_cache",
+                               "rotary.sin_cache"]
         window = {}
         if cfg.get("layer_types", [])[layer:layer + 1] == ["sliding_attention"]:
             # the base lets query i see keys i - W + 1 .. i (W = sliding_window); onnxruntime's
@@ -474,7 +527,7 @@ def fuse_gqa(model, cfg, packed=False):
             inputs += ["", "", sname]  # position_ids and attention_bias absent; head_sink is input 11
         node = helper.make_node(
             "GroupQueryAttention", inputs,
-            [proj["o"].input[0], f"{p}/present_key", f"{p}/present_value"],
+            [proj["o"].input[0]] + present,
             name=f"{p}/GroupQueryAttention", domain="com.microsoft", num_heads=cfg["num_heads"],
             kv_num_heads=cfg["num_kv_heads"], do_rotary=1, rotary_interleaved=0, **window)
         replace_nodes(model.graph, [merge], merge, extra + [node])
@@ -569,7 +622,8 @@ def write_form(name, out_dir):
     if name in GQA_FORMS:
         notes["group_query_attention"] = fuse_gqa(model, json.load(open(os.path.join(base_dir, "golden",
                                                                                     "config.json"))),
-                                                  packed=name in PACKED_QKV_FORMS)
+                                                  packed=name in PACKED_QKV_FORMS,
+                                                  genai=name in GENAI_IO_FORMS)
     if rotary:
         cfg0 = json.load(open(os.path.join(base_dir, "golden", "config.json")))
         notes["rotary"] = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])
@@ -596,12 +650,24 @@ def write_form(name, out_dir):
         f.write(model.SerializeToString())
     cfg = json.load(open(os.path.join(base_dir, "golden", "config.json")))
     cfg.update(opset=opset, form=name, base=base_rel)
+    if name in GENAI_IO_FORMS:
+        cfg.update(graph_inputs=[i.name for i in model.graph.input],
+                   graph_outputs=[o.name for o in model.graph.output])
     with open(os.path.join(gdir, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")
     for p in sorted(glob.glob(os.path.join(base_dir, "golden", "ids_b*_s*.npy")) +
                     glob.glob(os.path.join(base_dir, "golden", "logits_b*_s*.npy"))):
         shutil.copyfile(p, os.path.join(gdir, os.path.basename(p)))
+    if name in GENAI_IO_FORMS:
+        # What the compiled plan binds (and onnxruntime is fed): an all-ones mask, empty caches.
+        for p in sorted(glob.glob(os.path.join(base_dir, "golden", "ids_b*_s*.npy"))):
+            shape = os.path.basename(p)[len("ids_"):-len(".npy")]
+            b, s_ = np.load(p).shape
+            np.save(os.path.join(gdir, f"attention_mask_{shape}.npy"), np.ones((b, s_), np.int64))
+            for inp in cfg["graph_inputs"][2:]:
+                np.save(os.path.join(gdir, f"{inp}_{shape}.npy"),
+                        np.zeros((b, cfg["num_kv_heads"], 0, cfg["head_dim"]), np.float32))
     return notes
 
 

@@ -130,3 +130,28 @@ func.func @data_movement() -> (tensor<3x2xi64>, tensor<4x3xi64>, tensor<1x2xi64>
   %e = onnx.node "Expand"(%v, %s) {node_name = "e", onnx_attrs = {}} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2x2xi64>
   return %t, %cat, %sl, %g, %r, %e : tensor<3x2xi64>, tensor<4x3xi64>, tensor<1x2xi64>, tensor<2x2xi64>, tensor<3xi64>, tensor<2x2xi64>
 }
+
+// -----
+
+// Integer ReduceSum, exact: onnxruntime-genai's seqlens_k = ReduceSum(attention_mask, axes [1],
+// keepdims 0) - 1 as int32 on a mask m = [[1, 1, 1], [0, 1, 1]] -> [2, 1]; the opset-11 form
+// with the axes attribute [-1] and keepdims 1 on x = [[0, 1, 1], [1, 1, 1]] -> [[2], [3]]; no
+// axes: every element summed -> 5. A float ReduceSum stays (its rounding depends on an order).
+// CHECK-LABEL: func.func @reduce_sum
+// CHECK-DAG:   node_name = "seqlens", onnx_attrs = {value = dense<[2, 1]> : tensor<2xi32>}
+// CHECK-DAG:   node_name = "rows", onnx_attrs = {value = dense<{{\[}}[2], [3]]> : tensor<2x1xi64>}
+// CHECK-DAG:   node_name = "all", onnx_attrs = {value = dense<5> : tensor<i64>}
+// CHECK:       onnx.node "ReduceSum"(%arg0) {node_name = "float_sum"
+func.func @reduce_sum(%f: tensor<2x3xf32>) -> (tensor<2xi32>, tensor<2x1xi64>, tensor<i64>, tensor<f32>) {
+  %m = onnx.node "Constant"() {node_name = "m", onnx_attrs = {value = dense<[[1, 1, 1], [0, 1, 1]]> : tensor<2x3xi64>}} : () -> tensor<2x3xi64>
+  %axes = onnx.node "Constant"() {node_name = "axes", onnx_attrs = {value = dense<1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %sum = onnx.node "ReduceSum"(%m, %axes) {node_name = "sum", onnx_attrs = {keepdims = 0 : i64}} : (tensor<2x3xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %one = onnx.node "Constant"() {node_name = "one", onnx_attrs = {value = dense<1> : tensor<i64>}} : () -> tensor<i64>
+  %last = onnx.node "Sub"(%sum, %one) {node_name = "last", onnx_attrs = {}} : (tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
+  %seqlens = onnx.node "Cast"(%last) {node_name = "seqlens", onnx_attrs = {to = 6 : i64}} : (tensor<2xi64>) -> tensor<2xi32>
+  %x = onnx.node "Constant"() {node_name = "x", onnx_attrs = {value = dense<[[0, 1, 1], [1, 1, 1]]> : tensor<2x3xi64>}} : () -> tensor<2x3xi64>
+  %rows = onnx.node "ReduceSum"(%x) {node_name = "rows", onnx_attrs = {axes = [-1]}} : (tensor<2x3xi64>) -> tensor<2x1xi64>
+  %all = onnx.node "ReduceSum"(%x) {node_name = "all", onnx_attrs = {keepdims = 0 : i64}} : (tensor<2x3xi64>) -> tensor<i64>
+  %fs = onnx.node "ReduceSum"(%f) {node_name = "float_sum", onnx_attrs = {keepdims = 0 : i64}} : (tensor<2x3xf32>) -> tensor<f32>
+  return %seqlens, %rows, %all, %fs : tensor<2xi32>, tensor<2x1xi64>, tensor<i64>, tensor<f32>
+}

@@ -86,3 +86,26 @@ func.func @gqa_window_negative(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v:
   %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %none, %none, %seqlens, %total) {domain = "com.microsoft", node_name = "neg_window", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64, local_window_size = -2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, none, none, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
   return %y#0 : tensor<1x3x8xf32>
 }
+
+// -----
+
+// A real KV cache (past length 2): kept.
+func.func @gqa_past(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: tensor<1x3x4xf32>, %pk: tensor<1x1x2x4xf32>, %pv: tensor<1x1x2x4xf32>) -> tensor<1x3x8xf32> {
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<4> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<5> : tensor<i32>}} : () -> tensor<i32>
+  // expected-error @+1 {{node 'cached' (GroupQueryAttention): GroupQueryAttention: past_key/past_value inputs (a KV cache) are not imported: training runs whole sequences}}
+  %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %pk, %pv, %seqlens, %total) {domain = "com.microsoft", node_name = "cached", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x3x8xf32>
+}
+
+// -----
+
+// An empty cache whose head size (8) is not the query's (4): kept.
+func.func @gqa_empty_cache_mis_shaped(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: tensor<1x3x4xf32>) -> tensor<1x3x8xf32> {
+  %pk = onnx.node "Constant"() {node_name = "pk", onnx_attrs = {value = dense<0.0> : tensor<1x1x0x8xf32>}} : () -> tensor<1x1x0x8xf32>
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
+  // expected-error @+1 {{node 'misshaped' (GroupQueryAttention): GroupQueryAttention: an empty past_key/past_value is not [batch, kv_num_heads, 0, head_size]}}
+  %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %pk, %pk, %seqlens, %total) {domain = "com.microsoft", node_name = "misshaped", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, tensor<1x1x0x8xf32>, tensor<1x1x0x8xf32>, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x3x8xf32>
+}

@@ -81,3 +81,23 @@ func.func @gqa_window_sinks(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: te
   %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %none, %none, %seqlens, %total, %none, %none, %none, %none, %sinks) {domain = "com.microsoft", node_name = "gqa_ws", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64, local_window_size = 1 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, none, none, tensor<1xi32>, tensor<i32>, none, none, none, none, tensor<2xf32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
   return %y#0 : tensor<1x3x8xf32>
 }
+
+// -----
+
+// onnxruntime-genai's first-prompt form: past_key/past_value are empty caches [B, kv, 0, H] (what
+// the compiler binds past_key_values.* to), present_key/present_value unread: no cache, the same
+// causal attention over the S new keys as without them.
+// CHECK-LABEL: func.func @gqa_empty_cache
+// CHECK-NOT:   "GroupQueryAttention"
+// CHECK:       onnx.node "Trilu"({{.*}}) {node_name = "gqa_c/Attention/causal_mask"
+// CHECK:       onnx.node "Softmax"
+// CHECK:       onnx.node "Reshape"({{.*}}) {node_name = "gqa_c",
+func.func @gqa_empty_cache(%q: tensor<1x3x8xf32>, %k: tensor<1x3x4xf32>, %v: tensor<1x3x4xf32>) -> tensor<1x3x8xf32> {
+  %none = onnx.none
+  %past_k = onnx.node "Constant"() {node_name = "past_k", onnx_attrs = {value = dense<0.0> : tensor<1x1x0x4xf32>}} : () -> tensor<1x1x0x4xf32>
+  %past_v = onnx.node "Constant"() {node_name = "past_v", onnx_attrs = {value = dense<0.0> : tensor<1x1x0x4xf32>}} : () -> tensor<1x1x0x4xf32>
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<2> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<3> : tensor<i32>}} : () -> tensor<i32>
+  %y:3 = onnx.node "GroupQueryAttention"(%q, %k, %v, %past_k, %past_v, %seqlens, %total) {domain = "com.microsoft", node_name = "gqa_c", onnx_attrs = {kv_num_heads = 1 : i64, num_heads = 2 : i64}} : (tensor<1x3x8xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>, tensor<1x1x0x4xf32>, tensor<1x1x0x4xf32>, tensor<1xi32>, tensor<i32>) -> (tensor<1x3x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x3x8xf32>
+}
