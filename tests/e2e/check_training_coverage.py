@@ -42,6 +42,7 @@ MUST_TRAIN = {
     "newer_opsets/mixtral_ort_rotary", "newer_opsets/mixtral_opset23_rotary", "newer_opsets/mixtral_ort_gqa",
     "newer_opsets/qwen3_opset21", "newer_opsets/mixtral_opset19", "newer_opsets/mixtral_opset20",
     "newer_opsets/qwen3_opset22", "newer_opsets/gpt_oss_ort_gqa", "newer_opsets/mixtral_ort_genai",
+    "mixtral_tiny/expert_hit",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.

@@ -58,6 +58,7 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateDropIdentityPatterns(patterns);
   populateDropSameTypeCastPatterns(patterns);
   populateDropEmptyConcatInputPatterns(patterns);
+  populateResolveExpertHitLoopPatterns(patterns);
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
