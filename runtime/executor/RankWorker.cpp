@@ -1,13 +1,12 @@
 // One rank's interpreter of its role's program, running its group's instructions (RankWorker.h).
 #include "runtime/executor/RankWorker.h"
 #include "runtime/executor/CommStream.h"
+#include "runtime/executor/LocalExperts.h"
 #include "runtime/executor/OpProfile.h"
 #include "runtime/executor/RankContext.h"
 #include "runtime/plan/InstructionRunner.h"
 #include "runtime/tensor/FreshBuffers.h"
 
-#include "runtime/backends/cpu/FamilyKernels.h"
-#include "runtime/backends/cpu/Kernels.h"
 #include "runtime/exchange/CountedExchange.h"
 
 #include <algorithm>
@@ -17,20 +16,6 @@ namespace disagmoe {
 namespace {
 
 constexpr int64_t kUnset = INT64_MIN;
-
-// The kernel's name for a plan's non-gated expert activation (isGated(a) is false).
-cpu::PlainActivation plainActivation(ExpertActivation a) {
-  switch (a) {
-  case ExpertActivation::Relu:
-    return cpu::PlainActivation::Relu;
-  case ExpertActivation::GeluTanh:
-    return cpu::PlainActivation::GeluTanh;
-  case ExpertActivation::Silu:
-    return cpu::PlainActivation::Silu;
-  default:
-    return cpu::PlainActivation::Identity;
-  }
-}
 
 // An activation buffer tagged with the layer it belongs to, so an instruction that runs before its
 // inputs exist fails with a clear message instead of reading stale data.
@@ -43,11 +28,14 @@ class Worker {
 public:
   Worker(const Plan &plan, const RankWeights &weights, CommStream &comm,
          const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
-         std::chrono::milliseconds recvTimeout, bool recordRouting)
-      : plan_(plan), model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm),
-        ids_(ids), batch_(batch), seqLen_(seqLen), timeout_(recvTimeout),
-        recordRouting_(recordRouting), ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank),
-        group_(ctx_.group), index_(ctx_.index), tokens_(ctx_.tokens()) {}
+         std::chrono::milliseconds recvTimeout, bool recordRouting,
+         const kernels::KernelBackend &kernels)
+      : kernels_(kernels),
+        weightOf_([&weights](int index) { return weights.get(index).data.data(); }), plan_(plan),
+        model_(plan.model), placement_(plan.placement), weights_(weights), comm_(comm), ids_(ids),
+        batch_(batch), seqLen_(seqLen), timeout_(recvTimeout), recordRouting_(recordRouting),
+        ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank), group_(ctx_.group),
+        index_(ctx_.index), tokens_(ctx_.tokens()) {}
 
   RankResult run() {
     const bool attention = group_.role == GroupRole::Attention;
@@ -162,7 +150,7 @@ private:
       for (int64_t t = 0; t < n; ++t)
         tokenIds[t] = ids_[tokens_[t]];
       freshAssign(x_.data, n * H);
-      cpu::embedding(weight(c.weight), model_.vocabSize, H, tokenIds.data(), n, x_.data.data());
+      kernels_.embedding(weight(c.weight), model_.vocabSize, H, tokenIds.data(), n, x_.data.data());
       x_.layer = 0;
       break;
     }
@@ -192,8 +180,7 @@ private:
       need(x_, l, "the residual stream x");
       need(attnOut_, l, "attention output");
       freshAssign(h_.data, n * H);
-      for (int64_t i = 0; i < n * H; ++i)
-        h_.data[i] = x_.data[i] + attnOut_.data[i];
+      kernels_.add(x_.data.data(), attnOut_.data.data(), n * H, h_.data.data());
       h_.layer = l;
       break;
     }
@@ -201,13 +188,14 @@ private:
       need(ffnNorm_, l, "ffn_norm output");
       const Component &c = component(model_.layers[l].router);
       std::vector<float> logits = freshFloats(n * model_.numExperts);
-      cpu::linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts, logits.data());
+      kernels_.linear(ffnNorm_.data.data(), n, H, weight(c.weight), model_.numExperts,
+                      logits.data());
       if (c.bias >= 0)
-        cpu::addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
+        kernels_.addBias(logits.data(), n, model_.numExperts, weight(c.bias)); // GPT-OSS
       topIds_.assign(n * model_.topK, 0);
       freshAssign(topGates_.data, n * model_.topK);
-      cpu::routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring,
-                       topIds_.data(), topGates_.data.data());
+      kernels_.routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring,
+                           topIds_.data(), topGates_.data.data());
       const float scale = c.routedScalingFactor.value_or(1.0f);
       if (scale != 1.0f) // DeepSeek's routed_scaling_factor
         for (float &g : topGates_.data)
@@ -259,8 +247,8 @@ private:
       need(finalNorm_, -1, "the final norm output");
       const Component &c = component(model_.head);
       freshAssign(result_.logits, n * model_.vocabSize);
-      cpu::linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize,
-                  result_.logits.data());
+      kernels_.linear(finalNorm_.data.data(), n, H, weight(c.weight), model_.vocabSize,
+                      result_.logits.data());
       break;
     }
     default:
@@ -271,8 +259,8 @@ private:
   void norm(int componentIndex, const Buffer &in, Buffer &out, int64_t layer) {
     const Component &c = component(componentIndex);
     freshAssign(out.data, in.data.size());
-    cpu::rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps,
-                 out.data.data());
+    kernels_.rmsNorm(in.data.data(), tokenCount(), model_.hiddenSize, weight(c.weight), c.eps,
+                     out.data.data());
     out.layer = layer;
   }
 
@@ -285,42 +273,36 @@ private:
     std::vector<float> q = freshFloats(n * qWidth), k = freshFloats(n * kvWidth),
                        v = freshFloats(n * kvWidth), heads = freshFloats(n * qWidth);
     const float *in = attnNorm_.data.data();
-    cpu::linear(in, n, H, weight(c.wq), qWidth, q.data());
-    cpu::linear(in, n, H, weight(c.wk), kvWidth, k.data());
-    cpu::linear(in, n, H, weight(c.wv), kvWidth, v.data());
+    kernels_.linear(in, n, H, weight(c.wq), qWidth, q.data());
+    kernels_.linear(in, n, H, weight(c.wk), kvWidth, k.data());
+    kernels_.linear(in, n, H, weight(c.wv), kvWidth, v.data());
     // Model families: projection biases (GPT-OSS), per-head q/k RMSNorm before RoPE (Qwen3).
     if (c.bq >= 0)
-      cpu::addBias(q.data(), n, qWidth, weight(c.bq));
+      kernels_.addBias(q.data(), n, qWidth, weight(c.bq));
     if (c.bk >= 0)
-      cpu::addBias(k.data(), n, kvWidth, weight(c.bk));
+      kernels_.addBias(k.data(), n, kvWidth, weight(c.bk));
     if (c.bv >= 0)
-      cpu::addBias(v.data(), n, kvWidth, weight(c.bv));
+      kernels_.addBias(v.data(), n, kvWidth, weight(c.bv));
     if (c.qNorm >= 0) {
-      cpu::rmsNorm(q.data(), n * model_.numHeads, hd, weight(c.qNorm), c.qkNormEps, q.data());
-      cpu::rmsNorm(k.data(), n * model_.numKvHeads, hd, weight(c.kNorm), c.qkNormEps, k.data());
+      kernels_.rmsNorm(q.data(), n * model_.numHeads, hd, weight(c.qNorm), c.qkNormEps, q.data());
+      kernels_.rmsNorm(k.data(), n * model_.numKvHeads, hd, weight(c.kNorm), c.qkNormEps, k.data());
     }
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
       positions[t] = tokens_[t] % seqLen_;
-    cpu::rope(q.data(), n, model_.numHeads, hd, positions.data(), model_.ropeTheta);
-    cpu::rope(k.data(), n, model_.numKvHeads, hd, positions.data(), model_.ropeTheta);
-    const bool variant = c.sinks >= 0 || c.slidingWindow > 0;
+    kernels_.rope(q.data(), n, model_.numHeads, hd, positions.data(), model_.ropeTheta);
+    kernels_.rope(k.data(), n, model_.numKvHeads, hd, positions.data(), model_.ropeTheta);
     // This rank's sequences are whole and contiguous: seqLen rows each.
-    for (int64_t start = 0; start < n; start += seqLen_) {
-      if (variant)
-        cpu::causalAttentionVariant(q.data() + start * qWidth, k.data() + start * kvWidth,
-                                    v.data() + start * kvWidth, seqLen_, model_.numHeads,
-                                    model_.numKvHeads, hd, c.sinks >= 0 ? weight(c.sinks) : nullptr,
-                                    c.slidingWindow, heads.data() + start * qWidth);
-      else
-        cpu::causalAttention(q.data() + start * qWidth, k.data() + start * kvWidth,
-                             v.data() + start * kvWidth, seqLen_, model_.numHeads,
-                             model_.numKvHeads, hd, heads.data() + start * qWidth);
-    }
+    kernels::AttentionSpec spec;
+    spec.sequences = n / seqLen_, spec.seqLen = seqLen_, spec.heads = model_.numHeads;
+    spec.kvHeads = model_.numKvHeads, spec.qkDim = hd, spec.vDim = hd;
+    spec.scale = kernels::standardAttentionScale(hd);
+    spec.sinks = c.sinks >= 0 ? weight(c.sinks) : nullptr, spec.window = c.slidingWindow;
+    kernels_.attention(q.data(), k.data(), v.data(), spec, heads.data());
     freshAssign(attnOut_.data, n * H);
-    cpu::linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
+    kernels_.linear(heads.data(), n, qWidth, weight(c.wo), H, attnOut_.data.data());
     if (c.bo >= 0)
-      cpu::addBias(attnOut_.data.data(), n, H, weight(c.bo));
+      kernels_.addBias(attnOut_.data.data(), n, H, weight(c.bo));
     attnOut_.layer = l;
   }
 
@@ -332,12 +314,12 @@ private:
     const float *in = attnNorm_.data.data();
     std::vector<float> q = freshFloats(n * heads * qd), ckv = freshFloats(n * (rank + rope)),
                        latent = freshFloats(n * rank), kv = freshFloats(n * heads * (nope + vd));
-    cpu::linear(in, n, H, weight(c.wq), heads * qd, q.data());
-    cpu::linear(in, n, H, weight(c.wkvA), rank + rope, ckv.data());
+    kernels_.linear(in, n, H, weight(c.wq), heads * qd, q.data());
+    kernels_.linear(in, n, H, weight(c.wkvA), rank + rope, ckv.data());
     for (int64_t t = 0; t < n; ++t)
       std::copy_n(ckv.data() + t * (rank + rope), rank, latent.data() + t * rank);
-    cpu::rmsNorm(latent.data(), n, rank, weight(c.kvNorm), c.kvNormEps, latent.data());
-    cpu::linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
+    kernels_.rmsNorm(latent.data(), n, rank, weight(c.kvNorm), c.kvNormEps, latent.data());
+    kernels_.linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
     // The decoupled RoPE part: q_pe per head, k_pe shared by all heads.
     std::vector<float> qPe = freshFloats(n * heads * rope), kPe = freshFloats(n * rope);
     auto deinterleave = [&](const float *src,
@@ -365,8 +347,8 @@ private:
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
       positions[t] = tokens_[t] % seqLen_;
-    cpu::rope(qPe.data(), n, heads, rope, positions.data(), model_.ropeTheta);
-    cpu::rope(kPe.data(), n, 1, rope, positions.data(), model_.ropeTheta);
+    kernels_.rope(qPe.data(), n, heads, rope, positions.data(), model_.ropeTheta);
+    kernels_.rope(kPe.data(), n, 1, rope, positions.data(), model_.ropeTheta);
     // Q = [q_nope | q_pe], K = [k_nope | k_pe], V per head.
     std::vector<float> Q = freshFloats(n * heads * qd), K = freshFloats(n * heads * qd),
                        V = freshFloats(n * heads * vd), o = freshFloats(n * heads * vd);
@@ -379,12 +361,12 @@ private:
         std::copy_n(kPe.data() + t * rope, rope, K.data() + th * qd + nope);
         std::copy_n(kv.data() + th * (nope + vd) + nope, vd, V.data() + th * vd);
       }
-    for (int64_t start = 0; start < n; start += seqLen_)
-      cpu::causalAttentionGeneral(Q.data() + start * heads * qd, K.data() + start * heads * qd,
-                                  V.data() + start * heads * vd, seqLen_, heads, heads, qd, vd,
-                                  c.softmaxScale, nullptr, 0, o.data() + start * heads * vd);
+    kernels::AttentionSpec spec;
+    spec.sequences = n / seqLen_, spec.seqLen = seqLen_, spec.heads = heads, spec.kvHeads = heads;
+    spec.qkDim = qd, spec.vDim = vd, spec.scale = c.softmaxScale;
+    kernels_.attention(Q.data(), K.data(), V.data(), spec, o.data());
     freshAssign(attnOut_.data, n * H);
-    cpu::linear(o.data(), n, heads * vd, weight(c.wo), H, attnOut_.data.data());
+    kernels_.linear(o.data(), n, heads * vd, weight(c.wo), H, attnOut_.data.data());
     attnOut_.layer = l;
   }
 
@@ -398,12 +380,9 @@ private:
     const Component &c = component(lc.denseFfn >= 0 ? lc.denseFfn : lc.sharedFfn);
     const int64_t n = tokenCount(), H = model_.hiddenSize;
     std::vector<float> y = freshFloats(n * H);
-    cpu::FfnWeights w;
-    w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
-    cpu::ffnForward(ffnNorm_.data.data(), n, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f,
-                    y.data());
-    for (int64_t i = 0; i < n * H; ++i)
-      h_.data[i] += y[i];
+    kernels_.expertForward(denseFfnForm(), denseFfnWeights(c, weightOf_), ffnNorm_.data.data(), n,
+                           H, c.ffnHidden, y.data());
+    kernels_.add(h_.data.data(), y.data(), n * H, h_.data.data());
   }
 
   // To every F-rank of layer l's ffn group (ascending), the tokens with at least one expert there,
@@ -496,10 +475,7 @@ private:
         if (row < 0)
           throw ExecError("N2M from rank " + std::to_string(f) + " carries token " +
                           std::to_string(m.tokenIds[i]) + ", which does not live on this rank");
-        float *dst = pending_.data.data() + row * H;
-        const float *src = m.rows.data() + i * H;
-        for (int64_t j = 0; j < H; ++j)
-          dst[j] += src[j];
+        kernels_.accumulate(m.rows.data() + i * H, 1.0f, H, pending_.data.data() + row * H);
       }
     }
     x_.data = std::move(pending_.data);
@@ -536,8 +512,8 @@ private:
       need(edgeLayer_, model_.numLayers, "x_L (head_recv)");
       const Component &c = component(model_.finalNorm);
       edgeNorm_.resize(edgeX_.size());
-      cpu::rmsNorm(edgeX_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
-                   weight(c.weight), c.eps, edgeNorm_.data());
+      kernels_.rmsNorm(edgeX_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
+                       weight(c.weight), c.eps, edgeNorm_.data());
       result_.tokenIds = edgeTokens_;
       result_.hidden = edgeX_;
       normed_ = true;
@@ -548,8 +524,8 @@ private:
         throw ExecError("needs the final norm output, which has not been computed on this rank");
       const Component &c = component(model_.head);
       result_.logits.assign(edgeTokens_.size() * model_.vocabSize, 0.0f);
-      cpu::linear(edgeNorm_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
-                  weight(c.weight), model_.vocabSize, result_.logits.data());
+      kernels_.linear(edgeNorm_.data(), static_cast<int64_t>(edgeTokens_.size()), model_.hiddenSize,
+                      weight(c.weight), model_.vocabSize, result_.logits.data());
       break;
     }
     default:
@@ -572,8 +548,8 @@ private:
           ids.push_back(ids_[s * seqLen_ + p]);
         }
     edgeX_.assign(edgeTokens_.size() * H, 0.0f);
-    cpu::embedding(weight(c.weight), model_.vocabSize, H, ids.data(),
-                   static_cast<int64_t>(ids.size()), edgeX_.data());
+    kernels_.embedding(weight(c.weight), model_.vocabSize, H, ids.data(),
+                       static_cast<int64_t>(ids.size()), edgeX_.data());
     edgeLayer_ = 0;
   }
 
@@ -663,69 +639,23 @@ private:
         }
     const int64_t count = static_cast<int64_t>(rows.size());
     std::vector<float> y = freshFloats(count * H);
-    cpu::FfnWeights w;
-    w.w1 = weight(c.w1), w.w3 = weight(c.w3), w.w2 = weight(c.w2);
-    cpu::ffnForward(x.data(), count, H, c.ffnHidden, w, /*oai=*/false, 0.0f, 0.0f, y.data());
-    for (int64_t r = 0; r < count; ++r) {
-      float *out = outputs_[rows[r].first].data() + rows[r].second * H;
-      for (int64_t j = 0; j < H; ++j)
-        out[j] += y[r * H + j];
-    }
+    kernels_.expertForward(denseFfnForm(), denseFfnWeights(c, weightOf_), x.data(), count, H,
+                           c.ffnHidden, y.data());
+    for (int64_t r = 0; r < count; ++r)
+      kernels_.accumulate(y.data() + r * H, 1.0f, H,
+                          outputs_[rows[r].first].data() + rows[r].second * H);
     denseLayer_ = l;
   }
 
   // Each local expert in ascending id over all its tokens (grouped across senders); every token's
-  // output accumulates g_e * E_e(x) in ascending expert id, starting from zero.
+  // output accumulates g_e * E_e(x) in ascending expert id onto its dense FFN part
+  // (LocalExperts.h).
   void experts(int64_t l) {
     need(receivedLayer_, l, "the M2N messages (m2n_recv)");
-    const int64_t H = model_.hiddenSize;
-    const Component &c = component(model_.layers[l].experts);
-    for (const ExpertWeights &ew : c.experts) {
-      if (placement_.expertToRank[l][ew.expert] != rank_)
-        continue;
-      struct Use {
-        size_t source, token;
-        float gate;
-      };
-      std::vector<Use> uses;
-      std::vector<float> x;
-      for (size_t s = 0; s < received_.size(); ++s)
-        for (size_t t = 0; t < received_[s].tokenIds.size(); ++t)
-          for (const ExpertGate &eg : received_[s].routes[t])
-            if (eg.expert == ew.expert) {
-              uses.push_back({s, t, eg.gate});
-              x.insert(x.end(), received_[s].x.begin() + t * H,
-                       received_[s].x.begin() + (t + 1) * H);
-            }
-      const int64_t rows = static_cast<int64_t>(uses.size());
-      std::vector<float> y = freshFloats(rows * H);
-      if (!isGated(c.activation)) { // onnxruntime's non-gated experts: w1 -> act -> w2
-        cpu::plainFfnForward(x.data(), rows, H, model_.expertHidden, weight(ew.w1),
-                             ew.b1 >= 0 ? weight(ew.b1) : nullptr, weight(ew.w2),
-                             ew.b2 >= 0 ? weight(ew.b2) : nullptr, plainActivation(c.activation),
-                             y.data());
-      } else if (c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 &&
-                 ew.b3 < 0 && ew.b2 < 0) {
-        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, weight(ew.w1), weight(ew.w3),
-                          weight(ew.w2), y.data());
-      } else { // the families' expert forms (biases, GPT-OSS's clamped SwiGLU on fused gate/up)
-        cpu::FfnWeights w;
-        w.w1 = weight(ew.w1), w.w2 = weight(ew.w2), w.fusedGateUp = c.fusedGateUp;
-        w.w3 = ew.w3 >= 0 ? weight(ew.w3) : nullptr;
-        w.b1 = ew.b1 >= 0 ? weight(ew.b1) : nullptr;
-        w.b3 = ew.b3 >= 0 ? weight(ew.b3) : nullptr;
-        w.b2 = ew.b2 >= 0 ? weight(ew.b2) : nullptr;
-        cpu::ffnForward(x.data(), rows, H, model_.expertHidden, w,
-                        c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha,
-                        y.data());
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        float *out = outputs_[uses[r].source].data() + uses[r].token * H;
-        for (int64_t j = 0; j < H; ++j)
-          out[j] += uses[r].gate * y[r * H + j];
-      }
-      result_.experts.push_back({l, ew.expert, rank_, rows});
-    }
+    for (const LocalExpertRun &run :
+         runLocalExperts(kernels_, plan_, l, rank_, received_, weightOf_, outputs_))
+      result_.experts.push_back(
+          {l, run.weights->expert, rank_, static_cast<int64_t>(run.uses.size())});
     expertsLayer_ = l;
   }
 
@@ -741,6 +671,8 @@ private:
     }
   }
 
+  const kernels::KernelBackend &kernels_; // every kernel call (KernelBackend.h)
+  const WeightOf weightOf_;               // weights_ by index, for LocalExperts.h
   const Plan &plan_;
   const ModelSpec &model_;
   const Placement &placement_;
@@ -776,11 +708,12 @@ private:
 
 RankResult runRank(const Plan &plan, const RankWeights &weights, Comm &comm,
                    const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
-                   std::chrono::milliseconds recvTimeout, bool recordRouting) {
+                   std::chrono::milliseconds recvTimeout, bool recordRouting,
+                   const kernels::KernelBackend &kernels) {
   // The compute stream is this thread; the comm stream is its own worker (CommStream.h).
   CommStream stream(comm);
   RankResult result =
-      Worker(plan, weights, stream, ids, batch, seqLen, recvTimeout, recordRouting).run();
+      Worker(plan, weights, stream, ids, batch, seqLen, recvTimeout, recordRouting, kernels).run();
   stream.flush(); // every send handed on before the rank reports done
   return result;
 }

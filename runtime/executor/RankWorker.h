@@ -14,6 +14,7 @@
 // arrive).
 #pragma once
 
+#include "runtime/backends/KernelBackend.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
@@ -73,9 +74,12 @@ struct RankResult {
 /// "... exchange m2n.0 (m2n layer 0): rank R would send N tokens to rank D, above its capacity
 /// bound C ..."), CommError for a timed-out receive, and
 /// CommAborted when another rank failed first. With `recordRouting`, every `router` instruction
-/// also appends its top-k ids to RankResult::routing.
+/// also appends its top-k ids to RankResult::routing. Every kernel runs on `kernels`
+/// (runtime/backends/KernelBackend.h; host-memory backends only: the worker's activations are host
+/// vectors).
 RankResult runRank(const Plan &plan, const RankWeights &weights, Comm &comm,
                    const std::vector<int64_t> &ids, int64_t batch, int64_t seqLen,
-                   std::chrono::milliseconds recvTimeout, bool recordRouting = false);
+                   std::chrono::milliseconds recvTimeout, bool recordRouting = false,
+                   const kernels::KernelBackend &kernels = kernels::cpuKernels());
 
 } // namespace disagmoe

@@ -59,6 +59,7 @@ public:
 
 struct Options {
   std::string plan, backend = "cpu", comm = "local", input, output;
+  std::string precision; // --backend cuda: bf16 (default) or fp32
   int64_t batch = 0, seqLen = 0;
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
@@ -141,6 +142,8 @@ Options parseArgs(int argc, char **argv) {
       setDebugNanFill(true);
     else if (name == "--backend")
       o.backend = value;
+    else if (name == "--precision")
+      o.precision = value;
     else if (name == "--comm")
       o.comm = value;
     else if (name == "--input")
@@ -224,6 +227,10 @@ Options parseArgs(int argc, char **argv) {
                      "mpi (they run on --backend cpu)");
   // What this build lacks is not a fault of the command line: parse-only mode accepts it.
   [[maybe_unused]] const bool checkBuild = !parseOnly();
+  if (!o.precision.empty() && o.precision != "bf16" && o.precision != "fp32")
+    throw UsageError("--precision must be bf16 or fp32 (got \"" + o.precision + "\")");
+  if (!o.precision.empty() && o.backend != "cuda")
+    throw UsageError("--precision needs --backend cuda (the cpu backend computes in fp32)");
   if (o.backend == "cuda" && checkBuild) // the device probe, before any file is read
     throw UsageError(cudaBackendRefusal());
   if (o.backend != "cpu" && o.backend != "cuda")

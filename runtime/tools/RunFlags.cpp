@@ -9,6 +9,7 @@ const std::vector<RunFlag> &runFlags() {
   static const std::vector<RunFlag> flags = {
       // The forward pass (disagmoe-run.cpp) and --backend sim.
       {"backend", true, RunMode::Any},
+      {"precision", true, RunMode::Any}, // --backend cuda: bf16 or fp32
       {"comm", true, RunMode::Any},
       {"input", true, RunMode::Any},
       {"output", true, RunMode::Any},

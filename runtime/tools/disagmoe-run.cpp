@@ -76,6 +76,10 @@ const char *kUsage =
     "       disagmoe-run PLAN_DIR_OR_JSON --backend sim [--op-times MEASURED.json] [--trace "
     "TRACE.json]\n"
     "                    [--host-cores C]\n"
+    "       disagmoe-run PLAN_DIR_OR_JSON --backend cuda [--precision bf16|fp32] [...]\n"
+    "                    (bf16 compute with fp32 master weights, or fp32 throughout for checking; "
+    "probes the\n"
+    "                    device first)\n"
     "                    (replays the plan's schedule on the simulator: step time, busy/idle, "
     "bubble, MFU;\n"
     "                    --host-cores: the ranks are threads sharing C CPU cores, as the cpu "
@@ -83,6 +87,7 @@ const char *kUsage =
 
 struct Options {
   std::string plan, backend = "cpu", comm = "local", input, output;
+  std::string precision;         // --backend cuda: bf16 (default) or fp32
   int64_t batch = 0, seqLen = 0; // 0: the plan's compiled shape
   uint64_t seed = 0;
   int64_t timeoutSeconds = 60;
@@ -133,6 +138,8 @@ Options parseArgs(int argc, char **argv) {
     }
     if (arg_ == "--backend")
       o.backend = value;
+    else if (arg_ == "--precision")
+      o.precision = value;
     else if (arg_ == "--comm")
       o.comm = value;
     else if (arg_ == "--input")
@@ -170,6 +177,10 @@ Options parseArgs(int argc, char **argv) {
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
   // What this build lacks is not a fault of the command line: parse-only mode accepts it.
   const bool checkBuild = !tools::parseOnly();
+  if (!o.precision.empty() && o.precision != "bf16" && o.precision != "fp32")
+    throw UsageError("--precision must be bf16 or fp32 (got \"" + o.precision + "\")");
+  if (!o.precision.empty() && o.backend != "cuda")
+    throw UsageError("--precision needs --backend cuda (the cpu backend computes in fp32)");
   if (o.backend == "cuda" && checkBuild) // the device probe, before any file is read
     throw UsageError(tools::cudaBackendRefusal());
   if (o.backend != "cpu" && o.backend != "sim" && o.backend != "cuda")

@@ -3,8 +3,8 @@
 // attention side of the M2N / N2M / residual exchanges (TrainWorker.h).
 #include "runtime/train/TrainWorker.h"
 
-#include "runtime/backends/cpu/BackwardKernels.h"
-#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/executor/LocalExperts.h"
+
 #include "runtime/tensor/FreshBuffers.h"
 
 #include <algorithm>
@@ -19,8 +19,8 @@ void TrainWorker::attentionForward(const Instruction &ins) {
     AttentionLayer &a = attn_[0];
     std::vector<int64_t> vocabIds = localIds();
     freshAssign(a.x, n() * H);
-    cpu::embedding(w(component(model_.embedding).weight), model_.vocabSize, H, vocabIds.data(), n(),
-                   a.x.data());
+    kernels_.embedding(w(component(model_.embedding).weight), model_.vocabSize, H, vocabIds.data(),
+                       n(), a.x.data());
     a.hasX = true;
     break;
   }
@@ -30,21 +30,21 @@ void TrainWorker::attentionForward(const Instruction &ins) {
       need(a.hasX, "the residual stream x of layer " + std::to_string(l));
       freshAssign(a.attnNorm, a.x.size());
       const Component &c = component(model_.layers[l].attnNorm);
-      cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, a.attnNorm.data());
+      kernels_.rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, a.attnNorm.data());
       a.hasAttnNorm = true;
     } else if (ins.role == NormRole::FfnNorm) {
       AttentionLayer &a = attn_[l];
       need(a.hasH, "h of layer " + std::to_string(l));
       freshAssign(a.ffnNorm, a.h.size());
       const Component &c = component(model_.layers[l].ffnNorm);
-      cpu::rmsNorm(a.h.data(), n(), H, w(c.weight), c.eps, a.ffnNorm.data());
+      kernels_.rmsNorm(a.h.data(), n(), H, w(c.weight), c.eps, a.ffnNorm.data());
       a.hasFfnNorm = true;
     } else {
       AttentionLayer &a = attn_[L_];
       need(a.hasX, "the output of the last layer");
       freshAssign(finalNorm_, a.x.size());
       const Component &c = component(model_.finalNorm);
-      cpu::rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, finalNorm_.data());
+      kernels_.rmsNorm(a.x.data(), n(), H, w(c.weight), c.eps, finalNorm_.data());
       hasFinalNorm_ = true;
     }
     break;
@@ -56,8 +56,7 @@ void TrainWorker::attentionForward(const Instruction &ins) {
     AttentionLayer &a = attn_[l];
     need(a.hasX && a.hasAttention, "x and the attention output of layer " + std::to_string(l));
     freshAssign(a.h, a.x.size());
-    for (size_t i = 0; i < a.h.size(); ++i)
-      a.h[i] = a.x[i] + attnOut_[i];
+    kernels_.add(a.x.data(), attnOut_.data(), static_cast<int64_t>(a.h.size()), a.h.data());
     a.hasH = true;
     break;
   }
@@ -67,13 +66,13 @@ void TrainWorker::attentionForward(const Instruction &ins) {
     const int64_t E = model_.numExperts, k = model_.topK;
     freshAssign(a.logits, n() * E);
     const Component &rc = component(model_.layers[l].router);
-    cpu::linear(a.ffnNorm.data(), n(), H, w(rc.weight), E, a.logits.data());
+    kernels_.linear(a.ffnNorm.data(), n(), H, w(rc.weight), E, a.logits.data());
     if (rc.bias >= 0)
-      cpu::addBias(a.logits.data(), n(), E, w(rc.bias)); // GPT-OSS
+      kernels_.addBias(a.logits.data(), n(), E, w(rc.bias)); // GPT-OSS
     a.topIds.assign(n() * k, 0);
     freshAssign(a.gates, n() * k);
-    cpu::routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(),
-                     a.gates.data(), biasSelection_ ? state_.routerBias[l].data() : nullptr);
+    kernels_.routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(),
+                         a.gates.data(), biasSelection_ ? state_.routerBias[l].data() : nullptr);
     const float scale = component(model_.layers[l].router).routedScalingFactor.value_or(1.0f);
     if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
       for (float &g : a.gates)
@@ -119,10 +118,10 @@ void TrainWorker::attentionForward(const Instruction &ins) {
     need(a.hasFfnNorm && a.hasH, "ffn_norm output and h of layer " + std::to_string(l));
     const Component &c = component(denseComponent(l));
     std::vector<float> y = freshFloats(n() * H);
-    cpu::swigluExpert(a.ffnNorm.data(), n(), H, c.ffnHidden, w(c.w1), w(c.w3), w(c.w2), y.data());
+    kernels_.expertForward(denseFfnForm(), denseFfnWeights(c, weightOf_), a.ffnNorm.data(), n(), H,
+                           c.ffnHidden, y.data());
     freshAssign(a.r, a.h.size());
-    for (size_t i = 0; i < a.r.size(); ++i)
-      a.r[i] = a.h[i] + y[i];
+    kernels_.add(a.h.data(), y.data(), static_cast<int64_t>(a.r.size()), a.r.data());
     a.hasR = true;
     break;
   }
@@ -177,7 +176,7 @@ void TrainWorker::attentionForward(const Instruction &ins) {
     need(hasFinalNorm_, "the final norm output");
     const int64_t V = model_.vocabSize;
     std::vector<float> logits = freshFloats(n() * V);
-    cpu::linear(finalNorm_.data(), n(), H, w(component(model_.head).weight), V, logits.data());
+    kernels_.linear(finalNorm_.data(), n(), H, w(component(model_.head).weight), V, logits.data());
     std::vector<int64_t> targets(n());
     for (int64_t t = 0; t < n(); ++t) {
       targets[t] = targets_[tokens_[t]];
@@ -187,8 +186,8 @@ void TrainWorker::attentionForward(const Instruction &ins) {
       targetTokens_ += targets[t] >= 0;
     }
     freshAssign(dLogits_, n() * V);
-    lossSum_ += cpu::crossEntropyBackward(logits.data(), targets.data(), n(), V, gradScale_,
-                                          dLogits_.data());
+    lossSum_ += kernels_.crossEntropyBackward(logits.data(), targets.data(), n(), V, gradScale_,
+                                              dLogits_.data());
     hasLoss_ = true;
     break;
   }
@@ -204,8 +203,8 @@ void TrainWorker::attentionBackward(const Instruction &ins) {
     need(hasLoss_, "the loss (head forward)");
     freshAssign(dFinalNorm_, n() * H);
     const int weight = component(model_.head).weight;
-    cpu::linearBackward(finalNorm_.data(), dLogits_.data(), n(), H, w(weight), model_.vocabSize,
-                        dFinalNorm_.data(), grad(weight));
+    kernels_.linearBackward(finalNorm_.data(), dLogits_.data(), n(), H, w(weight), model_.vocabSize,
+                            dFinalNorm_.data(), grad(weight));
     hasDFinalNorm_ = true;
     break;
   }
@@ -215,24 +214,24 @@ void TrainWorker::attentionBackward(const Instruction &ins) {
       AttentionLayer &a = attn_[L_];
       const Component &c = component(model_.finalNorm);
       freshAssign(a.dx, a.x.size());
-      cpu::rmsNormBackward(a.x.data(), dFinalNorm_.data(), n(), H, w(c.weight), c.eps, a.dx.data(),
-                           grad(c.weight));
+      kernels_.rmsNormBackward(a.x.data(), dFinalNorm_.data(), n(), H, w(c.weight), c.eps,
+                               a.dx.data(), grad(c.weight));
       a.hasDx = true;
     } else if (ins.role == NormRole::FfnNorm) {
       AttentionLayer &a = attn_[l];
       need(a.hasDFfn && a.hasDh, "dL/d(ffn_norm output) and dL/dh of layer " + std::to_string(l));
       const Component &c = component(model_.layers[l].ffnNorm);
       std::vector<float> part = freshFloats(a.h.size());
-      cpu::rmsNormBackward(a.h.data(), a.dFfn.data(), n(), H, w(c.weight), c.eps, part.data(),
-                           grad(c.weight));
+      kernels_.rmsNormBackward(a.h.data(), a.dFfn.data(), n(), H, w(c.weight), c.eps, part.data(),
+                               grad(c.weight));
       addInto(a.dh, part);
     } else {
       AttentionLayer &a = attn_[l];
       need(a.hasDAttnNorm && a.hasDx, "dL/d(attn_norm output) of layer " + std::to_string(l));
       const Component &c = component(model_.layers[l].attnNorm);
       std::vector<float> part = freshFloats(a.x.size());
-      cpu::rmsNormBackward(a.x.data(), a.dAttnNorm.data(), n(), H, w(c.weight), c.eps, part.data(),
-                           grad(c.weight));
+      kernels_.rmsNormBackward(a.x.data(), a.dAttnNorm.data(), n(), H, w(c.weight), c.eps,
+                               part.data(), grad(c.weight));
       addInto(a.dx, part);
     }
     break;
@@ -322,8 +321,10 @@ void TrainWorker::attentionBackward(const Instruction &ins) {
     }
     const Component &c = component(denseComponent(l));
     std::vector<float> dx = freshFloats(n() * H);
-    cpu::swigluExpertBackward(a.ffnNorm.data(), a.dh.data(), n(), H, c.ffnHidden, w(c.w1), w(c.w3),
-                              w(c.w2), dx.data(), grad(c.w1), grad(c.w3), grad(c.w2), nullptr);
+    kernels::FfnGrads g;
+    g.w1 = grad(c.w1), g.w3 = grad(c.w3), g.w2 = grad(c.w2);
+    kernels_.expertBackward(denseFfnForm(), denseFfnWeights(c, weightOf_), a.ffnNorm.data(),
+                            a.dh.data(), n(), H, c.ffnHidden, dx.data(), g, nullptr);
     addInto(a.dFfn, dx);
     break;
   }
@@ -336,16 +337,16 @@ void TrainWorker::attentionBackward(const Instruction &ins) {
     if (scale != 1.0f) // g = scale * g', so dL/dg' = scale * dL/dg
       for (float &g : a.dGates)
         g *= scale;
-    cpu::routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring,
-                             a.topIds.data(), a.dGates.data(), dLogits.data());
+    kernels_.routerGatesBackward(a.logits.data(), n(), E, model_.topK, model_.routerScoring,
+                                 a.topIds.data(), a.dGates.data(), dLogits.data());
     if (a.hasAux)
       auxBackward(l, dLogits);
     const Component &rc = component(model_.layers[l].router);
     const int weight = rc.weight;
-    cpu::linearBackward(a.ffnNorm.data(), dLogits.data(), n(), H, w(weight), E, part.data(),
-                        grad(weight));
+    kernels_.linearBackward(a.ffnNorm.data(), dLogits.data(), n(), H, w(weight), E, part.data(),
+                            grad(weight));
     if (rc.bias >= 0)
-      cpu::biasBackward(dLogits.data(), n(), E, grad(rc.bias));
+      kernels_.biasBackward(dLogits.data(), n(), E, grad(rc.bias));
     addInto(a.dFfn, part);
     break;
   }
@@ -363,8 +364,8 @@ void TrainWorker::attentionBackward(const Instruction &ins) {
     AttentionLayer &a = attn_[0];
     need(a.hasDx, "dL/dx of layer 0");
     const std::vector<int64_t> vocabIds = localIds();
-    cpu::embeddingBackward(a.dx.data(), vocabIds.data(), n(), H,
-                           grad(component(model_.embedding).weight));
+    kernels_.embeddingBackward(a.dx.data(), vocabIds.data(), n(), H,
+                               grad(component(model_.embedding).weight));
     break;
   }
   default:

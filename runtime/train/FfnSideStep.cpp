@@ -2,23 +2,12 @@
 // M2N / N2M exchanges and its local experts (TrainWorker.h).
 #include "runtime/train/TrainWorker.h"
 
-#include "runtime/backends/cpu/BackwardKernels.h"
-#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/executor/LocalExperts.h"
 #include "runtime/tensor/FreshBuffers.h"
 
 #include <string>
 
 namespace disagmoe::train::detail {
-
-namespace {
-
-// A plain SwiGLU expert (no biases, separate gate and up) takes the swigluExpert kernels.
-bool plainExpert(const Component &c, const ExpertWeights &ew) {
-  return c.activation == ExpertActivation::Swiglu && !c.fusedGateUp && ew.b1 < 0 && ew.b3 < 0 &&
-         ew.b2 < 0;
-}
-
-} // namespace
 
 void TrainWorker::ffnForward(const Instruction &ins) {
   const int64_t H = model_.hiddenSize, l = ins.layer;
@@ -36,33 +25,16 @@ void TrainWorker::ffnForward(const Instruction &ins) {
   }
   case OpCode::Experts: {
     need(f.received, "the M2N messages of layer " + std::to_string(l));
-    const Component &c = component(model_.layers[l].experts);
     std::vector<std::vector<float>> outputs(f.messages.size());
     for (size_t s = 0; s < f.messages.size(); ++s)
       outputs[s].assign(f.messages[s].tokenIds.size() * H, 0.0f); // accumulates g_e * E_e(x)
     f.uses.clear();
     f.experts.clear();
-    for (const ExpertWeights &ew : c.experts) {
-      if (placement_.expertToRank[l][ew.expert] != rank_)
-        continue;
-      std::vector<ExpertUse> uses;
-      std::vector<float> x = gatherUses(f, ew.expert, uses);
-      const int64_t rows = static_cast<int64_t>(uses.size());
-      std::vector<float> y = freshFloats(rows * H);
-      if (plainExpert(c, ew))
-        cpu::swigluExpert(x.data(), rows, H, model_.expertHidden, w(ew.w1), w(ew.w3), w(ew.w2),
-                          y.data());
-      else // biases, fused gate/up, GPT-OSS's clamped SwiGLU (FamilyKernels.h)
-        cpu::ffnForward(x.data(), rows, H, model_.expertHidden, ffnWeights(c, ew),
-                        c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha,
-                        y.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        float *out = outputs[uses[r].source].data() + uses[r].token * H;
-        for (int64_t j = 0; j < H; ++j)
-          out[j] += uses[r].gate * y[r * H + j];
-      }
-      f.uses.push_back(std::move(uses));
-      f.experts.push_back(&ew);
+    // The forward worker's expert compute (LocalExperts.h), one grouped call.
+    for (LocalExpertRun &run :
+         runLocalExperts(kernels_, plan_, l, rank_, f.messages, weightOf_, outputs)) {
+      f.uses.push_back(std::move(run.uses));
+      f.experts.push_back(run.weights);
     }
     f.dy = std::move(outputs); // the N2M payloads until n2m_send
     f.computed = true;
@@ -111,7 +83,7 @@ void TrainWorker::ffnBackward(const Instruction &ins) {
     for (size_t e = 0; e < f.experts.size(); ++e) {
       const ExpertWeights &ew = *f.experts[e];
       std::vector<ExpertUse> uses;
-      const std::vector<float> x = gatherUses(f, ew.expert, uses);
+      const std::vector<float> x = gatherExpertRows(f.messages, ew.expert, H, uses);
       const int64_t rows = static_cast<int64_t>(uses.size());
       std::vector<float> dy = freshFloats(rows * H), dx = freshFloats(rows * H),
                          y = freshFloats(rows * H);
@@ -121,21 +93,14 @@ void TrainWorker::ffnBackward(const Instruction &ins) {
           dy[r * H + j] = uses[r].gate * up[j];
       }
       const Component &c = component(model_.layers[l].experts);
-      if (plainExpert(c, ew)) {
-        cpu::swigluExpertBackward(x.data(), dy.data(), rows, H, model_.expertHidden, w(ew.w1),
-                                  w(ew.w3), w(ew.w2), dx.data(), grad(ew.w1), grad(ew.w3),
-                                  grad(ew.w2), y.data());
-      } else {
-        cpu::FfnGrads g;
-        g.w1 = grad(ew.w1), g.w2 = grad(ew.w2);
-        g.w3 = ew.w3 >= 0 ? grad(ew.w3) : nullptr;
-        g.b1 = ew.b1 >= 0 ? grad(ew.b1) : nullptr;
-        g.b3 = ew.b3 >= 0 ? grad(ew.b3) : nullptr;
-        g.b2 = ew.b2 >= 0 ? grad(ew.b2) : nullptr;
-        cpu::ffnBackward(x.data(), dy.data(), rows, H, model_.expertHidden, ffnWeights(c, ew),
-                         c.activation == ExpertActivation::SwigluOai, c.swigluLimit, c.swigluAlpha,
-                         dx.data(), g, y.data());
-      }
+      kernels::FfnGrads g;
+      g.w1 = grad(ew.w1), g.w2 = grad(ew.w2);
+      g.w3 = ew.w3 >= 0 ? grad(ew.w3) : nullptr;
+      g.b1 = ew.b1 >= 0 ? grad(ew.b1) : nullptr;
+      g.b3 = ew.b3 >= 0 ? grad(ew.b3) : nullptr;
+      g.b2 = ew.b2 >= 0 ? grad(ew.b2) : nullptr;
+      kernels_.expertBackward(expertForm(c, ew), expertWeights(c, ew, weightOf_), x.data(),
+                              dy.data(), rows, H, model_.expertHidden, dx.data(), g, y.data());
       for (int64_t r = 0; r < rows; ++r) {
         float *out = f.dx[uses[r].source].data() + uses[r].token * H;
         const float *up = f.dy[uses[r].source].data() + uses[r].token * H;
@@ -164,31 +129,6 @@ void TrainWorker::ffnBackward(const Instruction &ins) {
   default:
     throw ExecError("not an ffn instruction");
   }
-}
-
-// The rows of every token routed to `expert`, over all sources in ascending order.
-std::vector<float> TrainWorker::gatherUses(const FfnLayer &f, int64_t expert,
-                                           std::vector<ExpertUse> &uses) const {
-  const int64_t H = model_.hiddenSize;
-  std::vector<float> x;
-  for (size_t s = 0; s < f.messages.size(); ++s)
-    for (size_t t = 0; t < f.messages[s].tokenIds.size(); ++t)
-      for (const ExpertGate &eg : f.messages[s].routes[t])
-        if (eg.expert == expert) {
-          uses.push_back({s, t, eg.gate});
-          x.insert(x.end(), f.messages[s].x.begin() + t * H, f.messages[s].x.begin() + (t + 1) * H);
-        }
-  return x;
-}
-
-cpu::FfnWeights TrainWorker::ffnWeights(const Component &c, const ExpertWeights &ew) const {
-  cpu::FfnWeights f;
-  f.w1 = w(ew.w1), f.w2 = w(ew.w2), f.fusedGateUp = c.fusedGateUp;
-  f.w3 = ew.w3 >= 0 ? w(ew.w3) : nullptr;
-  f.b1 = ew.b1 >= 0 ? w(ew.b1) : nullptr;
-  f.b3 = ew.b3 >= 0 ? w(ew.b3) : nullptr;
-  f.b2 = ew.b2 >= 0 ? w(ew.b2) : nullptr;
-  return f;
 }
 
 } // namespace disagmoe::train::detail

@@ -3,8 +3,6 @@
 // (TrainWorker.h).
 #include "runtime/train/TrainWorker.h"
 
-#include "runtime/backends/cpu/BackwardKernels.h"
-#include "runtime/backends/cpu/Kernels.h"
 #include "runtime/tensor/FreshBuffers.h"
 
 #include <algorithm>
@@ -44,6 +42,24 @@ std::vector<int64_t> TrainWorker::positions() const {
 }
 
 // The forward of RankWorker's attention, keeping q, k (after RoPE), v and the heads' output.
+// The attention call of component c over this rank's whole sequences (seqLen rows each): GQA
+// with the families' sinks and window, or MLA's [nope | rope] q/k heads and its own scale.
+kernels::AttentionSpec TrainWorker::attentionSpec(const Component &c) const {
+  kernels::AttentionSpec spec;
+  spec.sequences = n() / seqLen_, spec.seqLen = seqLen_;
+  if (c.kind == ComponentKind::MlaAttention) {
+    spec.heads = spec.kvHeads = model_.numHeads;
+    spec.qkDim = model_.qkNopeHeadDim + model_.qkRopeHeadDim, spec.vDim = model_.vHeadDim;
+    spec.scale = c.softmaxScale;
+    return spec;
+  }
+  spec.heads = model_.numHeads, spec.kvHeads = model_.numKvHeads;
+  spec.qkDim = spec.vDim = model_.headDim;
+  spec.scale = kernels::standardAttentionScale(model_.headDim);
+  spec.sinks = c.sinks >= 0 ? w(c.sinks) : nullptr, spec.window = c.slidingWindow;
+  return spec;
+}
+
 void TrainWorker::attentionFwd(int64_t l) {
   AttentionLayer &a = attn_[l];
   need(a.hasAttnNorm, "attn_norm output of layer " + std::to_string(l));
@@ -56,38 +72,29 @@ void TrainWorker::attentionFwd(int64_t l) {
   freshAssign(a.k, n() * kvW);
   freshAssign(a.v, n() * kvW);
   freshAssign(a.heads, n() * qW);
-  cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
-  cpu::linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
-  cpu::linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
+  kernels_.linear(a.attnNorm.data(), n(), H, w(c.wq), qW, a.q.data());
+  kernels_.linear(a.attnNorm.data(), n(), H, w(c.wk), kvW, a.k.data());
+  kernels_.linear(a.attnNorm.data(), n(), H, w(c.wv), kvW, a.v.data());
   if (c.bq >= 0)
-    cpu::addBias(a.q.data(), n(), qW, w(c.bq)); // GPT-OSS projection biases
+    kernels_.addBias(a.q.data(), n(), qW, w(c.bq)); // GPT-OSS projection biases
   if (c.bk >= 0)
-    cpu::addBias(a.k.data(), n(), kvW, w(c.bk));
+    kernels_.addBias(a.k.data(), n(), kvW, w(c.bk));
   if (c.bv >= 0)
-    cpu::addBias(a.v.data(), n(), kvW, w(c.bv));
+    kernels_.addBias(a.v.data(), n(), kvW, w(c.bv));
   if (c.qNorm >= 0) { // Qwen3: RMSNorm over head_dim of every q and k head, before RoPE
     a.qPre = a.q;
     a.kPre = a.k;
-    cpu::rmsNorm(a.q.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, a.q.data());
-    cpu::rmsNorm(a.k.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, a.k.data());
+    kernels_.rmsNorm(a.q.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, a.q.data());
+    kernels_.rmsNorm(a.k.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, a.k.data());
   }
   const std::vector<int64_t> pos = positions();
-  cpu::rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
-  cpu::rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
-  const bool variant = c.sinks >= 0 || c.slidingWindow > 0;
-  for (int64_t s = 0; s < n(); s += seqLen_)
-    if (variant)
-      cpu::causalAttentionVariant(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW,
-                                  seqLen_, model_.numHeads, model_.numKvHeads, hd,
-                                  c.sinks >= 0 ? w(c.sinks) : nullptr, c.slidingWindow,
-                                  a.heads.data() + s * qW);
-    else
-      cpu::causalAttention(a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, seqLen_,
-                           model_.numHeads, model_.numKvHeads, hd, a.heads.data() + s * qW);
+  kernels_.rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+  kernels_.rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  kernels_.attention(a.q.data(), a.k.data(), a.v.data(), attentionSpec(c), a.heads.data());
   freshAssign(attnOut_, n() * H);
-  cpu::linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
+  kernels_.linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
   if (c.bo >= 0)
-    cpu::addBias(attnOut_.data(), n(), H, w(c.bo));
+    kernels_.addBias(attnOut_.data(), n(), H, w(c.bo));
   a.hasAttention = true;
 }
 
@@ -102,36 +109,36 @@ void TrainWorker::attentionBwd(int64_t l) {
   std::vector<float> dHeads = freshFloats(n() * qW), dq = freshFloats(n() * qW),
                      dk = freshFloats(n() * kvW), dv = freshFloats(n() * kvW),
                      part = freshFloats(n() * H);
-  cpu::linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(), grad(c.wo));
+  kernels_.linearBackward(a.heads.data(), a.dh.data(), n(), qW, w(c.wo), H, dHeads.data(),
+                          grad(c.wo));
   if (c.bo >= 0)
-    cpu::biasBackward(a.dh.data(), n(), H, grad(c.bo));
-  for (int64_t s = 0; s < n(); s += seqLen_)
-    cpu::causalAttentionVariantBackward(
-        a.q.data() + s * qW, a.k.data() + s * kvW, a.v.data() + s * kvW, dHeads.data() + s * qW,
-        seqLen_, model_.numHeads, model_.numKvHeads, hd, c.sinks >= 0 ? w(c.sinks) : nullptr,
-        c.slidingWindow, dq.data() + s * qW, dk.data() + s * kvW, dv.data() + s * kvW,
-        c.sinks >= 0 ? grad(c.sinks) : nullptr);
+    kernels_.biasBackward(a.dh.data(), n(), H, grad(c.bo));
+  kernels_.attentionBackward(a.q.data(), a.k.data(), a.v.data(), dHeads.data(), attentionSpec(c),
+                             dq.data(), dk.data(), dv.data(),
+                             c.sinks >= 0 ? grad(c.sinks) : nullptr);
   const std::vector<int64_t> pos = positions();
-  cpu::ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
-  cpu::ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  kernels_.ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
+  kernels_.ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
   if (c.qNorm >= 0) { // through the per-head q/k RMSNorm (dx may alias dy)
-    cpu::rmsNormBackward(a.qPre.data(), dq.data(), n() * model_.numHeads, hd, w(c.qNorm),
-                         c.qkNormEps, dq.data(), grad(c.qNorm));
-    cpu::rmsNormBackward(a.kPre.data(), dk.data(), n() * model_.numKvHeads, hd, w(c.kNorm),
-                         c.qkNormEps, dk.data(), grad(c.kNorm));
+    kernels_.rmsNormBackward(a.qPre.data(), dq.data(), n() * model_.numHeads, hd, w(c.qNorm),
+                             c.qkNormEps, dq.data(), grad(c.qNorm));
+    kernels_.rmsNormBackward(a.kPre.data(), dk.data(), n() * model_.numKvHeads, hd, w(c.kNorm),
+                             c.qkNormEps, dk.data(), grad(c.kNorm));
   }
   if (c.bq >= 0)
-    cpu::biasBackward(dq.data(), n(), qW, grad(c.bq));
+    kernels_.biasBackward(dq.data(), n(), qW, grad(c.bq));
   if (c.bk >= 0)
-    cpu::biasBackward(dk.data(), n(), kvW, grad(c.bk));
+    kernels_.biasBackward(dk.data(), n(), kvW, grad(c.bk));
   if (c.bv >= 0)
-    cpu::biasBackward(dv.data(), n(), kvW, grad(c.bv));
+    kernels_.biasBackward(dv.data(), n(), kvW, grad(c.bv));
   freshAssign(a.dAttnNorm, n() * H);
-  cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(),
-                      grad(c.wq));
-  cpu::linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(), grad(c.wk));
+  kernels_.linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), qW, a.dAttnNorm.data(),
+                          grad(c.wq));
+  kernels_.linearBackward(a.attnNorm.data(), dk.data(), n(), H, w(c.wk), kvW, part.data(),
+                          grad(c.wk));
   addInto(a.dAttnNorm, part);
-  cpu::linearBackward(a.attnNorm.data(), dv.data(), n(), H, w(c.wv), kvW, part.data(), grad(c.wv));
+  kernels_.linearBackward(a.attnNorm.data(), dv.data(), n(), H, w(c.wv), kvW, part.data(),
+                          grad(c.wv));
   addInto(a.dAttnNorm, part);
   a.hasDAttnNorm = true;
 }
@@ -147,12 +154,12 @@ void TrainWorker::mlaFwd(AttentionLayer &a, const Component &c) {
   freshAssign(a.latentPre, n() * rank);
   freshAssign(a.latent, n() * rank);
   std::vector<float> kv = freshFloats(n() * heads * (nope + vd));
-  cpu::linear(a.attnNorm.data(), n(), H, w(c.wq), heads * qd, a.mlaQ.data());
-  cpu::linear(a.attnNorm.data(), n(), H, w(c.wkvA), rank + rope, a.ckv.data());
+  kernels_.linear(a.attnNorm.data(), n(), H, w(c.wq), heads * qd, a.mlaQ.data());
+  kernels_.linear(a.attnNorm.data(), n(), H, w(c.wkvA), rank + rope, a.ckv.data());
   for (int64_t t = 0; t < n(); ++t)
     std::copy_n(a.ckv.data() + t * (rank + rope), rank, a.latentPre.data() + t * rank);
-  cpu::rmsNorm(a.latentPre.data(), n(), rank, w(c.kvNorm), c.kvNormEps, a.latent.data());
-  cpu::linear(a.latent.data(), n(), rank, w(c.wkvB), heads * (nope + vd), kv.data());
+  kernels_.rmsNorm(a.latentPre.data(), n(), rank, w(c.kvNorm), c.kvNormEps, a.latent.data());
+  kernels_.linear(a.latent.data(), n(), rank, w(c.wkvB), heads * (nope + vd), kv.data());
   std::vector<float> qPe = freshFloats(n() * heads * rope), kPe = freshFloats(n() * rope);
   for (int64_t t = 0; t < n(); ++t) {
     for (int64_t h = 0; h < heads; ++h)
@@ -162,8 +169,8 @@ void TrainWorker::mlaFwd(AttentionLayer &a, const Component &c) {
                c.ropeInterleaved);
   }
   const std::vector<int64_t> pos = positions();
-  cpu::rope(qPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
-  cpu::rope(kPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+  kernels_.rope(qPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+  kernels_.rope(kPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
   freshAssign(a.q, n() * heads * qd);
   freshAssign(a.k, n() * heads * qd);
   freshAssign(a.v, n() * heads * vd);
@@ -177,12 +184,9 @@ void TrainWorker::mlaFwd(AttentionLayer &a, const Component &c) {
       std::copy_n(kPe.data() + t * rope, rope, a.k.data() + th * qd + nope);
       std::copy_n(kv.data() + th * (nope + vd) + nope, vd, a.v.data() + th * vd);
     }
-  for (int64_t s = 0; s < n(); s += seqLen_)
-    cpu::causalAttentionGeneral(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
-                                a.v.data() + s * heads * vd, seqLen_, heads, heads, qd, vd,
-                                c.softmaxScale, nullptr, 0, a.heads.data() + s * heads * vd);
+  kernels_.attention(a.q.data(), a.k.data(), a.v.data(), attentionSpec(c), a.heads.data());
   freshAssign(attnOut_, n() * H);
-  cpu::linear(a.heads.data(), n(), heads * vd, w(c.wo), H, attnOut_.data());
+  kernels_.linear(a.heads.data(), n(), heads * vd, w(c.wo), H, attnOut_.data());
   a.hasAttention = true;
 }
 
@@ -192,14 +196,10 @@ void TrainWorker::mlaBwd(AttentionLayer &a, const Component &c) {
                 qd = nope + rope;
   std::vector<float> dO = freshFloats(n() * heads * vd), dQ = freshFloats(n() * heads * qd),
                      dK = freshFloats(n() * heads * qd), dV = freshFloats(n() * heads * vd);
-  cpu::linearBackward(a.heads.data(), a.dh.data(), n(), heads * vd, w(c.wo), H, dO.data(),
-                      grad(c.wo));
-  for (int64_t s = 0; s < n(); s += seqLen_)
-    cpu::causalAttentionGeneralBackward(a.q.data() + s * heads * qd, a.k.data() + s * heads * qd,
-                                        a.v.data() + s * heads * vd, dO.data() + s * heads * vd,
-                                        seqLen_, heads, heads, qd, vd, c.softmaxScale, nullptr, 0,
-                                        dQ.data() + s * heads * qd, dK.data() + s * heads * qd,
-                                        dV.data() + s * heads * vd, nullptr);
+  kernels_.linearBackward(a.heads.data(), a.dh.data(), n(), heads * vd, w(c.wo), H, dO.data(),
+                          grad(c.wo));
+  kernels_.attentionBackward(a.q.data(), a.k.data(), a.v.data(), dO.data(), attentionSpec(c),
+                             dQ.data(), dK.data(), dV.data(), nullptr);
   // Split Q, K, V's gradients back: q_nope / q_pe, k_nope + value (kv_b's output), k_pe summed
   // over the heads that share it.
   std::vector<float> dq = freshFloats(n() * heads * qd),
@@ -217,8 +217,8 @@ void TrainWorker::mlaBwd(AttentionLayer &a, const Component &c) {
         dkPe[t * rope + j] += dK[th * qd + nope + j];
     }
   const std::vector<int64_t> pos = positions();
-  cpu::ropeBackward(dqPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
-  cpu::ropeBackward(dkPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
+  kernels_.ropeBackward(dqPe.data(), n(), heads, rope, pos.data(), model_.ropeTheta);
+  kernels_.ropeBackward(dkPe.data(), n(), 1, rope, pos.data(), model_.ropeTheta);
   std::vector<float> dckv = freshFloats(n() * (rank + rope)), dLatent = freshFloats(n() * rank);
   for (int64_t t = 0; t < n(); ++t) {
     for (int64_t h = 0; h < heads; ++h)
@@ -227,18 +227,18 @@ void TrainWorker::mlaBwd(AttentionLayer &a, const Component &c) {
     ropeScatter(dkPe.data() + t * rope, dckv.data() + t * (rank + rope) + rank, rope,
                 c.ropeInterleaved);
   }
-  cpu::linearBackward(a.latent.data(), dkv.data(), n(), rank, w(c.wkvB), heads * (nope + vd),
-                      dLatent.data(), grad(c.wkvB));
-  cpu::rmsNormBackward(a.latentPre.data(), dLatent.data(), n(), rank, w(c.kvNorm), c.kvNormEps,
-                       dLatent.data(), grad(c.kvNorm));
+  kernels_.linearBackward(a.latent.data(), dkv.data(), n(), rank, w(c.wkvB), heads * (nope + vd),
+                          dLatent.data(), grad(c.wkvB));
+  kernels_.rmsNormBackward(a.latentPre.data(), dLatent.data(), n(), rank, w(c.kvNorm), c.kvNormEps,
+                           dLatent.data(), grad(c.kvNorm));
   for (int64_t t = 0; t < n(); ++t)
     std::copy_n(dLatent.data() + t * rank, rank, dckv.data() + t * (rank + rope));
   std::vector<float> part = freshFloats(n() * H);
   freshAssign(a.dAttnNorm, n() * H);
-  cpu::linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), heads * qd, a.dAttnNorm.data(),
-                      grad(c.wq));
-  cpu::linearBackward(a.attnNorm.data(), dckv.data(), n(), H, w(c.wkvA), rank + rope, part.data(),
-                      grad(c.wkvA));
+  kernels_.linearBackward(a.attnNorm.data(), dq.data(), n(), H, w(c.wq), heads * qd,
+                          a.dAttnNorm.data(), grad(c.wq));
+  kernels_.linearBackward(a.attnNorm.data(), dckv.data(), n(), H, w(c.wkvA), rank + rope,
+                          part.data(), grad(c.wkvA));
   addInto(a.dAttnNorm, part);
   a.hasDAttnNorm = true;
 }

@@ -328,7 +328,8 @@ RankStepResult trainRank(const Plan &plan, RankState &state, Comm &comm,
     workers.push_back(std::make_unique<TrainWorker>(
         plan, state, stream, ids.data() + mb.begin * seqLen, targets.data() + mb.begin * seqLen,
         mb.end - mb.begin, seqLen, scale, recvTimeout, config.auxLossCoef, batch * seqLen,
-        config.capacityFactor, config.routerBiasUpdateRate > 0, static_cast<int64_t>(i)));
+        config.capacityFactor, config.routerBiasUpdateRate > 0, static_cast<int64_t>(i),
+        config.kernels ? *config.kernels : kernels::cpuKernels()));
   }
   runComputeStreams(workers, stream, forwardsAhead(plan, state.rank, count));
   // Per-micro-batch results in micro-batch order, as the sequential step added them.

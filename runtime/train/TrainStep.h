@@ -50,6 +50,8 @@
 // target tokens of the GLOBAL batch, so the result does not depend on how the batch is split.
 #pragma once
 
+#include "runtime/backends/KernelBackend.h"
+
 #include "runtime/comm/Comm.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/Weights.h"
@@ -157,6 +159,9 @@ struct StepConfig {
   /// The A-ranks of a layer's group add their counts in ascending rank order, so all hold the same
   /// b. 0: no bias (the default).
   double routerBiasUpdateRate = 0;
+  /// The kernels of every instruction (runtime/backends/KernelBackend.h; a host-memory backend:
+  /// the workers' activations are host vectors). Null: the cpu backend (kernels::cpuKernels()).
+  const kernels::KernelBackend *kernels = nullptr;
 };
 
 /// Tags of the backward exchanges: distinct from the forward ones (exchangeTag, < 3 * numLayers).

@@ -14,13 +14,15 @@ namespace disagmoe::train::detail {
 TrainWorker::TrainWorker(const Plan &plan, RankState &state, Comm &comm, const int64_t *ids,
                          const int64_t *targets, int64_t batch, int64_t seqLen, float gradScale,
                          std::chrono::milliseconds timeout, double auxCoef, int64_t globalTokens,
-                         double capacityFactor, bool biasSelection, int64_t microBatch)
-    : microBatch_(microBatch), plan_(plan), model_(plan.model), placement_(plan.placement),
-      state_(state), comm_(comm), ids_(ids), targets_(targets), batch_(batch), seqLen_(seqLen),
-      gradScale_(gradScale), timeout_(timeout), auxCoef_(auxCoef), globalTokens_(globalTokens),
-      capacityFactor_(capacityFactor), biasSelection_(biasSelection),
-      ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank), group_(ctx_.group),
-      index_(ctx_.index), L_(model_.numLayers), tokens_(ctx_.tokens()) {
+                         double capacityFactor, bool biasSelection, int64_t microBatch,
+                         const kernels::KernelBackend &kernels)
+    : microBatch_(microBatch), kernels_(kernels),
+      weightOf_([&state](int index) { return state.weights[index].data.data(); }), plan_(plan),
+      model_(plan.model), placement_(plan.placement), state_(state), comm_(comm), ids_(ids),
+      targets_(targets), batch_(batch), seqLen_(seqLen), gradScale_(gradScale), timeout_(timeout),
+      auxCoef_(auxCoef), globalTokens_(globalTokens), capacityFactor_(capacityFactor),
+      biasSelection_(biasSelection), ctx_(plan, comm.rank(), batch, seqLen), rank_(ctx_.rank),
+      group_(ctx_.group), index_(ctx_.index), L_(model_.numLayers), tokens_(ctx_.tokens()) {
   if (group_.role == GroupRole::Attention) {
     attn_.resize(static_cast<size_t>(L_ + 1));
     expertLoad_.assign(static_cast<size_t>(L_),

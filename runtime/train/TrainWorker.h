@@ -10,9 +10,10 @@
 // optimizer.
 #pragma once
 
-#include "runtime/backends/cpu/FamilyKernels.h"
+#include "runtime/backends/KernelBackend.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/exchange/CountedExchange.h"
+#include "runtime/executor/LocalExperts.h"
 #include "runtime/executor/RankContext.h"
 #include "runtime/executor/RankWorker.h"
 #include "runtime/plan/Plan.h"
@@ -79,12 +80,6 @@ struct AttentionLayer {
   std::vector<float> dx, dh, dFfn, dGates, dAttnNorm;
 };
 
-// One token of one source routed to a local expert, with its gate.
-struct ExpertUse {
-  size_t source, token;
-  float gate;
-};
-
 // What the ffn program keeps of layer l between its forward and backward.
 struct FfnLayer {
   bool received = false, computed = false, hasDy = false, hasDx = false;
@@ -103,7 +98,8 @@ public:
   TrainWorker(const Plan &plan, RankState &state, Comm &comm, const int64_t *ids,
               const int64_t *targets, int64_t batch, int64_t seqLen, float gradScale,
               std::chrono::milliseconds timeout, double auxCoef, int64_t globalTokens,
-              double capacityFactor, bool biasSelection, int64_t microBatch);
+              double capacityFactor, bool biasSelection, int64_t microBatch,
+              const kernels::KernelBackend &kernels);
 
   // The micro-batch's forward (the forward stream); keeps every activation for runBackward.
   void runForward();
@@ -130,6 +126,7 @@ private:
 
   // SelfAttentionStep.cpp
   std::vector<int64_t> positions() const;
+  kernels::AttentionSpec attentionSpec(const Component &c) const;
   void attentionFwd(int64_t l);
   void attentionBwd(int64_t l);
   void mlaFwd(AttentionLayer &a, const Component &c);
@@ -144,9 +141,6 @@ private:
   // FfnSideStep.cpp
   void ffnForward(const Instruction &ins);
   void ffnBackward(const Instruction &ins);
-  std::vector<float> gatherUses(const FfnLayer &f, int64_t expert,
-                                std::vector<ExpertUse> &uses) const;
-  cpu::FfnWeights ffnWeights(const Component &c, const ExpertWeights &ew) const;
 
   // Shared by both sides.
   static void need(bool have, const std::string &what) {
@@ -186,12 +180,13 @@ private:
                              model_.hiddenSize);
   }
 
-  static void addInto(std::vector<float> &dst, const std::vector<float> &src) {
-    for (size_t i = 0; i < dst.size(); ++i)
-      dst[i] += src[i];
+  void addInto(std::vector<float> &dst, const std::vector<float> &src) const {
+    kernels_.accumulate(src.data(), 1.0f, static_cast<int64_t>(dst.size()), dst.data());
   }
 
-  const int64_t microBatch_; // index in the step (trace)
+  const int64_t microBatch_;              // index in the step (trace)
+  const kernels::KernelBackend &kernels_; // every kernel call (KernelBackend.h)
+  const WeightOf weightOf_;               // state_.weights by index, for LocalExperts.h
 
   const Plan &plan_;
   const ModelSpec &model_;

@@ -137,11 +137,8 @@ void causalAttentionGeneralBackward(const float *q, const float *k, const float 
 /// Bias (y[r] += b): db [cols] += sum_r dy[r] (double accumulation). dy [rows, cols].
 void biasBackward(const float *dy, int64_t rows, int64_t cols, float *db);
 
-/// Weight gradients of one expert / dense FFN (FfnWeights' layout; each +=, null to skip).
-struct FfnGrads {
-  float *w1 = nullptr, *w3 = nullptr, *w2 = nullptr;
-  float *b1 = nullptr, *b3 = nullptr, *b2 = nullptr;
-};
+/// Weight gradients of one expert / dense FFN (runtime/backends/KernelTypes.h).
+using kernels::FfnGrads;
 
 /// Backward of FamilyKernels' ffnForward (x W1 + b1, fused interleaved gate/up or separate W3 + b3,
 /// SwiGLU or GPT-OSS's clamped SwiGLU, W2 + b2), recomputing the pre-activations:

@@ -7,6 +7,8 @@
 // accumulate in double, as in Kernels.h; attention runs on fp32 cblas_sgemm (attentionProbs).
 #pragma once
 
+#include "runtime/backends/KernelTypes.h"
+
 #include <cstdint>
 
 namespace disagmoe::cpu {
@@ -54,14 +56,8 @@ struct AttentionShape {
 int64_t attentionProbs(const float *q, const float *k, const AttentionShape &a, int64_t h,
                        int64_t t0, int64_t t1, float *probs, float *sinkProb);
 
-/// The weights of one expert or dense FFN. w1 [hidden, inner] (or [hidden, 2*inner] with
-/// fusedGateUp: gate at even columns, up at odd ones), w3 [hidden, inner] (null when fused),
-/// w2 [inner, hidden]; biases b1 (w1's columns), b3 [inner], b2 [hidden] may be null.
-struct FfnWeights {
-  const float *w1 = nullptr, *w3 = nullptr, *w2 = nullptr;
-  const float *b1 = nullptr, *b3 = nullptr, *b2 = nullptr;
-  bool fusedGateUp = false;
-};
+/// The weights of one expert or dense FFN (runtime/backends/KernelTypes.h states the layout).
+using kernels::FfnWeights;
 
 /// One expert / dense FFN over `rows` tokens: out = act(x W1 + b1, x W3 + b3) W2 + b2 with
 ///  - oai = false: act(g, u) = silu(g) * u (SwiGLU, Mixtral/Qwen3/DeepSeek);
@@ -71,11 +67,8 @@ struct FfnWeights {
 void ffnForward(const float *x, int64_t rows, int64_t hidden, int64_t inner, const FfnWeights &w,
                 bool oai, float limit, float alpha, float *out);
 
-/// The non-gated activations of onnxruntime's com.microsoft.MoE (activation_type relu, gelu, silu,
-/// identity), as its CPU provider computes them (onnxruntime/contrib_ops/cpu/moe/moe_utils.cc,
-/// ApplyActivation): relu = max(0, a); gelu is the tanh approximation
-/// 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), not erf; silu = a * sigmoid(a); identity = a.
-enum class PlainActivation { Relu, GeluTanh, Silu, Identity };
+/// The non-gated activations of onnxruntime's com.microsoft.MoE (KernelTypes.h states them).
+using kernels::PlainActivation;
 
 /// act(a) of one value (see PlainActivation).
 float plainActivation(float a, PlainActivation act);

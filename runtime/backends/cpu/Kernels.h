@@ -8,6 +8,7 @@
 // ulps of PyTorch's fp32 results.
 #pragma once
 
+#include "runtime/backends/KernelTypes.h"
 #include "runtime/plan/RouterScoring.h"
 
 #include <cstdint>
@@ -16,11 +17,9 @@
 
 namespace disagmoe::cpu {
 
-/// Raised for invalid kernel arguments that depend on data (an id outside the vocabulary).
-class KernelError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+/// Raised for invalid kernel arguments that depend on data (an id outside the vocabulary); the
+/// kernel interface's error (runtime/backends/KernelTypes.h).
+using kernels::KernelError;
 
 /// Embedding gather: out[t] = table[ids[t]].
 /// table [vocab, hidden], ids [T], out [T, hidden]. Throws KernelError if an id is outside [0,
