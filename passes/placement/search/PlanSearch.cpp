@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -76,12 +77,27 @@ struct Job {
   int64_t inflight = 0;
 };
 
+/// The schedule and simulation of the fastest trial so far (the smallest (step, trial index), the
+/// order in which searchPlan picks its winner), kept so that the winner is not built and
+/// simulated a second time: the build and the simulator are deterministic, so the kept ones are
+/// the ones a rebuild would give.
+struct Kept {
+  bool ok = false;
+  double simulated = 0;
+  size_t trial = 0;     ///< index in SearchResult::trials
+  int64_t inflight = 0; ///< the job's window override (0: by memory)
+  sched::Schedule schedule;
+  sim::SimResult run;
+};
+
 struct Runner {
   const placement::Problem &problem;
   const SearchOptions &o;
   const sched::Hardware hw;
   SearchResult &res;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int64_t>> seen;
+  std::mutex keptMutex;
+  Kept kept;
 
   std::chrono::steady_clock::time_point deadline;
   std::atomic<bool> skipped{false};
@@ -92,8 +108,24 @@ struct Runner {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double>(opt.budgetSeconds))) {}
 
-  /// Builds (unverified) and simulates one configuration. Pure: safe on several threads.
-  Trial evaluate(const Job &job) const {
+  /// Keeps `s` and `r` when they are the fastest so far (the lowest step, then the lowest trial
+  /// index: the tie rule of bestIndex and of the climb). Safe on several threads.
+  void keepIfFastest(size_t trial, int64_t inflight, sched::Schedule &s, sim::SimResult &r) {
+    std::lock_guard<std::mutex> lock(keptMutex);
+    if (kept.ok &&
+        (kept.simulated < r.stepTime || (kept.simulated == r.stepTime && kept.trial < trial)))
+      return;
+    kept.ok = true;
+    kept.simulated = r.stepTime;
+    kept.trial = trial;
+    kept.inflight = inflight;
+    kept.schedule = std::move(s);
+    kept.run = std::move(r);
+  }
+
+  /// Builds (unverified) and simulates one configuration, the search's trial number `trial`;
+  /// keeps its schedule when it is the fastest so far. Safe on several threads.
+  Trial evaluate(const Job &job, size_t trial) {
     Trial t;
     t.config = job.config;
     t.layout = job.layout;
@@ -129,6 +161,8 @@ struct Runner {
     t.ok = r.ok;
     t.error = r.error;
     t.simulated = r.ok ? r.stepTime : 0;
+    if (r.ok)
+      keepIfFastest(trial, job.inflight, s, r);
     return t;
   }
 
@@ -163,7 +197,7 @@ struct Runner {
             skipped = true;
             continue;
           }
-        out[i] = evaluate(jobs[todo[i]]);
+        out[i] = evaluate(jobs[todo[i]], res.trials.size() + i);
       }
     };
     const size_t threads =
@@ -273,19 +307,32 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
   if (seedIndex >= 0)
     res.seed = res.trials[seedIndex];
   res.afpipe = toAfPipe(res.best.config, problem, o.base, res.best.layout);
-  std::string error;
-  const afpipe::Workload work =
-      afpipe::workloadFromModel(problem.model, problem.cluster, res.afpipe);
-  // The winner's window, as it ran.
-  if (!afpipe::buildAfPipe(work, run.hw, res.afpipe, res.schedule, error, /*verify=*/true)) {
-    res.error = error;
-    res.seconds = elapsed();
-    return res;
-  }
   sim::SimOptions so;
   so.opTimes = o.opTimes;
   so.recordTimes = recordTimes;
-  res.run = sim::simulate(res.schedule, so);
+  // The winner's schedule as its trial built it (toAfPipe(res.best...) with no window override
+  // is the trial's configuration), verified here; a winner whose trial fixed the window (a climb
+  // move) is rebuilt from res.afpipe, whose window is chosen by memory.
+  if (run.kept.ok && run.kept.trial == static_cast<size_t>(best) && run.kept.inflight == 0) {
+    res.schedule = std::move(run.kept.schedule);
+    const std::string e = sched::verifySchedule(res.schedule);
+    if (!e.empty()) {
+      res.error = "afpipe: " + e;
+      res.seconds = elapsed();
+      return res;
+    }
+    res.run = recordTimes ? sim::simulate(res.schedule, so) : std::move(run.kept.run);
+  } else {
+    std::string error;
+    const afpipe::Workload work =
+        afpipe::workloadFromModel(problem.model, problem.cluster, res.afpipe);
+    if (!afpipe::buildAfPipe(work, run.hw, res.afpipe, res.schedule, error, /*verify=*/true)) {
+      res.error = error;
+      res.seconds = elapsed();
+      return res;
+    }
+    res.run = sim::simulate(res.schedule, so);
+  }
   res.ok = res.run.ok;
   res.error = res.run.error;
   // Why it won against Z3's optimum, in the levers that differ.
