@@ -1,6 +1,8 @@
 //===- PlanSearch.cpp - DisagMoE configurations scored by the simulator -------------===//
 #include "passes/placement/search/PlanSearch.h"
 
+#include "passes/schedule/AfPipeBound.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -101,6 +103,7 @@ struct Runner {
 
   std::chrono::steady_clock::time_point deadline;
   std::atomic<bool> skipped{false};
+  std::atomic<int64_t> pruned{0};
 
   Runner(const placement::Problem &p, const SearchOptions &opt, SearchResult &r)
       : problem(p), o(opt), hw(afpipe::hardwareOf(p.cluster)), res(r),
@@ -183,21 +186,73 @@ struct Runner {
         todo.push_back(k);
     }
     std::vector<Trial> out(todo.size());
+    // Best bound first: each job's compute bound (afpipe::computeBoundSeconds; none with measured
+    // op times, which replace the FLOP model), the search's first job (Z3's optimum) always
+    // first. A job whose bound exceeds the fastest step simulated so far cannot be strictly
+    // faster, so it cannot become the winner (ties go to the lower trial index, and a pruned job
+    // is never equal): it is not simulated. Trials keep their job order whatever the order of
+    // evaluation, so the winner is the one a full evaluation picks; only how many are pruned
+    // depends on the threads' timing.
+    std::vector<double> bound(todo.size(), 0);
+    if (!o.opTimes)
+      for (size_t i = 0; i < todo.size(); ++i) {
+        const Job &job = jobs[todo[i]];
+        const afpipe::Config cfg = toAfPipe(job.config, problem, o.base, job.layout);
+        bound[i] = afpipe::computeBoundSeconds(
+            afpipe::workloadFromModel(problem.model, problem.cluster, cfg), cfg, hw);
+      }
+    std::vector<size_t> order(todo.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    const size_t fixedFirst = res.trials.empty() ? 1 : 0;
+    if (order.size() > fixedFirst)
+      std::stable_sort(order.begin() + fixedFirst, order.end(),
+                       [&](size_t a, size_t b) { return bound[a] < bound[b]; });
+    std::mutex fastestMutex;
+    double fastest = 1e300; // the fastest simulated step so far, previous batches included
+    for (const Trial &t : res.trials)
+      if (t.ok)
+        fastest = std::min(fastest, t.simulated);
     std::atomic<size_t> next{0};
     // A job that would start after the deadline is not simulated (the first job of the search,
     // Z3's optimum, always runs), so the budget bounds the seeds as well as the climb.
     auto worker = [&] {
-      for (size_t i = next++; i < todo.size(); i = next++) {
-        if (!res.trials.empty() || i > 0)
+      for (size_t k = next++; k < todo.size(); k = next++) {
+        const size_t i = order[k];
+        const Job &job = jobs[todo[i]];
+        auto notSimulated = [&](const std::string &why) {
+          out[i].config = job.config;
+          out[i].layout = job.layout;
+          out[i].origin = job.origin;
+          out[i].error = "not simulated: " + why;
+        };
+        if (!res.trials.empty() || i > 0) {
           if (std::chrono::steady_clock::now() >= deadline) {
-            out[i].config = jobs[todo[i]].config;
-            out[i].layout = jobs[todo[i]].layout;
-            out[i].origin = jobs[todo[i]].origin;
-            out[i].error = "not simulated: the search's time budget was spent";
+            notSimulated("the search's time budget was spent");
             skipped = true;
             continue;
           }
-        out[i] = evaluate(jobs[todo[i]], res.trials.size() + i);
+          double best;
+          {
+            std::lock_guard<std::mutex> lock(fastestMutex);
+            best = fastest;
+          }
+          // The margin covers the rounding of two sums of the same FLOPs in different orders.
+          if (bound[i] * (1 - 1e-9) > best) {
+            notSimulated(llvm::formatv("its compute bound {0:F4} s exceeds the fastest simulated "
+                                       "step {1:F4} s",
+                                       bound[i], best)
+                             .str());
+            out[i].predicted = placement::evaluate(problem, job.config).stepTime;
+            ++pruned;
+            continue;
+          }
+        }
+        out[i] = evaluate(job, res.trials.size() + i);
+        if (out[i].ok) {
+          std::lock_guard<std::mutex> lock(fastestMutex);
+          fastest = std::min(fastest, out[i].simulated);
+        }
       }
     };
     const size_t threads =
@@ -302,6 +357,7 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
       break;
   }
   res.budgetHit = res.budgetHit || run.skipped;
+  res.pruned = run.pruned;
   // 4. The winner, verified.
   res.best = res.trials[best];
   if (seedIndex >= 0)
