@@ -297,6 +297,10 @@ int planMain(int argc, char **argv) {
     os << formatv("simulated search (runtime/sim; Z3's optimum and the {0} fastest roofline "
                   "candidates in each layout, then a climb): {1} configurations in {2:F2} s\n",
                   so.seeds, found.trials.size(), found.seconds);
+    if (found.pruned > 0)
+      os << formatv("  {0} of them not simulated: their compute bound (the busiest group's FLOPs "
+                    "at peak) exceeds the fastest step simulated before them\n",
+                    found.pruned);
     if (found.budgetHit)
       os << formatv("  note: the search stopped on its {0:F0} s budget (--search-budget) before "
                     "simulating every seed or converging\n",

@@ -336,6 +336,10 @@ int simulateMain(int argc, char **argv) {
                     "(roofline {3:F4} s, simulated {4:F4} s, {5})\n",
                     found.trials.size(), found.seconds, found.best.origin, found.best.predicted,
                     found.best.simulated, found.why);
+      if (found.pruned > 0)
+        os << formatv("  of them {0} not simulated: their compute bound (the busiest group's FLOPs "
+                      "at peak) exceeds the fastest step simulated before them\n",
+                      found.pruned);
       if (found.budgetHit)
         os << "  note: the search stopped on its --search-budget before simulating every seed or "
               "converging\n";

@@ -85,12 +85,27 @@ double rankHitProbability(int64_t experts, int64_t topK, int64_t held) {
 double expectedDistinctRanks(int64_t experts, int64_t topK, int64_t ranks) {
   if (ranks <= 1)
     return 1.0;
+  // The planner asks this for every layer of every candidate with the same few arguments: the
+  // last answer of this thread is kept (the same sum, so the same bits).
+  struct Last {
+    int64_t experts = -1, topK = -1, ranks = -1;
+    double d = 0;
+  };
+  thread_local Last last;
+  if (last.experts == experts && last.topK == topK && last.ranks == ranks)
+    return last.d;
+  // A contiguous split holds floor(E/R) or floor(E/R) + 1 experts per rank: the two
+  // probabilities once, summed rank by rank in the same order as term by term.
+  const int64_t low = ranks > 0 ? experts / ranks : 0;
+  const double pLow = rankHitProbability(experts, topK, low),
+               pHigh = rankHitProbability(experts, topK, low + 1);
   double d = 0;
   for (int64_t j = 0; j < ranks; ++j) {
     // Contiguous split: rank j holds experts [j*E/R, (j+1)*E/R).
     int64_t held = (j + 1) * experts / ranks - j * experts / ranks;
-    d += rankHitProbability(experts, topK, held);
+    d += held == low ? pLow : held == low + 1 ? pHigh : rankHitProbability(experts, topK, held);
   }
+  last = {experts, topK, ranks, d};
   return d;
 }
 

@@ -1,11 +1,14 @@
 //===- PlanSearch.cpp - DisagMoE configurations scored by the simulator -------------===//
 #include "passes/placement/search/PlanSearch.h"
 
+#include "passes/schedule/AfPipeBound.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -76,15 +79,31 @@ struct Job {
   int64_t inflight = 0;
 };
 
+/// The schedule and simulation of the fastest trial so far (the smallest (step, trial index), the
+/// order in which searchPlan picks its winner), kept so that the winner is not built and
+/// simulated a second time: the build and the simulator are deterministic, so the kept ones are
+/// the ones a rebuild would give.
+struct Kept {
+  bool ok = false;
+  double simulated = 0;
+  size_t trial = 0;     ///< index in SearchResult::trials
+  int64_t inflight = 0; ///< the job's window override (0: by memory)
+  sched::Schedule schedule;
+  sim::SimResult run;
+};
+
 struct Runner {
   const placement::Problem &problem;
   const SearchOptions &o;
   const sched::Hardware hw;
   SearchResult &res;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int64_t>> seen;
+  std::mutex keptMutex;
+  Kept kept;
 
   std::chrono::steady_clock::time_point deadline;
   std::atomic<bool> skipped{false};
+  std::atomic<int64_t> pruned{0};
 
   Runner(const placement::Problem &p, const SearchOptions &opt, SearchResult &r)
       : problem(p), o(opt), hw(afpipe::hardwareOf(p.cluster)), res(r),
@@ -92,8 +111,24 @@ struct Runner {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double>(opt.budgetSeconds))) {}
 
-  /// Builds (unverified) and simulates one configuration. Pure: safe on several threads.
-  Trial evaluate(const Job &job) const {
+  /// Keeps `s` and `r` when they are the fastest so far (the lowest step, then the lowest trial
+  /// index: the tie rule of bestIndex and of the climb). Safe on several threads.
+  void keepIfFastest(size_t trial, int64_t inflight, sched::Schedule &s, sim::SimResult &r) {
+    std::lock_guard<std::mutex> lock(keptMutex);
+    if (kept.ok &&
+        (kept.simulated < r.stepTime || (kept.simulated == r.stepTime && kept.trial < trial)))
+      return;
+    kept.ok = true;
+    kept.simulated = r.stepTime;
+    kept.trial = trial;
+    kept.inflight = inflight;
+    kept.schedule = std::move(s);
+    kept.run = std::move(r);
+  }
+
+  /// Builds (unverified) and simulates one configuration, the search's trial number `trial`;
+  /// keeps its schedule when it is the fastest so far. Safe on several threads.
+  Trial evaluate(const Job &job, size_t trial) {
     Trial t;
     t.config = job.config;
     t.layout = job.layout;
@@ -129,6 +164,8 @@ struct Runner {
     t.ok = r.ok;
     t.error = r.error;
     t.simulated = r.ok ? r.stepTime : 0;
+    if (r.ok)
+      keepIfFastest(trial, job.inflight, s, r);
     return t;
   }
 
@@ -149,21 +186,73 @@ struct Runner {
         todo.push_back(k);
     }
     std::vector<Trial> out(todo.size());
+    // Best bound first: each job's compute bound (afpipe::computeBoundSeconds; none with measured
+    // op times, which replace the FLOP model), the search's first job (Z3's optimum) always
+    // first. A job whose bound exceeds the fastest step simulated so far cannot be strictly
+    // faster, so it cannot become the winner (ties go to the lower trial index, and a pruned job
+    // is never equal): it is not simulated. Trials keep their job order whatever the order of
+    // evaluation, so the winner is the one a full evaluation picks; only how many are pruned
+    // depends on the threads' timing.
+    std::vector<double> bound(todo.size(), 0);
+    if (!o.opTimes)
+      for (size_t i = 0; i < todo.size(); ++i) {
+        const Job &job = jobs[todo[i]];
+        const afpipe::Config cfg = toAfPipe(job.config, problem, o.base, job.layout);
+        bound[i] = afpipe::computeBoundSeconds(
+            afpipe::workloadFromModel(problem.model, problem.cluster, cfg), cfg, hw);
+      }
+    std::vector<size_t> order(todo.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    const size_t fixedFirst = res.trials.empty() ? 1 : 0;
+    if (order.size() > fixedFirst)
+      std::stable_sort(order.begin() + fixedFirst, order.end(),
+                       [&](size_t a, size_t b) { return bound[a] < bound[b]; });
+    std::mutex fastestMutex;
+    double fastest = 1e300; // the fastest simulated step so far, previous batches included
+    for (const Trial &t : res.trials)
+      if (t.ok)
+        fastest = std::min(fastest, t.simulated);
     std::atomic<size_t> next{0};
     // A job that would start after the deadline is not simulated (the first job of the search,
     // Z3's optimum, always runs), so the budget bounds the seeds as well as the climb.
     auto worker = [&] {
-      for (size_t i = next++; i < todo.size(); i = next++) {
-        if (!res.trials.empty() || i > 0)
+      for (size_t k = next++; k < todo.size(); k = next++) {
+        const size_t i = order[k];
+        const Job &job = jobs[todo[i]];
+        auto notSimulated = [&](const std::string &why) {
+          out[i].config = job.config;
+          out[i].layout = job.layout;
+          out[i].origin = job.origin;
+          out[i].error = "not simulated: " + why;
+        };
+        if (!res.trials.empty() || i > 0) {
           if (std::chrono::steady_clock::now() >= deadline) {
-            out[i].config = jobs[todo[i]].config;
-            out[i].layout = jobs[todo[i]].layout;
-            out[i].origin = jobs[todo[i]].origin;
-            out[i].error = "not simulated: the search's time budget was spent";
+            notSimulated("the search's time budget was spent");
             skipped = true;
             continue;
           }
-        out[i] = evaluate(jobs[todo[i]]);
+          double best;
+          {
+            std::lock_guard<std::mutex> lock(fastestMutex);
+            best = fastest;
+          }
+          // The margin covers the rounding of two sums of the same FLOPs in different orders.
+          if (bound[i] * (1 - 1e-9) > best) {
+            notSimulated(llvm::formatv("its compute bound {0:F4} s exceeds the fastest simulated "
+                                       "step {1:F4} s",
+                                       bound[i], best)
+                             .str());
+            out[i].predicted = placement::evaluate(problem, job.config).stepTime;
+            ++pruned;
+            continue;
+          }
+        }
+        out[i] = evaluate(job, res.trials.size() + i);
+        if (out[i].ok) {
+          std::lock_guard<std::mutex> lock(fastestMutex);
+          fastest = std::min(fastest, out[i].simulated);
+        }
       }
     };
     const size_t threads =
@@ -268,24 +357,38 @@ SearchResult searchPlan(const placement::Problem &problem, const placement::Solu
       break;
   }
   res.budgetHit = res.budgetHit || run.skipped;
+  res.pruned = run.pruned;
   // 4. The winner, verified.
   res.best = res.trials[best];
   if (seedIndex >= 0)
     res.seed = res.trials[seedIndex];
   res.afpipe = toAfPipe(res.best.config, problem, o.base, res.best.layout);
-  std::string error;
-  const afpipe::Workload work =
-      afpipe::workloadFromModel(problem.model, problem.cluster, res.afpipe);
-  // The winner's window, as it ran.
-  if (!afpipe::buildAfPipe(work, run.hw, res.afpipe, res.schedule, error, /*verify=*/true)) {
-    res.error = error;
-    res.seconds = elapsed();
-    return res;
-  }
   sim::SimOptions so;
   so.opTimes = o.opTimes;
   so.recordTimes = recordTimes;
-  res.run = sim::simulate(res.schedule, so);
+  // The winner's schedule as its trial built it (toAfPipe(res.best...) with no window override
+  // is the trial's configuration), verified here; a winner whose trial fixed the window (a climb
+  // move) is rebuilt from res.afpipe, whose window is chosen by memory.
+  if (run.kept.ok && run.kept.trial == static_cast<size_t>(best) && run.kept.inflight == 0) {
+    res.schedule = std::move(run.kept.schedule);
+    const std::string e = sched::verifySchedule(res.schedule);
+    if (!e.empty()) {
+      res.error = "afpipe: " + e;
+      res.seconds = elapsed();
+      return res;
+    }
+    res.run = recordTimes ? sim::simulate(res.schedule, so) : std::move(run.kept.run);
+  } else {
+    std::string error;
+    const afpipe::Workload work =
+        afpipe::workloadFromModel(problem.model, problem.cluster, res.afpipe);
+    if (!afpipe::buildAfPipe(work, run.hw, res.afpipe, res.schedule, error, /*verify=*/true)) {
+      res.error = error;
+      res.seconds = elapsed();
+      return res;
+    }
+    res.run = sim::simulate(res.schedule, so);
+  }
   res.ok = res.run.ok;
   res.error = res.run.error;
   // Why it won against Z3's optimum, in the levers that differ.

@@ -14,6 +14,10 @@
 //      for a larger window), the layout flipped, the window one step below the largest that fits,
 //      keeping the fastest until no move improves or the time budget is spent;
 //   4. verifies the winner's schedule (verifySchedule) and keeps it with its simulation.
+// Within each step, configurations are simulated best compute bound first
+// (afpipe::computeBoundSeconds, the busiest group's FLOPs at peak: no simulation is shorter), and
+// one whose bound exceeds the fastest simulated step is not simulated (SearchResult::pruned): the
+// winner is the one simulating every configuration would pick.
 // Times in seconds. Functions never throw.
 //
 //===----------------------------------------------------------------------===//
@@ -70,7 +74,11 @@ struct SearchResult {
   sim::SimResult run;        ///< its simulation (SimOptions::recordTimes when asked)
   double seconds = 0;
   bool budgetHit = false; ///< seeds were skipped or the climb stopped on budgetSeconds
-  std::string why;        ///< one line: what made the winner faster than Z3's optimum
+  /// Trials not simulated because their compute bound (afpipe::computeBoundSeconds) exceeded the
+  /// fastest step simulated before them: they could not win. How many depends on the order in
+  /// which the threads finish; the winner does not.
+  int64_t pruned = 0;
+  std::string why; ///< one line: what made the winner faster than Z3's optimum
 };
 
 /// The AF-Pipe settings `problem` already fixes: sequence length, sequences per step, reserve,
