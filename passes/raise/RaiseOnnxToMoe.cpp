@@ -123,6 +123,12 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
   /// Reports every node whose op type no component pattern knows, all at once.
   LogicalResult checkSupportedOps(func::FuncOp func) {
     bool ok = true;
+    // One line for a partially traced expert_hit loop (every layer's Split says the same).
+    for (NodeOp node : func.getOps<NodeOp>())
+      if (std::string why = normalize::nonZeroSplitMismatch(node); !why.empty()) {
+        node.emitError() << describe(node) << ": experts: " << why;
+        return failure();
+      }
     func.walk([&](NodeOp node) {
       if (isContribMoe(node))
         return; // onnxruntime's fused MoE (ContribMoeMatcher.h)

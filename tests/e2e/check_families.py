@@ -30,7 +30,7 @@ SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tin
            "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/silu_fc3_bias",
            "ms_moe_tiny/swiglu_concat_oai_bias", "ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias",
            "ms_moe_tiny/silu_plain", "ms_moe_tiny/identity_bias", "qwen3_moe_tiny/hf_forms",
-           "gpt_oss_tiny/hf_dense"]
+           "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop"]
 # com.microsoft.MoE's non-gated activation_type (default relu) -> the plan's expert_activation
 # (onnxruntime's gelu is the tanh approximation).
 PLAIN_ACTIVATION = {"relu": "relu", "gelu": "gelu_tanh", "silu": "silu", "identity": "identity"}

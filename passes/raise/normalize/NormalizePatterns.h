@@ -68,6 +68,16 @@ void populateSplitPackedQkvPatterns(mlir::RewritePatternSet &patterns);
 /// split; empty if it is, or if `node` is no such node.
 std::string packedQkvMismatch(NodeOp node);
 
+/// Split(Transpose(NonZero(hit)), sizes adding up to hit's static length N) -> the Constants
+/// 0..N-1 in those pieces (FoldExhaustiveNonZeroSplit.cpp: GPT-OSS's loop over expert_hit).
+void populateFoldExhaustiveNonZeroSplitPatterns(mlir::RewritePatternSet &patterns);
+/// Why `node`, a Split of Transpose(NonZero(hit)) the pattern left, is not the loop over every
+/// expert (for the raise pass's error); empty if it is, or if `node` is no such Split.
+std::string nonZeroSplitMismatch(NodeOp node);
+/// Gather(W, constant i) on axis 0 of a weight -> a reference to W's row block i
+/// (FoldWeightGather.cpp: `self.gate_up_proj[expert_idx]` with a computed index).
+void populateFoldWeightGatherPatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

@@ -62,6 +62,8 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
   populateFoldWeightTransposePatterns(patterns);
+  populateFoldExhaustiveNonZeroSplitPatterns(patterns);
+  populateFoldWeightGatherPatterns(patterns);
   populateNewerOpsetFormPatterns(patterns);
   populateDecomposeAttentionPatterns(patterns);
   populateDecomposeRotaryEmbeddingPatterns(patterns);

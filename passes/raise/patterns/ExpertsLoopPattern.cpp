@@ -189,6 +189,19 @@ ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHid
                std::nullopt;
       sawOai = true;
       form = oai->second;
+      // Hugging Face's training branch reads the expert's slices with a 1-D index
+      // (`self.gate_up_proj[expert_idx]`, expert_idx = expert_hit[i]): [1, hidden, 2 inner] and
+      // [1, 2 inner] references (FoldWeightGather.cpp); the leading 1 goes.
+      auto dropUnitLead = [&](WeightOp w, size_t rank) {
+        auto shape = w ? staticShape(w.getResult()) : SmallVector<int64_t>();
+        if (shape.size() == rank + 1 && shape[0] == 1)
+          return reshapedRef(w, ArrayRef<int64_t>(shape).drop_front());
+        return w;
+      };
+      oai->first.w1 = dropUnitLead(oai->first.w1, 2);
+      oai->first.w2 = dropUnitLead(oai->first.w2, 2);
+      oai->first.b1 = dropUnitLead(oai->first.b1, 1);
+      oai->first.b2 = dropUnitLead(oai->first.b2, 1);
       experts[*expert] = oai->first;
       experts[*expert].expert = *expert;
       expertHidden = outWidth(oai->first.w1) / 2;

@@ -27,6 +27,17 @@ score matrix (zero off the top-k) and summed over experts; ./einsum/ the referen
 implementation's MLPBlock (openai/gpt-oss gpt_oss/torch/model.py): top-k on the biased logits,
 softmax over the k, the chosen experts' weights gathered per token from the stacked [experts, out,
 in] tensors and applied with Einsum.
+
+Two more forms of the same weights are Hugging Face's own code, followed from transformers'
+src/transformers/models/gpt_oss/modeling_gpt_oss.py at commit
+00d4b3d2142cb4ced2f51b90614b5d26bc045015 (cfg hf_forms): GptOssRMSNorm with its float32 Casts
+((weight * x).to(input_dtype)), the masks of masking_utils (create_causal_mask for full layers,
+create_sliding_window_causal_mask's And of the causal and window masks for sliding layers) into
+eager_mask's where(mask, 0, finfo.min), and GptOssMLP / GptOssExperts.forward on [batch, seq,
+hidden]: ./hf_dense/ its eval branch (repeat, bmm over every expert, weighted by the scattered
+routing weights, summed), ./hf_loop/ its training branch (the loop over `expert_hit` from
+nonzero, which the exporter unrolls once per expert the trace batch hits; the expert slices read
+with that index).
 """
 
 import math
@@ -429,6 +440,9 @@ VARIANTS = [
     {"name": "gpt_oss_tiny/hf_dense", "subdir": "hf_dense", "shapes": [(2, 8), (1, 5)],
      "seed_base": 1000, "weight_seed": 0,
      "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_dense"))},
+    {"name": "gpt_oss_tiny/hf_loop", "subdir": "hf_loop", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_loop"))},
     # The same weights through the reference implementation's MLPBlock (gathered stacked weights,
     # Einsum).
     {"name": "gpt_oss_tiny/einsum", "subdir": "einsum", "shapes": [(2, 8), (1, 5)],
