@@ -70,8 +70,11 @@ def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
     weights to `onnx::MatMul_<n>`) and replaces each component with one `moe` op whose attributes
     hold the hyper-parameters read from the graph (head counts from the projection widths and the
     Reshape constants, RoPE base from the inverse-frequency constant, top-k from TopK's K, ...).
-    Fails with an error naming the node when an op outside the supported set appears, or when the
-    graph has no MoE layer.
+    Fails with an error naming the node when an op outside the supported set appears, when the
+    graph has no MoE layer, when a dispatch is baked from the traced batch
+    (DispatchDataflowCheck.h), when a router selects experts on sigmoid scores (DeepSeek-V3's
+    DeepseekV3TopkRouter, not a moe.router scoring: SigmoidRouterCheck.h), or when Hugging Face's
+    loop over the experts hit was traced with an expert missing (FoldExhaustiveNonZeroSplit.cpp).
 
     The match stage of raising: one rewrite pattern per component variant, each rooted at its
     anchor op (passes/raise/patterns/), applied in three phases; then the residual stream is

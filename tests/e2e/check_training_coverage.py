@@ -53,6 +53,9 @@ MUST_REFUSE_SAMPLE = {name: "non-gated experts" for name in
 # e2e.dtype_exports checks that `disagmoe compile` refuses each in one line.
 NOT_IMPORTED = {f"mixtral_dtypes/{name}": f"{dtype} form, not compiled yet (issue 12)"
                 for name, dtype in [("hf_bf16_opset17", "bfloat16"), ("hf_fp16_opset17", "float16")]}
+# DeepSeek-V3's sigmoid, group-limited router is not a moe.router scoring (issue 12):
+# e2e.onnxruntime_oracle checks its one-line refusal.
+NOT_IMPORTED["deepseek_v3_tiny"] = "sigmoid group-limited router, not imported (issue 12)"
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "
                      r"runs this plan$")
