@@ -31,7 +31,12 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     (com.microsoft and opset 23) whose tables are plain RoPE at positions 0..S-1 to Hugging Face's
     rotate-half chain (DecomposeRotaryEmbedding.cpp), and com.microsoft.GroupQueryAttention with
     separate q/k/v and no KV cache into head split, RoPE, repeat_kv and Attention-23
-    (DecomposeGroupQueryAttention.cpp). Each pattern is exact or
+    (DecomposeGroupQueryAttention.cpp). Hugging Face's GPT-OSS training branch, the loop over
+    `expert_hit = greater(mask.sum(), 0).nonzero()`, is unrolled by the exporter into
+    Split(Transpose(NonZero(hit))); a split into as many indices as `hit` has flags (every expert
+    hit by the trace) is the constants 0..N-1 wherever the graph runs
+    (FoldExhaustiveNonZeroSplit.cpp), and Gather(W, constant e) on a stacked weight becomes a
+    reference to W's row block e (FoldWeightGather.cpp). Each pattern is exact or
     rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
     another exponent, a Mul of two different values are kept.
   }];
@@ -65,8 +70,11 @@ def RaiseOnnxToMoe : Pass<"raise-onnx-to-moe", "mlir::ModuleOp"> {
     weights to `onnx::MatMul_<n>`) and replaces each component with one `moe` op whose attributes
     hold the hyper-parameters read from the graph (head counts from the projection widths and the
     Reshape constants, RoPE base from the inverse-frequency constant, top-k from TopK's K, ...).
-    Fails with an error naming the node when an op outside the supported set appears, or when the
-    graph has no MoE layer.
+    Fails with an error naming the node when an op outside the supported set appears, when the
+    graph has no MoE layer, when a dispatch is baked from the traced batch
+    (DispatchDataflowCheck.h), when a router selects experts on sigmoid scores (DeepSeek-V3's
+    DeepseekV3TopkRouter, not a moe.router scoring: SigmoidRouterCheck.h), or when Hugging Face's
+    loop over the experts hit was traced with an expert missing (FoldExhaustiveNonZeroSplit.cpp).
 
     The match stage of raising: one rewrite pattern per component variant, each rooted at its
     anchor op (passes/raise/patterns/), applied in three phases; then the residual stream is

@@ -53,8 +53,14 @@ NodeOp sortedRouter(NodeOp topk, const llvm::DenseMap<Value, NodeOp> &routerOfId
     NodeOp node = producer(v);
     if (!node || isProjection(node) || node.getOpType() == "Shape")
       continue;
-    for (Value in : node.getInputs())
+    for (auto [i, in] : llvm::enumerate(node.getInputs())) {
+      // Ids used as scatter positions build a mask over the scores (DeepSeek-V3's group-limited
+      // top-k: group_mask.scatter_(1, group_idx, 1), then masked_fill of the scores); the sort
+      // then orders scores, not the ids themselves as moe_infer's argsort does.
+      if (node.getOpType() == "ScatterElements" && i == 1)
+        continue;
       work.push_back(in);
+    }
   }
   return nullptr;
 }

@@ -9,7 +9,9 @@
 // The check finds, by dataflow and not by names:
 //   router ids   the indices output of a TopK (or an ArgMax) over scores;
 //   sort         a TopK whose data is (a reshape or arithmetic of) router ids: argsort exports as
-//                TopK(ids, k = n, largest = 0) and its indices output is the permutation;
+//                TopK(ids, k = n, largest = 0) and its indices output is the permutation (ids
+//                used as ScatterElements positions, a mask over scores as in DeepSeek-V3's
+//                group-limited top-k, do not count);
 //   sorted stream every value computed from that permutation, not looking through Shape (a shape
 //                does not depend on values) nor past a projection MatMul/Gemm with a weight (the
 //                experts' outputs are no longer token-expert pairs);

@@ -20,6 +20,7 @@
 #include "passes/raise/DispatchDataflowCheck.h"
 #include "passes/raise/GraphMatchers.h"
 #include "passes/raise/ResidualStream.h"
+#include "passes/raise/SigmoidRouterCheck.h"
 #include "passes/raise/normalize/NormalizePatterns.h"
 #include "passes/raise/patterns/ComponentMatcher.h"
 
@@ -114,6 +115,8 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
     // the baked token counts are the diagnosis its author needs.
     if (failed(checkDispatchDataflow(func)))
       return signalPassFailure();
+    if (failed(checkSigmoidRouter(func)))
+      return signalPassFailure();
     if (failed(checkSupportedOps(func)))
       return signalPassFailure();
     if (failed(raise(func)))
@@ -123,6 +126,12 @@ struct RaiseOnnxToMoePass : impl::RaiseOnnxToMoeBase<RaiseOnnxToMoePass> {
   /// Reports every node whose op type no component pattern knows, all at once.
   LogicalResult checkSupportedOps(func::FuncOp func) {
     bool ok = true;
+    // One line for a partially traced expert_hit loop (every layer's Split says the same).
+    for (NodeOp node : func.getOps<NodeOp>())
+      if (std::string why = normalize::nonZeroSplitMismatch(node); !why.empty()) {
+        node.emitError() << describe(node) << ": experts: " << why;
+        return failure();
+      }
     func.walk([&](NodeOp node) {
       if (isContribMoe(node))
         return; // onnxruntime's fused MoE (ContribMoeMatcher.h)

@@ -115,9 +115,10 @@ def main(bin_dir, repo, work):
     lines = r.stdout.strip().splitlines()
     noun = "expert" if len(missing) == 1 else "experts"
     verb = "is" if len(missing) == 1 else "are"
-    want = (f"/layers.{layer}/block_sparse_moe loops over the {len(hits[layer])} of {cfg['num_experts']} experts "
-            f"the example input routed to")
-    want_missing = f"{noun} {', '.join(map(str, missing))} {verb} not in the file"
+    want = (f"node '/layers.{layer}/block_sparse_moe/Split' (Split): experts: the loop over the experts hit "
+            f"(Split of NonZero, Hugging Face's expert_hit) was traced with {len(hits[layer])} of "
+            f"{cfg['num_experts']} experts hit")
+    want_missing = f"; {noun} {', '.join(map(str, missing))} {verb} not in the file"
     check(r.returncode == 1 and len(lines) == 1 and want in lines[0] and want_missing in lines[0]
           and not os.path.exists(os.path.join(work, "partial_plan", "plan.json")),
           f"traced on ids_b1_s5 (layer {layer} hits {hits[layer]}): refused in one line naming "

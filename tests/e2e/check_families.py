@@ -29,7 +29,8 @@ SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tin
            "qwen3_moe_tiny/dense_masked", "ms_moe_tiny/silu_fc3", "ms_moe_tiny/swiglu_interleaved",
            "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/silu_fc3_bias",
            "ms_moe_tiny/swiglu_concat_oai_bias", "ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias",
-           "ms_moe_tiny/silu_plain", "ms_moe_tiny/identity_bias", "qwen3_moe_tiny/hf_forms"]
+           "ms_moe_tiny/silu_plain", "ms_moe_tiny/identity_bias", "qwen3_moe_tiny/hf_forms",
+           "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop"]
 # com.microsoft.MoE's non-gated activation_type (default relu) -> the plan's expert_activation
 # (onnxruntime's gelu is the tanh approximation).
 PLAIN_ACTIVATION = {"relu": "relu", "gelu": "gelu_tanh", "silu": "silu", "identity": "identity"}

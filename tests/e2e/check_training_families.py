@@ -52,7 +52,7 @@ import error_model  # noqa: E402
 
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
             "deepseek_v2_lite_tiny", "qwen3_moe_tiny/dense_masked", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
-            "qwen3_moe_tiny/hf_forms",
+            "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop",
             # The Hugging Face forms of the Mixtral sample's modules (samples/models/mixtral_variants, issue 12):
             # RMSNorm casts, both generations of transformers' causal masks (with and without a sliding
             # window) and the scaled_dot_product_attention symbolic; goldens by export_train_goldens.py
@@ -68,7 +68,9 @@ FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_ti
 # Other export forms of the same module, weights and golden batch (export.py VARIANTS: "the same
 # weights as ./"): checked against that sample's training goldens (torch's math is the same).
 SAME_MODEL = {"qwen3_moe_tiny/dense_masked": "qwen3_moe_tiny", "gpt_oss_tiny/dense_masked": "gpt_oss_tiny",
-              "gpt_oss_tiny/einsum": "gpt_oss_tiny", "qwen3_moe_tiny/hf_forms": "qwen3_moe_tiny"}
+              "gpt_oss_tiny/einsum": "gpt_oss_tiny", "qwen3_moe_tiny/hf_forms": "qwen3_moe_tiny",
+              "gpt_oss_tiny/hf_dense": "gpt_oss_tiny",
+              "gpt_oss_tiny/hf_loop": "gpt_oss_tiny"}
 # The loss (relative) and every gradient (per tensor) are held to the fp32 error model's bounds for
 # the sample's chain (tests/numerics/error_model.py loss_bound, grad_bound: 14 target tokens of [2, 8]),
 # set per sample by set_bounds(); tests/e2e/check_mutations.py shows they catch real changes.

@@ -71,19 +71,16 @@ void populateSplitPackedQkvPatterns(mlir::RewritePatternSet &patterns);
 /// split; empty if it is, or if `node` is no such node.
 std::string packedQkvMismatch(NodeOp node);
 
-/// transformers' loop over the experts the example input hit (`for expert_idx in expert_hit`),
-/// traced: the Split of NonZero(Greater(ReduceSum(one-hot mask), 0)) into one row per hit expert.
-struct ExpertHitLoop {
-  NodeOp split, oneHot;
-  int64_t numExperts = 0; // the one-hot depth
-  int64_t rows = 0;       // experts the example input hit: the loop's trip count in the file
-  llvm::SmallVector<NodeOp, 5> chain; // Split, Transpose, NonZero, Greater, ReduceSum
-};
-/// The traced expert-hit loop whose hit list `split` splits, or nullopt.
-std::optional<ExpertHitLoop> matchExpertHitLoop(NodeOp split);
-/// An expert-hit loop traced over every expert -> its rows the constants 0..E-1, the loop over
-/// every expert (ResolveExpertHitLoop.cpp).
-void populateResolveExpertHitLoopPatterns(mlir::RewritePatternSet &patterns);
+/// Split(Transpose(NonZero(hit)), sizes adding up to hit's static length N) -> the Constants
+/// 0..N-1 in those pieces (FoldExhaustiveNonZeroSplit.cpp: GPT-OSS's loop over expert_hit).
+void populateFoldExhaustiveNonZeroSplitPatterns(mlir::RewritePatternSet &patterns);
+/// Why `node`, a Split of Transpose(NonZero(hit)) the pattern left, is not the loop over every
+/// expert (for the raise pass's error); empty if it is, or if `node` is no such Split.
+std::string nonZeroSplitMismatch(NodeOp node);
+/// Gather(W, constant i) on axis 0 of a weight -> a reference to W's row block i
+/// (FoldWeightGather.cpp: `self.gate_up_proj[expert_idx]` with a computed index).
+void populateFoldWeightGatherPatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateNormalizeOnnxPatterns(mlir::RewritePatternSet &patterns);
 

@@ -58,11 +58,12 @@ void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateDropIdentityPatterns(patterns);
   populateDropSameTypeCastPatterns(patterns);
   populateDropEmptyConcatInputPatterns(patterns);
-  populateResolveExpertHitLoopPatterns(patterns);
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);
   populateHoistMatMulScalesPatterns(patterns);
   populateFoldWeightTransposePatterns(patterns);
+  populateFoldExhaustiveNonZeroSplitPatterns(patterns);
+  populateFoldWeightGatherPatterns(patterns);
   populateNewerOpsetFormPatterns(patterns);
   populateDecomposeAttentionPatterns(patterns);
   populateDecomposeRotaryEmbeddingPatterns(patterns);

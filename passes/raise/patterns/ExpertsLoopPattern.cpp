@@ -8,8 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/raise/patterns/ExpertsPattern.h"
 
-#include "passes/raise/normalize/NormalizePatterns.h"
-
 #include "llvm/ADT/DenseSet.h"
 
 #include <deque>
@@ -142,39 +140,6 @@ static std::optional<std::pair<NodeOp, Value>> foreignCombineWeight(Value out, V
   return std::make_pair(mul, *w);
 }
 
-/// Why a traced expert-hit loop that normalize left (fewer rows than experts) is refused: the
-/// layer, the experts the file holds and those it lacks, read from the expert MatMuls' node names
-/// (torch.onnx.export names them after the module path, `.../experts.<e>/...`).
-static std::string expertHitLoopProblem(normalize::ExpertHitLoop hit, ArrayRef<NodeOp> matmuls) {
-  const std::string name = hit.split.getNodeName().str();
-  const std::string block = name.substr(0, name.rfind('/'));
-  llvm::SmallVector<bool> present(hit.numExperts, false);
-  bool named = false;
-  for (NodeOp mm : matmuls) {
-    StringRef n = mm.getNodeName();
-    const size_t at = n.find(block + "/experts.");
-    if (at != 0)
-      continue;
-    StringRef rest = n.drop_front(block.size() + std::string("/experts.").size());
-    unsigned e = 0;
-    if (!rest.consumeInteger(10, e) && e < present.size())
-      present[e] = named = true;
-  }
-  std::string missing;
-  int64_t count = 0;
-  for (auto [e, here] : llvm::enumerate(present))
-    if (!here)
-      missing += (count++ ? ", " : "") + std::to_string(e);
-  return "experts: " + block + " loops over the " + std::to_string(hit.rows) + " of " +
-         std::to_string(hit.numExperts) +
-         " experts the example input routed to (transformers' `for expert_idx in expert_hit`, "
-         "frozen by tracing); " +
-         (named ? (count == 1 ? "expert " + missing + " is" : "experts " + missing + " are") +
-                      " not in the file"
-                : std::string("the others are not in the file")) +
-         ": export again with an example input that routes tokens to every expert";
-}
-
 std::optional<SmallVector<ExpertMatch>>
 ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHidden,
                                    ExpertForm &form) {
@@ -224,6 +189,19 @@ ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHid
                std::nullopt;
       sawOai = true;
       form = oai->second;
+      // Hugging Face's training branch reads the expert's slices with a 1-D index
+      // (`self.gate_up_proj[expert_idx]`, expert_idx = expert_hit[i]): [1, hidden, 2 inner] and
+      // [1, 2 inner] references (FoldWeightGather.cpp); the leading 1 goes.
+      auto dropUnitLead = [&](WeightOp w, size_t rank) {
+        auto shape = w ? staticShape(w.getResult()) : SmallVector<int64_t>();
+        if (shape.size() == rank + 1 && shape[0] == 1)
+          return reshapedRef(w, ArrayRef<int64_t>(shape).drop_front());
+        return w;
+      };
+      oai->first.w1 = dropUnitLead(oai->first.w1, 2);
+      oai->first.w2 = dropUnitLead(oai->first.w2, 2);
+      oai->first.b1 = dropUnitLead(oai->first.b1, 1);
+      oai->first.b2 = dropUnitLead(oai->first.b2, 1);
       experts[*expert] = oai->first;
       experts[*expert].expert = *expert;
       expertHidden = outWidth(oai->first.w1) / 2;
@@ -280,9 +258,6 @@ ComponentMatcher::matchLoopExperts(const RouterMatch &router, int64_t &expertHid
   if (sawPlain && sawOai)
     return fail(router.topk, "experts: one layer mixes plain and clamped SwiGLU experts"),
            std::nullopt;
-  for (NodeOp split : allNodes("Split"))
-    if (auto hit = normalize::matchExpertHitLoop(split); hit && hit->oneHot == oneHot)
-      return fail(split, expertHitLoopProblem(*hit, allNodes("MatMul"))), std::nullopt;
   for (auto [e, ex] : llvm::enumerate(experts))
     if (!ex.w1)
       return fail(router.topk, "experts: no SwiGLU expert found for expert id " +

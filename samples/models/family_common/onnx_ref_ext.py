@@ -74,6 +74,12 @@ def run_node(node, ins):
         return [np.less_equal(ins[0], ins[1])]
     if op == "And":
         return [np.logical_and(ins[0], ins[1])]
+    if op == "GatherElements":  # DeepSeek-V3's scores.gather(1, topk_indices)
+        axis = at.get("axis", 0)
+        idx = np.where(ins[1] < 0, ins[1] + ins[0].shape[axis], ins[1])
+        return [np.take_along_axis(ins[0], idx, axis=axis)]
+    if op == "Not":  # DeepSeek-V3's masked_fill(~score_mask.bool(), 0)
+        return [np.logical_not(ins[0])]
     if op == "Min":
         return [np.minimum(*ins)]
     if op == "Max":

@@ -27,6 +27,17 @@ score matrix (zero off the top-k) and summed over experts; ./einsum/ the referen
 implementation's MLPBlock (openai/gpt-oss gpt_oss/torch/model.py): top-k on the biased logits,
 softmax over the k, the chosen experts' weights gathered per token from the stacked [experts, out,
 in] tensors and applied with Einsum.
+
+Two more forms of the same weights are Hugging Face's own code, followed from transformers'
+src/transformers/models/gpt_oss/modeling_gpt_oss.py at commit
+00d4b3d2142cb4ced2f51b90614b5d26bc045015 (cfg hf_forms): GptOssRMSNorm with its float32 Casts
+((weight * x).to(input_dtype)), the masks of masking_utils (create_causal_mask for full layers,
+create_sliding_window_causal_mask's And of the causal and window masks for sliding layers) into
+eager_mask's where(mask, 0, finfo.min), and GptOssMLP / GptOssExperts.forward on [batch, seq,
+hidden]: ./hf_dense/ its eval branch (repeat, bmm over every expert, weighted by the scattered
+routing weights, summed), ./hf_loop/ its training branch (the loop over `expert_hit` from
+nonzero, which the exporter unrolls once per expert the trace batch hits; the expert slices read
+with that index).
 """
 
 import math
@@ -78,6 +89,41 @@ def _apply_rotary_emb(x, cos, sin):
     first_ = first_half * cos - second_half * sin
     second_ = second_half * cos + first_half * sin
     return torch.cat((first_, second_), dim=-1)
+
+
+class GptOssRMSNorm(fx.RMSNorm):
+    """transformers' GptOssRMSNorm (hf_forms): the statistics in float32 and, unlike Llama's, the
+    weight applied before the cast back to the input dtype: (weight * x).to(input_dtype). The
+    TorchScript exporter keeps both Casts in an fp32 model. Same parameter as fx.RMSNorm."""
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.eps)
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+def masking_utils_masks(bsz, seq, dtype, window):
+    """transformers' masking_utils as GptOssModel.forward builds them for eager attention (past 0,
+    no padding): create_causal_mask (kv_idx <= q_idx) for full_attention layers and
+    create_sliding_window_causal_mask (and_masks of the causal mask and sliding_window_overlay,
+    kv_idx > q_idx - window) for sliding_attention layers, each in sdpa_mask's index-based form
+    (the boolean product of the two is torch 1.13's `And`), expanded to [bsz, 1, q, kv], then
+    eager_mask's where(mask, 0, finfo.min). min_dtype is a tensor of the mask's dtype (a Python
+    float next to an f32 tensor is typed double by torch 1.13's exporter; onnxruntime refuses that
+    Where): the same value."""
+    cache_position = torch.arange(seq)
+    kv_arange = torch.arange(seq)
+    kv_arange += 0
+    q_idx = cache_position.view(-1, 1)
+    zero = torch.tensor(0.0, dtype=dtype)
+    min_dtype = torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    causal = kv_arange <= q_idx
+    sliding = causal * (kv_arange > q_idx - window)
+    full = causal[None, None, :, :].expand(bsz, -1, -1, -1)
+    sliding = sliding[None, None, :, :].expand(bsz, -1, -1, -1)
+    return torch.where(full, zero, min_dtype), torch.where(sliding, zero, min_dtype)
 
 
 class GptOssRotaryEmbedding(nn.Module):
@@ -147,6 +193,7 @@ class GptOssExperts(nn.Module):
         super().__init__()
         E, h, f = cfg["num_experts"], cfg["hidden_size"], cfg["expert_hidden"]
         self.num_experts = E
+        self.hidden_size = h
         self.gate_up_proj = nn.Parameter(torch.empty(E, h, 2 * f))
         self.gate_up_proj_bias = nn.Parameter(torch.empty(E, 2 * f))
         self.down_proj = nn.Parameter(torch.empty(E, f, h))
@@ -188,6 +235,49 @@ class GptOssExperts(nn.Module):
         next_states = next_states * routing_weights.transpose(0, 1)[..., None]
         return next_states.sum(dim=0)
 
+    def forward_hf(self, hidden_states, router_indices, routing_weights):
+        """transformers' GptOssExperts.forward (hf_forms), hidden_states [batch, seq, hidden]:
+        expert_form "hf_loop" is its self.training branch, the loop over the experts hit by this
+        batch (expert_hit from nonzero; the traced graph unrolls one iteration per expert hit by
+        the trace batch, with each expert index read from that nonzero), "hf_dense" its eval
+        branch (every expert on every token through bmm, weighted by the scattered routing
+        weights, the dense-masked form)."""
+        batch_size = hidden_states.shape[0]
+        hidden_states = hidden_states.reshape(-1, self.hidden_size)
+        num_experts = routing_weights.shape[1]
+        if self.form == "hf_loop":
+            next_states = torch.zeros_like(hidden_states, dtype=hidden_states.dtype)
+            with torch.no_grad():
+                expert_mask = F.one_hot(router_indices, num_classes=num_experts)
+                expert_mask = expert_mask.permute(2, 1, 0)
+                expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+            for expert_idx in expert_hit[:]:
+                with torch.no_grad():
+                    _, token_idx = torch.where(expert_mask[expert_idx[0]])
+                current_state = hidden_states[token_idx]
+                gate_up = current_state @ self.gate_up_proj[expert_idx] + self.gate_up_proj_bias[expert_idx]
+                gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+                gate = gate.clamp(min=None, max=self.limit)
+                up = up.clamp(min=-self.limit, max=self.limit)
+                glu = gate * torch.sigmoid(gate * self.alpha)
+                gated_output = (up + 1) * glu
+                out = gated_output @ self.down_proj[expert_idx] + self.down_proj_bias[expert_idx]
+                weighted_output = out[0] * routing_weights[token_idx, expert_idx, None]
+                next_states.index_add_(0, token_idx, weighted_output.to(hidden_states.dtype))
+            return next_states.view(batch_size, -1, self.hidden_size)
+        hidden_states = hidden_states.repeat(num_experts, 1)
+        hidden_states = hidden_states.view(num_experts, -1, self.hidden_size)
+        gate_up = torch.bmm(hidden_states, self.gate_up_proj) + self.gate_up_proj_bias[..., None, :]
+        gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+        gate = gate.clamp(min=None, max=self.limit)
+        up = up.clamp(min=-self.limit, max=self.limit)
+        glu = gate * torch.sigmoid(gate * self.alpha)
+        next_states = torch.bmm(((up + 1) * glu), self.down_proj)
+        next_states = next_states + self.down_proj_bias[..., None, :]
+        next_states = next_states.view(num_experts, batch_size, -1, self.hidden_size)
+        next_states = next_states * routing_weights.transpose(0, 1).view(num_experts, batch_size, -1)[..., None]
+        return next_states.sum(dim=0)
+
     def expert(self, e, x):
         gate_up = x @ self.gate_up_proj[e] + self.gate_up_proj_bias[e]
         gate, up = gate_up[..., ::2], gate_up[..., 1::2]
@@ -216,6 +306,9 @@ class GptOssMLP(nn.Module):
         self.experts = GptOssExperts(cfg)
 
     def forward(self, hidden_states):
+        if self.experts.form.startswith("hf_"):  # transformers' GptOssMLP.forward
+            router_scores, router_indices = self.router(hidden_states.reshape(-1, hidden_states.shape[-1]))
+            return self.experts.forward_hf(hidden_states, router_indices, router_scores)
         bsz, seq, hidden = hidden_states.shape
         hidden_states = hidden_states.reshape(-1, hidden)
         if self.experts.form == "einsum":  # the reference implementation's MLPBlock
@@ -230,12 +323,16 @@ class GptOssMLP(nn.Module):
         return out.reshape(bsz, seq, hidden)
 
 
+def _norm(cfg):
+    return (GptOssRMSNorm if cfg.get("hf_forms") else fx.RMSNorm)(cfg["hidden_size"], cfg["rms_norm_eps"])
+
+
 class GptOssDecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx):
         super().__init__()
-        self.input_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.input_layernorm = _norm(cfg)
         self.self_attn = GptOssAttention(cfg, layer_idx)
-        self.post_attention_layernorm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.post_attention_layernorm = _norm(cfg)
         self.mlp = GptOssMLP(cfg)
 
     def forward(self, x, cos, sin, masks):
@@ -249,13 +346,15 @@ class GptOssTiny(nn.Module):
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         self.layers = nn.ModuleList([GptOssDecoderLayer(cfg, i) for i in range(cfg["num_layers"])])
-        self.norm = fx.RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.norm = _norm(cfg)
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
         self.rotary_emb = GptOssRotaryEmbedding(cfg["head_dim"], cfg["rope_theta"])
 
     def rope_and_masks(self, ids):
         seq = ids.shape[1]
         cos, sin = self.rotary_emb(torch.arange(seq).unsqueeze(0))
+        if self.cfg.get("hf_forms"):
+            return cos, sin, masking_utils_masks(ids.shape[0], seq, cos.dtype, self.cfg["sliding_window"])
         return cos, sin, (fx.causal_mask(seq), fx.sliding_window_mask(seq, self.cfg["sliding_window"]))
 
     def forward(self, ids):
@@ -333,6 +432,17 @@ VARIANTS = [
     # The same weights through Hugging Face's inference path (dense-masked experts).
     {"name": "gpt_oss_tiny/dense_masked", "subdir": "dense_masked", "shapes": [(2, 8), (1, 5)],
      "seed_base": 1000, "weight_seed": 0, "build": lambda: build(dict(CONFIG, expert_form="dense_masked"))},
+    # Hugging Face's own spellings of the same model (same weights as ./; transformers
+    # modeling_gpt_oss.py at commit 00d4b3d2142cb4ced2f51b90614b5d26bc045015): GptOssRMSNorm's
+    # float32 Casts, masking_utils' boolean masks (the sliding layers' And of the window and causal
+    # masks) into where(mask, 0, finfo.min), and GptOssExperts' eval branch (./hf_dense) or its
+    # training branch, the loop over the experts hit (./hf_loop).
+    {"name": "gpt_oss_tiny/hf_dense", "subdir": "hf_dense", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_dense"))},
+    {"name": "gpt_oss_tiny/hf_loop", "subdir": "hf_loop", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_loop"))},
     # The same weights through the reference implementation's MLPBlock (gathered stacked weights,
     # Einsum).
     {"name": "gpt_oss_tiny/einsum", "subdir": "einsum", "shapes": [(2, 8), (1, 5)],
