@@ -31,9 +31,13 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     (com.microsoft and opset 23) whose tables are plain RoPE at positions 0..S-1 to Hugging Face's
     rotate-half chain (DecomposeRotaryEmbedding.cpp), and com.microsoft.GroupQueryAttention with
     separate q/k/v and no KV cache into head split, RoPE, repeat_kv and Attention-23
-    (DecomposeGroupQueryAttention.cpp). Each pattern is exact or
-    rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
-    another exponent, a Mul of two different values are kept.
+    (DecomposeGroupQueryAttention.cpp). A float16 / bfloat16 export is computed in fp32
+    (WidenLowPrecision.cpp): its weights are read as f32 with their bytes' `stored_type` (exact),
+    every float16 / bfloat16 result, constant and function type becomes f32, and a Cast to float16
+    / bfloat16 becomes a Cast to float, so the export's roundings to that dtype are not performed
+    (what PyTorch computes for the model in float32 on the rounded weights). Each other pattern is
+    exact or rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow
+    with another exponent, a Mul of two different values are kept.
   }];
 }
 
