@@ -36,9 +36,13 @@ def NormalizeOnnx : Pass<"normalize-onnx", "mlir::ModuleOp"> {
     Split(Transpose(NonZero(hit))); a split into as many indices as `hit` has flags (every expert
     hit by the trace) is the constants 0..N-1 wherever the graph runs
     (FoldExhaustiveNonZeroSplit.cpp), and Gather(W, constant e) on a stacked weight becomes a
-    reference to W's row block e (FoldWeightGather.cpp). Each pattern is exact or
-    rounding-equivalent and checks its constants exactly; a Cast to another type, a Pow with
-    another exponent, a Mul of two different values are kept.
+    reference to W's row block e (FoldWeightGather.cpp). A float16 / bfloat16 export is computed in
+    fp32 (WidenLowPrecision.cpp): its weights are read as f32 with their bytes' `stored_type`
+    (exact), every float16 / bfloat16 result, constant and function type becomes f32, and a Cast to
+    float16 / bfloat16 becomes a Cast to float, so the export's roundings to that dtype are not
+    performed (what PyTorch computes for the model in float32 on the rounded weights). Each other
+    pattern is exact or rounding-equivalent and checks its constants exactly; a Cast to another
+    type, a Pow with another exponent, a Mul of two different values are kept.
   }];
 }
 

@@ -130,7 +130,10 @@ int PlanBuilder::weight(Value v, const std::vector<int> &ranks) {
   if (inserted) {
     WeightSpec spec;
     spec.name = name;
-    spec.dtype = "float32";
+    // The bytes' dtype: float32, or the float16 / bfloat16 a weight was widened from
+    // (normalize-onnx's WidenLowPrecisionWeight); the runtime widens those as it reads them.
+    const std::optional<Type> stored = w.getStoredType();
+    spec.dtype = !stored ? "float32" : llvm::isa<BFloat16Type>(*stored) ? "bfloat16" : "float16";
     auto type = llvm::cast<RankedTensorType>(w.getResult().getType());
     spec.shape.assign(type.getShape().begin(), type.getShape().end());
     spec.transposed = w.getTransposed();

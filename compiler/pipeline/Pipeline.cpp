@@ -2,6 +2,7 @@
 #include "compiler/pipeline/Pipeline.h"
 
 #include "compiler/pipeline/InputBinding.h"
+#include "compiler/pipeline/WeightDtypes.h"
 
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxLoader.h"
@@ -145,16 +146,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
   std::string outputNote, outputError;
   if (!dropKvCacheOutputs(path, graph.outputs, outputNote, outputError))
     return fail(outputError);
-  // fp16 and bf16 exports (issue 12): the plan's compute is float32 and their Casts are not
-  // matched yet, so they are refused by dtype here rather than at the first cast-wrapped pattern.
-  for (const onnxfe::Initializer &init : graph.initializers)
-    if (init.info.type == onnxfe::ElemType::Float16 || init.info.type == onnxfe::ElemType::BFloat16)
-      return fail(path + ": initializer '" + init.info.name + "' is " +
-                  onnxfe::elemTypeName(init.info.type) +
-                  ": float16 and bfloat16 exports are not imported yet (export the model in "
-                  "float32)");
+  // Initializer dtypes (WeightDtypes.h): float16 / bfloat16 weights compile, computed in fp32 (a
+  // note says so); float64 and quantised (int8, uint8, ...) weights are refused, naming one.
+  std::string dtypeNote, dtypeError;
+  if (!checkWeightDtypes(path, graph.initializers, dtypeNote, dtypeError))
+    return fail(dtypeError);
   if (!outputNote.empty())
     bindingNotes.push_back(std::move(outputNote));
+  if (!dtypeNote.empty())
+    bindingNotes.push_back(std::move(dtypeNote));
   if (notes)
     notes->insert(notes->end(), bindingNotes.begin(), bindingNotes.end());
   if (options.timing)

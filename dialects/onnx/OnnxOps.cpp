@@ -23,7 +23,19 @@ LogicalResult WeightOp::verify() {
                                    << type.getRank() << " (only 2-D weights can be)";
   if (getOffset() < 0 || getLength() < 0)
     return emitOpError("weight '") << getWeightName() << "' has a negative offset or length";
-  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+  // The bytes on disk: the result's element type, or the narrower stored_type it was widened from.
+  Type stored = type.getElementType();
+  if (std::optional<Type> storedType = getStoredType()) {
+    if (!llvm::isa<Float16Type, BFloat16Type>(*storedType) || !type.getElementType().isF32())
+      return emitOpError("weight '")
+             << getWeightName() << "' has stored_type " << *storedType << " under a "
+             << type.getElementType() << " result (only f16 or bf16 widened to f32)";
+    stored = *storedType;
+  }
+  if (!stored.isIntOrFloat())
+    return emitOpError("weight '")
+           << getWeightName() << "' has element type " << stored << ", not an integer or float";
+  unsigned bits = stored.getIntOrFloatBitWidth();
   int64_t expected = type.getNumElements() * ((bits + 7) / 8);
   if (std::optional<uint64_t> stride = getRowStride()) {
     if (type.getRank() != 2 || getTransposed())

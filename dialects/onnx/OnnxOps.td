@@ -58,15 +58,22 @@ def Onnx_WeightOp : Onnx_Op<"weight", [Pure]> {
     window of a wider row-major matrix on disk: row r's cols elements start at offset + r * row_stride
     (normalize-onnx's SplitPackedQkv references the q, k and v column blocks of a packed [in, out]
     projection this way); `length` stays the window's rows * cols * element bytes.
+    `stored_type` marks a weight whose bytes on disk are float16 (IEEE 754 binary16) or bfloat16
+    while its result is f32: normalize-onnx's WidenLowPrecisionWeight widens the initializers of a
+    float16 / bfloat16 export (exact: every such value is a float32), the plan names the stored
+    dtype and the runtime widens the bytes as it reads them (docs/plan-format.md, "weights");
+    `length` and `row_stride` count stored bytes (2 per element).
 
     ```mlir
     %w = onnx.weight "onnx::MatMul_1234" {file = "model.onnx", offset = 4096 : i64, length = 16384 : i64}
            : tensor<64x64xf32>
+    %e = onnx.weight "embed_tokens.weight" {file = "model.onnx", offset = 64 : i64, length = 16384 : i64,
+           stored_type = bf16} : tensor<256x32xf32>
     ```
   }];
   let arguments = (ins StrAttr:$weight_name, StrAttr:$file, I64Attr:$offset, I64Attr:$length,
                        OptionalAttr<ElementsAttr>:$value, UnitAttr:$transposed,
-                       OptionalAttr<I64Attr>:$row_stride);
+                       OptionalAttr<I64Attr>:$row_stride, OptionalAttr<TypeAttr>:$stored_type);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = "$weight_name attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -165,7 +165,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> importOnnxGraph(MLIRContext &context, cons
         b.getI64IntegerAttr(
             static_cast<int64_t>(init.hasFileRange ? init.length : init.data->bytes.size())),
         init.data ? ElementsAttr(denseOf(b, *init.data)) : ElementsAttr(), UnitAttr(),
-        /*row_stride=*/IntegerAttr());
+        /*row_stride=*/IntegerAttr(), /*stored_type=*/TypeAttr());
     values[init.info.name] = weight.getResult();
   }
 

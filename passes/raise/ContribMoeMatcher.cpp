@@ -55,7 +55,8 @@ WeightOp rowSlice(WeightOp w, int64_t e, int64_t row0, int64_t rows, StringRef p
       w.getFileAttr(),
       b.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + ((e * outRows + row0) * in) * elem),
       b.getI64IntegerAttr(rows * in * elem), /*value=*/ElementsAttr(),
-      type.getRank() == 3 ? b.getUnitAttr() : UnitAttr(), /*row_stride=*/IntegerAttr());
+      type.getRank() == 3 ? b.getUnitAttr() : UnitAttr(), /*row_stride=*/IntegerAttr(),
+      w.getStoredTypeAttr());
 }
 
 /// A reference to the 2-D weight `w` as its transpose (marked `transposed`, as
@@ -71,7 +72,8 @@ WeightOp transposedRef(WeightOp w) {
       w.getLoc(),
       RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
       w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
-      /*value=*/ElementsAttr(), b.getUnitAttr(), /*row_stride=*/IntegerAttr());
+      /*value=*/ElementsAttr(), b.getUnitAttr(), /*row_stride=*/IntegerAttr(),
+      w.getStoredTypeAttr());
 }
 
 /// A float attribute as written (1.702, 7, inf), for messages.

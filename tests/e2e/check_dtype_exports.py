@@ -10,10 +10,21 @@ by samples/models/mixtral_variants/export_variants.py) against independent oracl
     file itself is refused by onnxruntime's CPU provider, which has no bf16 Expand/MatMul: asserted,
     so that a newer onnxruntime that runs it becomes the oracle); for float16, onnxruntime running
     the file (torch 1.13's CPU has no fp16 matmul).
-  - the compiler: `disagmoe compile` does not import these forms yet (issue 12: the loader, the
-    plan's weight dtypes and the Cast patterns are still to come); it must refuse each in one line
-    naming the file, never crash. Once it compiles one, this check fails until it compares the
-    compiled logits instead (the line says so).
+  - the compiler (issue 12): `disagmoe compile` imports each form and computes it in fp32 on the
+    stored weights (normalize-onnx's WidenLowPrecision.cpp), saying so in one note line; every
+    weight of the plan keeps the initializer's dtype and bytes (dtype, length 2 bytes an element);
+    the compiled plan's logits match golden/logits_* at every golden shape within the fp32 bound
+    error_model.logits_bound. Derivation: the runtime widens each stored weight exactly (every
+    float16 / bfloat16 value is a float32), so the plan and the golden (PyTorch fp32 on the weights
+    rounded to the dtype, export_variants.py's rounded_fp32) are two fp32 evaluations of one real
+    function, whose difference the fp32 error model bounds (sigma = sqrt(2D/3) u, D from the
+    shapes). Two exact-arithmetic differences between the file and that function are not
+    performed by either: the file's roundings of activations to the dtype (its Casts, dropped) and
+    of constants (its inv_freq buffer rounded by model.to(dtype), from which the compiler recovers
+    theta = 10000, and the softmax scale sqrt(head_dim) rounded to the dtype, which the plan takes
+    as 1/sqrt(head_dim)): the golden computes inv_freq and the scale in fp32 too, so the bound
+    needs no term for them. Against the file's own dtype arithmetic (onnxruntime fp16, PyTorch
+    bf16) the plan is held to the dtype bound in e2e.onnxruntime_oracle and below.
 Exits 77 (CTest: skipped) when onnxruntime-node is not installed.
   check_dtype_exports.py BIN_DIR REPO_DIR WORK_DIR
 """
@@ -74,6 +85,42 @@ def check_weights(check, name, model, fp32_model, dtype):
           f"one to one {unmatched[:3] or ''}")
 
 
+def check_compiled(check, bin_dir, work, path, name, cfg, dtype):
+    """The form compiled (one note line on the stored dtype), its plan's weights in that dtype, and
+    the plan's logits against golden/logits_* (fp32 bound; the module docstring derives it) and,
+    for bfloat16, against PyTorch eager in bf16 (the dtype bound: the plan is the fp32 side)."""
+    vdir = os.path.dirname(path)
+    for ids in sorted(glob.glob(os.path.join(vdir, "golden", "ids_b*_s*.npy"))):
+        shape = os.path.basename(ids)[len("ids_"):-len(".npy")]
+        batch, seq = (int(x[1:]) for x in shape.split("_"))
+        plan = os.path.join(work, f"{name}_{shape}_plan")
+        c = subprocess.run([os.path.join(bin_dir, "disagmoe"), "compile", path, "-o", plan, "--batch", str(batch),
+                            "--seq-len", str(seq)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        notes = [l for l in c.stderr.splitlines() if " note: " in l and f"weights stored in {dtype}" in l]
+        check(c.returncode == 0 and len(notes) == 1 and "computes in fp32" in notes[0],
+              f"{name} {shape}: compiles, with one note on the {dtype} weights "
+              f"({notes[0].split(': note: ')[-1] if notes else c.stderr.strip()[-300:]})")
+        if c.returncode != 0:
+            continue
+        weights = json.load(open(os.path.join(plan, "plan.json")))["model"]["weights"]
+        wrong = [w["name"] for w in weights if w["dtype"] != dtype or w["length"] != 2 * int(np.prod(w["shape"]))]
+        check(weights and not wrong, f"{name} {shape}: the plan's {len(weights)} weights are {dtype}, 2 bytes an "
+              f"element {wrong[:3] or ''}")
+        out = plan + "_logits.npy"
+        r = subprocess.run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", ids, "--output", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(r.returncode == 0, f"{name} {shape}: disagmoe-run {r.stdout.strip()[-200:] if r.returncode else 'ran'}")
+        if r.returncode != 0:
+            continue
+        ours = np.load(out)
+        ok, text = error_model.logits_bound(cfg, seq).check(ours, np.load(os.path.join(vdir, "golden", f"logits_{shape}.npy")))
+        check(ok, f"{name} {shape}: the plan vs PyTorch fp32 on the rounded weights: {text}")
+        if dtype == "bfloat16":
+            ok, text = error_model.dtype_logits_bound(cfg, seq, dtype).check(
+                np.load(os.path.join(vdir, "golden", f"logits_bfloat16_{shape}.npy")), ours)
+            check(ok, f"{name} {shape}: PyTorch bf16 vs the plan (fp32 on the same weights): {text}")
+
+
 def main(bin_dir, repo, work):
     oracle_dir = os.path.join(repo, "tests", "oracle")
     if not os.path.isdir(os.path.join(oracle_dir, "node_modules", "onnxruntime-node")) or not shutil.which("node"):
@@ -113,13 +160,7 @@ def main(bin_dir, repo, work):
                 oracle = "onnxruntime fp16"
             ok, text = bound.check(got, ref)
             check(ok, f"{name} {shape}: {oracle} vs PyTorch fp32 on the rounded weights: {text}")
-        c = subprocess.run([os.path.join(bin_dir, "disagmoe"), "compile", path, "-o", os.path.join(work, name + "_plan"),
-                            "--batch", "2", "--seq-len", "8"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        lines = c.stdout.strip().splitlines()
-        check(c.returncode == 1 and len(lines) == 1 and path in lines[0],
-              f"{name}: not imported yet (issue 12), refused in one line naming the file "
-              f"(exit {c.returncode}{'; it compiles now: compare its logits here instead' if c.returncode == 0 else ''}): "
-              f"{lines[-1] if lines else ''}")
+        check_compiled(check, bin_dir, work, path, name, cfg, dtype)
     return check.summary()
 
 

@@ -43,6 +43,8 @@ MUST_TRAIN = {
     "newer_opsets/qwen3_opset21", "newer_opsets/mixtral_opset19", "newer_opsets/mixtral_opset20",
     "newer_opsets/qwen3_opset22", "newer_opsets/gpt_oss_ort_gqa", "newer_opsets/mixtral_ort_genai",
     "mixtral_tiny/expert_hit",
+    # float16 / bfloat16 exports: fp32 master weights from the stored weights (issue 12).
+    "mixtral_dtypes/hf_bf16_opset17", "mixtral_dtypes/hf_fp16_opset17",
 }
 # Plans with a form that has no backward yet, compiled from a sample with extra options: they must
 # be refused cleanly, naming this form.
@@ -51,13 +53,9 @@ MUST_REFUSE = [("deepseek_moe_tiny", ["--dense-side", "ffn"], "dense_ffn compone
 MUST_REFUSE_SAMPLE = {name: "non-gated experts" for name in
                       ["ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias", "ms_moe_tiny/silu_plain",
                        "ms_moe_tiny/identity_bias"]}
-# Samples the compiler does not import yet (issue 12: float16 / bfloat16 weights and activations);
-# e2e.dtype_exports checks that `disagmoe compile` refuses each in one line.
-NOT_IMPORTED = {f"mixtral_dtypes/{name}": f"{dtype} form, not compiled yet (issue 12)"
-                for name, dtype in [("hf_bf16_opset17", "bfloat16"), ("hf_fp16_opset17", "float16")]}
 # DeepSeek-V3's sigmoid, group-limited router is not a moe.router scoring (issue 12):
 # e2e.onnxruntime_oracle checks its one-line refusal.
-NOT_IMPORTED["deepseek_v3_tiny"] = "sigmoid group-limited router, not imported (issue 12)"
+NOT_IMPORTED = {"deepseek_v3_tiny": "sigmoid group-limited router, not imported (issue 12)"}
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "
                      r"runs this plan$")
@@ -72,9 +70,6 @@ def main(bin_dir, samples_dir, work):
                      if "model.onnx" in files)
     failures, trained, refused = [], [], []
     for name in samples:
-        if name in NOT_IMPORTED:
-            refused.append(f"{name}: {NOT_IMPORTED[name]}")
-            continue
         plan = os.path.join(work, name.replace("/", "__"))
         for groups in ("2", "1"):  # p = 1 only for a model whose layer count p = 2 does not divide
             c = subprocess.run([disagmoe, "compile", os.path.join(samples_dir, name, "model.onnx"), "-o", plan,

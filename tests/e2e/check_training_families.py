@@ -64,7 +64,11 @@ FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_ti
             # attention_mask and position_ids as graph inputs, bound to ones and 0..S-1 at compile time.
             "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_mask_converter_inputs_opset15",
             # optimum's text-generation-with-past signature: the KV caches bound empty, present.* dropped.
-            "mixtral_variants/hf_masking_utils_past_opset17"]
+            "mixtral_variants/hf_masking_utils_past_opset17",
+            # The float16 / bfloat16 exports (samples/models/mixtral_dtypes): fp32 master weights
+            # initialised from the stored (dtype-rounded) weights, trained in fp32; goldens by
+            # export_train_goldens.py samples/models/mixtral_variants --variant hf_bf16_opset17|hf_fp16_opset17.
+            "mixtral_dtypes/hf_bf16_opset17", "mixtral_dtypes/hf_fp16_opset17"]
 # Other export forms of the same module, weights and golden batch (export.py VARIANTS: "the same
 # weights as ./"): checked against that sample's training goldens (torch's math is the same).
 SAME_MODEL = {"qwen3_moe_tiny/dense_masked": "qwen3_moe_tiny", "gpt_oss_tiny/dense_masked": "gpt_oss_tiny",

@@ -3,7 +3,10 @@ plan's hyper-parameters equal the exporter's config, and its logits match PyTorc
 bound, tests/numerics/error_model.py) at every
 golden shape. For the external-data variant, compiling never reads the weight bytes (it succeeds
 without the data file) while running without it is an error naming the initializer and the file.
-  check_variants.py BIN_DIR VARIANTS_DIR WORK_DIR
+Further folders of forms of the same modules (samples/models/mixtral_dtypes: the float16 /
+bfloat16 exports, compiled in fp32 on their stored weights, against PyTorch fp32 on the rounded
+weights) are checked the same way.
+  check_variants.py BIN_DIR VARIANTS_DIR WORK_DIR [MORE_DIR ...]
 """
 import glob
 import json
@@ -31,11 +34,13 @@ def run(cmd, expect_ok=True):
     return r
 
 
-def main(bin_dir, variants_dir, work):
+def main(bin_dir, variants_dir, work, *more_dirs):
     disagmoe, runner = os.path.join(bin_dir, "disagmoe"), os.path.join(bin_dir, "disagmoe-run")
     check = Checks()
 
-    for vdir in sorted(glob.glob(os.path.join(variants_dir, "*", ""))):
+    vdirs = [v for d in (variants_dir,) + more_dirs for v in sorted(glob.glob(os.path.join(d, "*", "")))]
+    check(len(vdirs) > len(more_dirs), f"{len(vdirs)} variant folders found")
+    for vdir in vdirs:
         name = os.path.basename(os.path.dirname(vdir))
         cfg = json.load(open(os.path.join(vdir, "golden", "config.json")))
         for ids_path in sorted(glob.glob(os.path.join(vdir, "golden", "ids_b*_s*.npy"))):
@@ -71,4 +76,4 @@ def main(bin_dir, variants_dir, work):
 
 if __name__ == "__main__":
     os.makedirs(sys.argv[3], exist_ok=True)
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:]))

@@ -64,7 +64,8 @@ struct FoldWeightGather : OpRewritePattern<NodeOp> {
         rewriter.getStringAttr(w.getWeightName().str() + "[" + std::to_string(i) + "]"),
         w.getFileAttr(),
         rewriter.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + i * bytes),
-        rewriter.getI64IntegerAttr(bytes), value, UnitAttr(), /*row_stride=*/IntegerAttr());
+        rewriter.getI64IntegerAttr(bytes), value, UnitAttr(), /*row_stride=*/IntegerAttr(),
+        w.getStoredTypeAttr());
     Value idx = node.getInputs()[1];
     rewriter.replaceOp(node, ref.getResult());
     eraseIfDeadConstant(rewriter, idx);

@@ -34,7 +34,8 @@ struct FoldWeightTranspose : OpRewritePattern<NodeOp> {
         w.getLoc(),
         RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
         w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
-        /*value=*/ElementsAttr(), rewriter.getUnitAttr(), /*row_stride=*/IntegerAttr());
+        /*value=*/ElementsAttr(), rewriter.getUnitAttr(), /*row_stride=*/IntegerAttr(),
+        w.getStoredTypeAttr());
     rewriter.replaceOp(node, transposed.getResult());
     return success();
   }

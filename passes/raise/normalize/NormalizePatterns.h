@@ -25,6 +25,11 @@ using onnxir::NodeOp;
 void populateDropIdentityPatterns(mlir::RewritePatternSet &patterns);
 /// Cast(x, to = type of x) -> x (DropSameTypeCast.cpp).
 void populateDropSameTypeCastPatterns(mlir::RewritePatternSet &patterns);
+/// float16 / bfloat16 -> f32 everywhere (WidenLowPrecision.cpp): onnx.weight read as f32 with its
+/// stored_type, nodes' results and dense attributes widened, Casts to float16 / bfloat16
+/// retargeted to float, the function's signature; the plan computes a float16 / bfloat16 export
+/// in fp32 on its weights as stored.
+void populateWidenLowPrecisionPatterns(mlir::RewritePatternSet &patterns);
 /// Concat's operands of length 0 along its axis dropped; Concat(x) -> x (DropEmptyConcatInput.cpp:
 /// the empty KV cache a training plan binds, appended to by torch.cat([past, new], dim=-2)).
 void populateDropEmptyConcatInputPatterns(mlir::RewritePatternSet &patterns);

@@ -57,6 +57,7 @@ void eraseIfDeadConstant(PatternRewriter &rewriter, Value v) {
 void populateNormalizeOnnxPatterns(RewritePatternSet &patterns) {
   populateDropIdentityPatterns(patterns);
   populateDropSameTypeCastPatterns(patterns);
+  populateWidenLowPrecisionPatterns(patterns);
   populateDropEmptyConcatInputPatterns(patterns);
   populateCanonicalRsqrtPatterns(patterns);
   populateCanonicalSquarePatterns(patterns);

@@ -148,12 +148,12 @@ Value columnSlice(PatternRewriter &rewriter, const PackedQkv &p, int64_t begin, 
   rewriter.setInsertionPointAfter(w);
   const int64_t offset = static_cast<int64_t>(w.getOffset()) + begin * (rows ? in : 1) * elem;
   return rewriter
-      .create<WeightOp>(w.getLoc(), RankedTensorType::get({in, n}, type.getElementType()),
-                        rewriter.getStringAttr(w.getWeightName().str() + "[" + part.str() + "]"),
-                        w.getFileAttr(), rewriter.getI64IntegerAttr(offset),
-                        rewriter.getI64IntegerAttr(n * in * elem), /*value=*/ElementsAttr(),
-                        rows ? rewriter.getUnitAttr() : UnitAttr(),
-                        rows ? IntegerAttr() : rewriter.getI64IntegerAttr(out * elem))
+      .create<WeightOp>(
+          w.getLoc(), RankedTensorType::get({in, n}, type.getElementType()),
+          rewriter.getStringAttr(w.getWeightName().str() + "[" + part.str() + "]"), w.getFileAttr(),
+          rewriter.getI64IntegerAttr(offset), rewriter.getI64IntegerAttr(n * in * elem),
+          /*value=*/ElementsAttr(), rows ? rewriter.getUnitAttr() : UnitAttr(),
+          rows ? IntegerAttr() : rewriter.getI64IntegerAttr(out * elem), w.getStoredTypeAttr())
       .getResult();
 }
 
@@ -181,7 +181,7 @@ Value biasSlice(PatternRewriter &rewriter, NodeOp anchor, const PackedQkv &p, in
             w.getFileAttr(),
             rewriter.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + begin * elem),
             rewriter.getI64IntegerAttr(n * elem), value ? ElementsAttr(value) : ElementsAttr(),
-            UnitAttr(), IntegerAttr())
+            UnitAttr(), IntegerAttr(), w.getStoredTypeAttr())
         .getResult();
   }
   NodeOp c = raise::producer(p.bias, {"Constant"});

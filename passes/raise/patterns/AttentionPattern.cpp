@@ -236,11 +236,13 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
                          std::to_string(m.headDim / 2) + " values");
   // inv_freq[i] = theta^(-2i/d) (RoFormer, eq. 15), so log theta = -d/(2i) * log inv_freq[i].
   // Average over i, then keep 6 significant digits: the constant is fp32 (relative precision
-  // 6e-8), so further digits are rounding noise of the export, not part of the model.
-  m.ropeTheta = thetaOf(*invFreq, m.headDim);
-  if (!isPlainRope(*invFreq, m.headDim, m.ropeTheta))
+  // 6e-8), so further digits are rounding noise of the export, not part of the model. A float16 /
+  // bfloat16 export's frequencies are rounded to its dtype (roundedRopeTheta).
+  std::optional<double> theta = ropeTheta(*invFreq, m.headDim);
+  if (!theta)
     return fail(cos, "RoPE: the inverse frequencies are not theta^(-2i/head_dim) for one theta "
                      "(scaled RoPE such as YaRN or linear/NTK scaling is not supported)");
+  m.ropeTheta = *theta;
   for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
     if (auto why = rotateHalfMismatch(side, m.headDim))
       return fail(scores, std::string("RoPE on ") + name + ": " + *why);

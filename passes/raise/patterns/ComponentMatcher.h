@@ -217,6 +217,15 @@ public:
                                                                   int64_t count);
   static bool isPlainRope(llvm::ArrayRef<double> invFreq, int64_t dim, double theta);
   static double thetaOf(llvm::ArrayRef<double> invFreq, int64_t dim);
+  /// theta of plain RoPE's inverse frequencies `invFreq` over `dim` rotary dims: thetaOf where
+  /// they are theta^(-2i/dim) to fp32 precision (isPlainRope), or roundedRopeTheta's where they
+  /// are its rounding to bfloat16 / float16 (where both fit, the theta with fewer significant
+  /// digits); nullopt if neither (a scaled RoPE).
+  static std::optional<double> ropeTheta(llvm::ArrayRef<double> invFreq, int64_t dim);
+  /// The theta whose frequencies theta^(-2i/dim), each rounded to bfloat16 (or else float16), are
+  /// `invFreq` exactly, with the fewest significant digits (a config's rope_theta: 10000, 1e6):
+  /// the inv_freq buffer of a model.to(bfloat16) export. nullopt if no theta gives them.
+  static std::optional<double> roundedRopeTheta(llvm::ArrayRef<double> invFreq, int64_t dim);
   bool isCausalMask(mlir::Value mask);
   /// Why the rotation on the scores' operand `side` is not RoPE's rotate-half over `rotaryDim`
   /// dims (no sign flip, or halves split elsewhere than rotaryDim / 2); nullopt if it is, or

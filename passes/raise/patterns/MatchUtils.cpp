@@ -195,7 +195,8 @@ WeightOp ComponentMatcher::sliceRef(WeightOp w, int64_t e, bool transpose) {
       b.getStringAttr(w.getWeightName().str() + "[" + std::to_string(e) + "]"), w.getFileAttr(),
       b.getI64IntegerAttr(static_cast<int64_t>(w.getOffset()) + e * bytes),
       b.getI64IntegerAttr(bytes), /*value=*/ElementsAttr(),
-      transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr(), /*row_stride=*/IntegerAttr());
+      transpose && shape.size() == 2 ? b.getUnitAttr() : UnitAttr(), /*row_stride=*/IntegerAttr(),
+      w.getStoredTypeAttr());
   created_.push_back(ref);
   return ref;
 }
@@ -207,7 +208,7 @@ WeightOp ComponentMatcher::reshapedRef(WeightOp w, ArrayRef<int64_t> shape) {
   auto ref = b.create<WeightOp>(w.getLoc(), RankedTensorType::get(shape, type.getElementType()),
                                 w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(),
                                 w.getLengthAttr(), /*value=*/ElementsAttr(), w.getTransposedAttr(),
-                                /*row_stride=*/IntegerAttr());
+                                /*row_stride=*/IntegerAttr(), w.getStoredTypeAttr());
   created_.push_back(ref);
   return ref;
 }
@@ -220,7 +221,8 @@ WeightOp ComponentMatcher::transposedRef(WeightOp w) {
       w.getLoc(),
       RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
       w.getWeightNameAttr(), w.getFileAttr(), w.getOffsetAttr(), w.getLengthAttr(),
-      /*value=*/ElementsAttr(), b.getUnitAttr(), /*row_stride=*/IntegerAttr());
+      /*value=*/ElementsAttr(), b.getUnitAttr(), /*row_stride=*/IntegerAttr(),
+      w.getStoredTypeAttr());
   created_.push_back(ref);
   return ref;
 }

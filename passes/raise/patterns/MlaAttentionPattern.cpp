@@ -144,11 +144,12 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
   if (!invFreq || invFreq->size() < 2 || (*invFreq)[1] <= 0 || (*invFreq)[1] >= 1)
     return fail(scores, "MLA: no rotary embedding with qk_rope_head_dim/2 = " +
                             std::to_string(m.rope / 2) + " inverse frequencies");
-  m.ropeTheta = thetaOf(*invFreq, m.rope);
+  const std::optional<double> theta = ropeTheta(*invFreq, m.rope);
+  m.ropeTheta = theta.value_or(0.0);
   for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
     if (auto why = rotateHalfMismatch(side, m.rope))
       return fail(scores, std::string("MLA: RoPE on ") + name + ": " + *why);
-  if (!isPlainRope(*invFreq, m.rope, m.ropeTheta))
+  if (!theta)
     return fail(cos, "MLA: the inverse frequencies are not theta^(-2i/qk_rope_head_dim) for one "
                      "theta (scaled RoPE such as YaRN is not supported)");
   // DeepSeek-V2's de-interleave of the rope dims: view(.., d/2, 2) -> Transpose(last two).

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/raise/patterns/ComponentMatcher.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
@@ -233,6 +234,87 @@ double ComponentMatcher::thetaOf(ArrayRef<double> invFreq, int64_t dim) {
   double theta = std::exp(logTheta / static_cast<double>(invFreq.size() - 1));
   double magnitude = std::pow(10.0, std::floor(std::log10(theta)) - 5);
   return std::round(theta / magnitude) * magnitude;
+}
+
+/// Significant decimal digits of `x` (10000: 1, 9980.5: 5), up to 17.
+static int significantDigits(double x) {
+  for (int digits = 1; digits < 17; ++digits) {
+    const double step = std::pow(10.0, std::floor(std::log10(std::abs(x))) - digits + 1);
+    if (std::abs(std::round(x / step) * step - x) <= 1e-12 * std::abs(x))
+      return digits;
+  }
+  return 17;
+}
+
+std::optional<double> ComponentMatcher::ropeTheta(ArrayRef<double> invFreq, int64_t dim) {
+  const double theta = thetaOf(invFreq, dim);
+  const bool plain = isPlainRope(invFreq, dim, theta);
+  std::optional<double> rounded = roundedRopeTheta(invFreq, dim);
+  // Both readings fit where few frequencies leave theta loose (head_dim 4: one free value): the
+  // theta with fewer digits wins (a config's rope_theta), the fp32 reading on a tie.
+  if (rounded && (!plain || significantDigits(*rounded) < significantDigits(theta)))
+    return rounded;
+  return plain ? std::optional<double>(theta) : std::nullopt;
+}
+
+/// `v` rounded to `sem` (round to nearest even, as torch's .to(dtype)), as a double.
+static double roundedTo(double v, const llvm::fltSemantics &sem) {
+  APFloat f(v);
+  bool inexact = false;
+  (void)f.convert(sem, APFloat::rmNearestTiesToEven, &inexact);
+  (void)f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &inexact);
+  return f.convertToDouble();
+}
+
+/// A float16 / bfloat16 model (model.to(dtype)) rounds the inv_freq buffer too: transformers'
+/// rotary embedding then computes angles from inv_freq.float(), so the export's constant holds
+/// theta^(-2i/d) rounded to the dtype. The theta is found from the interval each rounded value
+/// allows (the reals that round to it lie within half an ulp on either side), as the number with
+/// the fewest significant digits in their intersection, and accepted only if rounding its
+/// frequencies gives every value back exactly. The plan's RoPE computes the frequencies from theta
+/// in fp32 (not rounded): what PyTorch computes for the model in float32.
+std::optional<double> ComponentMatcher::roundedRopeTheta(ArrayRef<double> invFreq, int64_t dim) {
+  if (invFreq.size() < 2 || invFreq[0] != 1.0 || dim <= 0)
+    return std::nullopt;
+  for (const llvm::fltSemantics *sem : {&APFloat::BFloat(), &APFloat::IEEEhalf()}) {
+    double logLo = -INFINITY, logHi = INFINITY; // the interval of log theta
+    bool representable = true;
+    for (size_t i = 1; representable && i < invFreq.size(); ++i) {
+      const double v = invFreq[i];
+      representable = v > 0 && roundedTo(v, *sem) == v;
+      if (!representable)
+        break;
+      APFloat up(v), down(v);
+      bool inexact = false;
+      (void)up.convert(*sem, APFloat::rmNearestTiesToEven, &inexact);
+      (void)down.convert(*sem, APFloat::rmNearestTiesToEven, &inexact);
+      (void)up.next(/*nextDown=*/false);
+      (void)down.next(/*nextDown=*/true);
+      (void)up.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &inexact);
+      (void)down.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &inexact);
+      const double lo = (v + down.convertToDouble()) / 2, hi = (v + up.convertToDouble()) / 2;
+      // theta^(-2i/d) in [lo, hi]  <=>  log theta in [-d/(2i) log hi, -d/(2i) log lo].
+      const double k = static_cast<double>(dim) / (2.0 * static_cast<double>(i));
+      logLo = std::max(logLo, -k * std::log(hi));
+      logHi = std::min(logHi, lo > 0 ? -k * std::log(lo) : INFINITY);
+    }
+    if (!representable || !(logLo <= logHi) || !std::isfinite(logLo))
+      continue;
+    const double thetaLo = std::exp(logLo), thetaHi = std::exp(logHi);
+    for (int digits = 1; digits <= 7; ++digits) {
+      const double step = std::pow(10.0, std::floor(std::log10(thetaLo)) - digits + 1);
+      const double theta = std::ceil(thetaLo / step) * step;
+      if (theta > thetaHi)
+        continue;
+      bool exact = true;
+      for (size_t i = 0; exact && i < invFreq.size(); ++i)
+        exact = roundedTo(std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim)),
+                          *sem) == invFreq[i];
+      if (exact)
+        return theta;
+    }
+  }
+  return std::nullopt;
 }
 
 /// The nodes between the scores' operand `side` and the projection MatMul(x, W) it comes from

@@ -10,7 +10,12 @@ FAMILY_DIR is a family sample folder with an export.py (e.g. samples/models/qwen
 --variant selects one of its VARIANTS by name (default: the one whose subdir is "."). FAMILY_DIR may
 also be samples/models/mixtral_variants (export_variants.py; --variant required, e.g.
 hf_masking_utils_window_opset16): the model is that script's build() of the variant, its goldens go
-to <variant>/golden/train/. The model is built exactly as the exporter builds it (same seed), and
+to <variant>/golden/train/. The dtype forms of that script (DTYPE_VARIANTS: hf_bf16_opset17,
+hf_fp16_opset17, in samples/models/mixtral_dtypes) are trained from fp32 master weights initialised
+from the dtype-rounded weights (export_variants.py's rounded_fp32: every parameter rounded to
+bfloat16 / float16 and back, what the file stores and the runtime widens exactly at load), in fp32,
+as the plan computes them; their goldens go to ../mixtral_dtypes/<form>/golden/train/. The model is
+built exactly as the exporter builds it (same seed), and
 must reproduce golden/logits_b2_s8.npy (within the fp32 error model's regeneration bound). The batch is golden/ids_b2_s8.npy; targets are the next token within each sequence
 and the loss is the mean cross-entropy over those B*(S-1) = 14 targets (docs/architecture.md,
 "Training semantics and numerics"), as in samples/models/mixtral_tiny/export_grads.py.
@@ -288,9 +293,10 @@ def mixtral_variant(module, name):
     itself) with two additions that change no output: model.cfg (the config family_export reads)
     and routers that record the scores their top-k selects on (family_export.record_router_scores:
     the probabilities, or the logits for "topk_softmax"), for the routing and idle batch below."""
-    if name not in module.VARIANTS:
+    dtype = module.DTYPE_VARIANTS.get(name)  # a dtype form: DTYPE_BASE's modules, rounded weights
+    if name not in module.VARIANTS and dtype is None:
         raise SystemExit(f"export_train_goldens.py: no variant {name} in {MIXTRAL_VARIANTS}")
-    _, _, _, scoring, mask_form, norm_form = module.VARIANTS[name]
+    _, _, _, scoring, mask_form, norm_form = module.VARIANTS[module.DTYPE_BASE if dtype else name]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import family_export  # samples/models/family_common, this script's folder
 
@@ -302,12 +308,15 @@ def mixtral_variant(module, name):
 
     def build():
         model = module.build(scoring, mask_form, norm_form)
+        if dtype is not None:
+            model = module.rounded_fp32(model, dtype)  # fp32 master weights = the stored ones
         model.cfg = dict(module.CONFIG)
         for layer in model.layers:
             layer.block_sparse_moe.__class__ = RecordingRouter  # a class, so that deepcopy keeps it
         return model
 
-    return {"name": name, "subdir": name, "weight_seed": 0, "build": build}
+    subdir = os.path.relpath(os.path.join(module.DTYPE_OUT, name), os.path.dirname(module.__file__)) if dtype else name
+    return {"name": name, "subdir": subdir, "weight_seed": 0, "build": build}
 
 
 def pick_variant(module, name):
@@ -349,7 +358,11 @@ def generate(family_dir, variant, out_root):
     opt.step()
     for name, p in model.named_parameters():
         sgd.update((k, a) for k, a in golden_arrays(name, p) if step_key(k))
-    tdir = os.path.join(out_root, variant["subdir"], "golden", "train")
+    # Into the sample's folder, or (--check) a folder of the variant's name under out_root (a dtype
+    # form's subdir climbs out of mixtral_variants).
+    climbs = variant["subdir"].startswith(os.pardir)
+    sub = variant["name"] if climbs and out_root != family_dir else variant["subdir"]
+    tdir = os.path.join(out_root, sub, "golden", "train")
     os.makedirs(tdir, exist_ok=True)
     np.save(os.path.join(tdir, "loss.npy"), np.array([loss.item()], dtype=np.float32), allow_pickle=False)
     np.savez(os.path.join(tdir, "grads.npz"), **{k: grads[k] for k in sorted(grads)})

@@ -65,6 +65,31 @@ func.func @weight_length() {
 
 // -----
 
+// A widened float16 / bfloat16 weight's length counts its stored bytes, 2 an element.
+func.func @weight_stored_length() {
+  // expected-error @+1 {{weight 'w' has length 16 bytes but its type needs 8}}
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64, stored_type = bf16} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stored_type() {
+  // expected-error @+1 {{weight 'w' has stored_type 'f32' under a 'f32' result (only f16 or bf16 widened to f32)}}
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 16 : i64, stored_type = f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stored_under_f16() {
+  // expected-error @+1 {{weight 'w' has stored_type 'bf16' under a 'f16' result (only f16 or bf16 widened to f32)}}
+  %w = onnx.weight "w" {file = "m.onnx", offset = 0 : i64, length = 8 : i64, stored_type = bf16} : tensor<4xf16>
+  return
+}
+
+// -----
+
 func.func @stage_yield_types(%x: tensor<2x4xf32>) {
   // expected-error @+1 {{moe.yield types differ from the stage's result types}}
   %0 = moe.stage "ffn" layer 0(%x) : (tensor<2x4xf32>) -> tensor<4xf32> {

@@ -28,13 +28,11 @@ namespace {
 const std::string kSamples = DISAGMOE_SAMPLES_ROOT;
 
 /// Samples that the frontend refuses by design (a traced dispatch baked to the example's experts),
-/// or does not import yet (issue 12: the float16 / bfloat16 forms of samples/models/mixtral_dtypes,
-/// whose one-line refusal e2e.dtype_exports checks; deepseek_v3_tiny, whose sigmoid group-limited
-/// router moe.router does not represent, refused in one line as e2e.onnxruntime_oracle checks):
-/// they have no plan to round-trip.
+/// or does not import yet (issue 12: deepseek_v3_tiny, whose sigmoid group-limited router
+/// moe.router does not represent, refused in one line as e2e.onnxruntime_oracle checks): they have
+/// no plan to round-trip.
 bool refusedByDesign(const std::string &model) {
   return model.find("/moe_infer") != std::string::npos ||
-         model.find("/mixtral_dtypes/") != std::string::npos ||
          model.find("/deepseek_v3_tiny/") != std::string::npos;
 }
 
@@ -110,6 +108,42 @@ TEST(PlanRoundTrip, SidesGroupsAndCapacity) {
   ffnSide.sharedExpertsSide = "ffn";
   expectRoundTrip(kSamples + "/deepseek_moe_tiny/model.onnx", ffnSide);
   expectRoundTrip(kSamples + "/qwen3_moe_tiny/model.onnx", disagmoe::CompileOptions(), 12);
+}
+
+// The float16 / bfloat16 exports (samples/models/mixtral_dtypes) keep every weight in its stored
+// dtype in the plan: the dtype's name and 2 bytes an element (the ONNX initializers' size), and the
+// dtype survives parsing (the rest of the text round-trips in EverySampleAtTwoPlusTwoRanks).
+TEST(PlanRoundTrip, LowPrecisionWeightsKeepTheirStoredDtype) {
+  for (const auto &[form, dtype] :
+       {std::pair<std::string, std::string>{"hf_bf16_opset17", "bfloat16"},
+        {"hf_fp16_opset17", "float16"}}) {
+    SCOPED_TRACE(form);
+    const std::string model = kSamples + "/mixtral_dtypes/" + form + "/model.onnx";
+    mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+    auto compiled =
+        disagmoe::compileOnnx(context, model, disagmoe::CompileOptions(), llvm::nulls());
+    ASSERT_TRUE(static_cast<bool>(compiled)) << llvm::toString(compiled.takeError());
+    mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
+    llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, model);
+    ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+    ASSERT_FALSE(plan->model.weights.empty());
+    for (const disagmoe::WeightSpec &w : plan->model.weights) {
+      int64_t elements = 1;
+      for (int64_t d : w.shape)
+        elements *= d;
+      EXPECT_EQ(w.dtype, dtype) << w.name;
+      EXPECT_EQ(w.length, static_cast<uint64_t>(2 * elements)) << w.name;
+    }
+    disagmoe::Plan parsed;
+    try {
+      parsed = disagmoe::parsePlan(disagmoe::planToJson(*plan), "/tmp/plan.json");
+    } catch (const disagmoe::PlanError &e) {
+      FAIL() << "the emitted plan does not load: " << e.what();
+    }
+    ASSERT_EQ(parsed.model.weights.size(), plan->model.weights.size());
+    for (const disagmoe::WeightSpec &w : parsed.model.weights)
+      EXPECT_EQ(w.dtype, dtype) << w.name;
+  }
 }
 
 } // namespace
