@@ -20,6 +20,19 @@ import time
 import numpy as np
 from checks import Checks
 
+# torch's own launcher (what torchrun --nproc-per-node W --no-python runs), called as an API: Debian's
+# torch 1.13 torchrun CLI fails on this Python before it starts a worker (its --redirects parsing).
+TORCH_LAUNCH = """
+import sys
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+from torch.distributed.elastic.multiprocessing import Std
+world, backend, port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=world, run_id="disagmoe", rdzv_backend=backend,
+                   rdzv_endpoint="127.0.0.1:" + port, rdzv_configs={"rank": 0} if backend == "static" else {},
+                   max_restarts=0, redirects=Std.NONE, tee=Std.NONE, monitor_interval=1)
+elastic_launch(cfg, sys.argv[4])(*sys.argv[5:])
+"""
+
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
 
@@ -44,8 +57,9 @@ def run(cmd, expect_ok=True, timeout=120, env=None):
     return result
 
 
-def launch(cmd, world, slurm=False, timeout=120):
-    """Starts `world` processes with torchrun's (or srun's) variables; returns [(rc, output)] by rank."""
+def launch(cmd, world, slurm=False, timeout=120, kill=None):
+    """Starts `world` processes with torchrun's (or srun's) variables; returns [(rc, output)] by rank.
+    kill = (rank, seconds): SIGKILLs that rank's process after that many seconds."""
     port = free_port()
     procs = []
     for r in range(world):
@@ -56,6 +70,9 @@ def launch(cmd, world, slurm=False, timeout=120):
             env.update(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(world))
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+    if kill:
+        time.sleep(kill[1])
+        procs[kill[0]].kill()
     out = []
     for p in procs:
         try:
@@ -146,6 +163,24 @@ def main(bin_dir, sample, work):
              "--attn-ranks", str(a), "--ffn-ranks", str(f)])
         world_checks(check, run_bin, plans[world], ids, work, world)
 
+    try:
+        import torch.distributed.launcher.api  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+        print("skip torch's elastic launcher checks: torch.distributed is not importable")
+    for backend in ("static", "c10d") if have_torch else ():
+        # static: the agent's TCPStore holds MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), the
+        # ranks meet on MASTER_PORT + 1; c10d: MASTER_PORT is a free port the agent chose.
+        out = os.path.join(work, f"w4_torch_{backend}.npy")
+        r = run([sys.executable, "-c", TORCH_LAUNCH, "4", backend, str(free_port()), run_bin, plans[4], "--comm",
+                 "mpi", "--timeout", "30", "--input", ids, "--output", out], expect_ok=False, timeout=180)
+        ok = r.returncode == 0 and os.path.exists(out) and \
+            np.load(out).tobytes() == np.load(os.path.join(work, "w4_local.npy")).tobytes()
+        check(ok, f"torch's elastic launcher ({backend} rendezvous), 4 workers: logits bit-identical to --comm local")
+        if not ok:
+            print(r.stdout[-3000:])
+
     slurm_logits = os.path.join(work, "w2_slurm.npy")
     launched_ok(launch([run_bin, plans[2], "--comm", "mpi", "--input", ids, "--output", slurm_logits], 2, slurm=True),
                 "forward on 2 ranks with Slurm's variables and MASTER_ADDR")
@@ -177,6 +212,16 @@ def main(bin_dir, sample, work):
           f"--fail-rank 1: every process ended with an error, in {took:.1f} s: {[rc for rc, _ in results]}")
     check("rank 1: injected failure" in results[1][1] and all("rank 1" in t for _, t in results),
           "--fail-rank 1: every process names rank 1")
+    # A process killed mid-run (no note from it): its peers see its connection close and end, naming it.
+    start = time.time()
+    results = launch([run_bin, plans[4], "--comm", "mpi", "--train", "--input", ids, "--steps", "1000000",
+                      "--quiet"], 4, timeout=60, kill=(2, 2.0))
+    took = time.time() - start
+    others = [results[r] for r in (0, 1, 3)]
+    check(all(rc not in (0, None) for rc, _ in others) and took < 30 and
+          all("rank 2's connection closed before it finished" in t for _, t in others),
+          f"rank 2 killed after 2 s: ranks 0, 1, 3 ended in {took:.1f} s naming rank 2: "
+          f"{[t.strip().splitlines()[-1:] for _, t in others]}")
     refusal_checks(check, run_bin, plans[4])
     return check.summary()
 

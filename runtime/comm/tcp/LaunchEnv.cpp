@@ -31,7 +31,8 @@ constexpr long kMaxRanks = 1L << 30;
 } // namespace
 
 std::string StoreLaunch::endpoint() const {
-  return "MASTER_ADDR:MASTER_PORT = " + masterAddr + ":" + std::to_string(masterPort);
+  return std::string(agentStore ? "MASTER_ADDR:MASTER_PORT+1 = " : "MASTER_ADDR:MASTER_PORT = ") +
+         masterAddr + ":" + std::to_string(rendezvousPort());
 }
 
 std::optional<StoreLaunch> storeLaunchFrom(const Env &env) {
@@ -67,6 +68,13 @@ std::optional<StoreLaunch> storeLaunchFrom(const Env &env) {
   l.masterAddr = *lookup(env, "MASTER_ADDR");
   if (lookup(env, "MASTER_PORT"))
     l.masterPort = integer(env, "MASTER_PORT", 1, 65535, "a TCP port (1 to 65535)");
+  if (const std::string *agent = lookup(env, "TORCHELASTIC_USE_AGENT_STORE")) {
+    l.agentStore = *agent == "True" || *agent == "true" || *agent == "1";
+    if (l.agentStore && l.masterPort == 65535)
+      throw LaunchEnvError("MASTER_PORT=65535: with TORCHELASTIC_USE_AGENT_STORE=" + *agent +
+                           " (torchrun's store holds MASTER_PORT) the ranks meet on MASTER_PORT + "
+                           "1, which is not a port");
+  }
   if (lookup(env, localVar)) {
     l.localRank = integer(env, localVar, 0, kMaxRanks - 1, "a local rank (a decimal integer >= 0)");
     if (l.localRank >= l.worldSize)
@@ -80,7 +88,7 @@ std::optional<StoreLaunch> storeLaunchFromEnvironment() {
   Env env;
   for (const char *name :
        {"OMPI_COMM_WORLD_RANK", "RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS",
-        "SLURM_LOCALID", "MASTER_ADDR", "MASTER_PORT"})
+        "SLURM_LOCALID", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"})
     if (const char *v = std::getenv(name))
       env[name] = v;
   return storeLaunchFrom(env);

@@ -26,9 +26,14 @@ struct StoreLaunch {
   int localRank = -1; // rank within the node (picks the CUDA device); -1 when not given
   std::string masterAddr;
   int masterPort = 29500; // torch's default, [1, 65535]
+  // torchrun's static rendezvous (TORCHELASTIC_USE_AGENT_STORE=True) keeps its agent's TCPStore
+  // on MASTER_PORT, so the ranks meet on the port after it; else on MASTER_PORT itself.
+  bool agentStore = false;
+  int rendezvousPort() const { return agentStore ? masterPort + 1 : masterPort; }
   // Variable names, for messages: "RANK"/"WORLD_SIZE" or "SLURM_PROCID"/"SLURM_NTASKS".
   std::string rankVar, worldVar;
-  /// "MASTER_ADDR:MASTER_PORT = host:port", as every rendezvous message names the endpoint.
+  /// "MASTER_ADDR:MASTER_PORT = host:port" (with the agent store "MASTER_ADDR:MASTER_PORT+1 =
+  /// host:port+1"), as every rendezvous message names the endpoint.
   std::string endpoint() const;
 };
 
@@ -39,7 +44,8 @@ struct StoreLaunch {
 ///   - RANK set: RANK, WORLD_SIZE and MASTER_ADDR required, MASTER_PORT (default 29500) and
 ///     LOCAL_RANK optional;
 ///   - else SLURM_PROCID with MASTER_ADDR: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (optional),
-///     MASTER_PORT as above.
+///     MASTER_PORT as above;
+///   - TORCHELASTIC_USE_AGENT_STORE=True (torchrun's static rendezvous) sets agentStore.
 /// Throws LaunchEnvError naming the variable for a value that is not a decimal integer in range,
 /// RANK >= WORLD_SIZE, LOCAL_RANK >= WORLD_SIZE, WORLD_SIZE < 1, a port outside [1, 65535], a
 /// required variable missing.

@@ -34,7 +34,7 @@ std::vector<Member> gather(const StoreLaunch &l, const Bytes &mine, Clock::time_
   all[0] = {l.masterAddr, mine};
   if (l.worldSize == 1)
     return all;
-  const Socket listener = listenOn(l.masterPort, where + " (rank 0)");
+  const Socket listener = listenOn(l.rendezvousPort(), where + " (rank 0)");
   std::vector<Socket> peers(static_cast<size_t>(l.worldSize));
   int arrived = 1;
   std::string refusal;
@@ -108,7 +108,7 @@ std::vector<Member> gather(const StoreLaunch &l, const Bytes &mine, Clock::time_
 
 std::vector<Member> join(const StoreLaunch &l, const Bytes &mine, Clock::time_point deadline) {
   const std::string where = "rendezvous with rank 0 at " + l.endpoint();
-  const Socket s = connectTo(l.masterAddr, l.masterPort, deadline, where);
+  const Socket s = connectTo(l.masterAddr, l.rendezvousPort(), deadline, where);
   writeU64(s, kMagic, deadline, where);
   writeU64(s, static_cast<std::uint64_t>(l.rank), deadline, where);
   writeU64(s, static_cast<std::uint64_t>(l.worldSize), deadline, where);

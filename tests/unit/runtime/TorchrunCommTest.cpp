@@ -52,6 +52,22 @@ TEST(LaunchEnv, TorchrunVariablesMakeALaunch) {
   EXPECT_EQ(storeLaunchFrom(noPort)->localRank, -1);
 }
 
+// torchrun's static rendezvous keeps its agent's store on MASTER_PORT: the ranks take the next.
+TEST(LaunchEnv, TorchrunAgentStoreMovesTheRendezvousPort) {
+  Env agent = torchrun("1", "4");
+  agent["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  const auto l = storeLaunchFrom(agent);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->rendezvousPort(), 29512);
+  EXPECT_EQ(l->endpoint(), "MASTER_ADDR:MASTER_PORT+1 = 127.0.0.1:29512");
+  agent["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(storeLaunchFrom(agent)->rendezvousPort(), 29511);
+  agent["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  agent["MASTER_PORT"] = "65535";
+  EXPECT_EQ(refusal(agent).rfind("MASTER_PORT=65535: with TORCHELASTIC_USE_AGENT_STORE=True", 0),
+            0u);
+}
+
 TEST(LaunchEnv, MpirunAndPlainRunsAreNoStoreLaunch) {
   Env mpirun = torchrun("1", "4");
   mpirun["OMPI_COMM_WORLD_RANK"] = "1";
