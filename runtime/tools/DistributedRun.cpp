@@ -1265,7 +1265,7 @@ int distributedMain(int argc, char **argv) {
            "gradients, "
            "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
   } catch (const std::exception &e) {
-    std::cerr << "disagmoe-run: " << e.what() << "\n";
+    std::cerr << "disagmoe-run: " << withConfigOrigin(e.what()) << "\n";
   }
   return 1;
 }
