@@ -637,6 +637,15 @@ train::TrainOptions trainOptions(const Options &o) {
   return t;
 }
 
+// --micro-batches against the batch's sequences, before the header lines (issue 17: the step's
+// own check, splitMicroBatches, came after them).
+void checkMicroBatches(const Options &o, int64_t batch) {
+  if (o.microBatches > batch)
+    throw UsageError("--micro-batches " + std::to_string(o.microBatches) + ": cannot split " +
+                     std::to_string(batch) + " sequences into " + std::to_string(o.microBatches) +
+                     " micro-batches (need 1 <= micro-batches <= batch)");
+}
+
 void printTrainHeader(const Options &o, const Plan &plan, const train::TrainOptions &t,
                       int64_t batch, int64_t seqLen) {
   printPlanLine(plan);
@@ -732,9 +741,14 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
   if (o.data.empty())
     return nullptr;
   const std::string format = dataFormat(o);
+  train::TokenFormat tokenFormat;
+  try {
+    tokenFormat = train::parseTokenFormat(format);
+  } catch (const train::DataError &e) { // a bad --data-format: the message names the flag
+    throw UsageError("--data-format: " + std::string(e.what()));
+  }
   auto data = std::make_unique<train::TokenBatcher>(
-      train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
-      seqLen, o.data);
+      train::TokenFile::open(o.data, tokenFormat, plan.model.vocabSize), batch, seqLen, o.data);
   if (print)
     printData(o, *data);
   return data;
@@ -819,6 +833,7 @@ int runLocalTrain(const Options &o) {
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+  checkMicroBatches(o, batch);
   train::TrainOptions t = trainOptions(o);
   OpProfile profile(plan.placement.worldSize);
   if (!o.opTimesOut.empty() || !o.trace.empty())
@@ -911,6 +926,7 @@ template <typename CommT> int runProcessRank(const Options &o, std::unique_ptr<C
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     if (o.train) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      checkMicroBatches(o, batch);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
@@ -1050,6 +1066,7 @@ int runNccl(const Options &o) {
     const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
     if (o.train) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      checkMicroBatches(o, batch);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
