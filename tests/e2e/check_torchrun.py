@@ -43,6 +43,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_pair():
+    """A port p with p + 1 free too (torch's static rendezvous: its store on p, the ranks on p + 1)."""
+    for _ in range(50):
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("", 0))
+            p = a.getsockname()[1]
+            try:
+                b.bind(("", p + 1))
+            except OSError:
+                continue
+            return p
+    raise SystemExit("no two consecutive free ports")
+
+
 def base_env():
     env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and not k.startswith(("OMPI_", "PMIX_"))}
     return env
@@ -173,7 +187,7 @@ def main(bin_dir, sample, work):
         # static: the agent's TCPStore holds MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), the
         # ranks meet on MASTER_PORT + 1; c10d: MASTER_PORT is a free port the agent chose.
         out = os.path.join(work, f"w4_torch_{backend}.npy")
-        r = run([sys.executable, "-c", TORCH_LAUNCH, "4", backend, str(free_port()), run_bin, plans[4], "--comm",
+        r = run([sys.executable, "-c", TORCH_LAUNCH, "4", backend, str(free_port_pair()), run_bin, plans[4], "--comm",
                  "mpi", "--timeout", "30", "--input", ids, "--output", out], expect_ok=False, timeout=180)
         ok = r.returncode == 0 and os.path.exists(out) and \
             np.load(out).tobytes() == np.load(os.path.join(work, "w4_local.npy")).tobytes()
