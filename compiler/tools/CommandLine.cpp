@@ -4,10 +4,13 @@
 #include "runtime/tools/ParseOnly.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -90,6 +93,45 @@ std::string unknownOption(int argc, char **argv) {
   return "";
 }
 
+namespace {
+
+// LLVM's parse errors ("disagmoe: for the -o option: must be specified at least once!", or "Not
+// enough positional command line arguments specified!" and a "Must specify ... See: ..." line) as
+// one line in our words; the first error only.
+std::string oneLineParseError(StringRef text, StringRef program, StringRef command) {
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty())
+    return "cannot parse the command line (see " + command.str() + " --help)";
+  StringRef first = lines.front().trim();
+  if (first.consume_front(program))
+    first = first.ltrim(": ");
+  const std::string help = " (see " + command.str() + " --help)";
+  if (first.starts_with("Not enough positional command line arguments")) {
+    std::string names;
+    for (const cl::Option *o : cl::SubCommand::getTopLevel().PositionalOpts)
+      if (o->getNumOccurrencesFlag() == cl::Required || o->getNumOccurrencesFlag() == cl::OneOrMore)
+        names += (names.empty() ? "" : " ") + o->HelpStr.str();
+    return "missing " + (names.empty() ? std::string("a positional argument") : names) + help;
+  }
+  StringRef flag = first;
+  if (flag.consume_front("for the ")) {
+    const size_t end = flag.find(" option: ");
+    if (end != StringRef::npos) {
+      const std::string name = flag.take_front(end).str();
+      StringRef why = flag.drop_front(end + 9).rtrim("!");
+      if (why == "must be specified at least once")
+        return "missing " + name + ", which is required" + help;
+      if (why == "may only occur zero or one times")
+        return name + " is given more than once" + help;
+      return name + ": " + why.str() + help;
+    }
+  }
+  return first.rtrim("!").str() + help;
+}
+
+} // namespace
+
 bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef command,
                       bool valueChecksFollow) {
   if (const std::string why = unknownOption(argc, argv); !why.empty()) {
@@ -100,8 +142,34 @@ bool parseCommandLine(int argc, char **argv, StringRef overview, StringRef comma
     errs() << command << ": " << why << "\n";
     return false;
   }
-  if (!cl::ParseCommandLineOptions(argc, argv, overview, &errs()))
+  // llvm::cl writes some errors (a missing required option) to stderr itself, not to the stream
+  // it is given: stderr is captured while it parses, then said in one line (oneLineParseError).
+  std::string llvmErrors;
+  raw_string_ostream captured(llvmErrors);
+  errs().flush();
+  std::FILE *spill = std::tmpfile();
+  const int savedStderr = spill ? ::dup(2) : -1;
+  if (savedStderr >= 0)
+    ::dup2(::fileno(spill), 2);
+  const bool parsed = cl::ParseCommandLineOptions(argc, argv, overview, &captured);
+  errs().flush();
+  captured.flush();
+  if (savedStderr >= 0) {
+    ::dup2(savedStderr, 2);
+    ::close(savedStderr);
+    std::rewind(spill);
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, spill)) > 0;)
+      llvmErrors.append(buffer, n);
+  }
+  if (spill)
+    std::fclose(spill);
+  if (!parsed) {
+    errs() << command << ": "
+           << oneLineParseError(llvmErrors, sys::path::filename(argv[0]), command) << "\n";
     return false;
+  }
+  errs() << llvmErrors; // a successful parse's warnings, if any
   if (!valueChecksFollow &&
       parseOnly()) { // nothing is open yet: every subcommand parses before it reads a file
     outs().flush();

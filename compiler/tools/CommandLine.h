@@ -24,13 +24,15 @@ namespace disagmoe::tools {
 std::string unknownOption(int argc, char **argv);
 
 /// unknownOption, then cl::ParseCommandLineOptions; false when either refused (the error is on
-/// stderr, prefixed with `command`, e.g. "disagmoe plan"). Callers exit with 2.
-/// With DISAGMOE_PARSE_ONLY=1 in the environment (runtime/tools/ParseOnly.h) a successful parse
-/// exits the process with 0 here, so every subcommand must call this before it opens a file: the
-/// flags, their value syntax and llvm::cl's own checks (a missing required option or positional)
-/// are checked, not the subcommand's later checks of values (ranges, names of layouts) — unless
-/// `valueChecksFollow`: then parseCommandLine returns and the subcommand calls exitIfParseOnly()
-/// (PlannerFlags.h) after checking its values, before it opens a file.
+/// stderr, prefixed with `command`, e.g. "disagmoe plan"; llvm::cl's own errors in one line of
+/// ours: "disagmoe compile: missing -o, which is required (see disagmoe compile --help)", "...
+/// missing <model.onnx> (see ...)"). Callers exit with 2. With DISAGMOE_PARSE_ONLY=1 in the
+/// environment (runtime/tools/ParseOnly.h) a successful parse exits the process with 0 here, so
+/// every subcommand must call this before it opens a file: the flags, their value syntax and
+/// llvm::cl's own checks (a missing required option or positional) are checked, not the
+/// subcommand's later checks of values (ranges, names of layouts) — unless `valueChecksFollow`:
+/// then parseCommandLine returns and the subcommand calls exitIfParseOnly() (PlannerFlags.h) after
+/// checking its values, before it opens a file.
 bool parseCommandLine(int argc, char **argv, llvm::StringRef overview, llvm::StringRef command,
                       bool valueChecksFollow = false);
 

@@ -124,6 +124,13 @@ int planMain(int argc, char **argv) {
     if (llvm::Error e = measured.load(stageTimes))
       return fail(llvm::toString(std::move(e)));
 
+  // Invalid or contradictory fixed options (--cp 3, --groups above the layers, ...) are refused
+  // before the header lines, not after them (issue 17); the enumeration is cheap.
+  if (llvm::Expected<std::vector<placement::Candidate>> cands =
+          placement::enumerateCandidates(problem);
+      !cands)
+    return fail(llvm::toString(cands.takeError()));
+
   const cost::ModelShape &m = problem.model;
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = jsonOut == "-" ? nulls() : outs();

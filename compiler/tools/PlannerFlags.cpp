@@ -48,8 +48,10 @@ PlannerFlags::PlannerFlags(cl::OptionCategory &category, int64_t defaultGlobalTo
       replicas("replicas", cl::desc("Fix the pipeline replicas"), cl::init(0), cl::cat(category)),
       reserveGb("reserve-gb", cl::desc("Per-GPU memory not usable by the model (GB)"),
                 cl::init(4.0), cl::cat(category)),
-      timeLimit("time-limit", cl::desc("Z3 time limit in seconds"), cl::init(60.0),
-                cl::cat(category)),
+      timeLimit("time-limit",
+                cl::desc("Seconds of the Z3 solve only (default 60); --search-budget bounds the "
+                         "simulated search after it"),
+                cl::init(60.0), cl::cat(category)),
       noSearch("no-search",
                cl::desc("Take Z3's roofline optimum as is (no search on simulated times)"),
                cl::cat(category)),

@@ -146,7 +146,8 @@ int simulateMain(int argc, char **argv) {
   disagmoe::tools::NumberOpt<int64_t> ep(
       "ep",
       cl::desc("Expert parallelism of the baselines' rows beside their tuned ones "
-               "(default 16, two 8-GPU nodes)"),
+               "(default 16, two 8-GPU nodes, or the largest divisor of the model's expert "
+               "count below it; must divide the expert count)"),
       cl::init(16), cl::cat(category));
   disagmoe::tools::NumberOpt<double> baselineBudget(
       "baseline-budget",
@@ -268,6 +269,22 @@ int simulateMain(int argc, char **argv) {
                         "a layer's experts over ranks: give --ep {1} or less)",
                         ep.getValue(), m.numExperts(), sys::path::filename(configFile))
                     .str());
+  // EP ranks hold equal shares of a layer's experts, so EP divides the expert count: a given
+  // --ep that does not is refused, and the default is the largest divisor up to 16.
+  if (ep.getNumOccurrences() && m.numExperts() > 0 && m.numExperts() % ep != 0) {
+    std::string divisors;
+    for (int64_t d = 1; d <= m.numExperts(); ++d)
+      if (m.numExperts() % d == 0)
+        divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+    return fail(formatv("--ep {0} does not divide the {1} experts of {2} (each EP rank holds an "
+                        "equal share of a layer's experts: give one of {3})",
+                        ep.getValue(), m.numExperts(), sys::path::filename(configFile), divisors)
+                    .str());
+  }
+  int64_t epDegree = ep;
+  if (!ep.getNumOccurrences() && m.numExperts() > 0)
+    while (m.numExperts() % epDegree != 0 || epDegree > m.numExperts())
+      --epDegree;
   const cost::ClusterSpec &clu = problem.cluster;
   raw_ostream &os = jsonOut == "-" ? nulls() : outs(); // --json -: stdout holds the JSON only
   os << formatv("disagmoe simulate: {0} on {1} ({2} x {3}), seq-len {4}, {5} tokens per step\n",
@@ -353,7 +370,7 @@ int simulateMain(int argc, char **argv) {
   for (const auto &[name, kind] : baselineKinds) {
     sim::BaselineSearchOptions so;
     so.gpus = clu.gpus();
-    so.fixedEp = ep;
+    so.fixedEp = epDegree;
     so.base.seqLen = o.seqLen;
     so.base.sequencesPerStep = sequences;
     so.base.reserveBytes = o.reserveBytes;
@@ -387,7 +404,7 @@ int simulateMain(int argc, char **argv) {
       return x;
     };
     // The row at --ep reports only settings with that EP (the tuned row has the search's error).
-    std::string atEpWhy = "no configuration at ep " + std::to_string(ep) +
+    std::string atEpWhy = "no configuration at ep " + std::to_string(epDegree) +
                           " satisfies the pipeline's integer constraints on this cluster and batch";
     if (!r.lastRefusalAtEp.empty())
       atEpWhy = r.lastRefusalAtEp;
@@ -478,7 +495,7 @@ int simulateMain(int argc, char **argv) {
                       {"global_tokens", o.globalTokens},
                       {"compute_efficiency", efficiency.getValue()},
                       {"lower_bound_s", lowerBound},
-                      {"baseline_ep", ep.getValue()},
+                      {"baseline_ep", epDegree},
                       {"model_flops", modelFlops},
                       {"systems", std::move(systems)}};
     if (jsonOut == "-") { // as `disagmoe plan --json -`

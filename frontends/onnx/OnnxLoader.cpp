@@ -1289,6 +1289,42 @@ void reorderNodes(onnx::GraphProto *g, const std::vector<int> &order) {
   }
 }
 
+/// Without LoadOptions::tokenIdsInput, the token ids are the runtime input named input_ids (Hugging
+/// Face's name) wherever it is, else the one runtime input that is no input a plan binds
+/// (attention_mask, position_ids, past_key_values.*; InputBinding.h); that input is moved to the
+/// front of the graph's inputs, where every later step takes it. Refuses, naming the inputs, a
+/// graph where neither rule finds exactly one.
+void placeTokenIdsFirst(const std::string &F, const LoadOptions &opts, onnx::GraphProto *g,
+                        const std::vector<int> &runtimeInputs) {
+  if (!opts.tokenIdsInput.empty() || runtimeInputs.size() < 2)
+    return;
+  int tok = -1;
+  for (int i : runtimeInputs)
+    if (g->input(i).name() == "input_ids")
+      tok = i;
+  if (tok < 0) {
+    std::vector<int> candidates;
+    for (int i : runtimeInputs) {
+      const std::string &n = g->input(i).name();
+      if (n != "attention_mask" && n != "position_ids" && n.rfind("past_key_values.", 0) != 0)
+        candidates.push_back(i);
+    }
+    if (candidates.size() != 1) {
+      std::string names;
+      for (int i : runtimeInputs)
+        names += (names.empty() ? "'" : ", '") + g->input(i).name() + "'";
+      fail(F + ": graph.input: cannot tell which of the inputs " + names +
+           " holds the token ids: none is named input_ids, and " +
+           std::to_string(candidates.size()) +
+           " are not attention_mask, position_ids or past_key_values.* (name the token input "
+           "input_ids)");
+    }
+    tok = candidates.front();
+  }
+  if (tok != runtimeInputs.front())
+    g->mutable_input()->SwapElements(runtimeInputs.front(), tok);
+}
+
 /// The token-id input must be an int64 or int32 tensor.
 void checkTokenIds(const std::string &F, const LoadOptions &opts, const onnx::GraphProto &g,
                    const std::vector<int> &runtimeInputs) {
@@ -1495,6 +1531,7 @@ void load(const std::string &path, const LoadOptions &opts, Graph &out,
   for (int i = 0; i < g->input_size(); ++i)
     if (!initNames.count(g->input(i).name()))
       runtimeInputs.push_back(i);
+  placeTokenIdsFirst(F, opts, g, runtimeInputs);
   for (int i : runtimeInputs)
     out.declaredInputs.push_back(toValueInfo(g->input(i).name(), g->input(i).type()));
   if (opts.checkTokenIds)

@@ -230,7 +230,9 @@ struct LoadOptions {
       bindInput;
   /// Require the token-id input to be int64 or int32.
   bool checkTokenIds = true;
-  /// Name of the token-id input; empty = the first runtime graph input.
+  /// Name of the token-id input; empty = the input named input_ids, else the one runtime input a
+  /// plan does not bind (not attention_mask, position_ids, past_key_values.*), moved first; a
+  /// graph with several runtime inputs and neither is refused naming them.
   std::string tokenIdsInput;
 };
 

@@ -2,6 +2,8 @@
 #include "runtime/tools/DistributedRun.h"
 
 #include "runtime/backends/cpu/BackwardKernels.h"
+#include "runtime/comm/tcp/LaunchEnv.h"
+#include "runtime/comm/tcp/TcpComm.h"
 #include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Executor.h"
 #include "runtime/executor/Heartbeat.h"
@@ -42,6 +44,7 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -507,7 +510,6 @@ RankResult unpackResult(const Bytes &b) {
   return r;
 }
 
-#if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
 // One process per rank (--comm mpi, nccl): every rank's forward result goes to rank 0, which prints
 // the run. On the tag after every exchange tag of the forward (3 L - 1 per layer, 3 L and 3 L + 1
 // for an FFN-side embedding and head; exchangeTag).
@@ -516,7 +518,7 @@ void gatherForward(const Options &o, const Plan &plan, Comm &comm, RankResult mi
                    std::chrono::milliseconds timeout);
 
 // A rank that failed, or saw another fail first, prints one line (one write: processes share the
-// terminal) and ends the job; CommT is MpiComm or NcclComm (abortJob does not return).
+// terminal) and ends the job; CommT is MpiComm, TcpComm or NcclComm (abortJob does not return).
 template <typename CommT> [[noreturn]] void abortAfterPeer(CommT &comm, const CommAborted &e) {
   std::cerr << "disagmoe-run: " + std::string(e.what()) + "\n" << std::flush;
   comm.abortJob(e.what());
@@ -530,7 +532,6 @@ template <typename CommT>
   std::cerr << "disagmoe-run: " + what + "\n" << std::flush;
   comm.abortJob("rank " + std::to_string(me) + " failed: " + what);
 }
-#endif
 
 // Executor::run's assembly of every rank's result.
 RunResult assemble(const Plan &plan, const std::vector<RankResult> &results, int64_t batch,
@@ -586,17 +587,20 @@ void printForward(const Options &o, const Plan &plan, const RunResult &result) {
   }
 }
 
-#if defined(DISAGMOE_HAVE_MPI) || defined(DISAGMOE_HAVE_NCCL)
 // The plan of a run with one process per rank: loaded, its --save-weights/--save-grads files
 // checked, and its world size equal to mpirun's.
-Plan loadProcessPlan(const Options &o, int worldSize) {
+Plan loadProcessPlan(const Options &o, int worldSize, const StoreLaunch *store) {
   Plan plan = loadPlan(o.plan);
   checkSaveDirFiles(o, plan);
   checkHfNaming(o.hf, plan);
+  const std::string planRanks = std::to_string(plan.placement.worldSize);
+  if (worldSize != plan.placement.worldSize && store)
+    throw UsageError(store->worldVar + "=" + std::to_string(worldSize) + " but the plan has " +
+                     planRanks + " ranks (start " + planRanks +
+                     " processes, e.g. torchrun --nproc-per-node " + planRanks + ")");
   if (worldSize != plan.placement.worldSize)
-    throw UsageError("the plan has " + std::to_string(plan.placement.worldSize) +
-                     " ranks, mpirun started " + std::to_string(worldSize) + " (use mpirun -np " +
-                     std::to_string(plan.placement.worldSize) + ")");
+    throw UsageError("the plan has " + planRanks + " ranks, mpirun started " +
+                     std::to_string(worldSize) + " (use mpirun -np " + planRanks + ")");
   return plan;
 }
 
@@ -616,7 +620,6 @@ void gatherForward(const Options &o, const Plan &plan, Comm &comm, RankResult mi
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printForward(o, plan, assemble(plan, all, batch, seqLen, seconds));
 }
-#endif
 
 // ---- training --------------------------------------------------------------------------------
 
@@ -639,6 +642,15 @@ train::TrainOptions trainOptions(const Options &o) {
   t.schedule.totalSteps = o.totalSteps;
   t.schedule.lrMin = o.lrMin;
   return t;
+}
+
+// --micro-batches against the batch's sequences, before the header lines (issue 17: the step's
+// own check, splitMicroBatches, came after them).
+void checkMicroBatches(const Options &o, int64_t batch) {
+  if (o.microBatches > batch)
+    throw UsageError("--micro-batches " + std::to_string(o.microBatches) + ": cannot split " +
+                     std::to_string(batch) + " sequences into " + std::to_string(o.microBatches) +
+                     " micro-batches (need 1 <= micro-batches <= batch)");
 }
 
 void printTrainHeader(const Options &o, const Plan &plan, const train::TrainOptions &t,
@@ -736,9 +748,14 @@ std::unique_ptr<train::TokenBatcher> loadTokenData(const Options &o, const Plan 
   if (o.data.empty())
     return nullptr;
   const std::string format = dataFormat(o);
+  train::TokenFormat tokenFormat;
+  try {
+    tokenFormat = train::parseTokenFormat(format);
+  } catch (const train::DataError &e) { // a bad --data-format: the message names the flag
+    throw UsageError("--data-format: " + std::string(e.what()));
+  }
   auto data = std::make_unique<train::TokenBatcher>(
-      train::TokenFile::open(o.data, train::parseTokenFormat(format), plan.model.vocabSize), batch,
-      seqLen, o.data);
+      train::TokenFile::open(o.data, tokenFormat, plan.model.vocabSize), batch, seqLen, o.data);
   if (print)
     printData(o, *data);
   return data;
@@ -823,6 +840,7 @@ int runLocalTrain(const Options &o) {
   int64_t batch = 0, seqLen = 0;
   const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
   const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+  checkMicroBatches(o, batch);
   train::TrainOptions t = trainOptions(o);
   OpProfile profile(plan.placement.worldSize);
   if (!o.opTimesOut.empty() || !o.trace.empty())
@@ -888,19 +906,15 @@ int runLocalTrain(const Options &o) {
   return 0;
 }
 
-#ifdef DISAGMOE_HAVE_MPI
 // The heartbeat under mpi (Heartbeat.h, MpiComm.h): half the receive deadline, as on the local
 // comm.
 std::chrono::milliseconds heartbeatDeadline(const Options &o) {
   return std::chrono::seconds(o.timeoutSeconds) / 2;
 }
 
-int runMpi(const Options &o) {
-  // A peer process whose heartbeat notes stop: the comm thread reports it, then ends the job.
-  std::unique_ptr<MpiComm> comm = MpiComm::start(heartbeatDeadline(o), [](const std::string &why) {
-    std::cerr << "disagmoe-run: " + why + "\n"
-              << std::flush; // one write: processes share the terminal
-  });
+// One process per rank on the CPU (--comm mpi): under mpirun or srun CommT is MpiComm, under a
+// torchrun-style launch TcpComm (LaunchEnv.h); the rank's work is the same.
+template <typename CommT> int runProcessRank(const Options &o, std::unique_ptr<CommT> comm) {
   const int me = comm->rank();
   // This process's own rank stops beating during a step (a worker stuck outside any receive): it
   // names itself and ends the job. DISAGMOE_FAULT_INJECT (tests) injects such faults.
@@ -913,12 +927,13 @@ int runMpi(const Options &o) {
                                        });
   };
   try {
-    const Plan plan = loadProcessPlan(o, comm->worldSize());
+    const Plan plan = loadProcessPlan(o, comm->worldSize(), nullptr);
     int64_t batch = 0, seqLen = 0;
     const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     if (o.train) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      checkMicroBatches(o, batch);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
@@ -1009,6 +1024,22 @@ int runMpi(const Options &o) {
     abortAfterFailure(*comm, me, e);
   }
 }
+
+// A torchrun-style launch: the plan's rank count is checked against WORLD_SIZE before the
+// rendezvous, so a wrong launch is refused at once instead of waiting for ranks never started.
+int runStoreLaunch(const Options &o, const StoreLaunch &launch) {
+  loadProcessPlan(o, launch.worldSize, &launch);
+  return runProcessRank(o, TcpComm::start(launch, std::chrono::seconds(o.timeoutSeconds)));
+}
+
+#ifdef DISAGMOE_HAVE_MPI
+int runMpi(const Options &o) {
+  // A peer process whose heartbeat notes stop: the comm thread reports it, then ends the job.
+  return runProcessRank(o, MpiComm::start(heartbeatDeadline(o), [](const std::string &why) {
+                          std::cerr << "disagmoe-run: " + why + "\n"
+                                    << std::flush; // one write: processes share the terminal
+                        }));
+}
 #endif
 
 #ifdef DISAGMOE_HAVE_NCCL
@@ -1032,7 +1063,7 @@ int runNccl(const Options &o) {
   std::unique_ptr<NcclComm> comm = NcclComm::start();
   const int me = comm->rank();
   try {
-    const Plan plan = loadProcessPlan(o, comm->worldSize());
+    const Plan plan = loadProcessPlan(o, comm->worldSize(), nullptr);
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     comm->connect(reduceGroups(plan), timeout);
     if (me == 0)
@@ -1042,6 +1073,7 @@ int runNccl(const Options &o) {
     const std::vector<int64_t> ids = loadIds(o, plan, batch, seqLen);
     if (o.train) {
       const std::vector<int64_t> targets = loadTargets(o, ids, batch, seqLen);
+      checkMicroBatches(o, batch);
       train::TrainOptions t = trainOptions(o);
       t.onlyRank = me;
       const std::unique_ptr<train::HfWeights> hf =
@@ -1197,8 +1229,11 @@ const char *distributedUsage() {
          "options; --resume refuses another plan, data, batch shape or schedule and warns on "
          "another lr.\n"
          "--comm mpi runs one rank per process under mpirun (rank from MPI; OMPI_COMM_WORLD_RANK,\n"
-         "SLURM_PROCID or RANK must agree); results are bit-identical to --comm local. A failing "
-         "rank ends\n"
+         "SLURM_PROCID or RANK must agree), or started torchrun-style without mpirun\n"
+         "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK: the ranks meet at "
+         "MASTER_ADDR:MASTER_PORT within\n"
+         "--timeout and talk over TCP; docs/deploy.md); results are bit-identical to --comm "
+         "local. A failing rank ends\n"
          "the job naming itself (--fail-rank R injects such a failure, for tests); a rank silent "
          "for\n"
          "--timeout / 2 (no message operation while not waiting, or no heartbeat note from its "
@@ -1217,6 +1252,16 @@ int distributedMain(int argc, char **argv) {
       return 0;
     checkOutputs(o);
     checkInputs(o);
+    // RANK/WORLD_SIZE/MASTER_ADDR without mpirun (torchrun, or srun with MASTER_ADDR): checked
+    // before any output; a bad value is refused naming its variable.
+    const std::optional<StoreLaunch> store =
+        o.comm == "mpi" || o.comm == "nccl" ? storeLaunchFromEnvironment() : std::nullopt;
+    if (store && o.comm == "nccl")
+      throw UsageError("comm \"nccl\" under a torchrun-style launch (" + store->rankVar +
+                       ", MASTER_ADDR set; no mpirun) is not built yet: its message headers go "
+                       "over MPI; launch it with mpirun or srun (docs/deploy.md)");
+    if (store)
+      return runStoreLaunch(o, *store);
 #ifdef DISAGMOE_HAVE_MPI
     if (o.comm == "mpi") {
       if (rankFromEnvironment() < 0)
@@ -1244,7 +1289,7 @@ int distributedMain(int argc, char **argv) {
            "gradients, "
            "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
   } catch (const std::exception &e) {
-    std::cerr << "disagmoe-run: " << e.what() << "\n";
+    std::cerr << "disagmoe-run: " << withConfigOrigin(e.what()) << "\n";
   }
   return 1;
 }

@@ -69,11 +69,14 @@ std::vector<Entry> readYaml(const std::string &file) {
     const YAML::Node &v = kv.second;
     const RunFlag *flag = findRunFlag(key);
     if (flag && !flag->takesValue) {
-      bool on = false;
-      if (!v.IsScalar() || !YAML::convert<bool>::decode(v, on))
+      // YAML 1.2's core schema (and JSON): only true/false, not YAML 1.1's yes/on/y, which
+      // yaml-cpp's bool conversion would take.
+      static const std::set<std::string> yes{"true", "True", "TRUE"}, no{"false", "False", "FALSE"};
+      const bool isTrue = v.IsScalar() && yes.count(v.Scalar());
+      if (!isTrue && !(v.IsScalar() && no.count(v.Scalar())))
         fail(file, "key \"" + key + "\": expected true or false, got " +
                        (v.IsScalar() ? "\"" + v.Scalar() + "\"" : kindOf(v)));
-      out.push_back({key, "", on, ""});
+      out.push_back({key, "", isTrue, ""});
       continue;
     }
     if (!v.IsScalar())
@@ -128,7 +131,27 @@ std::vector<Entry> readJson(const std::string &file) {
   return out;
 }
 
+// Flag name -> the config file that gave it (expandRunConfig, withConfigOrigin): one process
+// expands one command line.
+std::map<std::string, std::string> &configOrigins() {
+  static std::map<std::string, std::string> origins;
+  return origins;
+}
+
 } // namespace
+
+std::string withConfigOrigin(const std::string &message) {
+  if (message.rfind("--", 0) != 0)
+    return message;
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos)
+    return message;
+  const std::string flag = message.substr(2, colon - 2);
+  const auto it = configOrigins().find(flag);
+  if (it == configOrigins().end())
+    return message;
+  return it->second + ": key \"" + flag + "\": " + message.substr(colon + 2);
+}
 
 std::vector<std::string> expandRunConfig(const std::vector<std::string> &args) {
   std::vector<std::string> files, rest;
@@ -188,9 +211,15 @@ std::vector<std::string> expandRunConfig(const std::vector<std::string> &args) {
           out.push_back("--" + e.key);
       } else {
         out.push_back("--" + e.key + "=" + e.value);
+        configOrigins()[e.key] = file;
       }
     }
   }
+  // A flag the command line gives again is the command line's (it overrides the file).
+  for (const std::string &a : rest)
+    if (a.rfind("--", 0) == 0)
+      configOrigins().erase(
+          a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2));
   out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }

@@ -38,7 +38,13 @@ public:
 /// \"config\": a run config cannot include another", "FILE: line L, column C: <YAML error>",
 /// "FILE: expected a .yaml, .yml or .json file", "--config needs a value", or when FILE cannot be
 /// read.
+/// It also remembers, for withConfigOrigin, which file gave each flag the command line does not.
 std::vector<std::string> expandRunConfig(const std::vector<std::string> &args);
+
+/// A flag's error as the run config's: "--lr: expected ..." becomes "RUN.yaml: key \"lr\":
+/// expected ..." when the last expandRunConfig took --lr from RUN.yaml (and the command line did
+/// not give it); any other message is returned unchanged.
+std::string withConfigOrigin(const std::string &message);
 
 /// A resumed run against the options its checkpoint records (both JSON objects as text, keys
 /// the flag names, plus "plan-identity"; `saved` "" for a checkpoint that records none, which is

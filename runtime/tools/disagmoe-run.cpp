@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
                  "token ids, weights, "
                  "exchanges or logits could not be allocated): try a smaller --batch/--seq-len\n";
   } catch (const std::exception &e) {
-    std::cerr << "disagmoe-run: " << e.what() << "\n";
+    std::cerr << "disagmoe-run: " << tools::withConfigOrigin(e.what()) << "\n";
   } catch (...) {
     std::cerr << "disagmoe-run: unknown error\n";
   }

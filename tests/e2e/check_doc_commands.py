@@ -330,7 +330,9 @@ def run(bin_dir, argv, work):
 def completed(argv, error):
     """A flag fragment ("disagmoe-run --train") with the positional and required options added."""
     argv = list(argv)
-    m = re.search(r"for the -+([\w-]+) option: requires a value|^disagmoe-run: (--[\w-]+) needs a value", error, re.M)
+    # disagmoe's one-line forms of llvm::cl's errors (compiler/tools/CommandLine.h), disagmoe-run's own.
+    m = re.search(r"^disagmoe [\w-]+: -+([\w-]+): requires a value|^disagmoe-run: (--[\w-]+) needs a value", error,
+                  re.M)
     if m:  # "`disagmoe compile --routing-profile`": the flag named without its value
         flag = m.group(1) or m.group(2).lstrip("-")
         for k, w in enumerate(argv):
@@ -340,12 +342,12 @@ def completed(argv, error):
         return argv[:1] + ["PLAN"] + argv[1:]
     if argv[0] == "disagmoe" and len(argv) > 1:
         changed = False
-        if "positional" in error:
+        if re.search(r": missing <", error):
             argv.insert(2, "MODEL.onnx")
             changed = True
         for flag, value in (("o", "OUT"), ("config", "MODEL.json"), ("cluster", "CLUSTER.yaml"),
                             ("seq-len", "2")):
-            if re.search(r"-%s option: must be specified" % re.escape(flag), error):
+            if re.search(r": missing -+%s, which is required" % re.escape(flag), error):
                 argv += ["-" + flag if len(flag) == 1 else "--" + flag, value]
                 changed = True
         return argv if changed else None

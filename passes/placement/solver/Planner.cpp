@@ -538,6 +538,11 @@ std::string fixedOptions(const PlannerOptions &o) {
   return out;
 }
 
+// "1 group", "2 groups".
+static std::string counted(int64_t n, const std::string &noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string explainInfeasible(const Problem &problem, const std::vector<Candidate> &cands) {
   // The least over every candidate and pair of levels of the larger side's memory.
   double best = std::numeric_limits<double>::infinity();
@@ -579,9 +584,9 @@ std::string explainInfeasible(const Problem &problem, const std::vector<Candidat
      << gb(problem.options.reserveBytes) << " reserved), the " << problem.cluster.gpu.name
      << " has " << gb(problem.cluster.gpu.hbmBytes) << "; the dominant term is the "
      << mb.dominant() << " of an " << (attn ? "attention" : "FFN") << " GPU (" << gb(dominant)
-     << ") with " << c.groups << " groups, " << c.attnRanks << " A-ranks and " << c.ffnRanks
-     << " F-ranks per group, " << cost::recomputationName((attn ? bestA : bestF).level)
-     << " recomputation";
+     << ") with " << counted(c.replicas, "replica") << ", " << counted(c.groups, "group") << ", "
+     << counted(c.attnRanks, "A-rank") << " and " << counted(c.ffnRanks, "F-rank") << " per group, "
+     << cost::recomputationName((attn ? bestA : bestF).level) << " recomputation";
   return os.str();
 }
 

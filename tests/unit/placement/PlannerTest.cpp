@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <cmath>
 #include <set>
 
@@ -264,6 +266,15 @@ TEST(Planner, FixedOptionsNameTheFlagsThatFixedAChoice) {
   ASSERT_FALSE(z.ok);
   EXPECT_NE(z.error.find("any configuration allowed by --groups 1 needs is "), std::string::npos)
       << z.error;
+  // The configuration named: its replica count too, each count with its noun in agreement (issue
+  // 17: "1 groups", "1 A-ranks"); --groups 1 fixes "1 group".
+  const std::regex counts("with ([0-9]+) replica(s?), ([0-9]+) group(s?), ([0-9]+) A-rank(s?) and "
+                          "([0-9]+) F-rank(s?) per group");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(z.error, m, counts)) << z.error;
+  EXPECT_EQ(m[3].str(), "1");
+  for (int i = 1; i <= 7; i += 2)
+    EXPECT_EQ(m[i + 1].str(), m[i].str() == "1" ? "" : "s") << z.error;
 }
 
 // Context parallelism against hand-written closed forms (Roofline.h, Memory.h): 32 sequences of

@@ -273,6 +273,27 @@ TEST(DisagmoeRun, RunConfigGivesOptionsAndTheCommandLineOverrides) {
   EXPECT_EQ(readNpyFloat32(dir + "/j.npy").data, flags.data);
 }
 
+// A config value its flag refuses names the file and the key, unless the command line gave the
+// flag again (issue 17: it used to say "--lr: ..." with no file).
+TEST(DisagmoeRun, RunConfigBadValuesNameTheFile) {
+  const std::string plan = tinyPlanPath();
+  const std::string dir = makeTempDir("cli_config_values");
+  std::ofstream(dir + "/lr.yaml") << "train: true\nlr: abc\n";
+  std::ofstream(dir + "/seed.json") << "{\"seed\": \"x\"}";
+  Outcome o = runTool(plan + " --config " + dir + "/lr.yaml");
+  EXPECT_EQ(o.exitCode, 1);
+  EXPECT_EQ(o.err,
+            "disagmoe-run: " + dir +
+                "/lr.yaml: key \"lr\": expected a finite decimal number >= 0, got \"abc\"\n");
+  o = runTool(plan + " --config " + dir + "/seed.json"); // a forward run: the other parser
+  EXPECT_EQ(o.exitCode, 1);
+  EXPECT_EQ(o.err, "disagmoe-run: " + dir +
+                       "/seed.json: key \"seed\": expected an integer >= 0, got \"x\"\n");
+  o = runTool(plan + " --config " + dir + "/lr.yaml --lr=-1");
+  EXPECT_EQ(o.exitCode, 1);
+  EXPECT_EQ(o.err, "disagmoe-run: --lr: expected a finite decimal number >= 0, got \"-1\"\n");
+}
+
 TEST(DisagmoeRun, RunConfigErrorsNameTheFileAndTheKey) {
   const std::string plan = tinyPlanPath();
   const std::string dir = makeTempDir("cli_config_bad");
@@ -281,6 +302,10 @@ TEST(DisagmoeRun, RunConfigErrorsNameTheFileAndTheKey) {
       {"far.yaml", "frobnicate: 1\n"},
       {"list.yaml", "lr: [1, 2]\n"},
       {"switch.json", "{\"train\": \"yes please\"}"},
+      {"yes.yaml", "train: yes\n"},
+      {"on.yaml", "train: on\n"},
+      {"y.yml", "train: y\n"},
+      {"off.yaml", "train: off\n"},
       {"nested.json", "{\"config\": \"other.json\"}"},
       {"broken.yaml", "lr: 1\n  steps: 2\n"},
       {"top.json", "[1, 2]"},
@@ -295,6 +320,11 @@ TEST(DisagmoeRun, RunConfigErrorsNameTheFileAndTheKey) {
        d + "far.yaml: unknown key \"frobnicate\" (keys are disagmoe-run's flags without --)"},
       {"list.yaml", d + "list.yaml: key \"lr\": expected a number or a string, got a list"},
       {"switch.json", d + "switch.json: key \"train\": expected true or false, got \"yes please\""},
+      // YAML 1.2's core schema (issue 17): YAML 1.1's yes/on/y/off are not switches.
+      {"yes.yaml", d + "yes.yaml: key \"train\": expected true or false, got \"yes\""},
+      {"on.yaml", d + "on.yaml: key \"train\": expected true or false, got \"on\""},
+      {"y.yml", d + "y.yml: key \"train\": expected true or false, got \"y\""},
+      {"off.yaml", d + "off.yaml: key \"train\": expected true or false, got \"off\""},
       {"nested.json", d + "nested.json: key \"config\": a run config cannot include another"},
       {"broken.yaml", d + "broken.yaml: line 2, column 8: illegal map value"},
       {"top.json",
