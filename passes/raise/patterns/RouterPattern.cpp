@@ -71,7 +71,7 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
   if (before && !isLastAxisSoftmax(before))
     return fail(before, "router: the Softmax is not over the experts (the last axis)");
   Value values = topk.getOutputs()[0];
-  NodeOp div;
+  NodeOp div, nearMiss;
   for (NodeOp d : consumers(values, "Div")) {
     if (d.getInputs()[0] != values)
       continue;
@@ -83,9 +83,21 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
             scalarConstant(*otherOperand(add, in)) &&
             std::abs(*scalarConstant(*otherOperand(add, in))) < 1e-6)
           den = in;
-    if (producer(den, {"ReduceSum"}))
+    NodeOp sum = producer(den, {"ReduceSum"});
+    if (sum && sum.getInputs()[0] == values)
       div = d;
+    else if (dependsOn(d.getInputs()[1], values, 16))
+      nearMiss = d; // divided by something computed from the weights, but not their sum
   }
+  // A renormalisation the router does not represent (the sum scaled, shifted, or of other values)
+  // must not pass as no renormalisation: the Div would be left to run as part of the combine.
+  if (!div && nearMiss)
+    return fail(nearMiss,
+                "router: the top-k weights are divided by " +
+                    (producer(nearMiss.getInputs()[1]) ? describe(producer(nearMiss.getInputs()[1]))
+                                                       : std::string("a function argument")) +
+                    ", not by their sum (or their sum + an epsilon below 1e-6): not a "
+                    "renormalisation moe.router represents");
   NodeOp softmaxAfter = single(consumers(values, "Softmax"));
   if (softmaxAfter && !isLastAxisSoftmax(softmaxAfter))
     return fail(softmaxAfter, "router: the Softmax is not over the top-k (the last axis)");

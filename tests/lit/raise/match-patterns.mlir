@@ -131,6 +131,28 @@ func.func @router_smallest_refused(%ids: tensor<1x2xi64>) -> tensor<1x2x2xi64> {
 
 // -----
 
+// The top-k weights divided by their sum plus 2 (a stray Add on the renormalisation's
+// denominator) is no renormalisation moe.router represents: refused at the Div, not raised as a
+// router without renormalisation with the Div left to the combine.
+func.func @router_renorm_near_miss_refused(%ids: tensor<1x2xi64>) -> tensor<1x2x2xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wg = onnx.weight "gate" {file = "m.onnx", offset = 128 : i64, length = 64 : i64} : tensor<4x4xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<8x4xf32>, tensor<1x2xi64>) -> tensor<1x2x4xf32>
+  %l = onnx.node "MatMul"(%x, %wg) {node_name = "logits", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4xf32>
+  %p = onnx.node "Softmax"(%l) {node_name = "probs", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %k = onnx.node "Constant"() {node_name = "k", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %v, %i = onnx.node "TopK"(%p, %k) {node_name = "topk", onnx_attrs = {axis = -1 : i64, largest = 1 : i64, sorted = 1 : i64}} : (tensor<1x2x4xf32>, tensor<1xi64>) -> (tensor<1x2x2xf32>, tensor<1x2x2xi64>)
+  %axes = onnx.node "Constant"() {node_name = "axes", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %sum = onnx.node "ReduceSum"(%v, %axes) {node_name = "sum", onnx_attrs = {keepdims = 1 : i64}} : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<1x2x1xf32>
+  %two = onnx.node "Constant"() {node_name = "two", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %den = onnx.node "Add"(%sum, %two) {node_name = "stray", onnx_attrs = {}} : (tensor<1x2x1xf32>, tensor<f32>) -> tensor<1x2x1xf32>
+  // expected-error @+1 {{node 'renorm' (Div): router: the top-k weights are divided by node 'stray' (Add), not by their sum (or their sum + an epsilon below 1e-6): not a renormalisation moe.router represents}}
+  %g = onnx.node "Div"(%v, %den) {node_name = "renorm", onnx_attrs = {}} : (tensor<1x2x2xf32>, tensor<1x2x1xf32>) -> tensor<1x2x2xf32>
+  return %g : tensor<1x2x2xf32>
+}
+
+// -----
+
 // SwiGluFfnPattern: silu(x W1) * (x W3) W2 on a raised RMSNorm's output becomes moe.dense_ffn
 // (dense or shared is decided by the assembly).
 // CHECK-LABEL: func.func @swiglu_ffn
