@@ -237,6 +237,7 @@ void PlanBuilder::addAttention(moe::AttentionOp a) {
     c.qkNormEps = static_cast<float>(eps->convertToDouble());
   if (auto window = a.getSlidingWindow())
     c.slidingWindow = *window;
+  c.ropeInterleaved = a.getRopeInterleaved();
   seen_.qkNorm |= c.qNorm >= 0;
   seen_.sinks |= c.sinks >= 0;
   component(std::move(c));

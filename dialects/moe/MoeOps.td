@@ -85,7 +85,12 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       with epsilon `qk_norm_eps` (Qwen3);
     - `sinks`: one learned logit per query head [heads] that joins each softmax denominator and
       contributes no value (GPT-OSS attention sinks);
-    - `sliding_window` = w: query t attends keys s with t - w < s <= t (GPT-OSS, even layers).
+    - `sliding_window` = w: query t attends keys s with t - w < s <= t (GPT-OSS, even layers);
+    - `rope_interleaved`: RoPE rotates the pairs (2i, 2i+1) of each head (GPT-J's form, written by
+      onnxruntime's RotaryEmbedding / GroupQueryAttention with interleaved = 1) instead of the
+      halves (i, i + head_dim/2). Computed as a per-head de-interleave of q and k after their norm
+      and before rotate-half RoPE: q . k is unchanged by one permutation of both, so the weights
+      keep the export's layout.
 
     ```mlir
     %a = moe.attention %x weights(%wq, %wk, %wv, %wo) bq(%bq : tensor<64xf32>)
@@ -98,7 +103,7 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        Optional<F32Tensor>:$k_norm, Optional<F32Tensor>:$sinks,
                        Moe_I64Attr:$layer, Moe_I64Attr:$num_heads, Moe_I64Attr:$num_kv_heads, Moe_I64Attr:$head_dim,
                        F64Attr:$rope_theta, OptionalAttr<F64Attr>:$qk_norm_eps,
-                       OptionalAttr<Moe_I64Attr>:$sliding_window);
+                       OptionalAttr<Moe_I64Attr>:$sliding_window, UnitAttr:$rope_interleaved);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = [{
     $x `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
@@ -116,7 +121,7 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                    "::mlir::IntegerAttr":$head_dim, "::mlir::FloatAttr":$rope_theta), [{
       build($_builder, $_state, result, x, wq, wk, wv, wo, ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), ::mlir::Value(),
             ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), layer, num_heads, num_kv_heads, head_dim, rope_theta,
-            ::mlir::FloatAttr(), ::mlir::IntegerAttr());
+            ::mlir::FloatAttr(), ::mlir::IntegerAttr(), ::mlir::UnitAttr());
     }]>
   ];
   let hasVerifier = 1;

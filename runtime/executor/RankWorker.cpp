@@ -6,6 +6,7 @@
 #include "runtime/executor/RankContext.h"
 #include "runtime/plan/InstructionRunner.h"
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tensor/RopePairs.h"
 
 #include "runtime/exchange/CountedExchange.h"
 
@@ -287,6 +288,10 @@ private:
       kernels_.rmsNorm(q.data(), n * model_.numHeads, hd, weight(c.qNorm), c.qkNormEps, q.data());
       kernels_.rmsNorm(k.data(), n * model_.numKvHeads, hd, weight(c.kNorm), c.qkNormEps, k.data());
     }
+    if (c.ropeInterleaved) { // GPT-J's pairs, gathered into the halves' layout (RopePairs.h)
+      ropeGatherRows(q.data(), n * model_.numHeads, hd);
+      ropeGatherRows(k.data(), n * model_.numKvHeads, hd);
+    }
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
       positions[t] = tokens_[t] % seqLen_;
@@ -322,27 +327,12 @@ private:
     kernels_.linear(latent.data(), n, rank, weight(c.wkvB), heads * (nope + vd), kv.data());
     // The decoupled RoPE part: q_pe per head, k_pe shared by all heads.
     std::vector<float> qPe = freshFloats(n * heads * rope), kPe = freshFloats(n * rope);
-    auto deinterleave = [&](const float *src,
-                            float *dst) { // [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...]
-      for (int64_t i = 0; i < rope / 2; ++i) {
-        dst[i] = src[2 * i];
-        dst[rope / 2 + i] = src[2 * i + 1];
-      }
-    };
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t h = 0; h < heads; ++h) {
-        const float *src = q.data() + (t * heads + h) * qd + nope;
-        float *dst = qPe.data() + (t * heads + h) * rope;
-        if (c.ropeInterleaved)
-          deinterleave(src, dst);
-        else
-          std::copy_n(src, rope, dst);
-      }
-      const float *src = ckv.data() + t * (rank + rope) + rank;
-      if (c.ropeInterleaved)
-        deinterleave(src, kPe.data() + t * rope);
-      else
-        std::copy_n(src, rope, kPe.data() + t * rope);
+    for (int64_t t = 0; t < n; ++t) { // DeepSeek-V2's rope dims are GPT-J pairs (RopePairs.h)
+      for (int64_t h = 0; h < heads; ++h)
+        ropeGather(q.data() + (t * heads + h) * qd + nope, qPe.data() + (t * heads + h) * rope,
+                   rope, c.ropeInterleaved);
+      ropeGather(ckv.data() + t * (rank + rope) + rank, kPe.data() + t * rope, rope,
+                 c.ropeInterleaved);
     }
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)

@@ -149,6 +149,8 @@ struct Component {
   // mla_attention (DeepSeek-V2): wq as above, wo [heads*v_head_dim, hidden]
   int wkvA = -1, kvNorm = -1, wkvB = -1;
   float kvNormEps = 0, softmaxScale = 0;
+  /// attention, mla_attention: RoPE rotates GPT-J's pairs (2i, 2i+1), not the halves
+  /// (runtime/tensor/RopePairs.h)
   bool ropeInterleaved = false;
 };
 

@@ -257,9 +257,15 @@ const std::vector<Field<Component>> &componentFields() {
       {"softmax_scale", true, [](const S &s) { return is(s, K::MlaAttention); },
        [](const Node &f, S &s) { s.softmaxScale = static_cast<float>(f.positiveNumber()); },
        [](const S &s) -> Opt { return s.softmaxScale; }},
-      {"rope_interleaved", false, [](const S &s) { return is(s, K::MlaAttention); },
+      // GPT-J's RoPE pairs: MLA writes it always, standard attention only where it is set.
+      {"rope_interleaved", false,
+       [](const S &s) { return is(s, K::MlaAttention) || is(s, K::Attention); },
        [](const Node &f, S &s) { s.ropeInterleaved = f.boolean(); },
-       [](const S &s) -> Opt { return s.ropeInterleaved; }},
+       [](const S &s) -> Opt {
+         if (is(s, K::Attention) && !s.ropeInterleaved)
+           return std::nullopt;
+         return s.ropeInterleaved;
+       }},
   };
   return fields;
 }

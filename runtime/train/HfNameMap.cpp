@@ -105,6 +105,11 @@ private:
             c.weight, false));
       return;
     case ComponentKind::Attention:
+      // The families' attention rotates the halves; their checkpoints are not in GPT-J's layout.
+      if (c.ropeInterleaved)
+        refuse(index, c,
+               "RoPE on interleaved pairs (rope_interleaved: its families rotate the "
+               "halves)");
       return addAttention(index, c, L);
     case ComponentKind::MlaAttention: {
       if (!has(HfFamily::DeepseekV2))

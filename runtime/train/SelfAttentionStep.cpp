@@ -4,35 +4,12 @@
 #include "runtime/train/TrainWorker.h"
 
 #include "runtime/tensor/FreshBuffers.h"
+#include "runtime/tensor/RopePairs.h"
 
 #include <algorithm>
 #include <string>
 
 namespace disagmoe::train::detail {
-
-namespace {
-
-// The decoupled RoPE part's layout: interleaved [x0, x1, x2, ...] -> [x0, x2, ..., x1, x3, ...].
-void ropeGather(const float *src, float *dst, int64_t rope, bool interleaved) {
-  if (!interleaved)
-    return void(std::copy_n(src, rope, dst));
-  for (int64_t i = 0; i < rope / 2; ++i) {
-    dst[i] = src[2 * i];
-    dst[rope / 2 + i] = src[2 * i + 1];
-  }
-}
-
-// Its transpose (a permutation): scatters dst's gradient back to src's positions.
-void ropeScatter(const float *dDst, float *dSrc, int64_t rope, bool interleaved) {
-  if (!interleaved)
-    return void(std::copy_n(dDst, rope, dSrc));
-  for (int64_t i = 0; i < rope / 2; ++i) {
-    dSrc[2 * i] = dDst[i];
-    dSrc[2 * i + 1] = dDst[rope / 2 + i];
-  }
-}
-
-} // namespace
 
 std::vector<int64_t> TrainWorker::positions() const {
   std::vector<int64_t> p(tokens_.size());
@@ -87,6 +64,10 @@ void TrainWorker::attentionFwd(int64_t l) {
     kernels_.rmsNorm(a.q.data(), n() * model_.numHeads, hd, w(c.qNorm), c.qkNormEps, a.q.data());
     kernels_.rmsNorm(a.k.data(), n() * model_.numKvHeads, hd, w(c.kNorm), c.qkNormEps, a.k.data());
   }
+  if (c.ropeInterleaved) { // GPT-J's pairs, gathered into the halves' layout (RopePairs.h)
+    ropeGatherRows(a.q.data(), n() * model_.numHeads, hd);
+    ropeGatherRows(a.k.data(), n() * model_.numKvHeads, hd);
+  }
   const std::vector<int64_t> pos = positions();
   kernels_.rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
   kernels_.rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
@@ -119,6 +100,10 @@ void TrainWorker::attentionBwd(int64_t l) {
   const std::vector<int64_t> pos = positions();
   kernels_.ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
   kernels_.ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  if (c.ropeInterleaved) {
+    ropeScatterRows(dq.data(), n() * model_.numHeads, hd);
+    ropeScatterRows(dk.data(), n() * model_.numKvHeads, hd);
+  }
   if (c.qNorm >= 0) { // through the per-head q/k RMSNorm (dx may alias dy)
     kernels_.rmsNormBackward(a.qPre.data(), dq.data(), n() * model_.numHeads, hd, w(c.qNorm),
                              c.qkNormEps, dq.data(), grad(c.qNorm));

@@ -9,7 +9,8 @@ and a model-local RMSNorm function. Each form is its base sample rewritten with 
     (logits_bound), the compiler's import of the form;
   - where the base has golden/train (config.json "base"), one training step of the form (SGD, AdamW,
     the idle batch where there is one; check_training_families.check_sample with m = 1) against
-    the base's training goldens.
+    the base's training goldens, or the form's own golden/train where it has one (a form that
+    permutes weights, with the base's goldens permuted alike).
 One line per form and shape (and per trained form); a failure to compile or run is a FAIL line with
 the tool's last output line, never a crash. Exits 1 on any failure, 77 (CTest: skipped) when
 onnxruntime-node is not installed.
@@ -114,8 +115,11 @@ def check_form(bin_dir, repo, work, mdir, oracle_dir):
         except Exception as e:  # noqa: BLE001  (no or an unreadable output file: a FAIL line)
             ok, text = False, f"{ours}: {type(e).__name__}: {e}"
         line(ok, f"{name} {shape}: ours vs onnxruntime: {text}")
-    # 3. One training step against the base's training goldens.
-    tdir = os.path.join(base_dir, "golden", "train")
+    # 3. One training step against the base's training goldens (the form's own golden/train where
+    # the form permutes weights: the base's goldens permuted alike, write_forms.py).
+    tdir = os.path.join(mdir, "golden", "train")
+    if not os.path.isdir(tdir):
+        tdir = os.path.join(base_dir, "golden", "train")
     if os.path.isdir(tdir):
         swork = os.path.join(work, f"{tag}_train")
         shutil.rmtree(swork, ignore_errors=True)

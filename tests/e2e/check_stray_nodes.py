@@ -35,7 +35,7 @@ SAMPLES = ["mixtral_tiny", "qwen3_moe_tiny", "qwen3_moe_tiny/dense_masked", "dee
     "newer_opsets/" + n for n in ["mixtral_opset18", "qwen3_opset23_rmsnorm", "mixtral_ort_fused_norms",
                                   "mixtral_opset23_attention", "mixtral_ort_rotary", "mixtral_opset23_rotary",
                                   "mixtral_ort_gqa", "qwen3_opset21", "gpt_oss_ort_gqa",
-                                  "mixtral_ort_genai"]]
+                                  "mixtral_ort_genai", "qwen3_ort_rotary_interleaved"]]
 # Not the fp32 error model's bound: a stray Neg or Sigmoid changes the computation's conditioning
 # (a residual cancelled, a norm's input squashed), which the model does not count; what this test
 # catches is a node dropped or misapplied (a Mul or Add by 2, a Sigmoid, a Neg), which moves the

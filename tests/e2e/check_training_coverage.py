@@ -42,7 +42,7 @@ MUST_TRAIN = {
     "newer_opsets/mixtral_ort_rotary", "newer_opsets/mixtral_opset23_rotary", "newer_opsets/mixtral_ort_gqa",
     "newer_opsets/qwen3_opset21", "newer_opsets/mixtral_opset19", "newer_opsets/mixtral_opset20",
     "newer_opsets/qwen3_opset22", "newer_opsets/gpt_oss_ort_gqa", "newer_opsets/mixtral_ort_genai",
-    "mixtral_tiny/expert_hit",
+    "newer_opsets/qwen3_ort_rotary_interleaved", "mixtral_tiny/expert_hit",
     # float16 / bfloat16 exports: fp32 master weights from the stored weights (issue 12).
     "mixtral_dtypes/hf_bf16_opset17", "mixtral_dtypes/hf_fp16_opset17",
 }

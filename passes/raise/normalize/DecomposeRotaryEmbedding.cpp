@@ -9,7 +9,10 @@
 // RoPE and writes the chain in its place:
 //   freqs = Transpose(MatMul(inv_freq[d/2, 1], positions[1, S]));  emb = Concat(freqs, freqs)
 //   Y = X * Cos(emb) + Concat(-X[..., d/2:], X[..., :d/2]) * Sin(emb)
-// It checks: not interleaved, the rotation over the whole head (rotary_embedding_dim 0 or d),
+// With interleaved = 1 the rotation pairs (2i, 2i+1) (GPT-J's form): each head is de-interleaved
+// first, Transpose([.., d/2, 2], perm [0, 1, 2, 4, 3]) -> [.., 2, d/2] (what DeepSeek-V2 writes),
+// rotated as above and interleaved back, which AttentionPattern reads as rope_interleaved.
+// It checks: interleaved 0 or 1, the rotation over the whole head (rotary_embedding_dim 0 or d),
 // scale 1, no packed batching, position ids 0..S-1 in every row (what the compiled plan binds),
 // and every cache row used (0..S-1) equal to cos/sin(p * theta^(-2i/d)) for one theta, within the
 // fp32 rounding of the table: |error| <= 2^-22 (1 + p * inv_freq[i]) (the angle p * inv_freq is
@@ -86,6 +89,7 @@ struct RotaryForm {
   RankedTensorType xType;
   FloatType elem;
   int64_t b = 0, s = 0, heads = 0, half = 0;
+  bool interleaved = false; // GPT-J's pairs (2i, 2i+1) instead of the halves (i, i + d/2)
   SmallVector<double> invFreq;
 };
 
@@ -117,9 +121,9 @@ std::optional<RotaryForm> readRotary(NodeOp node, std::string &why) {
     auto a = attrs.getAs<IntegerAttr>(n);
     return a ? a.getInt() : 0;
   };
-  if (intAttr("interleaved"))
-    return fail("attribute interleaved = 1 (GPT-J style pairs) is not moe.attention's "
-                "rotate-half RoPE");
+  if (int64_t il = intAttr("interleaved"); il != 0 && il != 1)
+    return fail("attribute interleaved = " + std::to_string(il) + " is neither 0 nor 1");
+  f.interleaved = intAttr("interleaved") == 1;
   if (intAttr("is_packed_batching"))
     return fail("attribute is_packed_batching = 1 is not imported");
   if (auto sc = attrs.getAs<FloatAttr>("scale"); sc && sc.getValueAsDouble() != 1.0)
@@ -239,6 +243,31 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
       sin = createNode(rewriter, node, "Unsqueeze", name + "/sin_heads", {sin, axes}, tableType)
                 .getResult(0);
     }
+    // GPT-J's pairs: [.., d] -> [.., d/2, 2] -> swap -> [.., 2, d/2] -> [.., d] and back.
+    auto swapLastTwo = [&](Value v, int64_t inner, const std::string &step) {
+      SmallVector<int64_t> dims(headType.getShape());
+      dims.back() = headDim / inner;
+      dims.push_back(inner);
+      SmallVector<int64_t> swapped(dims);
+      std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+      Value split = createI64Constant(rewriter, node, step + "_shape", {5}, dims);
+      Value in = createNode(rewriter, node, "Reshape", name + "/" + step + "_split", {v, split},
+                            RankedTensorType::get(dims, elem))
+                     .getResult(0);
+      Value t =
+          createNode(rewriter, node, "Transpose", name + "/" + step, {in},
+                     RankedTensorType::get(swapped, elem),
+                     {rewriter.getNamedAttr("perm", rewriter.getI64ArrayAttr({0, 1, 2, 4, 3}))})
+              .getResult(0);
+      Value whole =
+          createI64Constant(rewriter, node, step + "_merge_shape",
+                            {static_cast<int64_t>(headType.getRank())}, headType.getShape());
+      return createNode(rewriter, node, "Reshape", name + "/" + step + "_merge", {t, whole},
+                        headType)
+          .getResult(0);
+    };
+    if (form->interleaved)
+      xh = swapLastTwo(xh, 2, "deinterleave");
     SmallVector<int64_t> halfDims(headType.getShape());
     halfDims.back() = half;
     auto halfType = RankedTensorType::get(halfDims, elem);
@@ -258,9 +287,12 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
     Value a = createNode(rewriter, node, "Mul", name + "/x_cos", {xh, cos}, headType).getResult(0);
     Value c =
         createNode(rewriter, node, "Mul", name + "/rot_sin", {rot, sin}, headType).getResult(0);
-    Value y = createNode(rewriter, node, "Add", xType.getRank() == 3 ? name + "/rotated" : name,
-                         {a, c}, headType)
-                  .getResult(0);
+    const bool renamedLater = xType.getRank() == 3 || form->interleaved;
+    Value y =
+        createNode(rewriter, node, "Add", renamedLater ? name + "/rotated" : name, {a, c}, headType)
+            .getResult(0);
+    if (form->interleaved)
+      y = swapLastTwo(y, half, "interleave");
     if (xType.getRank() == 3) {
       Value shape = createI64Constant(rewriter, node, "out_shape", {3}, {b, s, heads * headDim});
       y = createNode(rewriter, node, "Reshape", name, {y, shape}, xType).getResult(0);

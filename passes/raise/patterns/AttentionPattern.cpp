@@ -246,6 +246,19 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
   for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
     if (auto why = rotateHalfMismatch(side, m.headDim))
       return fail(scores, std::string("RoPE on ") + name + ": " + *why);
+  RopePairs qPairs, kPairs;
+  if (auto why = ropePairsMismatch(scores.getInputs()[0], m.headDim, qPairs))
+    return fail(scores, "RoPE on q: " + *why);
+  if (auto why = ropePairsMismatch(scores.getInputs()[1], m.headDim, kPairs))
+    return fail(scores, "RoPE on k: " + *why);
+  if (qPairs.interleaved != kPairs.interleaved)
+    return fail(scores, std::string("RoPE: only ") + (qPairs.interleaved ? "q" : "k") +
+                            " rotates GPT-J's interleaved pairs (the other the halves)");
+  if (qPairs.inverses != kPairs.inverses)
+    return fail(scores, std::string("RoPE: only ") +
+                            (qPairs.inverses > kPairs.inverses ? "q" : "k") +
+                            " is interleaved back after the rotation (q . k changes)");
+  m.ropeInterleaved = qPairs.interleaved;
   return m;
 }
 
@@ -298,7 +311,8 @@ struct AttentionPattern : ComponentPattern<NodeOp> {
         rewriter.getI64IntegerAttr(a->heads), rewriter.getI64IntegerAttr(a->kvHeads),
         rewriter.getI64IntegerAttr(a->headDim), rewriter.getF64FloatAttr(a->ropeTheta),
         a->qNorm ? rewriter.getF64FloatAttr(a->qkNormEps) : FloatAttr(),
-        a->slidingWindow > 0 ? rewriter.getI64IntegerAttr(a->slidingWindow) : IntegerAttr());
+        a->slidingWindow > 0 ? rewriter.getI64IntegerAttr(a->slidingWindow) : IntegerAttr(),
+        a->ropeInterleaved ? rewriter.getUnitAttr() : UnitAttr());
     ctx.inheritOrder(op, softmax);
     replaceComponent(rewriter, a->output, op.getResult());
     return success();

@@ -63,6 +63,7 @@ struct AttentionMatch {
   int64_t slidingWindow = 0; // 0: full causal attention
   int64_t heads = 0, kvHeads = 0, headDim = 0;
   double ropeTheta = 0;
+  bool ropeInterleaved = false; // RoPE on GPT-J's pairs (moe.attention's rope_interleaved)
   NodeOp softmax;
 };
 
@@ -231,6 +232,19 @@ public:
   /// dims (no sign flip, or halves split elsewhere than rotaryDim / 2); nullopt if it is, or
   /// where the split points are not constants.
   std::optional<std::string> rotateHalfMismatch(mlir::Value side, int64_t rotaryDim);
+  /// How RoPE on the scores' operand `side` lays out its `rotaryDim` dims: `interleaved` where a
+  /// Transpose(perm [0, 1, 2, 4, 3]) of [.., rotaryDim/2, 2] de-interleaves GPT-J's pairs
+  /// (2i, 2i+1) before the rotation (onnxruntime's interleaved RotaryEmbedding, DeepSeek-V2's
+  /// view + transpose); `inverses` counts the Transposes of [.., 2, rotaryDim/2] after it that
+  /// interleave back (q . k is unchanged where q and k have as many). Says why where the rotary
+  /// dims are permuted otherwise (another permutation or shape, two de-interleaves, or one before
+  /// a q/k RMSNorm); nullopt otherwise.
+  struct RopePairs {
+    bool interleaved = false;
+    int inverses = 0;
+  };
+  std::optional<std::string> ropePairsMismatch(mlir::Value side, int64_t rotaryDim,
+                                               RopePairs &pairs);
   /// A Softmax over the last axis (axis -1, absent, or rank - 1).
   static bool isLastAxisSoftmax(NodeOp softmax);
   int64_t slidingWindowOf(mlir::Value mask);

@@ -153,34 +153,17 @@ std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
     return fail(cos, "MLA: the inverse frequencies are not theta^(-2i/qk_rope_head_dim) for one "
                      "theta (scaled RoPE such as YaRN is not supported)");
   // DeepSeek-V2's de-interleave of the rope dims: view(.., d/2, 2) -> Transpose(last two).
-  int transposes = 0;
-  for (Value in : {scores.getInputs()[0], scores.getInputs()[1]}) {
-    llvm::DenseSet<Value> seen;
-    std::deque<Value> work{in};
-    for (int budget = 96; !work.empty() && budget-- > 0;) {
-      Value v = work.front();
-      work.pop_front();
-      NodeOp node = producer(v);
-      if (!node || !seen.insert(v).second ||
-          (node.getOpType() == "MatMul" && weightOf(node.getInputs()[1])))
-        continue;
-      if (node.getOpType() == "Transpose")
-        if (auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm"); perm && perm.size() == 5) {
-          auto p = llvm::to_vector(llvm::map_range(
-              perm, [](Attribute a) { return llvm::cast<IntegerAttr>(a).getInt(); }));
-          if (p == SmallVector<int64_t>{0, 1, 2, 4, 3}) {
-            ++transposes;
-            break;
-          }
-          return fail(node, "MLA: an unknown permutation of the rope dims");
-        }
-      for (Value operand : node.getInputs())
-        work.push_back(operand);
-    }
-  }
-  if (transposes == 1)
+  RopePairs qPairs, kPairs;
+  if (auto why = ropePairsMismatch(scores.getInputs()[0], m.rope, qPairs))
+    return fail(scores, "MLA: RoPE on q: " + *why);
+  if (auto why = ropePairsMismatch(scores.getInputs()[1], m.rope, kPairs))
+    return fail(scores, "MLA: RoPE on k: " + *why);
+  if (qPairs.interleaved != kPairs.interleaved)
     return fail(scores, "MLA: the rope dims of only one of q and k are de-interleaved");
-  m.interleaved = transposes == 2;
+  if (qPairs.inverses != kPairs.inverses)
+    return fail(scores, "MLA: the rope dims of only one of q and k are interleaved back after "
+                        "RoPE (q . k changes)");
+  m.interleaved = qPairs.interleaved;
   return m;
 }
 

@@ -375,6 +375,60 @@ std::optional<std::string> ComponentMatcher::rotateHalfMismatch(Value side, int6
   return std::nullopt;
 }
 
+std::optional<std::string> ComponentMatcher::ropePairsMismatch(Value side, int64_t rotaryDim,
+                                                               RopePairs &pairs) {
+  pairs = RopePairs();
+  const SmallVector<NodeOp> nodes = nodesAboveUntilProjection(side);
+  auto above = [](NodeOp node, StringRef op) {
+    return llvm::any_of(nodesAboveUntilProjection(node.getInputs()[0]),
+                        [&](NodeOp n) { return n.getOpType() == op; });
+  };
+  const int64_t half = rotaryDim / 2;
+  NodeOp deinterleave;
+  for (NodeOp node : nodes) {
+    if (node.getOpType() != "Transpose")
+      continue;
+    auto perm = node.getOnnxAttrs().getAs<ArrayAttr>("perm");
+    if (!perm || perm.size() != 5)
+      continue; // the heads' [b, s, h, d] <-> [b, h, s, d] transposes
+    auto p = llvm::to_vector(
+        llvm::map_range(perm, [](Attribute a) { return llvm::cast<IntegerAttr>(a).getInt(); }));
+    SmallVector<int64_t> in = staticShape(node.getInputs()[0]);
+    // Before the rotation (no Cos/Sin above): [.., d/2, 2] -> [.., 2, d/2], the de-interleave;
+    // after it: [.., 2, d/2] -> [.., d/2, 2], its inverse.
+    const bool rotated = above(node, "Cos") || above(node, "Sin");
+    const bool swapsLast = p == SmallVector<int64_t>{0, 1, 2, 4, 3} && in.size() == 5;
+    const bool shapeFits =
+        swapsLast && (rotated ? in[3] == 2 && in[4] == half : in[3] == half && in[4] == 2);
+    if (!shapeFits)
+      return "node '" + node.getNodeName().str() + "' permutes the rotary dims " +
+             (rotated ? "after" : "before") + " RoPE otherwise than GPT-J's " +
+             (rotated ? "interleave ([.., 2, " + std::to_string(half) + "]"
+                      : "de-interleave ([.., " + std::to_string(half) + ", 2]") +
+             " with perm [0, 1, 2, 4, 3])";
+    if (rotated) {
+      ++pairs.inverses;
+      continue;
+    }
+    if (deinterleave)
+      return "nodes '" + deinterleave.getNodeName().str() + "' and '" + node.getNodeName().str() +
+             "' both de-interleave the rotary dims";
+    deinterleave = node;
+  }
+  if (!deinterleave)
+    return std::nullopt;
+  // moe.attention applies the q/k RMSNorm weight in the projection's layout, then de-interleaves.
+  const bool normAbove = above(deinterleave, "ReduceMean");
+  const bool normAnywhere =
+      llvm::any_of(nodes, [](NodeOp n) { return n.getOpType() == "ReduceMean"; });
+  if (normAnywhere && !normAbove)
+    return "node '" + deinterleave.getNodeName().str() +
+           "' de-interleaves the head dims before the q/k RMSNorm (its weight would act on the "
+           "permuted dims)";
+  pairs.interleaved = true;
+  return std::nullopt;
+}
+
 bool ComponentMatcher::isLastAxisSoftmax(NodeOp softmax) {
   auto axis = softmax.getOnnxAttrs().getAs<IntegerAttr>("axis");
   if (!axis || axis.getInt() == -1)

@@ -24,11 +24,17 @@ unchanged), so the base's PyTorch golden logits remain the reference:
                              sliding layer, the learned sinks as head_sink
   mixtral_ort_genai          mixtral_ort_gqa with the onnxruntime-genai builder's whole I/O: attention_mask
                              and past_key_values.* in, present.* out, seqlens_k from the mask
+  qwen3_ort_rotary_interleaved
+                             qwen3_moe_tiny with com.microsoft.RotaryEmbedding interleaved = 1 (GPT-J's
+                             pairs) on q and k, and the q/k projections' columns and q/k norm weights
+                             permuted within each head so that the model is the base's: the form's own
+                             golden/train is the base's with those tensors permuted alike
 Bases: ../mixtral_variants/hf_casts_opset17 (Mixtral, transformers' RMSNorm with its f32 Casts, has
 golden/train), ../qwen3_moe_tiny, ../mixtral_tiny (head_dim 16, for GroupQueryAttention) and
 ../gpt_oss_tiny. Every form dir gets model.onnx and golden/ (the base's config.json
 with "opset", "form" and "base" updated, the base's ids_b*_s*.npy and logits_b*_s*.npy copied; the
-training goldens stay in the base's golden/train, named by "base").
+training goldens stay in the base's golden/train, named by "base", except where the form permutes
+weights: then golden/train holds the base's goldens permuted alike).
 onnx 1.12 has no schemas above opset 17, so onnx.checker is not run; onnxruntime is the check
 (tests/e2e/check_newer_forms.py, README.md here).
 
@@ -38,11 +44,13 @@ onnx 1.12 has no schemas above opset 17, so onnx.checker is not run; onnxruntime
 import argparse
 import filecmp
 import glob
+import io
 import json
 import os
 import shutil
 import sys
 import tempfile
+import zipfile
 
 import numpy as np
 import onnx
@@ -57,7 +65,7 @@ BASES = {"mixtral": "mixtral_variants/hf_casts_opset17", "qwen3": "qwen3_moe_tin
          # layer 0; head_dim 16
          "gpt_oss": "gpt_oss_tiny"}
 # name: (base, opset, axes as "constant" or "initializer", norms None|"rmsnorm"|"ort"|"function",
-#        attention, rotary None|"ort"|"onnx")
+#        attention, rotary None|"ort"|"onnx"|"ort_interleaved")
 FORMS = {
     "mixtral_opset18": ("mixtral", 18, "constant", None, False, None),
     "qwen3_opset18": ("qwen3", 18, "initializer", None, False, None),
@@ -76,6 +84,7 @@ FORMS = {
     "qwen3_opset22": ("qwen3", 22, "initializer", None, False, None),
     "gpt_oss_ort_gqa": ("gpt_oss", 17, None, "ort", False, None),
     "mixtral_ort_genai": ("mixtral16", 17, None, "ort", False, None),
+    "qwen3_ort_rotary_interleaved": ("qwen3", 17, None, None, False, "ort_interleaved"),
 }
 # Forms whose attention is one com.microsoft.GroupQueryAttention per layer (onnxruntime-genai), and
 # those of them whose query is packed QKV (one qkv_proj MatMul, key and value inputs empty).
@@ -320,10 +329,13 @@ def fuse_attention(model):
 
 def rope_caches(theta, head_dim, rows):
     """transformers' RoPE tables in fp32: inv_freq = 1 / theta^(arange(0, d, 2) / d), angles
-    t * inv_freq for t = 0..rows-1, then cos and sin ([rows, d/2], onnxruntime's cache layout)."""
+    t * inv_freq for t = 0..rows-1, then cos and sin ([rows, d/2], onnxruntime's cache layout).
+    cos and sin are evaluated in float64 and rounded once to float32: numpy's float32 cos/sin
+    kernels differ in the last bit between CPUs (their SIMD dispatch), which made --check fail on
+    a machine other than the writer's; the float64 results round to the same float32 anywhere."""
     inv = (np.float32(1.0) / (np.float32(theta) ** (np.arange(0, head_dim, 2, dtype=np.float32) /
                                                       np.float32(head_dim)))).astype(np.float32)
-    angles = np.outer(np.arange(rows, dtype=np.float32), inv).astype(np.float32)
+    angles = np.outer(np.arange(rows, dtype=np.float32), inv).astype(np.float32).astype(np.float64)
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
@@ -371,9 +383,10 @@ def fuse_rotary(model, style, theta, head_dim):
         if any(len(g.readers.get(n.output[0], [])) != 1 for n in chain[:-1]):
             continue
         name = add.name.rsplit("/", 1)[0] + "/RotaryEmbedding" + ("" if not fused else f"_{len(fused)}")
-        if style == "ort":
+        if style in ("ort", "ort_interleaved"):
             node = helper.make_node("RotaryEmbedding", [x, "rotary/position_ids", "rotary.cos_cache", "rotary.sin_cache"],
-                                    [add.output[0]], name=name, domain="com.microsoft", interleaved=0)
+                                    [add.output[0]], name=name, domain="com.microsoft",
+                                    interleaved=int(style == "ort_interleaved"))
         else:
             node = helper.make_node("RotaryEmbedding", [x, "rotary.cos_cache", "rotary.sin_cache", "rotary/position_ids"],
                                     [add.output[0]], name=name, interleaved=0)
@@ -383,7 +396,96 @@ def fuse_rotary(model, style, theta, head_dim):
     # The position ids go first (every RotaryEmbedding reads them).
     for n in reversed(pos_nodes):
         model.graph.node.insert(0, n)
-    return len(fused)
+    return [node for _, node in fused]
+
+
+# The elementwise ops of a norm between a projection and its RoPE, whose every input is data.
+ARITHMETIC = {"Mul", "Div", "Add", "Sub", "Pow", "Sqrt", "Reciprocal", "ReduceMean"}
+
+
+def pairs_from_halves(head_dim):
+    """Index map of GPT-J's interleaved layout from rotate-half's: column 2i of a head takes the
+    halves' column i, column 2i+1 takes column d/2 + i. RoPE on pairs (2i, 2i+1) of the permuted
+    head is then RoPE on halves (i, d/2 + i) of the original, and q . k is unchanged."""
+    half = head_dim // 2
+    idx = np.empty(head_dim, np.int64)
+    idx[0::2] = np.arange(half)
+    idx[1::2] = np.arange(half) + half
+    return idx
+
+
+def permute_heads(a, head_dim, axis):
+    """`a` with every head_dim-wide block along `axis` permuted by pairs_from_halves."""
+    width = a.shape[axis]
+    idx = np.concatenate([h * head_dim + pairs_from_halves(head_dim) for h in range(width // head_dim)])
+    return np.take(a, idx, axis=axis)
+
+
+def interleave_projections(model, rotaries, head_dim):
+    """Permutes, for every RotaryEmbedding, the projection weight above it (MatMul(x, W), W
+    [in, out]: columns) and the per-head norm weight between them (Mul by a [head_dim]
+    initializer), each initializer once. Returns the permuted initializer names."""
+    g = Graph(model.graph)
+    done = set()
+    for rot in rotaries:
+        work, seen = [rot.input[0]], set()
+        while work:
+            v = work.pop()
+            n = g.producer.get(v)
+            if n is None or id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.op_type == "MatMul" and n.input[1] in g.inits:
+                w = n.input[1]
+                if w not in done:
+                    t = g.inits[w]
+                    t.CopyFrom(numpy_helper.from_array(permute_heads(numpy_helper.to_array(t), head_dim, 1), w))
+                    done.add(w)
+                continue
+            if n.op_type == "Mul":
+                for i in n.input:
+                    if i in g.inits and list(g.inits[i].dims) == [head_dim] and i not in done:
+                        t = g.inits[i]
+                        t.CopyFrom(numpy_helper.from_array(permute_heads(numpy_helper.to_array(t), head_dim, 0), i))
+                        done.add(i)
+            # Data inputs only: a Reshape's or Slice's shape/index inputs lead into shape arithmetic
+            # over the residual stream (and from there to every earlier weight).
+            data = n.input if n.op_type in ARITHMETIC else n.input[:1]
+            work.extend(i for i in data if i and i not in g.inits)
+    return sorted(done)
+
+
+def save_npz(path, arrays):
+    """np.savez with fixed zip timestamps (np.savez stamps the current time), so --check can
+    compare bytes."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for key in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
+
+
+def permuted_train_goldens(base_dir, gdir, head_dim):
+    """The base's golden/train with the q/k projections ([in, out], per-head columns) and the q/k
+    norm weights ([head_dim]) permuted as interleave_projections permutes the model: gradients,
+    SGD and AdamW updates are elementwise in the weights, so they permute alike."""
+    src, dst = os.path.join(base_dir, "golden", "train"), os.path.join(gdir, "train")
+    os.makedirs(dst, exist_ok=True)
+    for fn in sorted(os.listdir(src)):
+        if not fn.endswith(".npz"):
+            shutil.copyfile(os.path.join(src, fn), os.path.join(dst, fn))
+            continue
+        z = np.load(os.path.join(src, fn))
+        out = {}
+        for key in z.files:
+            a = z[key]
+            role = key.split("_", 1)[1] if key.startswith("l") and "_" in key else ""
+            if role in ("q", "k"):
+                a = permute_heads(a, head_dim, 1)
+            elif role in ("q_norm", "k_norm"):
+                a = permute_heads(a, head_dim, 0)
+            out[key] = a
+        save_npz(os.path.join(dst, fn), out)
 
 
 def biased(g, matmul):
@@ -626,7 +728,10 @@ def write_form(name, out_dir):
                                                   genai=name in GENAI_IO_FORMS)
     if rotary:
         cfg0 = json.load(open(os.path.join(base_dir, "golden", "config.json")))
-        notes["rotary"] = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])
+        rotaries = fuse_rotary(model, rotary, cfg0["rope_theta"], cfg0["head_dim"])
+        notes["rotary"] = len(rotaries)
+        if rotary == "ort_interleaved":
+            notes["permuted_for_pairs"] = len(interleave_projections(model, rotaries, cfg0["head_dim"]))
     if opset >= 18:
         notes["reduce_axes_inputs"] = axes_to_inputs(model, axes_style)
         notes["split_num_outputs"] = split_num_outputs(model)
@@ -635,7 +740,7 @@ def write_form(name, out_dir):
         model.functions.append(rmsnorm_function(opset))
     del model.opset_import[:]
     model.opset_import.append(helper.make_opsetid("", opset))
-    if norms == "ort" or rotary == "ort" or name in GQA_FORMS:
+    if norms == "ort" or rotary in ("ort", "ort_interleaved") or name in GQA_FORMS:
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     if norms == "function":
         model.opset_import.append(helper.make_opsetid(FN_DOMAIN, 1))
@@ -659,6 +764,8 @@ def write_form(name, out_dir):
     for p in sorted(glob.glob(os.path.join(base_dir, "golden", "ids_b*_s*.npy")) +
                     glob.glob(os.path.join(base_dir, "golden", "logits_b*_s*.npy"))):
         shutil.copyfile(p, os.path.join(gdir, os.path.basename(p)))
+    if rotary == "ort_interleaved":
+        permuted_train_goldens(base_dir, gdir, cfg["head_dim"])
     if name in GENAI_IO_FORMS:
         # What the compiled plan binds (and onnxruntime is fed): an all-ones mask, empty caches.
         for p in sorted(glob.glob(os.path.join(base_dir, "golden", "ids_b*_s*.npy"))):

@@ -36,11 +36,18 @@ def main(out):
             t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(1.1), t.name))
     save(m, "rotary_mscale")
 
-    # Interleaved pairs (GPT-J style) instead of rotate_half.
+    # Interleaved pairs (GPT-J style) on the first RotaryEmbedding only (layer 0's q): q and k
+    # rotate different dims.
     m = load("mixtral_ort_rotary")
     rope = next(n for n in m.graph.node if n.op_type == "RotaryEmbedding")
     set_attr(rope, "interleaved", 1)
     save(m, "rotary_interleaved")
+
+    # interleaved = 2: neither layout.
+    m = load("mixtral_ort_rotary")
+    rope = next(n for n in m.graph.node if n.op_type == "RotaryEmbedding")
+    set_attr(rope, "interleaved", 2)
+    save(m, "rotary_interleaved2")
 
     # Attention-23 reading a KV cache (past_key, past_value as graph inputs).
     m = load("mixtral_opset23_attention")

@@ -224,8 +224,33 @@ func.func @rotary_plain(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
 
 // -----
 
-// Tables scaled by an attention factor (YaRN's mscale, here 1.1), interleaved pairs, and position
-// ids that start at 1: none is plain RoPE at 0..S-1; all kept (the raise pass names why).
+// GPT-J's pairs (interleaved = 1): each head de-interleaved ([.., d/2, 2] swapped to [.., 2, d/2]),
+// rotated as above, and interleaved back; AttentionPattern reads the pair as rope_interleaved.
+// CHECK-LABEL: func.func @rotary_interleaved
+// CHECK-NOT:   "RotaryEmbedding"
+// CHECK:       %[[P:.*]] = onnx.node "Reshape"(%arg0, %{{.*}}) {node_name = "rope/deinterleave_split"{{.*}} -> tensor<1x2x2x2x2xf32>
+// CHECK:       %[[T:.*]] = onnx.node "Transpose"(%[[P]]) {node_name = "rope/deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       %[[D:.*]] = onnx.node "Reshape"(%[[T]], %{{.*}}) {node_name = "rope/deinterleave_merge"{{.*}} -> tensor<1x2x2x4xf32>
+// CHECK:       onnx.node "Slice"(%[[D]],
+// CHECK:       %[[A:.*]] = onnx.node "Mul"(%[[D]], %{{.*}})
+// CHECK:       %[[Y:.*]] = onnx.node "Add"(%[[A]], %{{.*}}) {node_name = "rope/rotated"
+// CHECK:       %[[Q:.*]] = onnx.node "Reshape"(%[[Y]], %{{.*}}) {node_name = "rope/interleave_split"
+// CHECK:       %[[U:.*]] = onnx.node "Transpose"(%[[Q]]) {node_name = "rope/interleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       %[[R:.*]] = onnx.node "Reshape"(%[[U]], %{{.*}}) {node_name = "rope/interleave_merge"
+// CHECK:       return %[[R]]
+func.func @rotary_interleaved(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
+  %pos = onnx.node "Constant"() {node_name = "pos", onnx_attrs = {value = dense<[[0, 1]]> : tensor<1x2xi64>}} : () -> tensor<1x2xi64>
+  %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.0, 1.0], [0.5403022766113281, 0.9999499917030334]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %y = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "rope", onnx_attrs = {interleaved = 1 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %y : tensor<1x2x2x4xf32>
+}
+
+// -----
+
+// Tables scaled by an attention factor (YaRN's mscale, here 1.1), interleaved = 2 (neither form),
+// and position ids that start at 1: none is plain RoPE at 0..S-1; all kept (the raise pass names
+// why).
 // CHECK-LABEL: func.func @rotary_kept
 // CHECK-COUNT-3: onnx.node "RotaryEmbedding"
 func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) {
@@ -236,7 +261,7 @@ func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<
   %cos11 = onnx.node "Constant"() {node_name = "cos11", onnx_attrs = {value = dense<[[1.1, 1.1], [0.59433250427, 1.09994499087]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %sin11 = onnx.node "Constant"() {node_name = "sin11", onnx_attrs = {value = dense<[[0.0, 0.0], [0.92561811804, 0.01099981637]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %a = onnx.node "RotaryEmbedding"(%x, %pos, %cos11, %sin11) {domain = "com.microsoft", node_name = "mscale", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
-  %b = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "interleaved", onnx_attrs = {interleaved = 1 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  %b = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "interleaved", onnx_attrs = {interleaved = 2 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
   %c = onnx.node "RotaryEmbedding"(%x, %pos1, %cos, %sin) {domain = "com.microsoft", node_name = "offset", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
   return %a, %b, %c : tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>
 }

@@ -72,6 +72,31 @@ func.func @packed_folded_rotary(%x: tensor<1x2x8xf32>) -> tensor<1x2x8xf32> {
   return %y#0 : tensor<1x2x8xf32>
 }
 
+
+// -----
+
+// rotary_interleaved = 1 (GPT-J's pairs) carried to both RotaryEmbedding nodes, whose
+// decomposition de-interleaves q's and k's heads before rotate-half RoPE and interleaves them back.
+// CHECK-LABEL: func.func @packed_rotary_interleaved
+// CHECK-NOT:   "RotaryEmbedding"
+// CHECK:       onnx.node "Transpose"({{.*}}) {node_name = "gqa/q_rotary/deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       onnx.node "Transpose"({{.*}}) {node_name = "gqa/q_rotary/interleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       onnx.node "Transpose"({{.*}}) {node_name = "gqa/k_rotary/deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       onnx.node "Transpose"({{.*}}) {node_name = "gqa/k_rotary/interleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}}
+// CHECK:       onnx.node "Softmax"
+func.func @packed_rotary_interleaved(%x: tensor<1x2x8xf32>) -> tensor<1x2x8xf32> {
+  %none = onnx.none
+  %w = onnx.weight "qkv_w" {file = "m.onnx", offset = 0 : i64, length = 512 : i64, transposed} : tensor<8x16xf32>
+  %b = onnx.node "Constant"() {node_name = "qkv_b", onnx_attrs = {value = dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]> : tensor<16xf32>}} : () -> tensor<16xf32>
+  %mm = onnx.node "MatMul"(%x, %w) {node_name = "qkv_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x16xf32>) -> tensor<1x2x16xf32>
+  %qkv = onnx.node "Add"(%mm, %b) {node_name = "qkv_proj_bias", onnx_attrs = {}} : (tensor<1x2x16xf32>, tensor<16xf32>) -> tensor<1x2x16xf32>
+  %seqlens = onnx.node "Constant"() {node_name = "seqlens", onnx_attrs = {value = dense<1> : tensor<1xi32>}} : () -> tensor<1xi32>
+  %total = onnx.node "Constant"() {node_name = "total", onnx_attrs = {value = dense<2> : tensor<i32>}} : () -> tensor<i32>
+  %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.0, 1.0], [0.5403022766113281, 0.9999499917030334]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %y:3 = onnx.node "GroupQueryAttention"(%qkv, %none, %none, %none, %none, %seqlens, %total, %cos, %sin) {domain = "com.microsoft", node_name = "gqa", onnx_attrs = {do_rotary = 1 : i64, kv_num_heads = 1 : i64, num_heads = 2 : i64, rotary_interleaved = 1 : i64}} : (tensor<1x2x16xf32>, none, none, none, none, tensor<1xi32>, tensor<i32>, tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<1x2x8xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y#0 : tensor<1x2x8xf32>
+}
 // -----
 
 // W stored [in, out] = [8, 16] (the onnxruntime-genai builder's layout): 64-byte rows, q the first

@@ -1264,3 +1264,300 @@ func.func @attention_sinks_reshaped_query_axis_refused(%ids: tensor<1x2xi64>) ->
   %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
   return %r : tensor<1x2x8xf32>
 }
+
+// -----
+
+// GPT-J's interleaved RoPE (onnxruntime's RotaryEmbedding interleaved = 1 after normalize-onnx):
+// each q and k head de-interleaved, [.., 2, 2] pairs -> Transpose(perm [0, 1, 2, 4, 3]), before
+// rotate-half RoPE: moe.attention with rope_interleaved (RopeAndMasks.cpp ropePairsMismatch).
+// CHECK-LABEL: func.func @attention_rope_interleaved
+// CHECK:       moe.attention %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {head_dim = 4 : i64, layer = -1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_interleaved, rope_theta = 1.000000e+04 : f64}
+// CHECK-NOT:   onnx.node "Transpose"
+func.func @attention_rope_interleaved(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %qs5 = onnx.node "Constant"() {node_name = "q_pairs_shape", onnx_attrs = {value = dense<[1, 2, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %q5 = onnx.node "Reshape"(%qt, %qs5) {node_name = "q_pairs_split", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<5xi64>) -> tensor<1x2x2x2x2xf32>
+  %q5t = onnx.node "Transpose"(%q5) {node_name = "q_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %qs4 = onnx.node "Constant"() {node_name = "q_heads_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %qd = onnx.node "Reshape"(%q5t, %qs4) {node_name = "q_pairs_merge", onnx_attrs = {}} : (tensor<1x2x2x2x2xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %ks5 = onnx.node "Constant"() {node_name = "k_pairs_shape", onnx_attrs = {value = dense<[1, 1, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %k5 = onnx.node "Reshape"(%kt, %ks5) {node_name = "k_pairs_split", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<5xi64>) -> tensor<1x1x2x2x2xf32>
+  %k5t = onnx.node "Transpose"(%k5) {node_name = "k_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x1x2x2x2xf32>) -> tensor<1x1x2x2x2xf32>
+  %ks4 = onnx.node "Constant"() {node_name = "k_heads_shape", onnx_attrs = {value = dense<[1, 1, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kd = onnx.node "Reshape"(%k5t, %ks4) {node_name = "k_pairs_merge", onnx_attrs = {}} : (tensor<1x1x2x2x2xf32>, tensor<4xi64>) -> tensor<1x1x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.01]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qd, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qd, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qd, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kd, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kd, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kd, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = onnx.node "MatMul"(%qr, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+
+
+// -----
+
+// Only q de-interleaved: q and k rotate different dims, refused at the scores.
+func.func @attention_rope_interleaved_q_only(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %qs5 = onnx.node "Constant"() {node_name = "q_pairs_shape", onnx_attrs = {value = dense<[1, 2, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %q5 = onnx.node "Reshape"(%qt, %qs5) {node_name = "q_pairs_split", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<5xi64>) -> tensor<1x2x2x2x2xf32>
+  %q5t = onnx.node "Transpose"(%q5) {node_name = "q_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %qs4 = onnx.node "Constant"() {node_name = "q_heads_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %qd = onnx.node "Reshape"(%q5t, %qs4) {node_name = "q_pairs_merge", onnx_attrs = {}} : (tensor<1x2x2x2x2xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.01]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qd, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qd, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qd, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kt, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kt, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kt, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  // expected-error @+1 {{node 'scores' (MatMul): RoPE: only q rotates GPT-J's interleaved pairs (the other the halves)}}
+  %s = onnx.node "MatMul"(%qr, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+
+
+// -----
+
+// Both de-interleaved, only q interleaved back after the rotation: q . k is no longer the
+// de-interleaved heads' product, refused.
+func.func @attention_rope_interleave_back_q_only(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %qs5 = onnx.node "Constant"() {node_name = "q_pairs_shape", onnx_attrs = {value = dense<[1, 2, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %q5 = onnx.node "Reshape"(%qt, %qs5) {node_name = "q_pairs_split", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<5xi64>) -> tensor<1x2x2x2x2xf32>
+  %q5t = onnx.node "Transpose"(%q5) {node_name = "q_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %qs4 = onnx.node "Constant"() {node_name = "q_heads_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %qd = onnx.node "Reshape"(%q5t, %qs4) {node_name = "q_pairs_merge", onnx_attrs = {}} : (tensor<1x2x2x2x2xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %ks5 = onnx.node "Constant"() {node_name = "k_pairs_shape", onnx_attrs = {value = dense<[1, 1, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %k5 = onnx.node "Reshape"(%kt, %ks5) {node_name = "k_pairs_split", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<5xi64>) -> tensor<1x1x2x2x2xf32>
+  %k5t = onnx.node "Transpose"(%k5) {node_name = "k_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x1x2x2x2xf32>) -> tensor<1x1x2x2x2xf32>
+  %ks4 = onnx.node "Constant"() {node_name = "k_heads_shape", onnx_attrs = {value = dense<[1, 1, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kd = onnx.node "Reshape"(%k5t, %ks4) {node_name = "k_pairs_merge", onnx_attrs = {}} : (tensor<1x1x2x2x2xf32>, tensor<4xi64>) -> tensor<1x1x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.01]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qd, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qd, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qd, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qb5s = onnx.node "Constant"() {node_name = "q_back_shape", onnx_attrs = {value = dense<[1, 2, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %qb5 = onnx.node "Reshape"(%qr, %qb5s) {node_name = "q_back_split", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<5xi64>) -> tensor<1x2x2x2x2xf32>
+  %qb5t = onnx.node "Transpose"(%qb5) {node_name = "q_interleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %qb4s = onnx.node "Constant"() {node_name = "q_back_heads", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %qback = onnx.node "Reshape"(%qb5t, %qb4s) {node_name = "q_back_merge", onnx_attrs = {}} : (tensor<1x2x2x2x2xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kd, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kd, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kd, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  // expected-error @+1 {{node 'scores' (MatMul): RoPE: only q is interleaved back after the rotation (q . k changes)}}
+  %s = onnx.node "MatMul"(%qback, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+
+
+// -----
+
+// A 5-D permutation of q's head dims that is not the de-interleave, refused naming it.
+func.func @attention_rope_unknown_permutation(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %qs5 = onnx.node "Constant"() {node_name = "q_pairs_shape", onnx_attrs = {value = dense<[1, 2, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %q5 = onnx.node "Reshape"(%qt, %qs5) {node_name = "q_pairs_split", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<5xi64>) -> tensor<1x2x2x2x2xf32>
+  %q5t = onnx.node "Transpose"(%q5) {node_name = "q_deinterleave", onnx_attrs = {perm = [0, 1, 3, 2, 4]}} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %qs4 = onnx.node "Constant"() {node_name = "q_heads_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %qd = onnx.node "Reshape"(%q5t, %qs4) {node_name = "q_pairs_merge", onnx_attrs = {}} : (tensor<1x2x2x2x2xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %ks5 = onnx.node "Constant"() {node_name = "k_pairs_shape", onnx_attrs = {value = dense<[1, 1, 2, 2, 2]> : tensor<5xi64>}} : () -> tensor<5xi64>
+  %k5 = onnx.node "Reshape"(%kt, %ks5) {node_name = "k_pairs_split", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<5xi64>) -> tensor<1x1x2x2x2xf32>
+  %k5t = onnx.node "Transpose"(%k5) {node_name = "k_deinterleave", onnx_attrs = {perm = [0, 1, 2, 4, 3]}} : (tensor<1x1x2x2x2xf32>) -> tensor<1x1x2x2x2xf32>
+  %ks4 = onnx.node "Constant"() {node_name = "k_heads_shape", onnx_attrs = {value = dense<[1, 1, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kd = onnx.node "Reshape"(%k5t, %ks4) {node_name = "k_pairs_merge", onnx_attrs = {}} : (tensor<1x1x2x2x2xf32>, tensor<4xi64>) -> tensor<1x1x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[1.0, 0.01]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qd, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qd, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qd, %cos) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sin) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kd, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kd, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kd, %cos) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sin) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  // expected-error @+1 {{node 'scores' (MatMul): RoPE on q: node 'q_deinterleave' permutes the rotary dims before RoPE otherwise than GPT-J's de-interleave ([.., 2, 2] with perm [0, 1, 2, 4, 3])}}
+  %s = onnx.node "MatMul"(%qr, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+

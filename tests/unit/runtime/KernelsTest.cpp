@@ -1,5 +1,6 @@
 // CPU kernels on small hand-checked inputs: top-k ties, router scorings, RoPE, attention, errors.
 #include "runtime/backends/cpu/Kernels.h"
+#include "runtime/tensor/RopePairs.h"
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,41 @@ TEST(Kernels, RopeIsIdentityAtPositionZeroAndRotatesPairs) {
   EXPECT_NEAR(x[6], 7 * std::cos(1.0) + 5 * std::sin(1.0), 1e-6);
   EXPECT_NEAR(x[5], 6 * std::cos(0.01) - 8 * std::sin(0.01), 1e-6);
   EXPECT_NEAR(x[7], 8 * std::cos(0.01) + 6 * std::sin(0.01), 1e-6);
+}
+
+// GPT-J's interleaved RoPE (runtime/tensor/RopePairs.h): the gather into the halves' layout,
+// rotate-half RoPE and the scatter back equal the closed form on pairs (2i, 2i+1),
+// y[2i] = x[2i] cos(p w_i) - x[2i+1] sin(p w_i), y[2i+1] = x[2i+1] cos(p w_i) + x[2i] sin(p w_i),
+// w_i = theta^(-2i/d); the scatter inverts the gather.
+TEST(Kernels, RopeOnInterleavedPairsIsGptJsRotation) {
+  const int64_t tokens = 3, heads = 2, d = 6;
+  std::vector<float> x(tokens * heads * d);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.25f * static_cast<float>(i % 7) - 0.5f + 0.01f * static_cast<float>(i);
+  const int64_t positions[tokens] = {0, 1, 5};
+  const double theta = 100.0;
+  std::vector<float> y = x;
+  ropeGatherRows(y.data(), tokens * heads, d);
+  rope(y.data(), tokens, heads, d, positions, theta);
+  ropeScatterRows(y.data(), tokens * heads, d);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < d / 2; ++i) {
+        const float *v = &x[(t * heads + h) * d];
+        const double a = static_cast<double>(positions[t]) * std::pow(theta, -2.0 * i / d);
+        const double even = v[2 * i] * std::cos(a) - v[2 * i + 1] * std::sin(a);
+        const double odd = v[2 * i + 1] * std::cos(a) + v[2 * i] * std::sin(a);
+        // fp32 angles (<= 5 rad: rounding <= 2 * 2^-24 * 5 = 6e-7), cos/sin and products, times
+        // |v| <= 1.4, twice: <= 2.2e-6; a wrong pairing errs by O(0.1).
+        EXPECT_NEAR(y[(t * heads + h) * d + 2 * i], even, 4e-6) << t << " " << h << " " << i;
+        EXPECT_NEAR(y[(t * heads + h) * d + 2 * i + 1], odd, 4e-6) << t << " " << h << " " << i;
+      }
+  std::vector<float> z = x;
+  ropeGatherRows(z.data(), tokens * heads, d);
+  EXPECT_EQ(z[1], x[2]); // [x0, x2, x4, x1, x3, x5]
+  EXPECT_EQ(z[3], x[1]);
+  ropeScatterRows(z.data(), tokens * heads, d);
+  EXPECT_EQ(z, x);
 }
 
 TEST(Kernels, CausalAttentionFirstTokenSeesOnlyItselfAndKvHeadsAreShared) {
