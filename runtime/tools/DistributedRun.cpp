@@ -1056,14 +1056,19 @@ std::vector<std::vector<int>> reduceGroups(const Plan &plan) {
 
 // --comm nccl: one process and one CUDA device per rank (NcclComm.h); the rank's work is the one
 // of --comm mpi, and a failing rank ends the job the same way.
-int runNccl(const Options &o) {
+// `store`: a torchrun-style launch (the control plane over TCP; the plan checked against
+// WORLD_SIZE before the rendezvous, as runStoreLaunch does), else mpirun's (MPI).
+int runNccl(const Options &o, const StoreLaunch *store) {
   if (o.loop())
     throw UsageError("--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume do not "
                      "run on --comm nccl in this version");
-  std::unique_ptr<NcclComm> comm = NcclComm::start();
+  if (store)
+    loadProcessPlan(o, store->worldSize, store);
+  std::unique_ptr<NcclComm> comm =
+      store ? NcclComm::start(*store, std::chrono::seconds(o.timeoutSeconds)) : NcclComm::start();
   const int me = comm->rank();
   try {
-    const Plan plan = loadProcessPlan(o, comm->worldSize(), nullptr);
+    const Plan plan = loadProcessPlan(o, comm->worldSize(), store);
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     comm->connect(reduceGroups(plan), timeout);
     if (me == 0)
@@ -1155,9 +1160,9 @@ const char *distributedUsage() {
          "[--output logits.npy]\n"
          "         (one CUDA device per rank: local rank mod device count; messages over NCCL, "
          "announced over\n"
-         "         MPI; the DP all-reduce is ncclAllReduce, so results match --comm local to "
-         "rounding only;\n"
-         "         docs/deploy.md)\n"
+         "         MPI, or over TCP when started torchrun-style; the DP all-reduce is "
+         "ncclAllReduce, so results\n"
+         "         match --comm local to rounding only; docs/deploy.md)\n"
          "\n"
          "--train runs training steps (docs/training.md): forward, causal LM loss (mean "
          "cross-entropy over\n"
@@ -1256,10 +1261,10 @@ int distributedMain(int argc, char **argv) {
     // before any output; a bad value is refused naming its variable.
     const std::optional<StoreLaunch> store =
         o.comm == "mpi" || o.comm == "nccl" ? storeLaunchFromEnvironment() : std::nullopt;
+#ifdef DISAGMOE_HAVE_NCCL
     if (store && o.comm == "nccl")
-      throw UsageError("comm \"nccl\" under a torchrun-style launch (" + store->rankVar +
-                       ", MASTER_ADDR set; no mpirun) is not built yet: its message headers go "
-                       "over MPI; launch it with mpirun or srun (docs/deploy.md)");
+      return runNccl(o, &*store);
+#endif
     if (store)
       return runStoreLaunch(o, *store);
 #ifdef DISAGMOE_HAVE_MPI
@@ -1278,7 +1283,7 @@ int distributedMain(int argc, char **argv) {
                          "mpirun -np WORLD "
                          "disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
                          "SLURM_PROCID, RANK is set)");
-      return runNccl(o);
+      return runNccl(o, nullptr);
     }
 #endif
     return runLocalTrain(o);
