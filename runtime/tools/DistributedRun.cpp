@@ -688,17 +688,7 @@ void printStep(const train::StepResult &r, int64_t lastStep, train::StepProgress
   const bool last = r.step == lastStep;
   if (train::quiet() && !last)
     return;
-  char line[300];
-  std::snprintf(line, sizeof line,
-                "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
-                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens),
-                r.wallSeconds, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
-  std::cout << line;
-  if (r.auxLoss != 0) {
-    std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
-    std::cout << line;
-  }
-  std::cout << "\n";
+  std::cout << train::stepLine(r, lastStep, 0, nullptr) << "\n"; // the loop's line too
   if (train::verbose())
     std::cout << train::expertLoadLine(r);
   else if (!train::quiet() && last)
