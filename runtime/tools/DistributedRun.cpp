@@ -225,6 +225,15 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.plan.empty())
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  // A forward run under --comm mpi/nccl refuses the training flags as a single process does
+  // (RunArgs.h), instead of running the forward and ignoring them (--steps, --lr, ...).
+  // --fail-rank is a test hook of every one-process-per-rank run.
+  if (!o.train)
+    for (const auto &flag : args.flags) {
+      const RunFlag *f = findRunFlag(flag.first.substr(2));
+      if (f && f->mode == RunMode::Train && flag.first != "--fail-rank")
+        throw UsageError(trainOnlyRefusal(flag.first));
+    }
   if (o.backend == "sim")
     throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run "
                      "--train or --comm "

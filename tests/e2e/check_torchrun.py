@@ -147,11 +147,11 @@ def world_checks(check, run_bin, plan, ids, work, world):
 
 
 def refusal_checks(check, run_bin, plan4):
-    def refused(extra_env, expected, what):
+    def refused(extra_env, expected, what, args=()):
         env = base_env()
         env.update(extra_env)
         # --timeout 3: a refused rank 0 waits that long (at most 10 s) to tell ranks never started
-        r = run([run_bin, plan4, "--comm", "mpi", "--timeout", "3"], expect_ok=False, env=env, timeout=30)
+        r = run([run_bin, plan4, "--comm", "mpi", "--timeout", "3", *args], expect_ok=False, env=env, timeout=30)
         lines = r.stdout.strip().splitlines()
         check(r.returncode != 0 and len(lines) == 1 and expected in lines[0],
               f"{what}: refused in one line: {lines}")
@@ -165,6 +165,9 @@ def refusal_checks(check, run_bin, plan4):
             "a non-numeric MASTER_PORT")
     refused(dict(tr, RANK="1", WORLD_SIZE="4", LOCAL_RANK="x"), 'LOCAL_RANK="x" is not a local rank',
             "a non-numeric LOCAL_RANK")
+    # As in a single process (disagmoe-run PLAN --steps 3): not a forward run with --steps ignored.
+    refused(dict(tr, RANK="0", WORLD_SIZE="4"), "disagmoe-run: --steps needs --train (see --help)",
+            "--steps without --train", args=("--steps", "3"))
 
 
 def main(bin_dir, sample, work):
