@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the disagmoe compile pipeline -----------------------===//
 #include "compiler/pipeline/Pipeline.h"
 
+#include "compiler/pipeline/ExternalData.h"
 #include "compiler/pipeline/InputBinding.h"
 #include "compiler/pipeline/WeightDtypes.h"
 
@@ -151,6 +152,10 @@ llvm::Expected<OwningOpRef<ModuleOp>> compileOnnx(MLIRContext &context, const st
   std::string dtypeNote, dtypeError;
   if (!checkWeightDtypes(path, graph.initializers, dtypeNote, dtypeError))
     return fail(dtypeError);
+  // External-data files (ExternalData.h): the plan points into them, so they must hold every byte.
+  std::string externalError;
+  if (!checkExternalData(path, graph.initializers, externalError))
+    return fail(externalError);
   if (!outputNote.empty())
     bindingNotes.push_back(std::move(outputNote));
   if (!dtypeNote.empty())

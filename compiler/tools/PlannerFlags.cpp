@@ -95,6 +95,13 @@ llvm::Error PlannerFlags::fill(placement::PlannerOptions &o) const {
     return fail("--search-seeds must be >= 0");
   if (!(searchBudget > 0))
     return fail("--search-budget must be > 0 seconds");
+  // Options of a search --no-search skips would be ignored without a word: refused instead.
+  for (const auto &[flag, given] :
+       {std::pair<const char *, bool>{"--search-budget", searchBudget.getNumOccurrences() > 0},
+        {"--search-seeds", searchSeeds.getNumOccurrences() > 0}})
+    if (noSearch && given)
+      return fail(std::string(flag) +
+                  " tunes the simulated search, which --no-search skips: give one of them");
   llvm::Expected<placement::Recompute> mode = parseRecompute(recompute, allowSelective_);
   if (!mode)
     return mode.takeError();

@@ -17,6 +17,7 @@
 #include "compiler/tools/CommandLine.h"
 #include "compiler/tools/ProblemInputs.h"
 #include "runtime/cost/Hardware.h"
+#include "runtime/io/FileKind.h"
 #include "runtime/version/Version.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 using namespace llvm;
@@ -146,6 +148,12 @@ int compileMain(int argc, char **argv) {
   if (toStdout && (!printAfter.empty() || printAfterAll))
     return fail("-o -: the plan's JSON goes to standard output, where --print-ir-after prints the "
                 "IR: give -o PLAN_DIR");
+  // -o PLAN_DIR, checked before any stage runs (as route-stats -o): an existing directory is
+  // written into (its plan.json replaced, atomically; other files left alone), a missing one is
+  // created, but not its parents.
+  if (!toStdout)
+    if (const std::string why = disagmoe::outputDirRefusal(output); !why.empty())
+      return fail("-o " + output + ": " + why);
   if (capacityTokens.getNumOccurrences() && capacityTokens < 1)
     return fail("--capacity-tokens " + std::to_string(capacityTokens) +
                 ": expected an integer >= 1");
@@ -211,10 +219,14 @@ int compileMain(int argc, char **argv) {
     errs() << "disagmoe compile: wrote the plan's JSON to standard output\n";
     return 0;
   }
+  std::error_code ec;
+  const bool replacing =
+      std::filesystem::exists(std::filesystem::path(output.getValue()) / "plan.json", ec);
   if (llvm::Error e = disagmoe::savePlan(*plan, output))
     return fail(llvm::toString(std::move(e)));
   // On stderr, so that stdout holds only the IR that --print-ir-after asked for.
-  errs() << "disagmoe compile: wrote " << output << "/plan.json\n";
+  errs() << "disagmoe compile: wrote " << output << "/plan.json"
+         << (replacing ? " (replacing the plan that was there)" : "") << "\n";
   return 0;
 }
 } // namespace

@@ -101,7 +101,11 @@ llvm::Expected<ModelConfig> parseModelConfig(const std::string &path) {
     return fail(path + ": cannot open file: " + buffer.getError().message());
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
   if (!parsed)
-    return fail(path + ": not valid JSON: " + jsonParseReason(parsed.takeError()));
+    if (!parsed) { // runtime/io/JsonError.h's words
+      const std::string reason = jsonParseReason(parsed.takeError());
+      return fail(path + ": not valid JSON" + (reason.rfind("line ", 0) == 0 ? " at " : ": ") +
+                  reason);
+    }
   const llvm::json::Object *obj = parsed->getAsObject();
   if (!obj)
     return fail(path + ": expected a JSON object");

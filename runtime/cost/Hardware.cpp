@@ -124,7 +124,7 @@ bool loadHardwareCatalog(const std::string &path, HardwareCatalog &out,
     out = std::move(cat);
     return true;
   } catch (const nlohmann::json::parse_error &e) {
-    error = path + ": not valid JSON: " + jsonReason(e);
+    error = jsonParseError(path, e);
     return false;
   } catch (const nlohmann::json::exception &e) {
     error = path + ": " + jsonReason(e);

@@ -18,7 +18,9 @@ bool readRoutingProfile(const std::string &path, RoutingProfile &out, std::strin
     try {
       doc = nlohmann::json::parse(in);
     } catch (const nlohmann::json::parse_error &e) {
-      throw std::runtime_error("not valid JSON: " + jsonReason(e));
+      // jsonParseError's words; the path is prefixed below, as for every error here.
+      const std::string full = jsonParseError(path, e);
+      throw std::runtime_error(full.substr(path.size() + 2));
     }
     if (!doc.is_object() || doc.value("format", "") != "disagmoe-routing-profile")
       throw std::runtime_error("format: expected \"disagmoe-routing-profile\"");

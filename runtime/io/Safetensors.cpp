@@ -4,6 +4,8 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/FileKind.h"
 
+#include "runtime/io/JsonError.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -62,9 +64,14 @@ SafetensorsHeader parseHeader(const std::string &path, std::ifstream &in, uint64
   in.read(text.data(), static_cast<std::streamsize>(n));
   if (!in)
     fail(path, "cannot read the header");
-  const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded())
-    fail(path, "header is not valid JSON");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    // "FILE: header: not valid JSON at line 1, column C: ..." (C counts bytes of the header)
+    const std::string full = jsonParseError("header", e);
+    fail(path, full);
+  }
   if (!header.is_object())
     fail(path, "header is not a JSON object");
   SafetensorsHeader out;

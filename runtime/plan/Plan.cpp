@@ -846,7 +846,7 @@ Plan parsePlan(const std::string &jsonText, const std::string &planPath) {
   try {
     root = json::parse(jsonText);
   } catch (const json::parse_error &e) {
-    throw PlanError(planPath + ": invalid JSON: " + jsonReason(e));
+    throw PlanError(jsonParseError(planPath, e));
   }
   Parser(plan, root).parse();
   return plan;

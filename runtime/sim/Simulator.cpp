@@ -3,6 +3,8 @@
 #include "runtime/io/FileKind.h"
 #include "runtime/sim/MessageIndex.h"
 
+#include "runtime/io/JsonError.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -57,9 +59,15 @@ bool OpTimes::load(const std::string &path, std::string &error) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json root = nlohmann::json::parse(text.str(), nullptr, false);
-  if (root.is_discarded() || !root.is_object()) {
-    error = path + ": invalid JSON (expected an object)";
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error &e) {
+    error = jsonParseError(path, e);
+    return false;
+  }
+  if (!root.is_object()) {
+    error = path + ": expected a JSON object at the top level";
     return false;
   }
   if (root.value("format", "") != "disagmoe-op-times") {

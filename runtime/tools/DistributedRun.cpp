@@ -4,6 +4,7 @@
 #include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/comm/tcp/LaunchEnv.h"
 #include "runtime/comm/tcp/TcpComm.h"
+#include "runtime/comm/tcp/TcpRendezvous.h"
 #include "runtime/exchange/CountedExchange.h"
 #include "runtime/executor/Executor.h"
 #include "runtime/executor/Heartbeat.h"
@@ -224,6 +225,15 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.plan.empty())
     throw UsageError("missing the plan (a directory holding plan.json, or the JSON file)");
+  // A forward run under --comm mpi/nccl refuses the training flags as a single process does
+  // (RunArgs.h), instead of running the forward and ignoring them (--steps, --lr, ...).
+  // --fail-rank is a test hook of every one-process-per-rank run.
+  if (!o.train)
+    for (const auto &flag : args.flags) {
+      const RunFlag *f = findRunFlag(flag.first.substr(2));
+      if (f && f->mode == RunMode::Train && flag.first != "--fail-rank")
+        throw UsageError(trainOnlyRefusal(flag.first));
+    }
   if (o.backend == "sim")
     throw UsageError("--backend sim replays the plan's schedule on the simulator: it does not run "
                      "--train or --comm "
@@ -688,17 +698,7 @@ void printStep(const train::StepResult &r, int64_t lastStep, train::StepProgress
   const bool last = r.step == lastStep;
   if (train::quiet() && !last)
     return;
-  char line[300];
-  std::snprintf(line, sizeof line,
-                "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm %.6g%s",
-                static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens),
-                r.wallSeconds, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "");
-  std::cout << line;
-  if (r.auxLoss != 0) {
-    std::snprintf(line, sizeof line, ", aux loss %.9g", r.auxLoss);
-    std::cout << line;
-  }
-  std::cout << "\n";
+  std::cout << train::stepLine(r, lastStep, 0, nullptr) << "\n"; // the loop's line too
   if (train::verbose())
     std::cout << train::expertLoadLine(r);
   else if (!train::quiet() && last)
@@ -1027,8 +1027,11 @@ template <typename CommT> int runProcessRank(const Options &o, std::unique_ptr<C
 
 // A torchrun-style launch: the plan's rank count is checked against WORLD_SIZE before the
 // rendezvous, so a wrong launch is refused at once instead of waiting for ranks never started.
-int runStoreLaunch(const Options &o, const StoreLaunch &launch) {
+// `joined` is set once the rendezvous begins: a failure before it is reported through it
+// (distributedMain, tcp::reportFailure).
+int runStoreLaunch(const Options &o, const StoreLaunch &launch, bool &joined) {
   loadProcessPlan(o, launch.worldSize, &launch);
+  joined = true;
   return runProcessRank(o, TcpComm::start(launch, std::chrono::seconds(o.timeoutSeconds)));
 }
 
@@ -1056,14 +1059,20 @@ std::vector<std::vector<int>> reduceGroups(const Plan &plan) {
 
 // --comm nccl: one process and one CUDA device per rank (NcclComm.h); the rank's work is the one
 // of --comm mpi, and a failing rank ends the job the same way.
-int runNccl(const Options &o) {
+// `store`: a torchrun-style launch (the control plane over TCP; the plan checked against
+// WORLD_SIZE before the rendezvous, as runStoreLaunch does), else mpirun's (MPI).
+int runNccl(const Options &o, const StoreLaunch *store, bool &joined) {
   if (o.loop())
     throw UsageError("--data, --loss-log, --save-checkpoint, --checkpoint-dir and --resume do not "
                      "run on --comm nccl in this version");
-  std::unique_ptr<NcclComm> comm = NcclComm::start();
+  if (store)
+    loadProcessPlan(o, store->worldSize, store);
+  joined = true;
+  std::unique_ptr<NcclComm> comm =
+      store ? NcclComm::start(*store, std::chrono::seconds(o.timeoutSeconds)) : NcclComm::start();
   const int me = comm->rank();
   try {
-    const Plan plan = loadProcessPlan(o, comm->worldSize(), nullptr);
+    const Plan plan = loadProcessPlan(o, comm->worldSize(), store);
     const std::chrono::milliseconds timeout = std::chrono::seconds(o.timeoutSeconds);
     comm->connect(reduceGroups(plan), timeout);
     if (me == 0)
@@ -1155,9 +1164,9 @@ const char *distributedUsage() {
          "[--output logits.npy]\n"
          "         (one CUDA device per rank: local rank mod device count; messages over NCCL, "
          "announced over\n"
-         "         MPI; the DP all-reduce is ncclAllReduce, so results match --comm local to "
-         "rounding only;\n"
-         "         docs/deploy.md)\n"
+         "         MPI, or over TCP when started torchrun-style; the DP all-reduce is "
+         "ncclAllReduce, so results\n"
+         "         match --comm local to rounding only; docs/deploy.md)\n"
          "\n"
          "--train runs training steps (docs/training.md): forward, causal LM loss (mean "
          "cross-entropy over\n"
@@ -1245,23 +1254,62 @@ const char *distributedUsage() {
          "per rank).\n";
 }
 
+namespace {
+
+// The torchrun-style launch of a command line that failed to parse: its --comm is read from argv
+// (mpi or nccl), the launch from the environment; none when either is missing or malformed.
+std::optional<StoreLaunch> launchOfUnparsed(int argc, char **argv) {
+  bool perProcess = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string next = i + 1 < argc ? argv[i + 1] : "";
+    perProcess = perProcess || a == "--comm=mpi" || a == "--comm=nccl" ||
+                 (a == "--comm" && (next == "mpi" || next == "nccl"));
+  }
+  if (!perProcess)
+    return std::nullopt;
+  try {
+    return storeLaunchFromEnvironment();
+  } catch (const std::exception &) {
+    return std::nullopt; // the bad variable is not this failure
+  }
+}
+
+} // namespace
+
 int distributedMain(int argc, char **argv) {
+  // A rank of a torchrun-style launch that fails before the rendezvous (a refused option, a bad
+  // plan or input) still takes part in it, so that its peers end at once naming it and its reason
+  // instead of waiting for it until --timeout (TcpRendezvous.h, reportFailure).
+  std::optional<StoreLaunch> store;
+  bool parsed = false, joined = false;
+  int64_t timeoutSeconds = Options().timeoutSeconds;
+  const auto tellPeers = [&](const std::string &why) {
+    if (!parsed)
+      store = launchOfUnparsed(argc, argv);
+    // At most 10 s: the others start with this rank, and a rank run alone should not linger.
+    if (store && !joined)
+      tcp::reportFailure(*store, why,
+                         tcp::Clock::now() +
+                             std::chrono::seconds(std::min<int64_t>(timeoutSeconds, 10)));
+  };
   try {
     Options o = parseArgs(argc, argv);
     if (parseOnly())
       return 0;
-    checkOutputs(o);
-    checkInputs(o);
+    parsed = true;
+    timeoutSeconds = o.timeoutSeconds;
     // RANK/WORLD_SIZE/MASTER_ADDR without mpirun (torchrun, or srun with MASTER_ADDR): checked
     // before any output; a bad value is refused naming its variable.
-    const std::optional<StoreLaunch> store =
-        o.comm == "mpi" || o.comm == "nccl" ? storeLaunchFromEnvironment() : std::nullopt;
+    store = o.comm == "mpi" || o.comm == "nccl" ? storeLaunchFromEnvironment() : std::nullopt;
+    checkOutputs(o);
+    checkInputs(o);
+#ifdef DISAGMOE_HAVE_NCCL
     if (store && o.comm == "nccl")
-      throw UsageError("comm \"nccl\" under a torchrun-style launch (" + store->rankVar +
-                       ", MASTER_ADDR set; no mpirun) is not built yet: its message headers go "
-                       "over MPI; launch it with mpirun or srun (docs/deploy.md)");
+      return runNccl(o, &*store, joined);
+#endif
     if (store)
-      return runStoreLaunch(o, *store);
+      return runStoreLaunch(o, *store, joined);
 #ifdef DISAGMOE_HAVE_MPI
     if (o.comm == "mpi") {
       if (rankFromEnvironment() < 0)
@@ -1278,18 +1326,23 @@ int distributedMain(int argc, char **argv) {
                          "mpirun -np WORLD "
                          "disagmoe-run PLAN --comm nccl (none of OMPI_COMM_WORLD_RANK, "
                          "SLURM_PROCID, RANK is set)");
-      return runNccl(o);
+      return runNccl(o, nullptr, joined);
     }
 #endif
     return runLocalTrain(o);
   } catch (
       const std::bad_alloc &) { // the shape checks passed, yet a buffer of the step did not fit
-    std::cerr
-        << "disagmoe-run: out of host memory running the plan (a buffer of the token ids, weights, "
-           "gradients, "
-           "exchanges or activations could not be allocated): try a smaller --batch/--seq-len\n";
+    const std::string why =
+        "out of host memory running the plan (a buffer of the token ids, weights, gradients, "
+        "exchanges or activations could not be allocated): try a smaller --batch/--seq-len";
+    std::cerr << "disagmoe-run: " << why << "\n" << std::flush;
+    tellPeers(why);
+  } catch (const LaunchEnvError &e) { // no launch to tell
+    std::cerr << "disagmoe-run: " << e.what() << "\n";
   } catch (const std::exception &e) {
-    std::cerr << "disagmoe-run: " << withConfigOrigin(e.what()) << "\n";
+    const std::string why = withConfigOrigin(e.what());
+    std::cerr << "disagmoe-run: " << why << "\n" << std::flush;
+    tellPeers(why);
   }
   return 1;
 }

@@ -7,6 +7,10 @@
 #include <map>
 
 namespace disagmoe::tools {
+
+std::string trainOnlyRefusal(const std::string &flag) {
+  return flag + " needs --train (see --help)";
+}
 namespace {
 
 // "unknown option --lr-mn (did you mean --lr-min? see --help)"
@@ -65,7 +69,7 @@ RunArgs parseRunArgs(int argc, char **argv, RunMode mode) {
     const std::string name = std::string("--") + f.name;
     if (f.mode != RunMode::Any && f.mode != mode)
       throw RunArgsError(mode == RunMode::Forward
-                             ? name + " needs --train (or --comm mpi; see --help)"
+                             ? trainOnlyRefusal(name)
                              : name + " applies to the forward run only (not to --train or "
                                       "--comm mpi runs)");
     if (f.takesValue && it->second.second->empty())

@@ -5,7 +5,7 @@
 // convert the values they take; a flag of the other kind of run is refused by name.
 // Errors (RunArgsError, one line): "--batch needs a value", "--output: empty value", "unknown
 // option --lr-mn (did you mean --lr-min? see --help)", "unexpected argument \"x\" (the plan is
-// \"p\")", "--lr needs --train (or --comm mpi; see --help)", "--warmup applies to the forward run
+// \"p\")", "--lr needs --train (see --help)", "--warmup applies to the forward run
 // only (not to --train or --comm mpi runs)".
 // DISAGMOE_PARSE_ONLY=1 (ParseOnly.h): both runs stop after these checks and their own checks of
 // values and combinations, exit 0 and open nothing (a --config file is still read: it holds flags);
@@ -25,6 +25,10 @@ class RunArgsError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+/// "--steps needs --train (see --help)": a training flag without --train, in a single process or
+/// under --comm mpi/nccl alike.
+std::string trainOnlyRefusal(const std::string &flag);
 
 struct RunArgs {
   std::string plan; ///< the positional argument ("" when none)

@@ -105,7 +105,7 @@ std::vector<Entry> readJson(const std::string &file) {
   try {
     root = nlohmann::json::parse(readText(file), once);
   } catch (const nlohmann::json::parse_error &e) {
-    fail(file, "not valid JSON: " + jsonReason(e));
+    throw ConfigError(jsonParseError(file, e));
   }
   if (!root.is_object())
     fail(file, "expected an object of options ({\"key\": value}) at the top level");

@@ -259,8 +259,6 @@ int run(const Options &o) {
     ids.resize(static_cast<size_t>(batch * seqLen));
     for (int64_t &id : ids)
       id = static_cast<int64_t>(rng() % static_cast<uint64_t>(plan.model.vocabSize));
-    train::report() << "no --input: running on random token ids [" << batch << "," << seqLen
-                    << "] (seed " << o.seed << ")\n";
   }
   try {
     validateInput(plan, ids, batch, seqLen);
@@ -280,6 +278,10 @@ int run(const Options &o) {
       tools::openInitWeights(o.hf, plan, train::quiet() ? nullptr : &std::cout);
   if (hf)
     options.weights = hf->source();
+  // Only now, after every input and weight was checked: a refusal prints nothing else.
+  if (o.input.empty())
+    train::report() << "no --input: running on random token ids [" << batch << "," << seqLen
+                    << "] (seed " << o.seed << ")\n";
   const Executor executor(plan, options);
   int64_t warmupRuns = 0;
   const auto warmupStart = std::chrono::steady_clock::now();

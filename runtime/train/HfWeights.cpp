@@ -6,6 +6,8 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainStep.h"
 
+#include "runtime/io/JsonError.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -33,8 +35,13 @@ std::map<std::string, std::string> readIndex(const std::string &index) {
   std::ifstream in(index);
   if (!in)
     fail(index, "cannot open");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error &e) {
+    throw HfWeightsError(jsonParseError(index, e));
+  }
+  if (!j.is_object())
     fail(index, "not a JSON object");
   if (!j.contains("weight_map") || !j["weight_map"].is_object())
     fail(index, "weight_map: missing or not an object");

@@ -51,6 +51,32 @@ CheckpointInfo resumeTraining(const Plan &plan, Trainer &trainer, TokenBatcher *
   return info;
 }
 
+std::string stepLine(const StepResult &r, int64_t steps, int64_t tokens, const TokenBatcher *data) {
+  const char *clipped = r.clipCoef < 1 ? " (clipped)" : "";
+  char line[400], aux[64] = "";
+  if (!data) {
+    if (r.auxLoss != 0)
+      std::snprintf(aux, sizeof aux, ", aux loss %.9g", r.auxLoss);
+    std::snprintf(line, sizeof line,
+                  "step %lld: loss %.7f over %lld target tokens (%.4f s), lr %.6g, grad norm "
+                  "%.6g%s%s",
+                  static_cast<long long>(r.step), r.loss, static_cast<long long>(r.targetTokens),
+                  r.wallSeconds, r.lr, r.gradNorm, clipped, aux);
+    return line;
+  }
+  if (r.auxLoss != 0)
+    std::snprintf(aux, sizeof aux, " | aux loss %.9g", r.auxLoss);
+  const double tokensPerSecond =
+      r.wallSeconds > 0 ? static_cast<double>(tokens) / r.wallSeconds : 0.0;
+  std::snprintf(line, sizeof line,
+                "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data "
+                "position %lld%s",
+                static_cast<long long>(r.step), static_cast<long long>(steps), r.loss,
+                tokensPerSecond, r.lr, r.gradNorm, clipped,
+                static_cast<long long>(data->position()), aux);
+  return line;
+}
+
 void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
                      std::vector<int64_t> ids, std::vector<int64_t> targets, int64_t batch,
                      int64_t seqLen, const LoopOptions &o, std::ostream &out) {
@@ -139,22 +165,10 @@ void runTrainingLoop(const Plan &plan, Trainer &trainer, TokenBatcher *data,
     const double tokensPerSecond =
         r.wallSeconds > 0 ? static_cast<double>(batch * seqLen) / r.wallSeconds : 0.0;
     const int64_t position = data ? data->position() : 0;
-    char line[400];
-    std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %.7f | %.0f tokens/s | lr %.6g | grad norm %.6g%s | data "
-                  "position %lld",
-                  static_cast<long long>(r.step), static_cast<long long>(o.steps), r.loss,
-                  tokensPerSecond, r.lr, r.gradNorm, r.clipCoef < 1 ? " (clipped)" : "",
-                  static_cast<long long>(position));
     progress.clear();
-    if (!quietRun || r.step == o.steps) {
-      out << line;
-      if (r.auxLoss != 0) {
-        std::snprintf(line, sizeof line, " | aux loss %.9g", r.auxLoss);
-        out << line;
-      }
-      out << "\n";
-    }
+    if (!quietRun || r.step == o.steps)
+      out << stepLine(r, o.steps, batch * seqLen, data) << "\n";
+    char line[400];
     if (o.output == OutputLevel::Verbose)
       out << expertLoadLine(r);
     else if (o.output == OutputLevel::Summary && r.step == o.steps)

@@ -48,6 +48,15 @@ struct LoopOptions {
   bool progress = false; ///< a StepProgress line (Progress.h) after each step
 };
 
+/// Step r's stdout line, without its newline. With token data (`data` not null):
+///   "step S/N | loss L | X tokens/s | lr R | grad norm G[ (clipped)] | data position P[ | aux loss
+///   A]"
+/// Without (one fixed batch: --input, --batch/--seq-len/--seed): the line of every other --train
+/// run, so that --loss-log, --save-checkpoint or --resume never change it:
+///   "step S: loss L over T target tokens (W s), lr R, grad norm G[ (clipped)][, aux loss A]"
+/// `tokens`: batch x seq-len, for tokens/s.
+std::string stepLine(const StepResult &r, int64_t steps, int64_t tokens, const TokenBatcher *data);
+
 /// Throws DivergedError when step r's loss or global gradient norm is NaN or Inf:
 ///   "step S: loss is NaN (gradient norm G, lr X)[; the first non-finite value appeared in the
 ///   output of <instruction> of layer L on rank R]; stopping without writing a checkpoint or

@@ -326,21 +326,35 @@ def check_sample(check, bindir, samples, work, sample):
     if sample == "mixtral_tiny":
         check_resumed_export(check, runner, plan, hf, wdir, samples)
 
-    # Refusals: one line naming the tensor and the file, exit 1, nothing written.
+    # Refusals: one line naming the tensor and the file, exit 1, nothing written, and nothing on
+    # stdout before it (no header, no "no --input" note): a forward run with --input, one on
+    # random ids, and a --train run.
     def refused(label, tensors_, tensor):
         path = os.path.join(wdir, f"bad_{label}.safetensors")
         write_safetensors(path, tensors_)
         target = os.path.join(wdir, f"export_{label}")
-        r = run([runner, plan, "--input", ids_path, "--init-weights", path, "--export-hf", target])
-        lines = r.stderr.strip().splitlines()
-        check(r.returncode == 1 and len(lines) == 1 and tensor in lines[0] and path in lines[0]
-              and not os.path.exists(target),
-              f"{sample}: {label} tensor refused: {lines[0] if lines else r.stderr!r}")
+        for kind, extra in (("forward", ["--input", ids_path]), ("random ids", []),
+                            ("--train", ["--train", "--input", ids_path])):
+            r = run([runner, plan, *extra, "--init-weights", path, "--export-hf", target])
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 1 and len(lines) == 1 and tensor in lines[0] and path in lines[0]
+                  and not os.path.exists(target) and r.stdout == "",
+                  f"{sample}: {label} tensor refused ({kind}), stdout empty: "
+                  f"{lines[0] if lines else r.stderr!r} / stdout {r.stdout[:80]!r}")
     missing = state[1][0]
     refused("missing", [x for x in state if x[0] != missing], missing)
     refused("extra", state + [("model.layers.0.mlp.bogus.weight", torch.zeros(3))], "model.layers.0.mlp.bogus.weight")
     head = "lm_head.weight"
     refused("misshaped", [(nm, t.t() if nm == head else t) for nm, t in state], head)
+    # --targets of another shape than the ids: refused naming the file, before any header line.
+    ids = np.load(ids_path)
+    bad_targets = os.path.join(wdir, "targets_bad.npy")
+    np.save(bad_targets, np.zeros((ids.shape[0], ids.shape[1] - 1), dtype=np.int64))
+    r = run([runner, plan, "--train", "--input", ids_path, "--targets", bad_targets])
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and bad_targets in lines[0] and r.stdout == "",
+          f"{sample}: --targets of shape {[ids.shape[0], ids.shape[1] - 1]} refused before any output: "
+          f"{lines[0] if lines else r.stderr!r}")
 
 
 def check_resumed_export(check, runner, plan, hf, wdir, samples):

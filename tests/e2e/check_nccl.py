@@ -3,7 +3,9 @@
   check_nccl.py no-device BIN_DIR SAMPLE_DIR WORK_DIR MPIRUN
       Without a CUDA device (nvidia-smi lists none): a 2-rank job ends within a deadline, exit code
       non-zero, each rank naming itself: "--comm nccl needs a CUDA device on every rank:
-      cudaGetDeviceCount returned 0 on rank R". Skipped (77) where a GPU is visible.
+      cudaGetDeviceCount returned 0 on rank R". Skipped (77) where a GPU is visible. The same under a
+      torchrun-style launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no mpirun): the ranks meet at
+      the TCP rendezvous (the control plane that carries rank 0's NCCL id) and each names itself.
   check_nccl.py gpu BIN_DIR SAMPLE_DIR WORK_DIR MPIRUN
       With one GPU per rank (at least 3): the sample compiled for 2 A-ranks + 1 F-rank
       - forward logits: --comm nccl bit-identical to --comm local (the forward only moves bytes);
@@ -14,6 +16,7 @@ Both skip (77) where the nccl backend was not built (the run says "not built").
 """
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +44,32 @@ def mpirun_prefix(mpirun, world):
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     return cmd
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_launch(cmd, world, timeout):
+    """`world` processes with torchrun's variables; [(rc, stdout + stderr)] by rank."""
+    port = free_port()
+    procs = []
+    for r in range(world):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+        env.update(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+    out = []
+    for p in procs:
+        try:
+            text, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            text, _ = p.communicate()
+        out.append((p.returncode, text))
+    return out
 
 
 def run(cmd, expect_ok=True, timeout=300):
@@ -88,6 +117,17 @@ def no_device(bin_dir, sample, work, mpirun):
     r = run([run_bin, plan, "--comm", "nccl"], expect_ok=False)
     check(r.returncode == 1 and "launch it as mpirun -np WORLD disagmoe-run PLAN --comm nccl" in r.stderr,
           "without mpirun: exit 1 and how to launch it")
+    start = time.time()
+    results = torchrun_launch([run_bin, plan, "--comm", "nccl", "--train", "--timeout", "20"], 2, DEADLINE_S + 30)
+    took = time.time() - start
+    check(all(rc not in (0, None) for rc, _ in results) and took <= DEADLINE_S,
+          f"torchrun-style launch, no CUDA device: both ranks ended in {took:.1f} s, "
+          f"exit codes {[rc for rc, _ in results]}")
+    for rank, (_, text) in enumerate(results):
+        want = f"--comm nccl needs a CUDA device on every rank: cudaGetDeviceCount returned 0 on rank {rank}"
+        lines = [line for line in text.strip().splitlines() if line.startswith("disagmoe-run:")]
+        check(len(lines) == 1 and want in lines[0] and "step 1:" not in text,
+              f"torchrun-style launch: rank {rank} names itself in one line: {lines}")
     r = run(mpirun_prefix(mpirun, 2) + [run_bin, plan, "--comm", "nccl", "--train", "--loss-log", p("x.jsonl")],
             expect_ok=False, timeout=DEADLINE_S + 30)
     check(r.returncode != 0 and "do not run on --comm nccl in this version" in r.stderr

@@ -147,10 +147,11 @@ def world_checks(check, run_bin, plan, ids, work, world):
 
 
 def refusal_checks(check, run_bin, plan4):
-    def refused(extra_env, expected, what):
+    def refused(extra_env, expected, what, args=()):
         env = base_env()
         env.update(extra_env)
-        r = run([run_bin, plan4, "--comm", "mpi"], expect_ok=False, env=env, timeout=30)
+        # --timeout 3: a refused rank 0 waits that long (at most 10 s) to tell ranks never started
+        r = run([run_bin, plan4, "--comm", "mpi", "--timeout", "3", *args], expect_ok=False, env=env, timeout=30)
         lines = r.stdout.strip().splitlines()
         check(r.returncode != 0 and len(lines) == 1 and expected in lines[0],
               f"{what}: refused in one line: {lines}")
@@ -164,6 +165,9 @@ def refusal_checks(check, run_bin, plan4):
             "a non-numeric MASTER_PORT")
     refused(dict(tr, RANK="1", WORLD_SIZE="4", LOCAL_RANK="x"), 'LOCAL_RANK="x" is not a local rank',
             "a non-numeric LOCAL_RANK")
+    # As in a single process (disagmoe-run PLAN --steps 3): not a forward run with --steps ignored.
+    refused(dict(tr, RANK="0", WORLD_SIZE="4"), "disagmoe-run: --steps needs --train (see --help)",
+            "--steps without --train", args=("--steps", "3"))
 
 
 def main(bin_dir, sample, work):
@@ -237,6 +241,27 @@ def main(bin_dir, sample, work):
           all("rank 2's connection " in t and "before it finished (its process ended)" in t for _, t in others),
           f"rank 2 killed after 2 s: ranks 0, 1, 3 ended in {took:.1f} s naming rank 2: "
           f"{[t.strip().splitlines()[-1:] for _, t in others]}")
+    # A rank that fails before the rendezvous (another plan path, a refused option) is named with its
+    # reason by every other process, at once: not "N of 4 ranks arrived" at the deadline.
+    for bad, extra, reason in ((1, ["--plan-override"], None), (2, None, "cannot open"), (0, None, "cannot open")):
+        procs = []
+        port = free_port()
+        for r in range(4):
+            env = base_env()
+            env.update(RANK=str(r), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            plan = plans[4] if r != bad or extra else os.path.join(work, "no_such_plan")
+            cmd = [run_bin, plan, "--comm", "mpi", "--train", "--timeout", "30"] + (extra if r == bad and extra else [])
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+        start = time.time()
+        outs = [p.communicate(timeout=60)[0] for p in procs]
+        took = time.time() - start
+        own = outs[bad].strip().splitlines()
+        why = own[-1].removeprefix("disagmoe-run: ") if own else "(nothing)"
+        named = all(f"rank {bad} failed: {why}" in outs[r] and len(outs[r].strip().splitlines()) == 1
+                    for r in range(4) if r != bad)
+        check(all(p.returncode != 0 for p in procs) and took < 10 and named and (reason is None or reason in why),
+              f"rank {bad} fails before the rendezvous ({why[:70]}): the 3 others end in {took:.1f} s, "
+              f"each in one line naming rank {bad} and its reason")
     refusal_checks(check, run_bin, plans[4])
     return check.summary()
 

@@ -29,6 +29,7 @@
    the checkpoint is non-zero and equals the .npy; resuming it without the rate is refused.
 5. A NaN/Inf loss stops the run naming the step and the first forward output (instruction, layer,
    rank) that held a NaN/Inf, exit 1, no checkpoint written.
+7. --loss-log does not change the step lines on stdout (with one fixed batch and with a token file).
 """
 import json
 import os
@@ -352,6 +353,17 @@ def main(bin_dir, sample, data_file, work):
     last = r.stdout.strip().splitlines()[-1]
     check(r.returncode == 1 and rb_half in last and "l0_router_selection_bias" in last
           and "--router-bias-update-rate" in last, f"a bias checkpoint resumed without the rate is refused: {last[:160]}")
+
+    # 7. --loss-log only adds the file: the step lines on stdout are those of the same run without
+    # it (one fixed batch, and a token file), apart from the measured seconds and tokens/s.
+    timing = lambda text: [re.sub(r"\(\d+\.\d+ s\)|\d+ tokens/s", "T", line)  # noqa: E731
+                           for line in text.splitlines() if re.match(r"step \d+[:/]", line)]
+    for what, extra in (("one fixed batch", ["--seed", "3"]),
+                        ("a token file", ["--data", files["bytes"], "--data-format", "bytes"])):
+        plain = timing(run(train + extra + ["--steps", "3"]).stdout)
+        logged = timing(run(train + extra + ["--steps", "3", "--loss-log", os.path.join(work, "ll.jsonl")]).stdout)
+        check(len(plain) == 3 and plain == logged,
+              f"{what}: --loss-log leaves the 3 step lines alone: {plain[:1]} / {logged[:1]}")
     return check.summary()
 
 

@@ -2,7 +2,9 @@
 plan's hyper-parameters equal the exporter's config, and its logits match PyTorch's (within the fp32 error model's
 bound, tests/numerics/error_model.py) at every
 golden shape. For the external-data variant, compiling never reads the weight bytes (it succeeds
-without the data file) while running without it is an error naming the initializer and the file.
+without the data file) while running without it is an error naming the initializer and the file;
+a data file shorter than the tensors' offsets + lengths is refused at compile time naming the
+first such tensor and the file.
 Further folders of forms of the same modules (samples/models/mixtral_dtypes: the float16 /
 bfloat16 exports, compiled in fp32 on their stored weights, against PyTorch fp32 on the rounded
 weights) are checked the same way.
@@ -16,6 +18,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 from checks import Checks
 from check_families import check_component_hyperparameters, same
 
@@ -71,6 +74,29 @@ def main(bin_dir, variants_dir, work, *more_dirs):
             first = json.load(open(os.path.join(plan, "plan.json")))["model"]["weights"][0]["name"]
             check(r.returncode != 0 and "model.onnx.data" in msg and f'weight "{first}"' in msg,
                   f"{name}: running without the data file fails naming weight and file ({msg})")
+            # A data file shorter than the tensors claim: compile refuses it, naming the first
+            # tensor past its end (found here from the model's own external_data entries) and the
+            # file, and writes no plan.
+            short = os.path.join(work, f"{name}_short_data")
+            os.makedirs(short, exist_ok=True)
+            shutil.copy(os.path.join(vdir, "model.onnx"), short)
+            data = open(os.path.join(vdir, "model.onnx.data"), "rb").read()
+            cut = len(data) // 2
+            open(os.path.join(short, "model.onnx.data"), "wb").write(data[:cut])
+            m = onnx.load(os.path.join(vdir, "model.onnx"), load_external_data=False)
+            past = None
+            for t in m.graph.initializer:
+                kv = {e.key: e.value for e in t.external_data}
+                if kv and int(kv.get("offset", 0)) + int(kv.get("length", 0)) > cut:
+                    past = t.name
+                    break
+            plan = os.path.join(work, f"{name}_short_plan")
+            r = run([disagmoe, "compile", os.path.join(short, "model.onnx"), "-o", plan], expect_ok=False)
+            lines = r.stdout.strip().splitlines()
+            check(r.returncode != 0 and len(lines) == 1 and f"initializer '{past}'" in lines[0]
+                  and "model.onnx.data' is " + str(cut) + " bytes" in lines[0] and not os.path.exists(plan),
+                  f"{name}: a data file cut to {cut} bytes is refused naming '{past}' and the file, "
+                  f"no plan written ({lines[-1][:150] if lines else ''})")
     return check.summary()
 
 

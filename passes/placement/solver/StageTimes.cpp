@@ -124,8 +124,7 @@ llvm::Error MeasuredStageTimes::load(const std::string &path) noexcept {
     entries = std::move(out);
     return llvm::Error::success();
   } catch (const nlohmann::json::parse_error &e) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": not valid JSON: " + jsonReason(e));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), jsonParseError(path, e));
   } catch (const nlohmann::json::exception &e) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + jsonReason(e));
   } catch (const std::exception &e) {

@@ -1,11 +1,13 @@
-// The `nccl` comm: MPI bootstrap, one GPU per rank, NCCL send/recv and all-reduce (NcclComm.h).
+// The `nccl` comm: MPI or TCP bootstrap, one GPU per rank, NCCL send/recv and all-reduce
+// (NcclComm.h).
 #include "runtime/comm/nccl/NcclComm.h"
 
 #include "runtime/comm/nccl/ArrivalQueue.h"
+#include "runtime/comm/nccl/MpiControlPlane.h"
 #include "runtime/comm/nccl/NcclBootstrap.h"
+#include "runtime/comm/nccl/TcpControlPlane.h"
 
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -26,16 +28,6 @@ static_assert(sizeof(ncclUniqueId) == nccl::kUniqueIdBytes,
 namespace {
 
 enum class Phase { Starting, Connected, Connecting, Running, Finishing, Aborting, Done };
-
-constexpr int kHeaderTag = 1; // headers on the data communicator
-constexpr int kIdTag = 2;     // pair bootstrap ids on the data communicator
-
-std::string mpiError(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, text, &len);
-  return std::string(text, static_cast<size_t>(len));
-}
 
 void cudaCheck(cudaError_t rc, const std::string &what) {
   if (rc != cudaSuccess)
@@ -116,11 +108,6 @@ struct ReduceOp {
   cudaEvent_t done;
 };
 
-struct MpiSend {
-  MPI_Request request;
-  Bytes bytes;
-};
-
 } // namespace
 
 struct NcclComm::State {
@@ -132,6 +119,7 @@ struct NcclComm::State {
   std::map<std::pair<int, int>, std::deque<Bytes>> mailboxes; // (src, tag)
   Phase phase = Phase::Starting;
   std::string startError, connectError, finishError, abortReason, fatalError;
+  std::string abortNote; // this rank's reason, sent to every other rank by the comm thread
   bool finished = false;
   int rank = -1, world = 0, device = -1;
   std::vector<std::vector<int>> reduceGroups;
@@ -140,9 +128,9 @@ struct NcclComm::State {
   std::chrono::steady_clock::time_point finishDeadline, abortDeadline;
   std::thread thread;
 
-  // Comm thread only.
-  MPI_Comm data = MPI_COMM_NULL, control = MPI_COMM_NULL;
-  std::list<MpiSend> mpiSends;
+  // Comm thread only (a TCP control plane is built by start() before the thread runs).
+  std::unique_ptr<nccl::ControlPlane> control;
+  bool notesPosted = false;
   ncclComm_t worldComm = nullptr;
   std::map<std::vector<int>, Direction> groups;
   std::vector<Direction> out, in;               // per peer
@@ -156,19 +144,12 @@ struct NcclComm::State {
   void run();
   void connectDevices();
   bool poll(); // one round of progress; true if anything happened
-  void postMpi(int dst, int tag, MPI_Comm comm, Bytes bytes);
   void waitStream(cudaStream_t s, std::chrono::steady_clock::time_point deadline,
                   const std::string &what);
   void abortNccl();
   void destroyNccl();
   std::string who() const { return "rank " + std::to_string(rank); }
 };
-
-void NcclComm::State::postMpi(int dst, int tag, MPI_Comm comm, Bytes bytes) {
-  mpiSends.push_back({MPI_REQUEST_NULL, std::move(bytes)});
-  MpiSend &s = mpiSends.back();
-  MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, dst, tag, comm, &s.request);
-}
 
 void NcclComm::State::waitStream(cudaStream_t s, std::chrono::steady_clock::time_point deadline,
                                  const std::string &what) {
@@ -205,8 +186,9 @@ void NcclComm::State::connectDevices() {
   int version = 0;
   ncclCheck(ncclGetVersion(&version), me + ": ncclGetVersion");
 
-  // World communicator: rank 0's id over MPI_Bcast.
-  Bytes idBytes(nccl::kSerialisedIdBytes);
+  // World communicator: rank 0's id over the control plane (MPI_Bcast, or TCP from rank 0).
+  const auto deadline = std::chrono::steady_clock::now() + connectTimeout;
+  Bytes idBytes;
   if (rank == 0) {
     ncclUniqueId id;
     ncclCheck(ncclGetUniqueId(&id), me + ": ncclGetUniqueId");
@@ -214,9 +196,7 @@ void NcclComm::State::connectDevices() {
     std::memcpy(raw.data(), &id, raw.size());
     idBytes = nccl::serialiseUniqueId(raw, version);
   }
-  int rc = MPI_Bcast(idBytes.data(), static_cast<int>(idBytes.size()), MPI_BYTE, 0, data);
-  if (rc != MPI_SUCCESS)
-    throw CommError(me + ": MPI_Bcast of the NCCL id: " + mpiError(rc));
+  idBytes = control->broadcastId(idBytes, deadline);
   {
     const nccl::UniqueId raw = nccl::parseUniqueId(idBytes, version, rank);
     ncclUniqueId id;
@@ -249,7 +229,6 @@ void NcclComm::State::connectDevices() {
   out.assign(static_cast<size_t>(world), Direction{});
   in.assign(static_cast<size_t>(world), Direction{});
   arrivals = std::make_unique<nccl::ArrivalQueue>(world);
-  const auto deadline = std::chrono::steady_clock::now() + connectTimeout;
   void *warm = nullptr;
   cudaCheck(cudaMalloc(&warm, 2), me + ": cudaMalloc");
   for (int peer : nccl::pairInitOrder(rank, world)) {
@@ -264,15 +243,13 @@ void NcclComm::State::connectDevices() {
         const Bytes b = nccl::serialiseUniqueId(raw, version);
         both.insert(both.end(), b.begin(), b.end());
       }
-      rc = MPI_Send(both.data(), static_cast<int>(both.size()), MPI_BYTE, peer, kIdTag, data);
-      if (rc != MPI_SUCCESS)
-        throw CommError(pair + ": MPI_Send of the ids: " + mpiError(rc));
+      control->sendPairIds(peer, both, deadline);
     } else {
-      Bytes both(2 * nccl::kSerialisedIdBytes);
-      rc = MPI_Recv(both.data(), static_cast<int>(both.size()), MPI_BYTE, peer, kIdTag, data,
-                    MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS)
-        throw CommError(pair + ": MPI_Recv of the ids: " + mpiError(rc));
+      const Bytes both = control->recvPairIds(peer, deadline);
+      if (both.size() != 2 * nccl::kSerialisedIdBytes)
+        throw CommError(pair + ": the ids from rank " + std::to_string(peer) + " are " +
+                        std::to_string(both.size()) + " bytes, not " +
+                        std::to_string(2 * nccl::kSerialisedIdBytes));
       for (int k = 0; k < 2; ++k) {
         const Bytes b(both.begin() + k * nccl::kSerialisedIdBytes,
                       both.begin() + (k + 1) * nccl::kSerialisedIdBytes);
@@ -314,34 +291,15 @@ bool NcclComm::State::poll() {
   }
   // Headers that arrived: their recvs are posted in this round's group, in arrival order.
   std::vector<std::pair<int, nccl::Header>> headers;
-  while (arrivals) { // connected
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kHeaderTag, data, &flag, &status);
-    if (!flag)
-      break;
-    Bytes b(nccl::kHeaderBytes + 1);
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    b.resize(static_cast<size_t>(std::max(count, 0)));
-    MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, kHeaderTag, data, MPI_STATUS_IGNORE);
-    headers.push_back({status.MPI_SOURCE, nccl::decodeHeader(b, rank, status.MPI_SOURCE)});
-    busy = true;
-  }
-  while (true) { // abort notes
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control, &flag, &status);
-    if (!flag)
-      break;
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    Bytes b(static_cast<size_t>(count));
-    MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control,
-             MPI_STATUS_IGNORE);
+  if (arrivals) // connected
+    for (auto &[src, b] : control->takeHeaders()) {
+      headers.push_back({src, nccl::decodeHeader(b, rank, src)});
+      busy = true;
+    }
+  if (const std::string note = control->takeAbortNote(); !note.empty()) {
     std::lock_guard<std::mutex> lock(mutex);
     if (abortReason.empty())
-      abortReason = std::string(b.begin(), b.end());
+      abortReason = note;
     arrived.notify_all();
     busy = true;
   }
@@ -351,7 +309,7 @@ bool NcclComm::State::poll() {
   std::vector<Pending *> payloads;
   for (auto &batch : batches)
     for (Pending &p : batch) {
-      postMpi(p.dst, kHeaderTag, data, nccl::encodeHeader({p.tag, p.bytes.size()}));
+      control->postHeader(p.dst, nccl::encodeHeader({p.tag, p.bytes.size()}));
       if (!p.bytes.empty())
         payloads.push_back(&p);
       busy = true;
@@ -522,16 +480,7 @@ bool NcclComm::State::poll() {
   }
   asyncCheck(worldComm, me + ": nccl world communicator");
 
-  for (auto it = mpiSends.begin(); it != mpiSends.end();) {
-    int done = 0;
-    MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      it = mpiSends.erase(it);
-      busy = true;
-    } else {
-      ++it;
-    }
-  }
+  control->sendsPending(); // moves the headers along
   return busy;
 }
 
@@ -579,29 +528,29 @@ void NcclComm::State::destroyNccl() {
 }
 
 void NcclComm::State::run() {
-  int provided = 0;
-  int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  if (rc == MPI_SUCCESS) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    MPI_Comm_dup(MPI_COMM_WORLD, &data);
-    MPI_Comm_dup(MPI_COMM_WORLD, &control);
+  std::string error;
+  if (!control) {
+    try {
+      control = std::make_unique<nccl::MpiControlPlane>();
+    } catch (const std::exception &e) {
+      error = e.what();
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (rc != MPI_SUCCESS) {
-      startError = "nccl comm: MPI_Init_thread failed: " + mpiError(rc);
+    if (!error.empty()) {
+      startError = error;
       phase = Phase::Done;
     } else {
+      rank = control->rank();
+      world = control->worldSize();
       phase = Phase::Connected;
     }
     commReady.notify_all();
   }
-  if (rc != MPI_SUCCESS)
+  if (!error.empty())
     return;
 
-  MPI_Request barrier = MPI_REQUEST_NULL;
-  bool barrierPosted = false;
   auto idle = std::chrono::microseconds(20);
   while (true) {
     Phase p;
@@ -641,47 +590,39 @@ void NcclComm::State::run() {
         }
       }
     } else {
-      // Before connect() and while aborting: only MPI progress (abort notes in and out).
-      int flag = 0;
-      MPI_Status status;
-      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control, &flag, &status);
-      if (flag) {
-        int count = 0;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        Bytes b(static_cast<size_t>(count));
-        MPI_Recv(b.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, control,
-                 MPI_STATUS_IGNORE);
+      // Before connect() and while aborting: only control progress (abort notes in and out).
+      if (const std::string note = control->takeAbortNote(); !note.empty()) {
         std::lock_guard<std::mutex> lock(mutex);
         if (abortReason.empty())
-          abortReason = std::string(b.begin(), b.end());
+          abortReason = note;
         arrived.notify_all();
       }
-      std::deque<std::vector<Pending>> notes;
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (p == Phase::Aborting)
-          notes.swap(queue);
-      }
-      for (auto &batch : notes)
-        for (Pending &n : batch)
-          postMpi(n.dst, 0, control, std::move(n.bytes));
-      for (auto it = mpiSends.begin(); it != mpiSends.end();) {
-        int done = 0;
-        MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
-        it = done ? mpiSends.erase(it) : std::next(it);
+      if (p == Phase::Aborting && !notesPosted) {
+        std::string reason;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          reason = abortNote;
+          queue.clear();
+        }
+        control->postAbortNotes(reason);
+        notesPosted = true;
       }
     }
     if (p == Phase::Aborting) {
-      std::unique_lock<std::mutex> lock(mutex);
-      const bool sent = mpiSends.empty() && queue.empty();
-      if (sent || std::chrono::steady_clock::now() >= abortDeadline) {
-        const int code = abortExitCode;
-        lock.unlock();
+      const bool sent = notesPosted && !control->sendsPending();
+      const auto now = std::chrono::steady_clock::now();
+      if (sent || now >= abortDeadline) {
+        int code;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          code = abortExitCode;
+        }
         abortNccl();
         if (sent)
           std::this_thread::sleep_for(std::chrono::milliseconds(200)); // let peers report first
-        MPI_Abort(MPI_COMM_WORLD, code);
-        std::_Exit(code);
+        control->abortProcess(
+            code, std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::max(abortDeadline - now, std::chrono::steady_clock::duration(0))));
       }
     } else if (p == Phase::Finishing) {
       bool pending;
@@ -691,21 +632,23 @@ void NcclComm::State::run() {
         pending = !queue.empty();
         fatal = fatalError;
       }
-      pending = pending || !sendOps.empty() || !mpiSends.empty();
-      if (!barrierPosted && !pending && fatal.empty()) {
-        MPI_Ibarrier(data, &barrier);
-        barrierPosted = true;
+      pending = pending || !sendOps.empty() || control->sendsPending();
+      bool done = false;
+      if (!pending && fatal.empty()) {
+        try {
+          done = control->barrierDone(finishDeadline);
+        } catch (const std::exception &e) {
+          fatal = e.what();
+        }
       }
-      if (barrierPosted) {
-        int done = 0;
-        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (done)
-          break;
-      } else if (!fatal.empty() || std::chrono::steady_clock::now() >= finishDeadline) {
+      if (done)
+        break;
+      if (!fatal.empty() || std::chrono::steady_clock::now() >= finishDeadline) {
         std::lock_guard<std::mutex> lock(mutex);
         finishError = !fatal.empty() ? fatal
                                      : who() + ": nccl comm: " + std::to_string(sendOps.size()) +
                                            " sends did not complete before the deadline";
+        abortNote = finishError;
         phase = Phase::Aborting;
         abortDeadline = std::chrono::steady_clock::now();
         commReady.notify_all();
@@ -720,9 +663,7 @@ void NcclComm::State::run() {
     }
   }
   destroyNccl();
-  MPI_Comm_free(&control);
-  MPI_Comm_free(&data);
-  MPI_Finalize();
+  control->finalize();
   std::lock_guard<std::mutex> lock(mutex);
   phase = Phase::Done;
   finished = true;
@@ -732,9 +673,17 @@ void NcclComm::State::run() {
 
 NcclComm::NcclComm() : state_(std::make_unique<State>()) {}
 
-std::unique_ptr<NcclComm> NcclComm::start() {
+std::unique_ptr<NcclComm> NcclComm::start() { return startWith(nullptr); }
+
+std::unique_ptr<NcclComm> NcclComm::start(const StoreLaunch &launch,
+                                          std::chrono::milliseconds timeout) {
+  return startWith(std::make_unique<nccl::TcpControlPlane>(launch, timeout));
+}
+
+std::unique_ptr<NcclComm> NcclComm::startWith(std::unique_ptr<nccl::ControlPlane> control) {
   std::unique_ptr<NcclComm> comm(new NcclComm());
   State &s = *comm->state_;
+  s.control = std::move(control); // null: MPI, started on the comm thread
   s.thread = std::thread([&s] { s.run(); });
   std::unique_lock<std::mutex> lock(s.mutex);
   s.commReady.wait(lock, [&] { return s.phase != Phase::Starting; });
@@ -914,20 +863,14 @@ void NcclComm::abortJob(const std::string &reason, int exitCode, std::chrono::mi
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.phase != Phase::Done && s.phase != Phase::Starting) {
-      const Bytes note(reason.begin(), reason.end());
-      s.queue.clear();
-      std::vector<Pending> notes;
-      for (int r = 0; r < s.world; ++r)
-        if (r != s.rank)
-          notes.push_back({r, 0, note});
-      s.queue.push_back(std::move(notes));
+      s.abortNote = reason;
       s.abortExitCode = exitCode;
       s.abortDeadline = std::chrono::steady_clock::now() + grace;
       s.phase = Phase::Aborting;
     }
   }
   if (s.thread.joinable())
-    s.thread.join(); // MPI_Abort ends the process from the comm thread
+    s.thread.join(); // the control plane ends the process from the comm thread
   std::_Exit(exitCode);
 }
 

@@ -462,6 +462,11 @@ int TcpComm::recvAny(const std::vector<std::pair<int, int>> &sources, Bytes &out
   }
 }
 
+std::string TcpComm::abortNote() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->abortReason;
+}
+
 void TcpComm::wake() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->woken = true;

@@ -46,6 +46,10 @@ public:
               std::chrono::milliseconds timeout) override;
   void wake() override;
 
+  /// The first abort note a peer sent, or why a peer is gone ("rank R's connection closed before
+  /// it finished ..."); empty while every peer is well. Thread-safe.
+  std::string abortNote() const;
+
   /// Orderly end: every queued send leaves, every peer's done note arrives, then the connections
   /// close. Throws CommError when that does not happen within `timeout`, or a peer aborted.
   void finish(std::chrono::milliseconds timeout = std::chrono::seconds(60));

@@ -8,6 +8,12 @@
 // MASTER_ADDR:MASTER_PORT (rank 0: how many ranks arrived and which are missing; the others: that
 // rank 0 could not be reached). A rank whose WORLD_SIZE differs from rank 0's, or a RANK that two
 // processes share, fails the rendezvous on every rank, naming it.
+//
+// Handshake: rank 0 greets every connection at once with "DMGRV0" and the protocol version; a
+// joining rank that reads anything else within 10 s (another server on MASTER_PORT, another
+// build) fails in one line saying what it read, instead of waiting for the deadline. A rank that
+// fails before the rendezvous (a bad plan, a refused option) reports its reason through it
+// (reportFailure), and every other rank fails naming that rank and reason.
 #pragma once
 
 #include "runtime/comm/Comm.h"
@@ -24,8 +30,20 @@ struct Member {
   Bytes blob;
 };
 
-/// Every rank's blob, indexed by rank (`mine` at launch.rank). Throws CommError (above).
+/// The version of the handshake below; ranks of other versions refuse each other.
+constexpr std::uint64_t kRendezvousVersion = 2;
+
+/// Every rank's blob, indexed by rank (`mine` at launch.rank). Throws CommError (above); a peer's
+/// reportFailure makes it "rendezvous at MASTER_ADDR:MASTER_PORT = h:p: rank R failed: REASON".
 std::vector<Member> rendezvous(const StoreLaunch &launch, const Bytes &mine,
                                Clock::time_point deadline);
+
+/// Takes part in the rendezvous only to tell the other ranks that this one failed with `reason`
+/// (one line, without "disagmoe-run: "). Rank 0 answers every rank that arrives before `deadline`
+/// with "rank 0 failed: REASON"; another rank's note makes rank 0 refuse the whole rendezvous
+/// with "rank R failed: REASON". Never throws (when rank 0 cannot be reached the others meet their
+/// own deadline).
+void reportFailure(const StoreLaunch &launch, const std::string &reason,
+                   Clock::time_point deadline);
 
 } // namespace disagmoe::tcp

@@ -187,7 +187,11 @@ TEST(DisagmoeRun, ErrorsAreOneLineWithExitCodeOne) {
       {plan + " --train --chekpoint-every=2",
        "disagmoe-run: unknown option --chekpoint-every (did you mean --checkpoint-every? see "
        "--help)\n"},
-      {plan + " --lr 0.1", "disagmoe-run: --lr needs --train (or --comm mpi; see --help)\n"},
+      {plan + " --lr 0.1", "disagmoe-run: --lr needs --train (see --help)\n"},
+      // The same under --comm mpi (a forward run per process): not run with --steps ignored.
+      {plan + " --comm mpi --steps 3", "disagmoe-run: --steps needs --train (see --help)\n"},
+      {plan + " --comm mpi --lr 0.1 --input x.npy",
+       "disagmoe-run: --lr needs --train (see --help)\n"},
       {plan + " --train --warmup 2", "disagmoe-run: --warmup applies to the forward run only (not "
                                      "to --train or --comm mpi runs)\n"},
       {plan + " --batch", "disagmoe-run: --batch needs a value\n"},

@@ -103,7 +103,8 @@ TEST(Plan, RejectsInvalidJson) {
     loadPlan(path);
     FAIL();
   } catch (const PlanError &e) {
-    EXPECT_EQ(std::string(e.what()).rfind(path + ": invalid JSON: ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": not valid JSON at line 1, column 13: ", 0), 0u)
+        << e.what();
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace disagmoe {
@@ -207,6 +208,67 @@ TEST(TcpRendezvous, DifferentWorldSizesFailEveryRank) {
       ": rank 1 has WORLD_SIZE=3, rank 0 has WORLD_SIZE=2";
   EXPECT_EQ(error0, expected);
   EXPECT_EQ(error1, expected);
+}
+
+// A rank that fails before the rendezvous reports it there: every other rank fails naming that
+// rank and its reason (rank 1 here, then rank 0), within a second, instead of at the deadline.
+TEST(TcpRendezvous, AFailedRankIsNamedOnEveryRank) {
+  for (const int failing : {1, 0}) {
+    const int port = freePort(), world = 3;
+    const auto deadline = tcp::Clock::now() + std::chrono::seconds(20);
+    std::vector<std::string> errors(world);
+    std::vector<double> seconds(world);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < world; ++r)
+      ranks.emplace_back([&, r] {
+        if (r == failing) {
+          tcp::reportFailure(launchOf(r, world, port), "plan.json: cannot open", deadline);
+          return;
+        }
+        std::tie(errors[r], seconds[r]) = failureAndSeconds(
+            [&] { tcp::rendezvous(launchOf(r, world, port), Bytes(8, 0), deadline); });
+      });
+    for (auto &t : ranks)
+      t.join();
+    const std::string expected =
+        "rendezvous at MASTER_ADDR:MASTER_PORT = 127.0.0.1:" + std::to_string(port) + ": rank " +
+        std::to_string(failing) + " failed: plan.json: cannot open";
+    for (int r = 0; r < world; ++r)
+      if (r != failing) {
+        EXPECT_EQ(errors[r], expected) << "rank " << r;
+        EXPECT_LT(seconds[r], 5.0) << "rank " << r;
+      }
+  }
+}
+
+// Another server on MASTER_PORT (one that speaks first, like sshd) is refused in one line that
+// shows what it sent, at once; the deadline is not waited for.
+TEST(TcpRendezvous, AStrangerOnTheRendezvousPortIsRefused) {
+  const tcp::Socket listener = tcp::listenOn(0, "stranger");
+  const int port = tcp::localPort(listener);
+  std::thread stranger([&] {
+    try {
+      const tcp::Socket c =
+          tcp::acceptBefore(listener, tcp::Clock::now() + std::chrono::seconds(10));
+      const std::string banner = "SSH-2.0-OpenSSH_9.2p1\r\n";
+      tcp::writeAll(c, banner.data(), banner.size(), tcp::Clock::now() + std::chrono::seconds(5),
+                    "stranger");
+      std::uint8_t b[256]; // it keeps the connection open while the joining rank reads
+      tcp::readAll(c, b, sizeof b, tcp::Clock::now() + std::chrono::seconds(10), "stranger");
+    } catch (const CommError &) {
+      // the joining rank closed the connection
+    }
+  });
+  const auto [what, seconds] = failureAndSeconds([&] {
+    tcp::rendezvous(launchOf(1, 2, port), Bytes(8, 0),
+                    tcp::Clock::now() + std::chrono::seconds(30));
+  });
+  stranger.join();
+  EXPECT_EQ(what, "rendezvous with rank 0 at MASTER_ADDR:MASTER_PORT = 127.0.0.1:" +
+                      std::to_string(port) +
+                      ": the process listening there is not a disagmoe-run rank 0 (it sent "
+                      "\"SSH-2.0-OpenSSH_\"; another server on that port?)");
+  EXPECT_LT(seconds, 5.0);
 }
 
 // Every rank sends rank-dependent messages to every rank (itself too), then all-reduces a vector;
