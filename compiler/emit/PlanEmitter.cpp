@@ -245,6 +245,10 @@ void PlanBuilder::addAttention(moe::AttentionOp a) {
   model().numKvHeads = a.getNumKvHeads();
   model().headDim = a.getHeadDim();
   model().ropeTheta = a.getRopeTheta().convertToDouble();
+  if (auto invFreq = a.getRopeInvFreq()) // a scaled RoPE (YaRN): its frequencies as fp32
+    model().ropeInvFreq.assign(invFreq->begin(), invFreq->end());
+  if (auto m = a.getRopeAttentionFactor())
+    model().ropeAttentionFactor = static_cast<float>(m->convertToDouble());
   instr(plan_.programs.attention, OpCode::Attention, layer, Stream::Forward);
 }
 

@@ -10,6 +10,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace disagmoe::moe;
 
@@ -94,7 +96,7 @@ LogicalResult AttentionOp::verify() {
   if (heads % kvHeads != 0)
     return emitOpError() << "num_heads " << heads << " is not a multiple of num_kv_heads "
                          << kvHeads;
-  if (getRopeTheta().convertToDouble() <= 0.0)
+  if (!(getRopeTheta().convertToDouble() > 0.0)) // NaN too
     return emitOpError() << "attribute 'rope_theta' must be positive";
   int64_t hidden = lastDim(getX());
   if (failed(expectShape(*this, getWq(), "wq", {hidden, heads * headDim})) ||
@@ -122,6 +124,18 @@ LogicalResult AttentionOp::verify() {
                          << eps->convertToDouble();
   if (auto window = getSlidingWindow(); window && *window <= 0)
     return emitOpError() << "attribute 'sliding_window' must be positive, got " << *window;
+  if (auto invFreq = getRopeInvFreq()) {
+    if (static_cast<int64_t>(invFreq->size()) != headDim / 2)
+      return emitOpError() << "attribute 'rope_inv_freq' has " << invFreq->size()
+                           << " values, expected head_dim / 2 = " << headDim / 2;
+    for (double f : *invFreq)
+      if (!(f > 0.0) || !std::isfinite(f))
+        return emitOpError() << "attribute 'rope_inv_freq' must hold positive finite values, got "
+                             << f;
+  }
+  if (auto m = getRopeAttentionFactor(); m && !(m->convertToDouble() > 0.0))
+    return emitOpError() << "attribute 'rope_attention_factor' must be positive, got "
+                         << m->convertToDouble();
   return success();
 }
 

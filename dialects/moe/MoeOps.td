@@ -90,7 +90,11 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       onnxruntime's RotaryEmbedding / GroupQueryAttention with interleaved = 1) instead of the
       halves (i, i + head_dim/2). Computed as a per-head de-interleave of q and k after their norm
       and before rotate-half RoPE: q . k is unchanged by one permutation of both, so the weights
-      keep the export's layout.
+      keep the export's layout;
+    - `rope_inv_freq` (head_dim/2 values) and `rope_attention_factor`: a scaled RoPE (YaRN, Peng et
+      al. 2023; linear or NTK scaling), its frequencies in place of rope_theta^(-2i/head_dim)
+      (rope_theta then only the nearest plain base) and YaRN's factor m on cos and sin
+      (GPT-OSS: `cos = emb.cos() * attention_scaling`).
 
     ```mlir
     %a = moe.attention %x weights(%wq, %wk, %wv, %wo) bq(%bq : tensor<64xf32>)
@@ -103,7 +107,9 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        Optional<F32Tensor>:$k_norm, Optional<F32Tensor>:$sinks,
                        Moe_I64Attr:$layer, Moe_I64Attr:$num_heads, Moe_I64Attr:$num_kv_heads, Moe_I64Attr:$head_dim,
                        F64Attr:$rope_theta, OptionalAttr<F64Attr>:$qk_norm_eps,
-                       OptionalAttr<Moe_I64Attr>:$sliding_window, UnitAttr:$rope_interleaved);
+                       OptionalAttr<Moe_I64Attr>:$sliding_window, UnitAttr:$rope_interleaved,
+                       OptionalAttr<DenseF64ArrayAttr>:$rope_inv_freq,
+                       OptionalAttr<F64Attr>:$rope_attention_factor);
   let results = (outs F32Tensor:$result);
   let assemblyFormat = [{
     $x `weights` `(` $wq `,` $wk `,` $wv `,` $wo `)`
@@ -121,7 +127,8 @@ def Moe_AttentionOp : Moe_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                    "::mlir::IntegerAttr":$head_dim, "::mlir::FloatAttr":$rope_theta), [{
       build($_builder, $_state, result, x, wq, wk, wv, wo, ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), ::mlir::Value(),
             ::mlir::Value(), ::mlir::Value(), ::mlir::Value(), layer, num_heads, num_kv_heads, head_dim, rope_theta,
-            ::mlir::FloatAttr(), ::mlir::IntegerAttr(), ::mlir::UnitAttr());
+            ::mlir::FloatAttr(), ::mlir::IntegerAttr(), ::mlir::UnitAttr(),
+            ::mlir::DenseF64ArrayAttr(), ::mlir::FloatAttr());
     }]>
   ];
   let hasVerifier = 1;

@@ -53,9 +53,10 @@ public:
                       float *y) const = 0;
   /// y[r] += b; y [rows, cols], b [cols] (cpu::addBias).
   virtual void addBias(float *y, int64_t rows, int64_t cols, const float *b) const = 0;
-  /// Rotate-half RoPE in place; x [tokens, heads, headDim], positions [tokens] (cpu::rope).
+  /// Rotate-half RoPE in place; x [tokens, heads, headDim], positions [tokens], frequencies and
+  /// scale from `spec` (KernelTypes.h RopeSpec) (cpu::rope).
   virtual void rope(float *x, int64_t tokens, int64_t heads, int64_t headDim,
-                    const int64_t *positions, double theta) const = 0;
+                    const int64_t *positions, const RopeSpec &spec) const = 0;
   /// Causal attention of every sequence of `a` (KernelTypes.h AttentionSpec)
   /// (cpu::causalAttentionGeneral, one call per sequence).
   virtual void attention(const float *q, const float *k, const float *v, const AttentionSpec &a,
@@ -96,7 +97,7 @@ public:
                               const float *w, int64_t out, float *dx, float *dW) const = 0;
   /// RoPE's transpose in place on dx [tokens, heads, headDim] (cpu::ropeBackward).
   virtual void ropeBackward(float *dx, int64_t tokens, int64_t heads, int64_t headDim,
-                            const int64_t *positions, double theta) const = 0;
+                            const int64_t *positions, const RopeSpec &spec) const = 0;
   /// attention's backward for every sequence: dq, dk, dv written, dSinks [heads] += (nullable)
   /// (cpu::causalAttentionGeneralBackward, one call per sequence).
   virtual void attentionBackward(const float *q, const float *k, const float *v, const float *dOut,

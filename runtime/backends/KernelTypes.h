@@ -51,6 +51,18 @@ struct ExpertForm {
   PlainActivation activation = PlainActivation::Identity; ///< NonGated only
 };
 
+/// RoPE's frequencies and scale. Plain RoPE (RoFormer eq. 15): inv_freq[i] = theta^(-2i/d) from
+/// `theta` alone (a RopeSpec converts from it). A scaled RoPE (YaRN, linear or NTK scaling: what
+/// transformers' rope_init_fns compute) gives its d/2 frequencies in `invFreq`, and YaRN's
+/// attention factor (Peng et al. 2023, eq. 22: 0.1 ln(factor) + 1) multiplies cos and sin.
+struct RopeSpec {
+  RopeSpec(double theta = 0, const float *invFreq = nullptr, float attentionFactor = 1.0f)
+      : theta(theta), invFreq(invFreq), attentionFactor(attentionFactor) {}
+  double theta;
+  const float *invFreq; ///< [d/2] host memory, or null for theta^(-2i/d)
+  float attentionFactor;
+};
+
 /// Causal attention over `sequences` sequences of `seqLen` tokens each (positions 0..seqLen-1,
 /// after RoPE), grouped-query: query head h reads kv head h / (heads / kvHeads).
 /// q [sequences*seqLen, heads*qkDim], k [.., kvHeads*qkDim], v [.., kvHeads*vDim],

@@ -1,5 +1,6 @@
 // One rank's interpreter of its role's program, running its group's instructions (RankWorker.h).
 #include "runtime/executor/RankWorker.h"
+#include "runtime/backends/RopeOfModel.h"
 #include "runtime/executor/CommStream.h"
 #include "runtime/executor/LocalExperts.h"
 #include "runtime/executor/OpProfile.h"
@@ -295,8 +296,9 @@ private:
     std::vector<int64_t> positions(n);
     for (int64_t t = 0; t < n; ++t)
       positions[t] = tokens_[t] % seqLen_;
-    kernels_.rope(q.data(), n, model_.numHeads, hd, positions.data(), model_.ropeTheta);
-    kernels_.rope(k.data(), n, model_.numKvHeads, hd, positions.data(), model_.ropeTheta);
+    const kernels::RopeSpec ropeSpec = kernels::ropeSpecOf(model_); // plain or scaled (YaRN)
+    kernels_.rope(q.data(), n, model_.numHeads, hd, positions.data(), ropeSpec);
+    kernels_.rope(k.data(), n, model_.numKvHeads, hd, positions.data(), ropeSpec);
     // This rank's sequences are whole and contiguous: seqLen rows each.
     kernels::AttentionSpec spec;
     spec.sequences = n / seqLen_, spec.seqLen = seqLen_, spec.heads = model_.numHeads;

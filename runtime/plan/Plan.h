@@ -172,6 +172,10 @@ struct ModelSpec {
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0;
   int64_t numHeads = 0, numKvHeads = 0, headDim = 0;
   double ropeTheta = 0;
+  /// Scaled RoPE (YaRN, linear / NTK scaling): the head_dim/2 frequencies, used instead of
+  /// theta^(-2i/head_dim) when not empty, and YaRN's attention factor on cos and sin.
+  std::vector<float> ropeInvFreq;
+  float ropeAttentionFactor = 1.0f;
   float rmsNormEps = 0;
   int64_t numExperts = 0, topK = 0, expertHidden = 0;
   RouterScoring routerScoring = RouterScoring::SoftmaxTopkRenorm;

@@ -184,6 +184,27 @@ const std::vector<Field<ModelSpec>> &modelFields() {
       {"v_head_dim", true, [](const S &s) { return s.kvLoraRank > 0; },
        [](const Node &f, S &s) { s.vHeadDim = f.integer(1, 1 << 12); },
        [](const S &s) -> Opt { return s.vHeadDim; }},
+      // Scaled RoPE (YaRN, linear / NTK scaling): the frequencies one by one, head_dim/2 of them
+      // (rope_theta stays informational), and YaRN's attention factor on cos and sin.
+      {"rope_inv_freq", false, nullptr,
+       [](const Node &f, S &s) {
+         if (s.kvLoraRank > 0)
+           f.fail("scaled RoPE frequencies with multi-head latent attention are not supported");
+         if (static_cast<int64_t>(f.size()) != s.headDim / 2)
+           f.fail(std::to_string(f.size()) +
+                  " frequencies, expected head_dim / 2 = " + std::to_string(s.headDim / 2));
+         s.ropeInvFreq.clear();
+         for (size_t i = 0; i < f.size(); ++i)
+           s.ropeInvFreq.push_back(static_cast<float>(f[i].positiveNumber()));
+       },
+       [](const S &s) -> Opt {
+         return s.ropeInvFreq.empty() ? std::nullopt : Opt(json(s.ropeInvFreq));
+       }},
+      {"rope_attention_factor", false, nullptr,
+       [](const Node &f, S &s) { s.ropeAttentionFactor = static_cast<float>(f.positiveNumber()); },
+       [](const S &s) -> Opt {
+         return s.ropeAttentionFactor == 1.0f ? std::nullopt : Opt(s.ropeAttentionFactor);
+       }},
   };
   return fields;
 }

@@ -38,6 +38,12 @@ std::string hfConfigJson(const ModelSpec &m, HfFamily family, SafetensorsDtype d
   j["num_key_value_heads"] = m.numKvHeads;
   j["head_dim"] = m.headDim;
   j["rms_norm_eps"] = shortest(m.rmsNormEps);
+  // A scaled RoPE reached the plan as its frequencies; config.json states rope_scaling's
+  // parameters (factor, beta_fast, ...), which the frequencies do not give back uniquely.
+  if (!m.ropeInvFreq.empty() || m.ropeAttentionFactor != 1.0f)
+    throw HfMapError(
+        "model.rope_inv_freq: a scaled RoPE (YaRN, linear or NTK scaling) is kept as "
+        "its frequencies, which config.json's rope_scaling cannot state: not exported");
   j["rope_theta"] = m.ropeTheta;
   j["rope_scaling"] = nullptr;
   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", m.ropeTheta}};

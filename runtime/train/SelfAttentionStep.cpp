@@ -3,6 +3,8 @@
 // (TrainWorker.h).
 #include "runtime/train/TrainWorker.h"
 
+#include "runtime/backends/RopeOfModel.h"
+
 #include "runtime/tensor/FreshBuffers.h"
 #include "runtime/tensor/RopePairs.h"
 
@@ -69,8 +71,9 @@ void TrainWorker::attentionFwd(int64_t l) {
     ropeGatherRows(a.k.data(), n() * model_.numKvHeads, hd);
   }
   const std::vector<int64_t> pos = positions();
-  kernels_.rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
-  kernels_.rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  const kernels::RopeSpec ropeSpec = kernels::ropeSpecOf(model_); // plain or scaled (YaRN)
+  kernels_.rope(a.q.data(), n(), model_.numHeads, hd, pos.data(), ropeSpec);
+  kernels_.rope(a.k.data(), n(), model_.numKvHeads, hd, pos.data(), ropeSpec);
   kernels_.attention(a.q.data(), a.k.data(), a.v.data(), attentionSpec(c), a.heads.data());
   freshAssign(attnOut_, n() * H);
   kernels_.linear(a.heads.data(), n(), qW, w(c.wo), H, attnOut_.data());
@@ -98,8 +101,9 @@ void TrainWorker::attentionBwd(int64_t l) {
                              dq.data(), dk.data(), dv.data(),
                              c.sinks >= 0 ? grad(c.sinks) : nullptr);
   const std::vector<int64_t> pos = positions();
-  kernels_.ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), model_.ropeTheta);
-  kernels_.ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), model_.ropeTheta);
+  const kernels::RopeSpec ropeSpec = kernels::ropeSpecOf(model_);
+  kernels_.ropeBackward(dq.data(), n(), model_.numHeads, hd, pos.data(), ropeSpec);
+  kernels_.ropeBackward(dk.data(), n(), model_.numKvHeads, hd, pos.data(), ropeSpec);
   if (c.ropeInterleaved) {
     ropeScatterRows(dq.data(), n() * model_.numHeads, hd);
     ropeScatterRows(dk.data(), n() * model_.numKvHeads, hd);

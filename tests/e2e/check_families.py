@@ -30,7 +30,7 @@ SAMPLES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tin
            "ms_moe_tiny/swiglu_concat", "ms_moe_tiny/swiglu_oai_bias", "ms_moe_tiny/silu_fc3_bias",
            "ms_moe_tiny/swiglu_concat_oai_bias", "ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias",
            "ms_moe_tiny/silu_plain", "ms_moe_tiny/identity_bias", "qwen3_moe_tiny/hf_forms",
-           "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop"]
+           "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop", "gpt_oss_tiny/hf_yarn"]
 # com.microsoft.MoE's non-gated activation_type (default relu) -> the plan's expert_activation
 # (onnxruntime's gelu is the tanh approximation).
 PLAIN_ACTIVATION = {"relu": "relu", "gelu": "gelu_tanh", "silu": "silu", "identity": "identity"}
@@ -136,6 +136,23 @@ A, F = "attention", "ffn"
 SIDES = [(A, A, A, A), (F, A, A, A), (A, F, A, A), (F, F, A, A), (A, A, F, A), (A, A, A, F), (F, F, F, F)]
 # The side choices compute the same sums grouped differently ((h + y) + sum_f N2M_f against
 # h + (y + routed) on the home F-rank): two fp32 evaluations, held to the same bound.
+
+
+def check_scaled_rope(check, name, model, cfg):
+    """A YaRN export (rope_scaling in the exporter's config): the plan's rope_inv_freq and
+    rope_attention_factor equal transformers' _compute_yarn_parameters as the family exporter
+    writes it (the module the goldens come from), to fp32 rounding."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples",
+                                    "models", "gpt_oss_tiny"))
+    sys.dont_write_bytecode = True  # no __pycache__ in samples/
+    import export as gpt_oss_export  # noqa: E402  (the exporter's YaRN, torch)
+    inv, factor = gpt_oss_export.yarn_parameters(cfg["head_dim"], cfg["rope_theta"], cfg["rope_scaling"])
+    got = np.array(model.get("rope_inv_freq", []), dtype=np.float64)
+    want = inv.double().numpy()
+    check(got.shape == want.shape and np.allclose(got, want, rtol=2 ** -23, atol=0),
+          f"{name}: rope_inv_freq {got.tolist()} (exporter's YaRN {want.tolist()})")
+    check(abs(model.get("rope_attention_factor", 1.0) - factor) <= 2 ** -23 * factor,
+          f"{name}: rope_attention_factor {model.get('rope_attention_factor')} (exporter's {factor})")
 
 
 def check_sides(disagmoe, runner, sdir, work, check, worst):
@@ -290,6 +307,8 @@ def main(bin_dir, samples_dir, work, names):
                     check(abs(model["rope_theta"] - cfg["rope_theta"]) <= 1e-6 * cfg["rope_theta"],
                           f"{name}: rope_theta {model['rope_theta']} (exporter {cfg['rope_theta']})")
                     check_component_hyperparameters(check, name, model, cfg)
+                    if cfg.get("rope_scaling"):
+                        check_scaled_rope(check, name, model, cfg)
                     attrs = cfg.get("moe_attributes")
                     if (attrs is not None and attrs.get("activation_type", "relu") in PLAIN_ACTIVATION
                             and not has_fc3(os.path.join(sdir, "model.onnx"))):

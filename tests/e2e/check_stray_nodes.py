@@ -27,7 +27,7 @@ from make_stray_node_models import insert_after  # noqa: E402
 
 SAMPLES = ["mixtral_tiny", "qwen3_moe_tiny", "qwen3_moe_tiny/dense_masked", "deepseek_moe_tiny",
            "deepseek_v2_lite_tiny", "gpt_oss_tiny", "gpt_oss_tiny/einsum", "gpt_oss_tiny/dense_masked",
-           "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop", "mixtral_variants/hf_masking_utils_window_opset16",
+           "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop", "gpt_oss_tiny/hf_yarn", "mixtral_variants/hf_masking_utils_window_opset16",
            "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_masking_utils_past_opset17",
            "mixtral_tiny/expert_hit"] + [
     # The newer exporters' forms (issue 16): the normalize patterns that decompose fused operators

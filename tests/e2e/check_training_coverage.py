@@ -34,7 +34,7 @@ MUST_TRAIN = {
     "deepseek_v2_lite_tiny", "mixtral_variants/hf_casts_opset17",
     "mixtral_variants/hf_mask_converter_opset17", "mixtral_variants/hf_mask_converter_window_opset14",
     "mixtral_variants/hf_masking_utils_opset17", "mixtral_variants/hf_masking_utils_window_opset16",
-    "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop", "mixtral_variants/sdpa_symbolic_opset17",
+    "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop", "gpt_oss_tiny/hf_yarn", "mixtral_variants/sdpa_symbolic_opset17",
     "mixtral_variants/hf_masking_utils_inputs_opset17", "mixtral_variants/hf_mask_converter_inputs_opset15",
     "mixtral_variants/hf_masking_utils_past_opset17", "newer_opsets/mixtral_opset18", "newer_opsets/qwen3_opset18", "newer_opsets/mixtral_opset23_rmsnorm",
     "newer_opsets/qwen3_opset23_rmsnorm", "newer_opsets/mixtral_ort_fused_norms",

@@ -53,6 +53,8 @@ import error_model  # noqa: E402
 FAMILIES = ["qwen3_moe_tiny", "qwen3_moe_tiny/norm_topk_false", "deepseek_moe_tiny", "gpt_oss_tiny",
             "deepseek_v2_lite_tiny", "qwen3_moe_tiny/dense_masked", "gpt_oss_tiny/dense_masked", "gpt_oss_tiny/einsum",
             "qwen3_moe_tiny/hf_forms", "gpt_oss_tiny/hf_dense", "gpt_oss_tiny/hf_loop",
+            # GPT-OSS's YaRN RoPE (rope_inv_freq, rope_attention_factor), its own model and goldens.
+            "gpt_oss_tiny/hf_yarn",
             # The Hugging Face forms of the Mixtral sample's modules (samples/models/mixtral_variants, issue 12):
             # RMSNorm casts, both generations of transformers' causal masks (with and without a sliding
             # window) and the scaled_dot_product_attention symbolic; goldens by export_train_goldens.py

@@ -239,10 +239,32 @@ std::optional<AttentionMatch> ComponentMatcher::matchAttention(Value x) {
   // 6e-8), so further digits are rounding noise of the export, not part of the model. A float16 /
   // bfloat16 export's frequencies are rounded to its dtype (roundedRopeTheta).
   std::optional<double> theta = ropeTheta(*invFreq, m.headDim);
-  if (!theta)
-    return fail(cos, "RoPE: the inverse frequencies are not theta^(-2i/head_dim) for one theta "
-                     "(scaled RoPE such as YaRN or linear/NTK scaling is not supported)");
-  m.ropeTheta = *theta;
+  if (theta) {
+    m.ropeTheta = *theta;
+  } else {
+    // A scaled RoPE (YaRN, linear or NTK scaling: transformers' rope_init_fns) is whatever
+    // frequencies its constant holds; kept one by one. rope_theta reports the base of frequency
+    // 1 (YaRN and NTK-by-parts keep the highest frequencies unscaled).
+    for (double f : *invFreq)
+      if (!(f > 0.0) || !std::isfinite(f))
+        return fail(cos, "RoPE: an inverse frequency " + std::to_string(f) +
+                             " that is not positive and finite");
+    m.ropeInvFreq.assign(invFreq->begin(), invFreq->end());
+    m.ropeTheta = thetaOf(ArrayRef<double>(*invFreq).take_front(2), m.headDim);
+  }
+  // YaRN's attention factor: cos and sin each times one scalar constant (GptOssRotaryEmbedding:
+  // emb.cos() * attention_scaling) before they meet q and k.
+  NodeOp sin = findUpstream(scores.getInputs()[0], "Sin", 512);
+  const std::optional<double> cosFactor = trigScale(cos), sinFactor = sin ? trigScale(sin) : 1.0;
+  if (!cosFactor || !sinFactor || *cosFactor != *sinFactor)
+    return fail(cos, "RoPE: cos and sin are not scaled by one constant factor (YaRN's attention "
+                     "factor multiplies both)");
+  if (*cosFactor != 1.0) {
+    if (!(*cosFactor > 0.0) || !std::isfinite(*cosFactor))
+      return fail(cos, "RoPE: cos and sin scaled by " + std::to_string(*cosFactor) +
+                           ", not a positive factor");
+    m.ropeAttentionFactor = *cosFactor;
+  }
   for (auto [side, name] : {std::pair{scores.getInputs()[0], "q"}, {scores.getInputs()[1], "k"}})
     if (auto why = rotateHalfMismatch(side, m.headDim))
       return fail(scores, std::string("RoPE on ") + name + ": " + *why);
@@ -312,7 +334,11 @@ struct AttentionPattern : ComponentPattern<NodeOp> {
         rewriter.getI64IntegerAttr(a->headDim), rewriter.getF64FloatAttr(a->ropeTheta),
         a->qNorm ? rewriter.getF64FloatAttr(a->qkNormEps) : FloatAttr(),
         a->slidingWindow > 0 ? rewriter.getI64IntegerAttr(a->slidingWindow) : IntegerAttr(),
-        a->ropeInterleaved ? rewriter.getUnitAttr() : UnitAttr());
+        a->ropeInterleaved ? rewriter.getUnitAttr() : UnitAttr(),
+        a->ropeInvFreq.empty() ? DenseF64ArrayAttr()
+                               : rewriter.getDenseF64ArrayAttr(a->ropeInvFreq),
+        a->ropeAttentionFactor != 1.0 ? rewriter.getF64FloatAttr(a->ropeAttentionFactor)
+                                      : FloatAttr());
     ctx.inheritOrder(op, softmax);
     replaceComponent(rewriter, a->output, op.getResult());
     return success();

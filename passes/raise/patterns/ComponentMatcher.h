@@ -63,7 +63,9 @@ struct AttentionMatch {
   int64_t slidingWindow = 0; // 0: full causal attention
   int64_t heads = 0, kvHeads = 0, headDim = 0;
   double ropeTheta = 0;
-  bool ropeInterleaved = false; // RoPE on GPT-J's pairs (moe.attention's rope_interleaved)
+  bool ropeInterleaved = false;          // RoPE on GPT-J's pairs (moe.attention's rope_interleaved)
+  llvm::SmallVector<double> ropeInvFreq; // a scaled RoPE's frequencies (YaRN), or empty
+  double ropeAttentionFactor = 1.0;      // YaRN's factor on cos and sin
   NodeOp softmax;
 };
 
@@ -245,6 +247,10 @@ public:
   };
   std::optional<std::string> ropePairsMismatch(mlir::Value side, int64_t rotaryDim,
                                                RopePairs &pairs);
+  /// The scalar constant that multiplies the output of `trig` (a Cos or Sin of RoPE's angles)
+  /// before it meets q or k, through shape-only ops (YaRN's attention factor); 1 where no such
+  /// Mul follows; nullopt where its use is not a single chain.
+  static std::optional<double> trigScale(NodeOp trig);
   /// A Softmax over the last axis (axis -1, absent, or rank - 1).
   static bool isLastAxisSoftmax(NodeOp softmax);
   int64_t slidingWindowOf(mlir::Value mask);

@@ -247,6 +247,9 @@ static int significantDigits(double x) {
 }
 
 std::optional<double> ComponentMatcher::ropeTheta(ArrayRef<double> invFreq, int64_t dim) {
+  // A non-positive frequency has no theta (its log is NaN, which every tolerance test passes).
+  if (llvm::any_of(invFreq, [](double f) { return !(f > 0.0) || !std::isfinite(f); }))
+    return std::nullopt;
   const double theta = thetaOf(invFreq, dim);
   const bool plain = isPlainRope(invFreq, dim, theta);
   std::optional<double> rounded = roundedRopeTheta(invFreq, dim);
@@ -427,6 +430,30 @@ std::optional<std::string> ComponentMatcher::ropePairsMismatch(Value side, int64
            "permuted dims)";
   pairs.interleaved = true;
   return std::nullopt;
+}
+
+std::optional<double> ComponentMatcher::trigScale(NodeOp trig) {
+  Value v = trig.getOutputs()[0];
+  for (int steps = 0; steps < 8; ++steps) {
+    if (!v.hasOneUse())
+      return v.use_empty() ? std::optional<double>() : std::optional<double>(1.0);
+    auto user = llvm::dyn_cast<NodeOp>(*v.getUsers().begin());
+    if (!user || user.getOutputs().size() != 1)
+      return 1.0;
+    StringRef op = user.getOpType();
+    if (op == "Mul") {
+      for (Value in : user.getInputs())
+        if (in != v)
+          if (auto c = constantValues(in); c && c->size() == 1)
+            return (*c)[0];
+      return 1.0; // the Mul with q or k itself: no factor
+    }
+    if (op != "Unsqueeze" && op != "Reshape" && op != "Cast" && op != "Expand" &&
+        op != "Identity" && op != "Squeeze")
+      return 1.0;
+    v = user.getOutputs()[0];
+  }
+  return 1.0;
 }
 
 bool ComponentMatcher::isLastAxisSoftmax(NodeOp softmax) {

@@ -65,8 +65,8 @@ void linearBackward(const float *x, const float *dy, int64_t rows, int64_t in, c
 }
 
 void ropeBackward(float *dx, int64_t tokens, int64_t heads, int64_t headDim,
-                  const int64_t *positions, double theta) {
-  const RopeTable table(positions, tokens, headDim, theta); // exactly the forward's fp32 cos/sin
+                  const int64_t *positions, const kernels::RopeSpec &spec) {
+  const RopeTable table(positions, tokens, headDim, spec); // exactly the forward's fp32 cos/sin
   const int64_t half = table.half;
   for (int64_t t = 0; t < tokens; ++t) {
     const float *cosv = table.cos(t);

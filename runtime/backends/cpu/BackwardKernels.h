@@ -46,13 +46,14 @@ void rmsNormBackward(const float *x, const float *dy, int64_t rows, int64_t hidd
 void linearBackward(const float *x, const float *dy, int64_t rows, int64_t in, const float *w,
                     int64_t out, float *dx, float *dW);
 
-/// RoPE (Kernels.h rope: a rotation of each (v[i], v[i+d/2]) pair by angle p * inv_freq[i]): the
-/// transpose of a rotation is the rotation by the opposite angle, so in place
+/// RoPE (Kernels.h rope: a rotation of each (v[i], v[i+d/2]) pair by angle p * inv_freq[i], scaled
+/// by the attention factor m): the transpose of m times a rotation is m times the rotation by the
+/// opposite angle, so in place (cos, sin including m)
 ///   da = da' cos + db' sin,  db = db' cos - da' sin.
 /// dx [T, heads, headDim] (the gradient of rope's output, replaced by that of its input), positions
 /// [T].
 void ropeBackward(float *dx, int64_t tokens, int64_t heads, int64_t headDim,
-                  const int64_t *positions, double theta);
+                  const int64_t *positions, const kernels::RopeSpec &spec);
 
 /// Causal GQA attention of ONE sequence (Kernels.h causalAttention; q and k after RoPE). With
 /// S = q k^T / sqrt(d) masked to s <= t, P = softmax(S), O = P v, per query head h and kv head

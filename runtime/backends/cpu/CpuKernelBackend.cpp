@@ -48,8 +48,8 @@ void CpuKernelBackend::addBias(float *y, int64_t rows, int64_t cols, const float
 }
 
 void CpuKernelBackend::rope(float *x, int64_t tokens, int64_t heads, int64_t headDim,
-                            const int64_t *positions, double theta) const {
-  cpu::rope(x, tokens, heads, headDim, positions, theta);
+                            const int64_t *positions, const kernels::RopeSpec &spec) const {
+  cpu::rope(x, tokens, heads, headDim, positions, spec);
 }
 
 void CpuKernelBackend::attention(const float *q, const float *k, const float *v,
@@ -126,8 +126,8 @@ void CpuKernelBackend::linearBackward(const float *x, const float *dy, int64_t r
 }
 
 void CpuKernelBackend::ropeBackward(float *dx, int64_t tokens, int64_t heads, int64_t headDim,
-                                    const int64_t *positions, double theta) const {
-  cpu::ropeBackward(dx, tokens, heads, headDim, positions, theta);
+                                    const int64_t *positions, const kernels::RopeSpec &spec) const {
+  cpu::ropeBackward(dx, tokens, heads, headDim, positions, spec);
 }
 
 void CpuKernelBackend::attentionBackward(const float *q, const float *k, const float *v,

@@ -21,7 +21,7 @@ public:
               float *y) const override;
   void addBias(float *y, int64_t rows, int64_t cols, const float *b) const override;
   void rope(float *x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t *positions,
-            double theta) const override;
+            const kernels::RopeSpec &spec) const override;
   void attention(const float *q, const float *k, const float *v, const kernels::AttentionSpec &a,
                  float *out) const override;
   void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
@@ -42,7 +42,7 @@ public:
   void linearBackward(const float *x, const float *dy, int64_t rows, int64_t in, const float *w,
                       int64_t out, float *dx, float *dW) const override;
   void ropeBackward(float *dx, int64_t tokens, int64_t heads, int64_t headDim,
-                    const int64_t *positions, double theta) const override;
+                    const int64_t *positions, const kernels::RopeSpec &spec) const override;
   void attentionBackward(const float *q, const float *k, const float *v, const float *dOut,
                          const kernels::AttentionSpec &a, float *dq, float *dk, float *dv,
                          float *dSinks) const override;

@@ -51,12 +51,19 @@ void linear(const float *x, int64_t rows, int64_t in, const float *w, int64_t ou
               static_cast<int>(out), 0.0f, y, static_cast<int>(out));
 }
 
-RopeTable::RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim, double theta)
+RopeTable::RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim,
+                     const kernels::RopeSpec &spec)
     : half(headDim / 2) {
-  // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle (in double, rounded).
+  // HF computes inv_freq and the angle in fp32; cos/sin of that fp32 angle (in double, rounded),
+  // then times the attention factor in fp32 (GptOssRotaryEmbedding: cos() * attention_scaling).
   std::vector<float> invFreq(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i)
-    invFreq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / headDim));
+    invFreq[i] =
+        spec.invFreq
+            ? spec.invFreq[i]
+            : static_cast<float>(1.0 / std::pow(spec.theta, static_cast<double>(2 * i) /
+                                                                static_cast<double>(headDim)));
+  const float m = spec.attentionFactor;
   rowOf.resize(static_cast<size_t>(tokens));
   std::vector<std::pair<int64_t, int64_t>>
       seen; // (position, row), positions repeat once per sequence
@@ -69,8 +76,10 @@ RopeTable::RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim, 
     const int64_t row = static_cast<int64_t>(cosv.size()) / std::max<int64_t>(half, 1);
     for (int64_t i = 0; i < half; ++i) {
       const float angle = static_cast<float>(positions[t]) * invFreq[i];
-      cosv.push_back(static_cast<float>(std::cos(static_cast<double>(angle))));
-      sinv.push_back(static_cast<float>(std::sin(static_cast<double>(angle))));
+      const float c = static_cast<float>(std::cos(static_cast<double>(angle)));
+      const float s = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cosv.push_back(m == 1.0f ? c : c * m);
+      sinv.push_back(m == 1.0f ? s : s * m);
     }
     seen.insert(it, {positions[t], row});
     rowOf[t] = row;
@@ -78,8 +87,8 @@ RopeTable::RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim, 
 }
 
 void rope(float *x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t *positions,
-          double theta) {
-  const RopeTable table(positions, tokens, headDim, theta);
+          const kernels::RopeSpec &spec) {
+  const RopeTable table(positions, tokens, headDim, spec);
   const int64_t half = table.half;
   for (int64_t t = 0; t < tokens; ++t) {
     const float *cosv = table.cos(t);

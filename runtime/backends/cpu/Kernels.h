@@ -36,18 +36,19 @@ void rmsNorm(const float *x, int64_t rows, int64_t hidden, const float *w, float
 void linear(const float *x, int64_t rows, int64_t in, const float *w, int64_t out, float *y);
 
 /// Rotary position embedding, rotate-half form (HF `apply_rotary_pos_emb`), in place:
-/// for head vector v of size d = headDim and position p, with inv_freq[i] = theta^(-2i/d),
-/// angle[i] = angle[i + d/2] = p * inv_freq[i]:  v' = v * cos(angle) + rotate_half(v) * sin(angle),
-/// rotate_half(v) = [-v[d/2:], v[:d/2]].
+/// for head vector v of size d = headDim and position p, with inv_freq[i] = theta^(-2i/d) (or
+/// spec.invFreq), angle[i] = angle[i + d/2] = p * inv_freq[i] and m = spec.attentionFactor:
+/// v' = v * m cos(angle) + rotate_half(v) * m sin(angle), rotate_half(v) = [-v[d/2:], v[:d/2]].
 /// x [T, heads, headDim] (a q or k projection), positions [T]. headDim must be even.
 void rope(float *x, int64_t tokens, int64_t heads, int64_t headDim, const int64_t *positions,
-          double theta);
+          const kernels::RopeSpec &spec);
 
 /// rope's cos/sin of every distinct position among `positions` [tokens], computed once (a batch
 /// repeats positions 0..seqLen-1 per sequence); ropeBackward uses the same table, so both see the
 /// same fp32 values. cos(t), sin(t): the headDim/2 values of token t.
 struct RopeTable {
-  RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim, double theta);
+  RopeTable(const int64_t *positions, int64_t tokens, int64_t headDim,
+            const kernels::RopeSpec &spec);
   const float *cos(int64_t t) const { return cosv.data() + rowOf[t] * half; }
   const float *sin(int64_t t) const { return sinv.data() + rowOf[t] * half; }
   int64_t half;

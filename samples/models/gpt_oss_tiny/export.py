@@ -84,6 +84,11 @@ CONFIG = {
 }
 
 
+# rope_scaling of openai/gpt-oss-20b's config.json (rope_type yarn), at the tiny model's scale.
+YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+        "original_max_position_embeddings": 4096}
+
+
 def _apply_rotary_emb(x, cos, sin):
     first_half, second_half = torch.chunk(x, 2, dim=-1)
     first_ = first_half * cos - second_half * sin
@@ -126,16 +131,54 @@ def masking_utils_masks(bsz, seq, dtype, window):
     return torch.where(full, zero, min_dtype), torch.where(sliding, zero, min_dtype)
 
 
+def yarn_parameters(dim, base, scaling):
+    """transformers' _compute_yarn_parameters (modeling_rope_utils.py) for GPT-OSS's rope_scaling
+    (rope_type "yarn": factor, beta_fast, beta_slow, truncate, original_max_position_embeddings):
+    the frequencies blend interpolation (base^(2i/d) * factor)^-1 and extrapolation base^(-2i/d)
+    by a linear ramp between the correction dims of beta_fast and beta_slow rotations, and
+    attention_factor = 0.1 ln(factor) + 1 (YaRN, Peng et al. 2023, eq. 22) scales cos and sin."""
+    factor = scaling["factor"]
+    attention_factor = scaling.get("attention_factor")
+    if attention_factor is None:
+        attention_factor = 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+    beta_fast, beta_slow = scaling.get("beta_fast", 32.0), scaling.get("beta_slow", 1.0)
+    original = scaling["original_max_position_embeddings"]
+
+    def correction_dim(rotations):
+        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    pos_freqs = base ** (torch.arange(0, dim, 2).float() / dim)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+    extrapolation_factor = 1 - ramp.float()
+    inv_freq = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+    return inv_freq, attention_factor
+
+
 class GptOssRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base):
+    """transformers' GptOssRotaryEmbedding: plain RoPE frequencies, or YaRN's (rope_scaling, as
+    GPT-OSS's config has it) with cos and sin multiplied by its attention factor."""
+
+    def __init__(self, dim, base, scaling=None):
         super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+        if scaling:
+            inv_freq, self.attention_scaling = yarn_parameters(dim, base, scaling)
+        else:
+            inv_freq, self.attention_scaling = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), 1.0
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def forward(self, position_ids):
         inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
         freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)  # [1, s, d/2]
-        return freqs.cos(), freqs.sin()
+        if self.attention_scaling == 1.0:
+            return freqs.cos(), freqs.sin()
+        return freqs.cos() * self.attention_scaling, freqs.sin() * self.attention_scaling
 
 
 class GptOssAttention(nn.Module):
@@ -348,7 +391,7 @@ class GptOssTiny(nn.Module):
         self.layers = nn.ModuleList([GptOssDecoderLayer(cfg, i) for i in range(cfg["num_layers"])])
         self.norm = _norm(cfg)
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
-        self.rotary_emb = GptOssRotaryEmbedding(cfg["head_dim"], cfg["rope_theta"])
+        self.rotary_emb = GptOssRotaryEmbedding(cfg["head_dim"], cfg["rope_theta"], cfg.get("rope_scaling"))
 
     def rope_and_masks(self, ids):
         seq = ids.shape[1]
@@ -443,6 +486,13 @@ VARIANTS = [
     {"name": "gpt_oss_tiny/hf_loop", "subdir": "hf_loop", "shapes": [(2, 8), (1, 5)],
      "seed_base": 1000, "weight_seed": 0,
      "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_loop"))},
+    # GPT-OSS's YaRN RoPE (its config's rope_scaling, the values of openai/gpt-oss-20b's config with
+    # original_max_position_embeddings 4096 and head_dim 16: 3 extrapolated, 2 ramped, 3 interpolated
+    # frequencies, cos/sin scaled by 0.1 ln 32 + 1) on Hugging Face's forms of the same weights: a
+    # different model, with its own goldens and golden/train.
+    {"name": "gpt_oss_tiny/hf_yarn", "subdir": "hf_yarn", "shapes": [(2, 8), (1, 5)],
+     "seed_base": 1000, "weight_seed": 0,
+     "build": lambda: build(dict(CONFIG, hf_forms=True, expert_form="hf_dense", rope_scaling=YARN))},
     # The same weights through the reference implementation's MLPBlock (gathered stacked weights,
     # Einsum).
     {"name": "gpt_oss_tiny/einsum", "subdir": "einsum", "shapes": [(2, 8), (1, 5)],

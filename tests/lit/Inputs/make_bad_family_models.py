@@ -4,7 +4,8 @@ node at fault (tests/lit/raise/raise-families-bad.test):
 - qwen3_k_unnormed.onnx: Qwen3 sample with layer 0's k read around its RMSNorm (q normalised,
   k not): neither Qwen3 nor plain attention;
 - qwen3_yarn.onnx: Qwen3 sample whose RoPE inverse frequencies are scaled in part (as YaRN's
-  interpolation does): no longer theta^(-2i/d) for one theta;
+  interpolation does): no longer theta^(-2i/d) for one theta, kept as the plan's rope_inv_freq;
+- qwen3_negative_freq.onnx: the same with one frequency negative: refused;
 - gpt_oss_up_limit.onnx: GPT-OSS sample with expert 0 of layer 0 clamping its up input to +-6
   while its gate is clamped at 7: not the reference clamped SwiGLU.
 Run with Debian's /usr/bin/python3 (onnx, numpy).
@@ -39,6 +40,9 @@ def main(out_dir):
     freqs.reshape(-1)[4:] /= 4.0  # the low frequencies interpolated by a factor 4
     const.attribute[0].t.CopyFrom(numpy_helper.from_array(freqs))
     onnx.save(m, os.path.join(out_dir, "qwen3_yarn.onnx"))
+    freqs.reshape(-1)[5] = -freqs.reshape(-1)[5]
+    const.attribute[0].t.CopyFrom(numpy_helper.from_array(freqs))
+    onnx.save(m, os.path.join(out_dir, "qwen3_negative_freq.onnx"))
 
     m = onnx.load(os.path.join(SAMPLES, "gpt_oss_tiny", "model.onnx"))
     clip = node(m, "/layers.0/mlp/experts/Clip_1")

@@ -1561,3 +1561,140 @@ func.func @attention_rope_unknown_permutation(%ids: tensor<1x2xi64>) -> tensor<1
   return %r : tensor<1x2x8xf32>
 }
 
+
+// -----
+
+// A scaled RoPE (linear scaling by 2: every frequency halved, so not theta^(-2i/d) for any theta)
+// with YaRN's attention factor 1.25 on cos and sin: kept as rope_inv_freq and
+// rope_attention_factor (rope_theta the base of frequency 1 alone).
+// CHECK-LABEL: func.func @attention_rope_scaled
+// CHECK:       moe.attention %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {head_dim = 4 : i64, layer = -1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope_attention_factor = 1.250000e+00 : f64, rope_inv_freq = array<f64: 5.000000e-01, 0.004999999888241291>, rope_theta = 4.000000e+04 : f64}
+func.func @attention_rope_scaled(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[0.5, 0.005]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %mc = onnx.node "Constant"() {node_name = "cos_factor", onnx_attrs = {value = dense<1.25> : tensor<f32>}} : () -> tensor<f32>
+  %ms = onnx.node "Constant"() {node_name = "sin_factor", onnx_attrs = {value = dense<1.25> : tensor<f32>}} : () -> tensor<f32>
+  %cosm = onnx.node "Mul"(%cos, %mc) {node_name = "cos_scaled", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %sinm = onnx.node "Mul"(%sin, %ms) {node_name = "sin_scaled", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qt, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qt, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qt, %cosm) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sinm) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kt, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kt, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kt, %cosm) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sinm) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = onnx.node "MatMul"(%qr, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+
+
+// -----
+
+// cos and sin scaled by different factors: not YaRN's single factor, refused at the Cos.
+func.func @attention_rope_scaled_apart(%ids: tensor<1x2xi64>) -> tensor<1x2x8xf32> {
+  %emb = onnx.weight "embed" {file = "m.onnx", offset = 0 : i64, length = 512 : i64} : tensor<16x8xf32>
+  %wq = onnx.weight "wq" {file = "m.onnx", offset = 512 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %wk = onnx.weight "wk" {file = "m.onnx", offset = 768 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wv = onnx.weight "wv" {file = "m.onnx", offset = 896 : i64, length = 128 : i64} : tensor<8x4xf32>
+  %wo = onnx.weight "wo" {file = "m.onnx", offset = 1024 : i64, length = 256 : i64} : tensor<8x8xf32>
+  %x = onnx.node "Gather"(%emb, %ids) {node_name = "embed", onnx_attrs = {}} : (tensor<16x8xf32>, tensor<1x2xi64>) -> tensor<1x2x8xf32>
+  %q = onnx.node "MatMul"(%x, %wq) {node_name = "q_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %k = onnx.node "MatMul"(%x, %wk) {node_name = "k_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %v = onnx.node "MatMul"(%x, %wv) {node_name = "v_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
+  %qshape = onnx.node "Constant"() {node_name = "q_shape", onnx_attrs = {value = dense<[1, 2, 2, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %kvshape = onnx.node "Constant"() {node_name = "kv_shape", onnx_attrs = {value = dense<[1, 2, 1, 4]> : tensor<4xi64>}} : () -> tensor<4xi64>
+  %q4 = onnx.node "Reshape"(%q, %qshape) {node_name = "q_heads", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<4xi64>) -> tensor<1x2x2x4xf32>
+  %k4 = onnx.node "Reshape"(%k, %kvshape) {node_name = "k_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %v4 = onnx.node "Reshape"(%v, %kvshape) {node_name = "v_heads", onnx_attrs = {}} : (tensor<1x2x4xf32>, tensor<4xi64>) -> tensor<1x2x1x4xf32>
+  %qt = onnx.node "Transpose"(%q4) {node_name = "q_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %kt = onnx.node "Transpose"(%k4) {node_name = "k_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vt = onnx.node "Transpose"(%v4) {node_name = "v_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %invf = onnx.node "Constant"() {node_name = "inv_freq", onnx_attrs = {value = dense<[0.5, 0.005]> : tensor<2xf32>}} : () -> tensor<2xf32>
+  %pos = onnx.node "Constant"() {node_name = "positions", onnx_attrs = {value = dense<[[0.0], [1.0]]> : tensor<2x1xf32>}} : () -> tensor<2x1xf32>
+  %ang = onnx.node "Mul"(%invf, %pos) {node_name = "freqs", onnx_attrs = {}} : (tensor<2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  %emb2 = onnx.node "Concat"(%ang, %ang) {node_name = "emb", onnx_attrs = {axis = -1 : i64}} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  // expected-error @+1 {{node 'cos' (Cos): RoPE: cos and sin are not scaled by one constant factor (YaRN's attention factor multiplies both)}}
+  %cos = onnx.node "Cos"(%emb2) {node_name = "cos", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sin = onnx.node "Sin"(%emb2) {node_name = "sin", onnx_attrs = {}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %mc = onnx.node "Constant"() {node_name = "cos_factor", onnx_attrs = {value = dense<1.25> : tensor<f32>}} : () -> tensor<f32>
+  %ms = onnx.node "Constant"() {node_name = "sin_factor", onnx_attrs = {value = dense<1.5> : tensor<f32>}} : () -> tensor<f32>
+  %cosm = onnx.node "Mul"(%cos, %mc) {node_name = "cos_scaled", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %sinm = onnx.node "Mul"(%sin, %ms) {node_name = "sin_scaled", onnx_attrs = {}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %c0 = onnx.node "Constant"() {node_name = "c0", onnx_attrs = {value = dense<0> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c2 = onnx.node "Constant"() {node_name = "c2", onnx_attrs = {value = dense<2> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %c4 = onnx.node "Constant"() {node_name = "c4", onnx_attrs = {value = dense<4> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %last = onnx.node "Constant"() {node_name = "axis", onnx_attrs = {value = dense<-1> : tensor<1xi64>}} : () -> tensor<1xi64>
+  %q1 = onnx.node "Slice"(%qt, %c0, %c2, %last) {node_name = "q_first", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %q2 = onnx.node "Slice"(%qt, %c2, %c4, %last) {node_name = "q_second", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x2x2xf32>
+  %qn = onnx.node "Neg"(%q2) {node_name = "q_neg", onnx_attrs = {}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %qh = onnx.node "Concat"(%qn, %q1) {node_name = "q_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %qc = onnx.node "Mul"(%qt, %cosm) {node_name = "q_cos", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qs = onnx.node "Mul"(%qh, %sinm) {node_name = "q_sin", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2x4xf32>
+  %qr = onnx.node "Add"(%qc, %qs) {node_name = "q_rot", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %k1 = onnx.node "Slice"(%kt, %c0, %c2, %last) {node_name = "k_first", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %k2 = onnx.node "Slice"(%kt, %c2, %c4, %last) {node_name = "k_second", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x2x2xf32>
+  %kn = onnx.node "Neg"(%k2) {node_name = "k_neg", onnx_attrs = {}} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %kh = onnx.node "Concat"(%kn, %k1) {node_name = "k_rotate_half", onnx_attrs = {axis = -1 : i64}} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x4xf32>
+  %kc = onnx.node "Mul"(%kt, %cosm) {node_name = "k_cos", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %ks = onnx.node "Mul"(%kh, %sinm) {node_name = "k_sin", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kr = onnx.node "Add"(%kc, %ks) {node_name = "k_rot", onnx_attrs = {}} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %kT = onnx.node "Transpose"(%kr) {node_name = "k_transposed", onnx_attrs = {perm = [0, 1, 3, 2]}} : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = onnx.node "MatMul"(%qr, %kT) {node_name = "scores", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %sd = onnx.node "Constant"() {node_name = "sqrt_d", onnx_attrs = {value = dense<2.0> : tensor<f32>}} : () -> tensor<f32>
+  %sc = onnx.node "Div"(%s, %sd) {node_name = "scaled", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %mask = onnx.node "Constant"() {node_name = "mask", onnx_attrs = {value = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sm = onnx.node "Add"(%sc, %mask) {node_name = "masked", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x2xf32>
+  %p = onnx.node "Softmax"(%sm) {node_name = "softmax", onnx_attrs = {axis = -1 : i64}} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %pv = onnx.node "MatMul"(%p, %vt) {node_name = "pv", onnx_attrs = {}} : (tensor<1x2x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %pt = onnx.node "Transpose"(%pv) {node_name = "pv_t", onnx_attrs = {perm = [0, 2, 1, 3]}} : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %oshape = onnx.node "Constant"() {node_name = "o_shape", onnx_attrs = {value = dense<[1, 2, 8]> : tensor<3xi64>}} : () -> tensor<3xi64>
+  %pr = onnx.node "Reshape"(%pt, %oshape) {node_name = "merge_heads", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<3xi64>) -> tensor<1x2x8xf32>
+  %y = onnx.node "MatMul"(%pr, %wo) {node_name = "o_proj", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8xf32>
+  %r = onnx.node "Add"(%x, %y) {node_name = "residual", onnx_attrs = {}} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  return %r : tensor<1x2x8xf32>
+}
+

@@ -1,5 +1,6 @@
 // CPU kernels on small hand-checked inputs: top-k ties, router scorings, RoPE, attention, errors.
 #include "runtime/backends/cpu/Kernels.h"
+#include "runtime/backends/cpu/BackwardKernels.h"
 #include "runtime/tensor/RopePairs.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +113,35 @@ TEST(Kernels, RopeOnInterleavedPairsIsGptJsRotation) {
   EXPECT_EQ(z[3], x[1]);
   ropeScatterRows(z.data(), tokens * heads, d);
   EXPECT_EQ(z, x);
+}
+
+// A scaled RoPE (YaRN): explicit frequencies w_i and an attention factor m, closed form
+// v'[i] = m (v[i] cos(p w_i) - v[i+d/2] sin(p w_i)), v'[i+d/2] = m (v[i+d/2] cos + v[i] sin); the
+// backward is the transpose: <rope(x), y> = <x, ropeBackward(y)> for any x, y.
+TEST(Kernels, RopeWithExplicitFrequenciesAndAttentionFactor) {
+  const int64_t tokens = 2, heads = 1, d = 4;
+  const float invFreq[2] = {0.75f, 0.002f}; // not theta^(-2i/d) for any theta
+  const float m = 1.3465736f;               // 0.1 ln 32 + 1
+  const kernels::RopeSpec spec(10000.0, invFreq, m);
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f, 0.75f, -0.5f, 1.0f};
+  const int64_t positions[tokens] = {3, 7};
+  std::vector<float> y = x;
+  rope(y.data(), tokens, heads, d, positions, spec);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double a = static_cast<double>(positions[t]) * invFreq[i];
+      const double lo = x[t * d + i], hi = x[t * d + i + d / 2];
+      // fp32 angle (<= 5.25 rad, rounding <= 3.2e-7), cos/sin, the factor and two products, on
+      // |v| <= 2 times m: <= 2.5e-6.
+      EXPECT_NEAR(y[t * d + i], m * (lo * std::cos(a) - hi * std::sin(a)), 5e-6);
+      EXPECT_NEAR(y[t * d + i + d / 2], m * (hi * std::cos(a) + lo * std::sin(a)), 5e-6);
+    }
+  std::vector<float> g = {0.3f, 0.1f, -0.7f, 0.2f, -0.4f, 0.9f, 0.6f, -0.2f}, gb = g;
+  ropeBackward(gb.data(), tokens, heads, d, positions, spec);
+  double fwd = 0, bwd = 0;
+  for (size_t k = 0; k < x.size(); ++k)
+    fwd += static_cast<double>(y[k]) * g[k], bwd += static_cast<double>(x[k]) * gb[k];
+  EXPECT_NEAR(fwd, bwd, 1e-5); // both sums of 8 products of fp32 values below 3 in magnitude
 }
 
 TEST(Kernels, CausalAttentionFirstTokenSeesOnlyItselfAndKvHeadsAreShared) {
