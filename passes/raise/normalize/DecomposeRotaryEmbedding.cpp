@@ -17,9 +17,11 @@
 // and every cache row used (0..S-1) equal to cos/sin(p * theta^(-2i/d)) for one theta, within the
 // fp32 rounding of the table: |error| <= 2^-22 (1 + p * inv_freq[i]) (the angle p * inv_freq is
 // rounded twice in fp32, then cos/sin once). theta is read from row 1 (atan2(sin, cos) = inv_freq)
-// as AttentionPattern reads it from an inv_freq constant (ComponentMatcher::thetaOf). A scaled
-// RoPE (YaRN, NTK, an attention factor) fails the check, and the node stays for the raise pass to
-// name.
+// as AttentionPattern reads it from an inv_freq constant (ComponentMatcher::thetaOf). Otherwise
+// the tables may be a scaled RoPE's, m cos/sin(p w_i) (onnxruntime-genai's YaRN caches: YaRN's
+// frequencies, its attention factor m): the chain then gets the measured w_i as its inv_freq and
+// a Mul by m after Cos and Sin, which AttentionPattern reads as rope_inv_freq and
+// rope_attention_factor. Tables of neither form keep the node for the raise pass to name.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/raise/normalize/NormalizePatterns.h"
@@ -74,6 +76,47 @@ SmallVector<double> plainRopeFrequencies(ArrayRef<double> cos, ArrayRef<double> 
   return invFreq;
 }
 
+/// A scaled RoPE's tables (onnxruntime-genai writes YaRN's as m cos(p w_i), m sin(p w_i)): the
+/// factor m from row 0 (cos 0 = 1, sin 0 = 0), each frequency w_i from the angle of the last used
+/// row, unwrapped by row 1's (w_i < pi), and every used row checked against them within the fp32
+/// rounding of the table, m 2^-22 (2 + p w_i). Empty where the tables are not of that form.
+SmallVector<double> scaledRopeFrequencies(ArrayRef<double> cos, ArrayRef<double> sin, int64_t rows,
+                                          int64_t half, int64_t used, double &factor) {
+  if (rows < 2 || used > rows || half < 1 || used < 2)
+    return {};
+  factor = cos[0];
+  if (!(factor > 0.0) || !std::isfinite(factor))
+    return {};
+  const double u = std::ldexp(1.0, -22);
+  for (int64_t i = 0; i < half; ++i)
+    if (std::abs(cos[i] - factor) > factor * u * 2 || std::abs(sin[i]) > factor * u * 2)
+      return {};
+  const int64_t last = used - 1;
+  constexpr double kTwoPi = 6.283185307179586;
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < half; ++i) {
+    const double first = std::atan2(sin[half + i], cos[half + i]);
+    if (!(first > 0.0))
+      return {};
+    double w = first;
+    if (last > 1) {
+      const double a = std::atan2(sin[last * half + i], cos[last * half + i]);
+      const double turns = std::round((static_cast<double>(last) * first - a) / kTwoPi);
+      w = (a + kTwoPi * turns) / static_cast<double>(last);
+    }
+    invFreq.push_back(w);
+  }
+  for (int64_t p = 0; p < used; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * invFreq[i];
+      const double tol = factor * u * (2.0 + angle);
+      if (std::abs(cos[p * half + i] - factor * std::cos(angle)) > tol ||
+          std::abs(sin[p * half + i] - factor * std::sin(angle)) > tol)
+        return {};
+    }
+  return invFreq;
+}
+
 /// A float Constant of shape `dims` (element type `elem`).
 Value floatConstant(PatternRewriter &rewriter, NodeOp anchor, StringRef suffix,
                     ArrayRef<int64_t> dims, FloatType elem, ArrayRef<double> values) {
@@ -91,6 +134,7 @@ struct RotaryForm {
   int64_t b = 0, s = 0, heads = 0, half = 0;
   bool interleaved = false; // GPT-J's pairs (2i, 2i+1) instead of the halves (i, i + d/2)
   SmallVector<double> invFreq;
+  double factor = 1.0; // a scaled RoPE's factor on cos and sin (YaRN's attention factor)
 };
 
 /// Reads `node` as plain RoPE, or says why it is not (`why`; empty when `node` is not a
@@ -184,10 +228,11 @@ std::optional<RotaryForm> readRotary(NodeOp node, std::string &why) {
     rows = f.s;
   }
   f.invFreq = plainRopeFrequencies(*cosValues, *sinValues, rows, f.half, f.s);
+  if (f.invFreq.empty()) // a scaled RoPE: its frequencies and factor measured from the tables
+    f.invFreq = scaledRopeFrequencies(*cosValues, *sinValues, rows, f.half, f.s, f.factor);
   if (f.invFreq.empty())
-    return fail("the cos/sin caches are not cos/sin(p * theta^(-2i/d)) for one theta at "
-                "positions 0..S-1 (a scaled RoPE such as YaRN, NTK or an attention factor is "
-                "not imported)");
+    return fail("the cos/sin caches are not m cos/sin(p * w_i) for one factor m > 0 and "
+                "frequencies w_i at positions 0..S-1");
   return f;
 }
 
@@ -227,6 +272,11 @@ struct DecomposeRotaryEmbedding : OpRewritePattern<NodeOp> {
             .getResult(0);
     Value cos = createNode(rewriter, node, "Cos", name + "/Cos", {emb}, embType).getResult(0);
     Value sin = createNode(rewriter, node, "Sin", name + "/Sin", {emb}, embType).getResult(0);
+    if (form->factor != 1.0) { // YaRN's attention factor, as GptOssRotaryEmbedding applies it
+      Value m = createScalarConstant(rewriter, node, "attention_factor", elem, form->factor);
+      cos = createNode(rewriter, node, "Mul", name + "/cos_scaled", {cos, m}, embType).getResult(0);
+      sin = createNode(rewriter, node, "Mul", name + "/sin_scaled", {sin, m}, embType).getResult(0);
+    }
 
     // The per-head view: X itself, or [b, s, heads, d] with the tables as [s, 1, d].
     Value xh = x;

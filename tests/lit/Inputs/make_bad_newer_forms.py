@@ -29,11 +29,12 @@ def main(out):
     os.makedirs(out, exist_ok=True)
     save = lambda m, name: onnx.save(m, os.path.join(out, name + ".onnx"))  # noqa: E731
 
-    # YaRN-style attention factor: the cos/sin tables scaled by 1.1 (not plain RoPE).
+    # cos scaled by 1.1, sin by 1.2: not one attention factor (YaRN scales both alike).
     m = load("mixtral_ort_rotary")
     for t in m.graph.initializer:
         if t.name in ("rotary.cos_cache", "rotary.sin_cache"):
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(1.1), t.name))
+            scale = np.float32(1.1 if t.name == "rotary.cos_cache" else 1.2)
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * scale, t.name))
     save(m, "rotary_mscale")
 
     # Interleaved pairs (GPT-J style) on the first RotaryEmbedding only (layer 0's q): q and k

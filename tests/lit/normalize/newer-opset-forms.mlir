@@ -248,9 +248,28 @@ func.func @rotary_interleaved(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
 
 // -----
 
-// Tables scaled by an attention factor (YaRN's mscale, here 1.1), interleaved = 2 (neither form),
-// and position ids that start at 1: none is plain RoPE at 0..S-1; all kept (the raise pass names
-// why).
+// Tables of a scaled RoPE, m cos/sin(p w_i) with m = 1.25 and w = [0.5, 0.005] (onnxruntime-genai's
+// YaRN caches): the chain gets the measured frequencies and a Mul by m after Cos and Sin.
+// CHECK-LABEL: func.func @rotary_scaled
+// CHECK-NOT:   "RotaryEmbedding"
+// CHECK:       onnx.node "Constant"() {node_name = "rope/inv_freq", onnx_attrs = {value = dense<{{\[}}[5.000000e-01], [5.000000e-03]]> : tensor<2x1xf32>}}
+// CHECK:       %[[C:.*]] = onnx.node "Cos"
+// CHECK:       %[[S:.*]] = onnx.node "Sin"
+// CHECK:       %[[M:.*]] = onnx.node "Constant"() {node_name = "rope/attention_factor", onnx_attrs = {value = dense<1.250000e+00> : tensor<f32>}}
+// CHECK:       onnx.node "Mul"(%[[C]], %[[M]]) {node_name = "rope/cos_scaled"
+// CHECK:       onnx.node "Mul"(%[[S]], %[[M]]) {node_name = "rope/sin_scaled"
+func.func @rotary_scaled(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32> {
+  %pos = onnx.node "Constant"() {node_name = "pos", onnx_attrs = {value = dense<[[0, 1]]> : tensor<1x2xi64>}} : () -> tensor<1x2xi64>
+  %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.25, 1.25], [1.096978202362966, 1.249984375032552]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.5992819232552538, 0.006249973958365886]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %y = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "rope", onnx_attrs = {interleaved = 0 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
+  return %y : tensor<1x2x2x4xf32>
+}
+
+// -----
+
+// cos scaled by 1.1 and sin by 1.2 (not one factor), interleaved = 2 (neither form), and position
+// ids that start at 1: none is RoPE at 0..S-1; all kept (the raise pass names why).
 // CHECK-LABEL: func.func @rotary_kept
 // CHECK-COUNT-3: onnx.node "RotaryEmbedding"
 func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) {
@@ -259,7 +278,7 @@ func.func @rotary_kept(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<
   %cos = onnx.node "Constant"() {node_name = "cos", onnx_attrs = {value = dense<[[1.0, 1.0], [0.5403022766113281, 0.9999499917030334]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %sin = onnx.node "Constant"() {node_name = "sin", onnx_attrs = {value = dense<[[0.0, 0.0], [0.8414710164070129, 0.009999833069741726]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %cos11 = onnx.node "Constant"() {node_name = "cos11", onnx_attrs = {value = dense<[[1.1, 1.1], [0.59433250427, 1.09994499087]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
-  %sin11 = onnx.node "Constant"() {node_name = "sin11", onnx_attrs = {value = dense<[[0.0, 0.0], [0.92561811804, 0.01099981637]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
+  %sin11 = onnx.node "Constant"() {node_name = "sin11", onnx_attrs = {value = dense<[[0.0, 0.0], [1.00976521969, 0.01199979968]]> : tensor<2x2xf32>}} : () -> tensor<2x2xf32>
   %a = onnx.node "RotaryEmbedding"(%x, %pos, %cos11, %sin11) {domain = "com.microsoft", node_name = "mscale", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
   %b = onnx.node "RotaryEmbedding"(%x, %pos, %cos, %sin) {domain = "com.microsoft", node_name = "interleaved", onnx_attrs = {interleaved = 2 : i64}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
   %c = onnx.node "RotaryEmbedding"(%x, %pos1, %cos, %sin) {domain = "com.microsoft", node_name = "offset", onnx_attrs = {}} : (tensor<1x2x2x4xf32>, tensor<1x2xi64>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2x4xf32>
