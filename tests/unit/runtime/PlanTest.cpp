@@ -352,3 +352,64 @@ TEST(Plan, RejectsMemoryThatDisagreesWithTheManifest) {
                                ", but model.weights puts " + std::to_string(stated) +
                                " bytes on rank 2");
 }
+
+namespace {
+
+// `plan` with DeepSeek-V3's router: sigmoid scoring, n_group / topk_group, and a correction_bias
+// [num_experts] (8 floats read from the attn_norm weight's file) on the ranks running the router.
+json withSigmoidRouter(json plan, int64_t nGroup, int64_t topkGroup) {
+  json &m = plan["model"];
+  m["router_scoring"] = "sigmoid_group_topk_renorm";
+  m["n_group"] = nGroup;
+  m["topk_group"] = topkGroup;
+  json bias = m["weights"][weightIndex(plan, "l0.attn_norm")];
+  bias["name"] = "l0.correction_bias";
+  bias["shape"] = {8};
+  bias["length"] = 32;
+  m["weights"].push_back(bias);
+  for (json &c : m["components"])
+    if (c["kind"] == "router")
+      c["correction_bias"] = "l0.correction_bias";
+  for (int r : bias["ranks"])
+    for (json &entry : plan["memory"]["ranks"])
+      if (entry["rank"] == r)
+        entry["weight_bytes"] = entry["weight_bytes"].get<int64_t>() + 32;
+  return plan;
+}
+
+} // namespace
+
+TEST(Plan, ReadsTheSigmoidGroupLimitedRouter) {
+  const std::string path = writePlan(withSigmoidRouter(tinyPlan(twoByTwo()), 4, 2), "plan_v3");
+  const Plan plan = loadPlan(path);
+  EXPECT_EQ(plan.model.routerScoring, RouterScoring::SigmoidGroupTopkRenorm);
+  EXPECT_EQ(plan.model.routerGroups.nGroup, 4);
+  EXPECT_EQ(plan.model.routerGroups.topkGroup, 2);
+  const Component &router = plan.model.components[plan.model.layers[0].router];
+  ASSERT_GE(router.correctionBias, 0);
+  EXPECT_EQ(plan.model.weights[router.correctionBias].name, "l0.correction_bias");
+  EXPECT_EQ(plan.model.weights[router.correctionBias].shape, (std::vector<int64_t>{8}));
+}
+
+TEST(Plan, RejectsGroupsTheRouterCannotForm) {
+  const json plan = tinyPlan(twoByTwo()); // 8 experts, top-2
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 3, 1)),
+            "model.n_group: 3 does not divide num_experts 8");
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 8, 2)),
+            "model.n_group: groups of 1 expert: a group's score is the sum of its top 2");
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 4, 5)), "model.topk_group: 5 is out of range [1, 4]");
+  json wide = withSigmoidRouter(plan, 4, 1);
+  wide["model"]["top_k"] = 3;
+  EXPECT_EQ(errorOf(wide), "model.topk_group: top_k 3 exceeds the 2 experts of the 1 kept "
+                           "group(s) of 2");
+  json softmax = withSigmoidRouter(plan, 4, 2);
+  softmax["model"]["router_scoring"] = "softmax_topk";
+  EXPECT_EQ(errorOf(softmax), "model.n_group: group-limited routing is defined for the "
+                              "sigmoid_group_topk scorings only, not softmax_topk");
+  json badBias = withSigmoidRouter(plan, 4, 2);
+  badBias["model"]["weights"].back()["shape"] = {2, 4};
+  EXPECT_NE(errorOf(badBias).find(".correction_bias: weight \"l0.correction_bias\" has shape "
+                                  "[2,4], expected [8] (num_experts)"),
+            std::string::npos)
+      << errorOf(badBias);
+}
