@@ -353,32 +353,6 @@ TEST(Plan, RejectsMemoryThatDisagreesWithTheManifest) {
                                " bytes on rank 2");
 }
 
-namespace {
-
-// `plan` with DeepSeek-V3's router: sigmoid scoring, n_group / topk_group, and a correction_bias
-// [num_experts] (8 floats read from the attn_norm weight's file) on the ranks running the router.
-json withSigmoidRouter(json plan, int64_t nGroup, int64_t topkGroup) {
-  json &m = plan["model"];
-  m["router_scoring"] = "sigmoid_group_topk_renorm";
-  m["n_group"] = nGroup;
-  m["topk_group"] = topkGroup;
-  json bias = m["weights"][weightIndex(plan, "l0.attn_norm")];
-  bias["name"] = "l0.correction_bias";
-  bias["shape"] = {8};
-  bias["length"] = 32;
-  m["weights"].push_back(bias);
-  for (json &c : m["components"])
-    if (c["kind"] == "router")
-      c["correction_bias"] = "l0.correction_bias";
-  for (int r : bias["ranks"])
-    for (json &entry : plan["memory"]["ranks"])
-      if (entry["rank"] == r)
-        entry["weight_bytes"] = entry["weight_bytes"].get<int64_t>() + 32;
-  return plan;
-}
-
-} // namespace
-
 TEST(Plan, ReadsTheSigmoidGroupLimitedRouter) {
   const std::string path = writePlan(withSigmoidRouter(tinyPlan(twoByTwo()), 4, 2), "plan_v3");
   const Plan plan = loadPlan(path);
