@@ -289,6 +289,8 @@ void PlanBuilder::addRouter(moe::RouterOp r) {
   c.weight = weight(r.getWeight(), attnGroupRanks(layer));
   if (r.getBias())
     c.bias = weight(r.getBias(), attnGroupRanks(layer));
+  if (r.getCorrectionBias())
+    c.correctionBias = weight(r.getCorrectionBias(), attnGroupRanks(layer));
   if (auto f = r.getRoutedScalingFactor())
     c.routedScalingFactor = static_cast<float>(f->convertToDouble());
   component(std::move(c));
@@ -298,7 +300,10 @@ void PlanBuilder::addRouter(moe::RouterOp r) {
   m.routerScoring = llvm::StringSwitch<RouterScoring>(r.getScoring())
                         .Case("softmax_topk", RouterScoring::SoftmaxTopk)
                         .Case("topk_softmax", RouterScoring::TopkSoftmax)
+                        .Case("sigmoid_group_topk_renorm", RouterScoring::SigmoidGroupTopkRenorm)
+                        .Case("sigmoid_group_topk", RouterScoring::SigmoidGroupTopk)
                         .Default(RouterScoring::SoftmaxTopkRenorm);
+  m.routerGroups = {r.getNGroup().value_or(1), r.getTopkGroup().value_or(1)};
   instr(plan_.programs.attention, OpCode::Router, layer, Stream::Forward);
 }
 

@@ -175,13 +175,34 @@ LogicalResult RouterOp::verify() {
   if (k > experts)
     return emitOpError() << "top_k " << k << " exceeds num_experts " << experts;
   StringRef scoring = getScoring();
-  if (scoring != "softmax_topk_renorm" && scoring != "softmax_topk" && scoring != "topk_softmax")
+  const bool sigmoid = scoring == "sigmoid_group_topk_renorm" || scoring == "sigmoid_group_topk";
+  if (scoring != "softmax_topk_renorm" && scoring != "softmax_topk" && scoring != "topk_softmax" &&
+      !sigmoid)
     return emitOpError() << "unknown router scoring '" << scoring << "'";
+  if (!sigmoid && (getCorrectionBias() || getNGroup() || getTopkGroup()))
+    return emitOpError() << "correction_bias, n_group and topk_group belong to the sigmoid "
+                            "scorings (DeepSeek-V3's router), not '"
+                         << scoring << "'";
+  // DeepSeek-V3's groups (runtime/plan/RouterScoring.h RouterGroups).
+  const int64_t groups = getNGroup().value_or(1), kept = getTopkGroup().value_or(1);
+  if (groups < 1 || experts % groups != 0)
+    return emitOpError() << "n_group " << groups << " does not divide num_experts " << experts;
+  if (groups > 1 && experts / groups < 2)
+    return emitOpError() << "n_group " << groups << " leaves groups of one expert (a group's "
+                         << "score is the sum of its top 2)";
+  if (kept < 1 || kept > groups)
+    return emitOpError() << "topk_group " << kept << " is outside [1, n_group = " << groups << "]";
+  if (k > kept * (experts / groups))
+    return emitOpError() << "top_k " << k << " exceeds the " << kept * (experts / groups)
+                         << " experts of the topk_group = " << kept << " kept groups";
   if (failed(expectShape(*this, getWeight(), "weight", {lastDim(getX()), experts})) ||
       failed(expectShape(*this, getIds(), "result ids", {kDyn, k})) ||
       failed(expectShape(*this, getGates(), "result gates", {kDyn, k})))
     return failure();
   if (getBias() && failed(expectShape(*this, getBias(), "bias", {experts})))
+    return failure();
+  if (getCorrectionBias() &&
+      failed(expectShape(*this, getCorrectionBias(), "correction_bias", {experts})))
     return failure();
   if (auto f = getRoutedScalingFactor(); f && !(f->convertToDouble() > 0.0))
     return emitOpError() << "attribute 'routed_scaling_factor' must be positive, got "

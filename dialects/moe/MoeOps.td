@@ -161,29 +161,40 @@ def Moe_MlaAttentionOp : Moe_Op<"mla_attention", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Moe_RouterOp : Moe_Op<"router", [Pure]> {
+def Moe_RouterOp : Moe_Op<"router", [Pure, AttrSizedOperandSegments]> {
   let summary = "MoE router: logits = x Wg (+ b) (fp32), top-k expert ids and gate weights";
   let description = [{
     `scoring`: `softmax_topk_renorm` (softmax over all experts, top-k, gates divided by their sum),
-    `softmax_topk` (no renormalisation) or `topk_softmax` (top-k on logits, softmax over the k).
+    `softmax_topk` (no renormalisation), `topk_softmax` (top-k on logits, softmax over the k), or
+    DeepSeek-V3's `sigmoid_group_topk_renorm` / `sigmoid_group_topk` (transformers'
+    DeepseekV3TopkRouter): s = sigmoid(logits); the choice ranks s + `correction_bias`
+    (e_score_correction_bias, a buffer that only steers the choice) among the experts of the
+    `topk_group` best of `n_group` groups of num_experts / n_group consecutive experts (a group's
+    score: the sum of its two best biased scores; the other groups' experts score 0.0); the gates
+    are the unbiased s of the chosen experts, over (their sum + 1e-20) for `_renorm`.
     Top-k ties go to the lower expert id (ONNX TopK specification).
-    Optional: `bias` [experts] added to the logits before scoring (GPT-OSS), and
-    `routed_scaling_factor` multiplying the final gate weights (DeepSeek).
+    Optional: `bias` [experts] added to the logits before scoring (GPT-OSS),
+    `routed_scaling_factor` multiplying the final gate weights (DeepSeek), and for the sigmoid
+    scorings `correction_bias` [experts], `n_group` and `topk_group` (absent: 1, no groups).
     Results: ids [tokens, top_k] i64, gates [tokens, top_k] f32.
   }];
   let arguments = (ins F32Tensor:$x, F32Tensor:$weight, Optional<F32Tensor>:$bias,
+                       Optional<F32Tensor>:$correction_bias,
                        Moe_I64Attr:$layer, Moe_I64Attr:$num_experts,
-                       Moe_I64Attr:$top_k, StrAttr:$scoring, OptionalAttr<F64Attr>:$routed_scaling_factor);
+                       Moe_I64Attr:$top_k, StrAttr:$scoring, OptionalAttr<F64Attr>:$routed_scaling_factor,
+                       OptionalAttr<Moe_I64Attr>:$n_group, OptionalAttr<Moe_I64Attr>:$topk_group);
   let results = (outs I64Tensor:$ids, F32Tensor:$gates);
   let assemblyFormat = [{
-    $x `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($x) `,` type($weight)
-    `->` type($ids) `,` type($gates)
+    $x `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`correction_bias` `(` $correction_bias^ `:` type($correction_bias) `)`)? attr-dict `:`
+    type($x) `,` type($weight) `->` type($ids) `,` type($gates)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$ids, "::mlir::Type":$gates, "::mlir::Value":$x, "::mlir::Value":$weight, "::mlir::IntegerAttr":$layer,
                    "::mlir::IntegerAttr":$num_experts, "::mlir::IntegerAttr":$top_k, "::mlir::StringAttr":$scoring), [{
-      build($_builder, $_state, ids, gates, x, weight, ::mlir::Value(), layer, num_experts, top_k, scoring,
-            ::mlir::FloatAttr());
+      build($_builder, $_state, ids, gates, x, weight, ::mlir::Value(), ::mlir::Value(), layer,
+            num_experts, top_k, scoring, ::mlir::FloatAttr(), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr());
     }]>
   ];
   let hasVerifier = 1;

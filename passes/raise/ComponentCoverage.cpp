@@ -16,14 +16,31 @@ namespace {
 
 /// Ops that only move, select, broadcast or scatter values: no role needed.
 bool isMoving(StringRef op) {
-  static const llvm::StringSet<> ops = {"Cast",      "Reshape", "Unsqueeze",
-                                        "Squeeze",   "Flatten", "Identity",
-                                        "Transpose", "Expand",  "Tile",
-                                        "Concat",    "Split",   "Slice",
-                                        "Gather",    "NonZero", "OneHot",
-                                        "Equal",     "Where",   "ScatterElements",
-                                        "ScatterND", "Shape",   "ConstantOfShape",
-                                        "Less",      "Greater", "Range",
+  static const llvm::StringSet<> ops = {"Cast",
+                                        "Reshape",
+                                        "Unsqueeze",
+                                        "Squeeze",
+                                        "Flatten",
+                                        "Identity",
+                                        "Transpose",
+                                        "Expand",
+                                        "Tile",
+                                        "Concat",
+                                        "Split",
+                                        "Slice",
+                                        "Gather",
+                                        "GatherElements",
+                                        "NonZero",
+                                        "OneHot",
+                                        "Equal",
+                                        "Where",
+                                        "ScatterElements",
+                                        "ScatterND",
+                                        "Shape",
+                                        "ConstantOfShape",
+                                        "Less",
+                                        "Greater",
+                                        "Range",
                                         "Constant"};
   return ops.contains(op);
 }
@@ -48,6 +65,12 @@ public:
       if (node.getOpType() == "TopK" && node.getOutputs().size() == 2)
         gateSources.insert(node.getOutputs()[0]);
     });
+    // DeepSeek-V3's gates: the sigmoid scores gathered at the router ids.
+    for (NodeOp node : nodes)
+      if (node.getOpType() == "GatherElements" && node.getInputs().size() == 2)
+        if (NodeOp topk = producer(node.getInputs()[1], {"TopK"});
+            topk && node.getInputs()[1] == topk.getOutputs()[1])
+          gateSources.insert(node.getOutputs()[0]);
     // The dense score matrix ScatterElements(zeros, router ids, gates) also holds the gates.
     for (NodeOp node : nodes)
       if (node.getOpType() == "ScatterElements" && node.getInputs().size() == 3)
@@ -240,9 +263,11 @@ private:
   /// factor would be a stray node.
   bool isRouterGates(Value v) const {
     // Directly: RouterPattern reads the factor only from a Mul on these values (matchRouter).
-    NodeOp p = producer(v, {"TopK", "Div", "Softmax"});
+    NodeOp p = producer(v, {"TopK", "Div", "Softmax", "GatherElements"});
     if (!p)
       return false;
+    if (p.getOpType() == "GatherElements")
+      return gateSources.contains(v); // the sigmoid router's gates
     if (p.getOpType() == "TopK")
       return v == p.getOutputs()[0];
     return fromGates(p.getInputs()[0]);
@@ -272,6 +297,8 @@ private:
     if (op == "MoE")
       return node.getDomain() == "com.microsoft";
     if (op == "Sigmoid") {
+      if (routerTopKOf(node))
+        return true; // DeepSeek-V3's router scores (the choice reaches a TopK)
       // SiLU x * Sigmoid(x), or GPT-OSS's Sigmoid(alpha * gate).
       Value x = ins[0];
       if (llvm::any_of(consumers(node.getOutputs()[0], "Mul"),
@@ -369,6 +396,11 @@ private:
                !producer(parts[1], {"Neg"});
       });
     }
+    if (op == "Not") // DeepSeek-V3's group mask: Where(~score_mask, 0, scores) before a TopK
+      return llvm::any_of(consumers(node.getOutputs()[0], "Where"), [&](NodeOp where) {
+        return where.getInputs()[0] == node.getOutputs()[0] &&
+               !consumers(where.getOutputs()[0], "TopK").empty();
+      });
     if (op == "Clip") // GPT-OSS: the clamped gate and up halves of gate_up
       return static_cast<bool>(producer(ins[0], {"Slice"}));
     return false;

@@ -25,7 +25,10 @@
 //                over the weighted outputs; SiLU x * Sigmoid(x) (a Sigmoid read by that product)
 //                and the gated product with the up projection; GPT-OSS's clamped SwiGLU (Clip of
 //                the stride-2 slices, Sigmoid(alpha * gate), + 1, products); bias and residual
-//                Adds, and the index_add accumulation Add(zeros, Scatter); com.microsoft.MoE.
+//                Adds, and the index_add accumulation Add(zeros, Scatter); com.microsoft.MoE;
+//                DeepSeek-V3's router: the Sigmoid scores whose choice reaches a TopK, the group
+//                mask's Not (a Where's condition before a TopK), its group sums, and the gates
+//                GatherElements(scores, router ids) with their renormalisation and scaling.
 // A data node with no role is an error naming it and its op type; all are reported at once.
 //
 //===----------------------------------------------------------------------===//

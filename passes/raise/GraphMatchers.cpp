@@ -4,6 +4,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <deque>
@@ -241,6 +242,80 @@ bool isZeroConstant(Value v) {
                                                         : dense.getSplatValue<APInt>().isZero();
   auto values = valuesOf(dense);
   return values && llvm::all_of(*values, [](double x) { return x == 0.0; });
+}
+
+bool isProjection(NodeOp node) {
+  if (!node || (node.getOpType() != "MatMul" && node.getOpType() != "Gemm") ||
+      node.getInputs().size() < 2)
+    return false;
+  Value w = skipDataMovement(node.getInputs()[1]);
+  while (NodeOp t = producer(w, {"Transpose"}))
+    w = skipDataMovement(t.getInputs()[0]);
+  return static_cast<bool>(weightOf(w));
+}
+
+namespace {
+
+/// The ops on the sigmoid router's choice path: selecting, masking and biasing the scores.
+bool onChoicePath(StringRef op) {
+  static const llvm::StringSet<> ops = {
+      "Reshape", "Unsqueeze",       "Squeeze", "Flatten",   "Identity",        "Cast",
+      "Add",     "Where",           "TopK",    "ReduceSum", "Expand",          "Not",
+      "Equal",   "ScatterElements", "Concat",  "Tile",      "ConstantOfShape", "Constant"};
+  return ops.contains(op);
+}
+
+NodeOp projectionSigmoid(NodeOp node) {
+  return node && node.getOpType() == "Sigmoid" && node.getDomain().empty() &&
+                 isProjection(producer(skipDataMovement(node.getInputs()[0])))
+             ? node
+             : NodeOp();
+}
+
+} // namespace
+
+NodeOp sigmoidRouterScores(NodeOp topk) {
+  llvm::DenseSet<Value> seen;
+  std::deque<Value> work{topk.getInputs()[0]};
+  for (int budget = 64; !work.empty() && budget-- > 0;) {
+    Value v = work.front();
+    work.pop_front();
+    if (!seen.insert(v).second)
+      continue;
+    NodeOp n = producer(v);
+    if (!n)
+      continue;
+    if (NodeOp s = projectionSigmoid(n))
+      return s;
+    if (onChoicePath(n.getOpType()))
+      for (Value in : n.getInputs())
+        work.push_back(in);
+  }
+  return nullptr;
+}
+
+NodeOp routerTopKOf(NodeOp sigmoid) {
+  if (!projectionSigmoid(sigmoid))
+    return nullptr;
+  llvm::DenseSet<Value> seen;
+  std::deque<Value> work{sigmoid.getOutputs()[0]};
+  for (int budget = 64; !work.empty() && budget-- > 0;) {
+    Value v = work.front();
+    work.pop_front();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers()) {
+      auto n = dyn_cast<NodeOp>(user);
+      if (!n)
+        continue;
+      if (n.getOpType() == "TopK" && n.getInputs()[0] == v)
+        return n;
+      if (onChoicePath(n.getOpType()))
+        for (Value out : n.getOutputs())
+          work.push_back(out);
+    }
+  }
+  return nullptr;
 }
 
 } // namespace disagmoe::raise

@@ -93,6 +93,18 @@ private:
 /// `v` is a constant whose values are all zero (a splat, or every value 0).
 bool isZeroConstant(mlir::Value v);
 
+/// MatMul/Gemm(x, W) with W a 2-D weight (through Transpose and data movement).
+bool isProjection(NodeOp node);
+
+/// DeepSeek-V3's router (transformers' DeepseekV3TopkRouter) chooses on sigmoid(x Wg) scores
+/// through ops that only select, mask or bias them (Reshape, Add, TopK, ReduceSum,
+/// ScatterElements, Expand, Cast, Not, Where, ...; never a projection, Mul or Softmax).
+/// sigmoidRouterScores: the Sigmoid of a projection that `topk`'s data input is computed from
+/// that way, or null. routerTopKOf: the first TopK whose data input the values of `sigmoid` (of
+/// a projection) reach that way, or null (a SiLU's Sigmoid feeds a Mul: null).
+NodeOp sigmoidRouterScores(NodeOp topk);
+NodeOp routerTopKOf(NodeOp sigmoid);
+
 } // namespace disagmoe::raise
 
 #endif

@@ -62,10 +62,12 @@ public:
   virtual void attention(const float *q, const float *k, const float *v, const AttentionSpec &a,
                          float *out) const = 0;
   /// Router top-k ids and gates from logits [tokens, experts]: ids, gates [tokens, k];
-  /// selectionBias [experts] nullable (cpu::routerGates).
+  /// selectionBias [experts] nullable; groups: the sigmoid scorings' group-limited choice
+  /// (cpu::routerGates).
   virtual void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
                            RouterScoring scoring, int64_t *ids, float *gates,
-                           const float *selectionBias = nullptr) const = 0;
+                           const float *selectionBias = nullptr,
+                           const RouterGroups &groups = {}) const = 0;
   /// One expert / dense FFN of `form` over x [rows, hidden] -> y [rows, hidden] (no alias)
   /// (cpu::swigluExpert, cpu::ffnForward, cpu::plainFfnForward by form.kind).
   virtual void expertForward(const ExpertForm &form, const FfnWeights &w, const float *x,

@@ -197,7 +197,9 @@ private:
       topIds_.assign(n * model_.topK, 0);
       freshAssign(topGates_.data, n * model_.topK);
       kernels_.routerGates(logits.data(), n, model_.numExperts, model_.topK, model_.routerScoring,
-                           topIds_.data(), topGates_.data.data());
+                           topIds_.data(), topGates_.data.data(),
+                           c.correctionBias >= 0 ? weight(c.correctionBias) : nullptr,
+                           model_.routerGroups);
       const float scale = c.routedScalingFactor.value_or(1.0f);
       if (scale != 1.0f) // DeepSeek's routed_scaling_factor
         for (float &g : topGates_.data)

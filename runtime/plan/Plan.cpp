@@ -467,6 +467,9 @@ private:
         if (c.has("bias"))
           comp.bias = weightField(c, "bias", {m.numExperts}, "num_experts", attnRanks,
                                   layerName + " router");
+        if (c.has("correction_bias"))
+          comp.correctionBias = weightField(c, "correction_bias", {m.numExperts}, "num_experts",
+                                            attnRanks, layerName + " router");
         m.layers[comp.layer].router = index;
         break;
       case ComponentKind::MlaAttention: {

@@ -133,9 +133,12 @@ struct Component {
   int bq = -1, bk = -1, bv = -1, bo = -1; ///< attention projection biases
   int qNorm = -1, kNorm = -1;             ///< attention: per-head q/k RMSNorm weights [head_dim]
   float qkNormEps = 0;
-  int sinks = -1;                           ///< attention: per-head sink logits [heads]
-  int64_t slidingWindow = 0;                ///< attention: 0 = full causal
-  int bias = -1;                            ///< router: logits bias [experts]
+  int sinks = -1;            ///< attention: per-head sink logits [heads]
+  int64_t slidingWindow = 0; ///< attention: 0 = full causal
+  int bias = -1;             ///< router: logits bias [experts]
+  /// router: DeepSeek-V3's e_score_correction_bias [experts], added to the scores for the choice
+  /// only; a buffer, not trained (no gradient, no optimizer step)
+  int correctionBias = -1;
   std::optional<float> routedScalingFactor; ///< router: gates multiplied by this (DeepSeek)
   ExpertActivation activation = ExpertActivation::Swiglu; ///< experts
   float swigluLimit = 0, swigluAlpha = 0;                 ///< experts, SwigluOai
@@ -179,6 +182,7 @@ struct ModelSpec {
   float rmsNormEps = 0;
   int64_t numExperts = 0, topK = 0, expertHidden = 0;
   RouterScoring routerScoring = RouterScoring::SoftmaxTopkRenorm;
+  RouterGroups routerGroups;     ///< `n_group`, `topk_group` (sigmoid_group_topk scorings)
   int64_t batch = 0, seqLen = 0; ///< the compiled shape
   int64_t numSharedExperts = 0;  ///< informational: shared experts per MoE layer
   /// Multi-head latent attention (optional model fields; 0 when the model has no MLA).

@@ -17,7 +17,8 @@ const char *const kOpCodes[18] = {
 const char *const kDenseFfnRoles[2] = {"dense", "shared"};
 const char *const kActivations[6] = {"swiglu",    "swiglu_oai", "relu",
                                      "gelu_tanh", "silu",       "identity"};
-const char *const kScorings[3] = {"softmax_topk_renorm", "softmax_topk", "topk_softmax"};
+const char *const kScorings[5] = {"softmax_topk_renorm", "softmax_topk", "topk_softmax",
+                                  "sigmoid_group_topk_renorm", "sigmoid_group_topk"};
 
 // ---- Node -----------------------------------------------------------------------------------
 
@@ -160,6 +161,34 @@ const std::vector<Field<ModelSpec>> &modelFields() {
       {"router_scoring", true, nullptr,
        [](const Node &f, S &s) { s.routerScoring = f.choice<RouterScoring>(kScorings); },
        [](const S &s) -> Opt { return kScorings[static_cast<int>(s.routerScoring)]; }},
+      // DeepSeek-V3's group-limited choice (RouterScoring.h RouterGroups); absent: 1, no groups.
+      {"n_group", false, nullptr,
+       [](const Node &f, S &s) {
+         s.routerGroups.nGroup = f.integer(1, s.numExperts);
+         if (s.routerGroups.nGroup > 1 && !isSigmoidScoring(s.routerScoring))
+           f.fail("group-limited routing is defined for the sigmoid_group_topk scorings only, "
+                  "not " +
+                  std::string(kScorings[static_cast<int>(s.routerScoring)]));
+         if (s.numExperts % s.routerGroups.nGroup != 0)
+           f.fail(std::to_string(s.routerGroups.nGroup) + " does not divide num_experts " +
+                  std::to_string(s.numExperts));
+         if (s.routerGroups.nGroup > 1 && s.numExperts / s.routerGroups.nGroup < 2)
+           f.fail("groups of " + std::to_string(s.numExperts / s.routerGroups.nGroup) +
+                  " expert: a group's score is the sum of its top 2");
+       },
+       [](const S &s) -> Opt {
+         return s.routerGroups.nGroup > 1 ? Opt(s.routerGroups.nGroup) : std::nullopt;
+       }},
+      {"topk_group", true, [](const S &s) { return s.routerGroups.nGroup > 1; },
+       [](const Node &f, S &s) {
+         s.routerGroups.topkGroup = f.integer(1, s.routerGroups.nGroup);
+         const int64_t reach = s.routerGroups.topkGroup * (s.numExperts / s.routerGroups.nGroup);
+         if (s.topK > reach)
+           f.fail("top_k " + std::to_string(s.topK) + " exceeds the " + std::to_string(reach) +
+                  " experts of the " + std::to_string(s.routerGroups.topkGroup) +
+                  " kept group(s) of " + std::to_string(s.numExperts / s.routerGroups.nGroup));
+       },
+       [](const S &s) -> Opt { return s.routerGroups.topkGroup; }},
       DM_REQUIRED_INT("batch", batch, 1, kMaxDim),
       DM_REQUIRED_INT("seq_len", seqLen, 1, kMaxDim),
       // Informational (the dense_ffn components carry the width): shared experts per MoE layer.
@@ -381,18 +410,31 @@ const std::vector<WeightRef> &componentWeightRefs() {
   using C = Component;
   using K = ComponentKind;
   static const std::vector<WeightRef> refs = {
-      {"weight", &C::weight, K::Embedding}, {"weight", &C::weight, K::RmsNorm},
-      {"weight", &C::weight, K::Router},    {"bias", &C::bias, K::Router},
-      {"weight", &C::weight, K::Head},      {"wq", &C::wq, K::Attention},
-      {"wk", &C::wk, K::Attention},         {"wv", &C::wv, K::Attention},
-      {"wo", &C::wo, K::Attention},         {"bq", &C::bq, K::Attention},
-      {"bk", &C::bk, K::Attention},         {"bv", &C::bv, K::Attention},
-      {"bo", &C::bo, K::Attention},         {"q_norm", &C::qNorm, K::Attention},
-      {"k_norm", &C::kNorm, K::Attention},  {"sinks", &C::sinks, K::Attention},
-      {"w1", &C::w1, K::DenseFfn},          {"w3", &C::w3, K::DenseFfn},
-      {"w2", &C::w2, K::DenseFfn},          {"wq", &C::wq, K::MlaAttention},
-      {"wkv_a", &C::wkvA, K::MlaAttention}, {"kv_norm", &C::kvNorm, K::MlaAttention},
-      {"wkv_b", &C::wkvB, K::MlaAttention}, {"wo", &C::wo, K::MlaAttention},
+      {"weight", &C::weight, K::Embedding},
+      {"weight", &C::weight, K::RmsNorm},
+      {"weight", &C::weight, K::Router},
+      {"bias", &C::bias, K::Router},
+      {"correction_bias", &C::correctionBias, K::Router},
+      {"weight", &C::weight, K::Head},
+      {"wq", &C::wq, K::Attention},
+      {"wk", &C::wk, K::Attention},
+      {"wv", &C::wv, K::Attention},
+      {"wo", &C::wo, K::Attention},
+      {"bq", &C::bq, K::Attention},
+      {"bk", &C::bk, K::Attention},
+      {"bv", &C::bv, K::Attention},
+      {"bo", &C::bo, K::Attention},
+      {"q_norm", &C::qNorm, K::Attention},
+      {"k_norm", &C::kNorm, K::Attention},
+      {"sinks", &C::sinks, K::Attention},
+      {"w1", &C::w1, K::DenseFfn},
+      {"w3", &C::w3, K::DenseFfn},
+      {"w2", &C::w2, K::DenseFfn},
+      {"wq", &C::wq, K::MlaAttention},
+      {"wkv_a", &C::wkvA, K::MlaAttention},
+      {"kv_norm", &C::kvNorm, K::MlaAttention},
+      {"wkv_b", &C::wkvB, K::MlaAttention},
+      {"wo", &C::wo, K::MlaAttention},
   };
   return refs;
 }

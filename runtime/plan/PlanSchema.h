@@ -29,7 +29,7 @@ extern const char *const kExchangeKinds[5];
 extern const char *const kOpCodes[18];
 extern const char *const kDenseFfnRoles[2];
 extern const char *const kActivations[6];
-extern const char *const kScorings[3];
+extern const char *const kScorings[5];
 
 /// A JSON value with its field path ("model.weights[3].shape"), so every error names the field.
 /// Every failure throws PlanError "<file>: <path>: <problem>".

@@ -104,7 +104,8 @@ void writeSummary(const ModelSpec &m, json &out) {
     out["attention_type"] = "mla";
   // top-k on the logits then softmax always sums to 1: no renormalisation to report.
   if (m.routerScoring != RouterScoring::TopkSoftmax)
-    out["norm_topk_prob"] = m.routerScoring == RouterScoring::SoftmaxTopkRenorm;
+    out["norm_topk_prob"] = m.routerScoring == RouterScoring::SoftmaxTopkRenorm ||
+                            m.routerScoring == RouterScoring::SigmoidGroupTopkRenorm;
 }
 
 json modelJson(const ModelSpec &m) {

@@ -71,8 +71,22 @@ void TrainWorker::attentionForward(const Instruction &ins) {
       kernels_.addBias(a.logits.data(), n(), E, w(rc.bias)); // GPT-OSS
     a.topIds.assign(n() * k, 0);
     freshAssign(a.gates, n() * k);
+    // The choice's bias: the export's e_score_correction_bias (a buffer) plus, with
+    // --router-bias-update-rate, this run's balancing offset to it.
+    const float *correction = rc.correctionBias >= 0 ? w(rc.correctionBias) : nullptr;
+    const float *update = biasSelection_ ? state_.routerBias[l].data() : nullptr;
+    std::vector<float> both;
+    if (correction && update) {
+      both.resize(static_cast<size_t>(E));
+      for (int64_t e = 0; e < E; ++e)
+        both[e] = correction[e] + update[e];
+    }
     kernels_.routerGates(a.logits.data(), n(), E, k, model_.routerScoring, a.topIds.data(),
-                         a.gates.data(), biasSelection_ ? state_.routerBias[l].data() : nullptr);
+                         a.gates.data(),
+                         !both.empty() ? both.data()
+                         : correction  ? correction
+                                       : update,
+                         model_.routerGroups);
     const float scale = component(model_.layers[l].router).routedScalingFactor.value_or(1.0f);
     if (scale != 1.0f) // DeepSeek's routed_scaling_factor: the experts see the scaled gates
       for (float &g : a.gates)

@@ -69,6 +69,10 @@ std::string hfConfigJson(const ModelSpec &m, HfFamily family, SafetensorsDtype d
       }
     }
   j["attention_bias"] = bias;
+  if (isSigmoidScoring(m.routerScoring))
+    throw HfMapError("model.router_scoring: the sigmoid group-limited router (DeepSeek-V3's) has "
+                     "no config.json of family " +
+                     std::string(toString(family)) + " (scoring_func is softmax there)");
   const bool renorm = m.routerScoring == RouterScoring::SoftmaxTopkRenorm;
   switch (family) {
   case HfFamily::Mixtral:

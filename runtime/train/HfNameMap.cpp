@@ -126,6 +126,8 @@ private:
     case ComponentKind::Router: {
       auto &mlp = layers_[c.layer].mlp;
       if (has(HfFamily::GptOss)) {
+        if (c.correctionBias >= 0)
+          refuse(index, c, "a router e_score_correction_bias (DeepSeek-V3's)");
         if (c.bias < 0)
           refuse(index, c, "a router without the bias GPT-OSS's router always has");
         mlp.push_back(plain(L + "mlp.router.weight", c.weight, true));
@@ -134,6 +136,8 @@ private:
       }
       if (c.bias >= 0)
         refuse(index, c, "a router bias");
+      if (c.correctionBias >= 0)
+        refuse(index, c, "a router e_score_correction_bias (DeepSeek-V3's)");
       mlp.push_back(
           plain(L + (has(HfFamily::Mixtral) ? "block_sparse_moe" : "mlp") + ".gate.weight",
                 c.weight, true));

@@ -80,6 +80,10 @@ RankState::RankState(const Plan &plan, const RankWeights &bound) : rank(bound.ra
   const size_t n = plan.model.weights.size();
   routerBias.assign(static_cast<size_t>(plan.model.numLayers),
                     std::vector<float>(static_cast<size_t>(plan.model.numExperts), 0.0f));
+  buffers.assign(n, 0);
+  for (const Component &c : plan.model.components)
+    if (c.kind == ComponentKind::Router && c.correctionBias >= 0)
+      buffers[static_cast<size_t>(c.correctionBias)] = 1;
   weights.resize(n);
   grads.resize(n);
   m.resize(n);
@@ -151,7 +155,7 @@ void allReduce(const Plan &plan, RankState &state, Comm &comm, std::chrono::mill
 void optimizerStep(RankState &state, const OptimizerConfig &config) {
   ++state.step;
   for (size_t i = 0; i < state.weights.size(); ++i) {
-    if (state.weights[i].empty())
+    if (state.weights[i].empty() || (i < state.buffers.size() && state.buffers[i]))
       continue;
     float *w = state.weights[i].data.data();
     const float *g = state.grads[i].data.data();

@@ -75,6 +75,10 @@ struct RankState {
   /// [numLayers][numExperts] DeepSeek-V3 selection bias of the routers this rank runs (attention
   /// ranks; zero at start; StepConfig::routerBiasUpdateRate). Not a parameter: no gradient.
   std::vector<std::vector<float>> routerBias;
+  /// [weights] 1 for a buffer the optimizer leaves alone (the routers' correction_bias, HF's
+  /// e_score_correction_bias: it only biases the choice, so its gradient is zero and AdamW's weight
+  /// decay must not shrink it).
+  std::vector<char> buffers;
   int64_t step = 0; ///< optimizer steps taken
 
   RankState() = default;

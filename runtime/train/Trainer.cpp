@@ -48,6 +48,15 @@ Trainer::Trainer(const Plan &plan, TrainOptions options) : plan_(plan), options_
   if (!(options.auxLossCoef >= 0) || !std::isfinite(options.auxLossCoef))
     throw ExecError("aux loss coefficient must be a finite number >= 0, got " +
                     tools::decimalText(options.auxLossCoef));
+  // The Switch aux loss (RouterBalancing.cpp) is defined on softmax probabilities of the logits.
+  if (options.auxLossCoef > 0 && isSigmoidScoring(plan.model.routerScoring))
+    throw ExecError("aux loss coefficient: the load-balancing loss is defined on softmax router "
+                    "probabilities, and this plan's router scores with sigmoid (" +
+                    std::string(plan.model.routerScoring == RouterScoring::SigmoidGroupTopkRenorm
+                                    ? "sigmoid_group_topk_renorm"
+                                    : "sigmoid_group_topk") +
+                    "); balance it with --router-bias-update-rate (DeepSeek-V3's "
+                    "auxiliary-loss-free bias update) instead");
   if (!(options.clipGradNorm >= 0))
     throw ExecError("clip norm must be >= 0 (0: no clipping), got " +
                     tools::decimalText(options.clipGradNorm));

@@ -53,9 +53,9 @@ MUST_REFUSE = [("deepseek_moe_tiny", ["--dense-side", "ffn"], "dense_ffn compone
 MUST_REFUSE_SAMPLE = {name: "non-gated experts" for name in
                       ["ms_moe_tiny/relu_default", "ms_moe_tiny/gelu_bias", "ms_moe_tiny/silu_plain",
                        "ms_moe_tiny/identity_bias"]}
-# DeepSeek-V3's sigmoid, group-limited router is not a moe.router scoring (issue 12):
-# e2e.onnxruntime_oracle checks its one-line refusal.
-NOT_IMPORTED = {"deepseek_v3_tiny": "sigmoid group-limited router, not imported (issue 12)"}
+# DeepSeek-V3's low-rank query (q_lora_rank) is not a moe.mla_attention form yet (issue 12; its
+# sigmoid group-limited router raises): e2e.onnxruntime_oracle checks its one-line refusal.
+NOT_IMPORTED = {"deepseek_v3_tiny": "MLA low-rank query (q_lora_rank), not imported (issue 12)"}
 REFUSAL = re.compile(r"^disagmoe-run: \S+plan\.json: model\.components\[\d+\]: training does not support "
                      r"(?P<form>.+) yet \((?P<where>[^)]*)\); only the forward pass \(disagmoe-run without --train\) "
                      r"runs this plan$")

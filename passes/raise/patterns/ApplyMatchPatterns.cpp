@@ -40,7 +40,8 @@ LogicalResult applyMatchPatterns(MatchContext &ctx) {
   const SmallVector<Phase> phases = {
       {{populateEmbeddingPattern, populateRmsNormPattern}, {"Gather", "ReduceMean"}},
       {{populateAttentionPattern, populateMlaAttentionPattern, populateRouterPattern,
-        populateSwiGluFfnPattern, populateContribMoePattern, populateHeadPattern},
+        populateSigmoidRouterPattern, populateSwiGluFfnPattern, populateContribMoePattern,
+        populateHeadPattern},
        {"Softmax", "TopK", "Sigmoid", "MoE"}},
       {{populateExpertsLoopPattern, populateExpertsDenseMaskedPattern,
         populateExpertsEinsumPattern},

@@ -10,6 +10,8 @@
 //            MlaAttentionPattern   Softmax of Q K^T, q_proj + kv_a (MLA)        ->
 //            moe.mla_attention RouterPattern         TopK of the router logits -> moe.router
 //            SwiGluFfnPattern      Sigmoid of silu(x W1) on an RMSNorm output   -> moe.dense_ffn
+//            SigmoidRouterPattern  TopK of sigmoid scores [+ correction bias, group mask]
+//                                  (DeepSeek-V3)                               -> moe.router
 //            ContribMoePattern     com.microsoft.MoE                 -> moe.router + moe.experts
 //            HeadPattern           MatMul(x, W) producing the graph output      -> moe.head
 //   phase 3  ExpertsLoopPattern        moe.router whose ids feed a OneHot (HF's loop) ->
@@ -88,6 +90,10 @@ struct RouterMatch {
   int64_t numExperts = 0, topK = 0;
   std::string scoring;
   mlir::Value ids, gates;
+  // DeepSeek-V3 (sigmoid scorings): e_score_correction_bias [experts] (or null), and the
+  // group-limited choice's n_group / topk_group (1 / 1: no groups).
+  WeightOp correctionBias;
+  int64_t nGroup = 1, topkGroup = 1;
 };
 
 struct ExpertMatch {
@@ -191,8 +197,19 @@ public:
   std::optional<AttentionMatch> matchAttention(mlir::Value x); // AttentionPattern.cpp
   std::optional<MlaMatch> matchMla(mlir::Value x);             // MlaAttentionPattern.cpp
   std::optional<RouterMatch> matchRouter(NodeOp topk);         // RouterPattern.cpp
-  std::optional<FfnMatch> matchSwiGLU(mlir::Value x);          // SwiGluFfnPattern.cpp
-  std::optional<llvm::SmallVector<ExpertMatch>>                // ExpertsLoopPattern.cpp
+  std::optional<RouterMatch> matchSigmoidRouter(NodeOp topk);  // SigmoidRouterPattern.cpp
+  /// The router projection `logits` (MatMul(x', Wg) [+ b] or Gemm(x', Wg^T, b)) into r.input,
+  /// r.weight, r.bias, r.numExperts; false (error recorded unless Wg is not a 2-D weight) if not
+  /// (RouterPattern.cpp).
+  bool readRouterProjection(NodeOp logits, RouterMatch &r);
+  /// The Div(values, ReduceSum(values) [+ eps < 1e-6]) renormalising the top-k `values`, a null
+  /// NodeOp if none, nullopt (error recorded) for a division by anything else computed from them.
+  std::optional<NodeOp> sumRenormalisation(mlir::Value values);
+  /// A positive constant Mul on r.gates (routed_scaling_factor): sets r.scalingFactor and moves
+  /// r.gates past it; false (error recorded) for a non-positive one.
+  bool readScalingFactor(RouterMatch &r);
+  std::optional<FfnMatch> matchSwiGLU(mlir::Value x); // SwiGluFfnPattern.cpp
+  std::optional<llvm::SmallVector<ExpertMatch>>       // ExpertsLoopPattern.cpp
   matchLoopExperts(const RouterMatch &router, int64_t &expertHidden, ExpertForm &form);
   std::optional<llvm::SmallVector<ExpertMatch>> // ExpertsDenseMaskedPattern.cpp
   matchDenseMaskedExperts(const RouterMatch &router, int64_t &expertHidden, ExpertForm &form);
@@ -317,6 +334,10 @@ void replaceComponent(mlir::PatternRewriter &rewriter, mlir::Value value, mlir::
 /// Erases `op` if nothing reads it, then its operands' producers likewise.
 void eraseIfUnused(mlir::PatternRewriter &rewriter, mlir::Operation *op);
 
+/// moe.router for `r` at the rewriter's insertion point, standing for r.topk in the node order;
+/// replaces r.gates and r.ids and erases the nodes nothing reads any more (RouterPattern.cpp).
+moe::RouterOp buildRouter(mlir::PatternRewriter &rewriter, MatchContext &ctx, RouterMatch r);
+
 /// moe.experts for `experts` (by expert id) on `x` routed by `router`, built at the rewriter's
 /// insertion point; null after emitting nothing if only some experts have a bias (recorded).
 mlir::Value buildExperts(mlir::PatternRewriter &rewriter, ComponentMatcher &m, moe::RouterOp router,
@@ -332,6 +353,7 @@ void populateRmsNormPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx
 void populateAttentionPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
 void populateMlaAttentionPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
 void populateRouterPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
+void populateSigmoidRouterPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
 void populateSwiGluFfnPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
 void populateContribMoePattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);
 void populateHeadPattern(mlir::RewritePatternSet &patterns, MatchContext &ctx);

@@ -49,9 +49,10 @@ struct ContribMoePattern : ComponentPattern<NodeOp> {
         node.getLoc(), RankedTensorType::get({ctx.tokens, c->topK}, rewriter.getI64Type()),
         RankedTensorType::get({ctx.tokens, c->topK}, rewriter.getF32Type()), xn,
         c->routerWeight.getResult(), c->routerBias ? c->routerBias.getResult() : Value(),
-        rewriter.getI64IntegerAttr(-1), rewriter.getI64IntegerAttr(c->numExperts),
-        rewriter.getI64IntegerAttr(c->topK), rewriter.getStringAttr(c->scoring),
-        /*routed_scaling_factor=*/FloatAttr());
+        /*correction_bias=*/Value(), rewriter.getI64IntegerAttr(-1),
+        rewriter.getI64IntegerAttr(c->numExperts), rewriter.getI64IntegerAttr(c->topK),
+        rewriter.getStringAttr(c->scoring), /*routed_scaling_factor=*/FloatAttr(),
+        /*n_group=*/IntegerAttr(), /*topk_group=*/IntegerAttr());
     ctx.inheritOrder(router, node);
     auto at = [](const SmallVector<WeightOp> &list, int64_t e) {
       return list.empty() ? WeightOp() : list[e];

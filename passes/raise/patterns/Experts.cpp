@@ -16,6 +16,11 @@ RouterMatch routerMatchOf(moe::RouterOp router) {
   r.scoring = router.getScoring().str();
   r.ids = router.getIds();
   r.gates = router.getGates();
+  r.correctionBias = router.getCorrectionBias()
+                         ? router.getCorrectionBias().getDefiningOp<WeightOp>()
+                         : WeightOp();
+  r.nGroup = router.getNGroup().value_or(1);
+  r.topkGroup = router.getTopkGroup().value_or(1);
   return r;
 }
 

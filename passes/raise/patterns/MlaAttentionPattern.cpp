@@ -34,6 +34,19 @@ static std::optional<SmallVector<double>> splitSizes(NodeOp split) {
 
 std::optional<MlaMatch> ComponentMatcher::matchMla(Value x) {
   auto projs = projections(x);
+  if (projs.size() == 1) {
+    // DeepSeek-V3's low-rank query (q_lora_rank set): the q projection reads
+    // q_a_layernorm(q_a_proj(x)), with kv_a_proj_with_mqa (split) beside q_a_proj on x.
+    NodeOp qa = findUpstream(x, "MatMul", 12);
+    auto beside = qa && weightOf(qa.getInputs()[1]) ? projections(qa.getInputs()[0])
+                                                    : SmallVector<std::pair<NodeOp, WeightOp>>{};
+    if (beside.size() == 2 && llvm::any_of(beside, [](auto p) {
+          return !consumers(p.first.getOutputs()[0], "Split").empty();
+        }))
+      return fail(qa, "MLA: a low-rank query (q_a_proj -> q_a_layernorm -> q_b_proj, "
+                      "DeepSeek-V3's q_lora_rank) is not supported yet: moe.mla_attention has "
+                      "one q_proj (q_lora_rank null, as DeepSeek-V2-Lite)");
+  }
   if (projs.size() != 2)
     return std::nullopt;
   MlaMatch m;

@@ -5,7 +5,7 @@
 // (softmax_topk), with Div(ReduceSum) after (softmax_topk_renorm), or Softmax after it
 // (topk_softmax); a positive constant Mul on the gates is DeepSeek's routed_scaling_factor.
 // The TopK's ids and the final gates are replaced by moe.router's results, which the experts
-// patterns start from.
+// patterns start from. TopKs that choose on sigmoid scores are SigmoidRouterPattern.cpp's.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/raise/patterns/ComponentMatcher.h"
@@ -16,17 +16,8 @@ using namespace mlir;
 
 namespace disagmoe::raise {
 
-std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
-  // Logits: MatMul(x', Wg) [+ b] or Gemm(x', Wg^T, b) upstream of TopK, x' a reshape of x.
-  NodeOp logits = findUpstream(topk.getInputs()[0], "MatMul", 8);
-  if (!logits || !weightOf(logits.getInputs()[1]))
-    logits = findUpstream(topk.getInputs()[0], "Gemm", 8);
-  if (!logits)
-    return std::nullopt;
-  Value x = skipDataMovement(logits.getInputs()[0]);
-  RouterMatch r;
-  r.input = x;
-  r.topk = topk;
+bool ComponentMatcher::readRouterProjection(NodeOp logits, RouterMatch &r) {
+  r.input = skipDataMovement(logits.getInputs()[0]);
   r.weight = weightOf(logits.getInputs()[1]);
   if (r.weight && logits.getOpType() == "Gemm") {
     auto attrs = logits.getOnnxAttrs();
@@ -39,38 +30,33 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
       return a ? a.getValueAsDouble() : 1.0;
     };
     if (intAttr("transA", 0) != 0 || floatAttr("alpha") != 1.0 || floatAttr("beta") != 1.0)
-      return fail(logits, "router: Gemm with transA or alpha/beta other than 1");
+      return fail(logits, "router: Gemm with transA or alpha/beta other than 1"), false;
     if (intAttr("transB", 0) == 1) {
       if (r.weight.getTransposed())
-        return fail(logits, "router: Gemm transposes a weight that is already transposed");
+        return fail(logits, "router: Gemm transposes a weight that is already transposed"), false;
       r.weight = transposedRef(r.weight);
     }
     if (logits.getInputs().size() > 2 &&
         !isa_and_nonnull<onnxir::NoneOp>(logits.getInputs()[2].getDefiningOp())) {
       r.bias = weightOf(logits.getInputs()[2]);
       if (!r.bias)
-        return fail(logits, "router: the Gemm's bias is not a weight");
+        return fail(logits, "router: the Gemm's bias is not a weight"), false;
     }
   }
-  auto k = scalarConstant(topk.getInputs()[1]);
   auto wShape = r.weight ? staticShape(r.weight.getResult()) : SmallVector<int64_t>{};
-  if (!r.weight || !k || wShape.size() != 2)
-    return fail(topk, "router: expected TopK(K constant) of MatMul(x, Wg[hidden, experts])");
+  if (!r.weight || wShape.size() != 2)
+    return false; // the caller says what it expected
   r.numExperts = wShape[1];
-  r.topK = static_cast<int64_t>(*k);
   if (logits.getOpType() == "MatMul")
     r.bias = biasAfter(logits.getOutputs()[0], r.numExperts).second;
   if (r.bias && staticShape(r.bias.getResult()) != SmallVector<int64_t>{r.numExperts})
     return fail(logits,
-                "router: the logits' bias is not [experts = " + std::to_string(r.numExperts) + "]");
-  if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
-    if (largest.getInt() != 1)
-      return fail(topk, "router: TopK must select the largest scores");
-  NodeOp before = findUpstream(topk.getInputs()[0], "Softmax", 4);
-  bool softmaxBefore = static_cast<bool>(before);
-  if (before && !isLastAxisSoftmax(before))
-    return fail(before, "router: the Softmax is not over the experts (the last axis)");
-  Value values = topk.getOutputs()[0];
+                "router: the logits' bias is not [experts = " + std::to_string(r.numExperts) + "]"),
+           false;
+  return true;
+}
+
+std::optional<NodeOp> ComponentMatcher::sumRenormalisation(Value values) {
   NodeOp div, nearMiss;
   for (NodeOp d : consumers(values, "Div")) {
     if (d.getInputs()[0] != values)
@@ -98,12 +84,53 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
                                                        : std::string("a function argument")) +
                     ", not by their sum (or their sum + an epsilon below 1e-6): not a "
                     "renormalisation moe.router represents");
+  return div;
+}
+
+bool ComponentMatcher::readScalingFactor(RouterMatch &r) {
+  // routed_scaling_factor: the gates multiplied by a positive constant.
+  for (NodeOp mul : consumers(r.gates, "Mul"))
+    if (auto c = otherOperand(mul, r.gates) ? scalarConstant(*otherOperand(mul, r.gates))
+                                            : std::nullopt) {
+      if (*c <= 0)
+        return fail(mul, "router: the gates are multiplied by a non-positive constant"), false;
+      r.scalingFactor = shortestF32(*c);
+      r.gates = mul.getOutputs()[0];
+      break;
+    }
+  return true;
+}
+
+std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
+  // Logits: MatMul(x', Wg) [+ b] or Gemm(x', Wg^T, b) upstream of TopK, x' a reshape of x.
+  NodeOp logits = findUpstream(topk.getInputs()[0], "MatMul", 8);
+  if (!logits || !weightOf(logits.getInputs()[1]))
+    logits = findUpstream(topk.getInputs()[0], "Gemm", 8);
+  if (!logits)
+    return std::nullopt;
+  RouterMatch r;
+  r.topk = topk;
+  auto k = scalarConstant(topk.getInputs()[1]);
+  if (!readRouterProjection(logits, r) || !k)
+    return fail(topk, "router: expected TopK(K constant) of MatMul(x, Wg[hidden, experts])");
+  r.topK = static_cast<int64_t>(*k);
+  if (auto largest = topk.getOnnxAttrs().getAs<IntegerAttr>("largest"))
+    if (largest.getInt() != 1)
+      return fail(topk, "router: TopK must select the largest scores");
+  NodeOp before = findUpstream(topk.getInputs()[0], "Softmax", 4);
+  bool softmaxBefore = static_cast<bool>(before);
+  if (before && !isLastAxisSoftmax(before))
+    return fail(before, "router: the Softmax is not over the experts (the last axis)");
+  Value values = topk.getOutputs()[0];
+  std::optional<NodeOp> div = sumRenormalisation(values);
+  if (!div)
+    return std::nullopt;
   NodeOp softmaxAfter = single(consumers(values, "Softmax"));
   if (softmaxAfter && !isLastAxisSoftmax(softmaxAfter))
     return fail(softmaxAfter, "router: the Softmax is not over the top-k (the last axis)");
-  if (softmaxBefore && div) {
+  if (softmaxBefore && *div) {
     r.scoring = "softmax_topk_renorm";
-    r.gates = div.getOutputs()[0];
+    r.gates = div->getOutputs()[0];
   } else if (softmaxBefore) {
     r.scoring = "softmax_topk";
     r.gates = values;
@@ -113,18 +140,27 @@ std::optional<RouterMatch> ComponentMatcher::matchRouter(NodeOp topk) {
   } else {
     return fail(topk, "router: no Softmax before or after TopK");
   }
-  // routed_scaling_factor: the gates multiplied by a positive constant.
-  for (NodeOp mul : consumers(r.gates, "Mul"))
-    if (auto c = otherOperand(mul, r.gates) ? scalarConstant(*otherOperand(mul, r.gates))
-                                            : std::nullopt) {
-      if (*c <= 0)
-        return fail(mul, "router: the gates are multiplied by a non-positive constant");
-      r.scalingFactor = shortestF32(*c);
-      r.gates = mul.getOutputs()[0];
-      break;
-    }
+  if (!readScalingFactor(r))
+    return std::nullopt;
   r.ids = topk.getOutputs()[1];
   return r;
+}
+
+moe::RouterOp buildRouter(PatternRewriter &rewriter, MatchContext &ctx, RouterMatch r) {
+  auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+  auto op = rewriter.create<moe::RouterOp>(
+      r.topk->getLoc(), RankedTensorType::get({ctx.tokens, r.topK}, rewriter.getI64Type()),
+      RankedTensorType::get({ctx.tokens, r.topK}, rewriter.getF32Type()), r.input,
+      r.weight.getResult(), r.bias ? r.bias.getResult() : Value(),
+      r.correctionBias ? r.correctionBias.getResult() : Value(), i64(-1), i64(r.numExperts),
+      i64(r.topK), rewriter.getStringAttr(r.scoring),
+      r.scalingFactor > 0 ? rewriter.getF64FloatAttr(r.scalingFactor) : FloatAttr(),
+      r.nGroup > 1 ? i64(r.nGroup) : IntegerAttr(),
+      r.nGroup > 1 ? i64(r.topkGroup) : IntegerAttr());
+  ctx.inheritOrder(op, r.topk);
+  replaceComponent(rewriter, r.gates, op.getGates());
+  replaceComponent(rewriter, r.ids, op.getIds());
+  return op;
 }
 
 namespace {
@@ -135,6 +171,8 @@ struct RouterPattern : ComponentPattern<NodeOp> {
   LogicalResult matchAndRewrite(NodeOp topk, PatternRewriter &rewriter) const override {
     if (topk.getOpType() != "TopK" || topk.getInputs().size() < 2 || topk.getOutputs().size() != 2)
       return failure();
+    if (sigmoidRouterScores(topk))
+      return failure(); // SigmoidRouterPattern's
     ComponentMatcher m(ctx);
     auto r = m.matchRouter(topk);
     if (!r) {
@@ -143,16 +181,7 @@ struct RouterPattern : ComponentPattern<NodeOp> {
       return failure();
     }
     rewriter.setInsertionPoint(topk);
-    auto op = rewriter.create<moe::RouterOp>(
-        topk.getLoc(), RankedTensorType::get({ctx.tokens, r->topK}, rewriter.getI64Type()),
-        RankedTensorType::get({ctx.tokens, r->topK}, rewriter.getF32Type()), r->input,
-        r->weight.getResult(), r->bias ? r->bias.getResult() : Value(),
-        rewriter.getI64IntegerAttr(-1), rewriter.getI64IntegerAttr(r->numExperts),
-        rewriter.getI64IntegerAttr(r->topK), rewriter.getStringAttr(r->scoring),
-        r->scalingFactor > 0 ? rewriter.getF64FloatAttr(r->scalingFactor) : FloatAttr());
-    ctx.inheritOrder(op, topk);
-    replaceComponent(rewriter, r->gates, op.getGates());
-    replaceComponent(rewriter, r->ids, op.getIds());
+    buildRouter(rewriter, ctx, *r);
     return success();
   }
 };

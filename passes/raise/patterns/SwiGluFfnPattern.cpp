@@ -21,8 +21,8 @@ std::optional<FfnMatch> ComponentMatcher::matchSwiGLU(Value x) {
   for (Value in : inputs)
     for (auto [mm1, w1] : projections(in)) {
       NodeOp sigmoid = single(consumers(mm1.getOutputs()[0], "Sigmoid"));
-      if (!sigmoid)
-        continue;
+      if (!sigmoid || routerTopKOf(sigmoid))
+        continue; // no SiLU, or a sigmoid router's scores on the same norm (DeepSeek-V3)
       NodeOp silu = single(consumers(sigmoid.getOutputs()[0], "Mul"));
       if (!silu || otherOperand(silu, sigmoid.getOutputs()[0]) != mm1.getOutputs()[0])
         return fail(sigmoid, "FFN: expected SiLU = x * Sigmoid(x)");
@@ -53,7 +53,8 @@ struct SwiGluFfnPattern : ComponentPattern<NodeOp> {
   using ComponentPattern::ComponentPattern;
 
   LogicalResult matchAndRewrite(NodeOp sigmoid, PatternRewriter &rewriter) const override {
-    if (sigmoid.getOpType() != "Sigmoid" || sigmoid.getInputs().size() != 1)
+    if (sigmoid.getOpType() != "Sigmoid" || sigmoid.getInputs().size() != 1 ||
+        routerTopKOf(sigmoid))
       return failure();
     NodeOp mm1 = producer(sigmoid.getInputs()[0], {"MatMul"});
     if (!mm1 || !weightOf(mm1.getInputs()[1]))

@@ -181,6 +181,25 @@ void routerGatesBackward(const float *logits, int64_t tokens, int64_t experts, i
         dz[id[i]] = static_cast<float>(g[i] * (dg[i] - dot));
       continue;
     }
+    if (isSigmoidScoring(scoring)) {
+      // s = sigmoid(z) of the chosen experts (double); the choice, bias and group mask included,
+      // is piecewise constant and contributes nothing.
+      double d = 0, dot = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        g[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(z[id[i]])));
+        d += g[i];
+      }
+      const bool renorm = scoring == RouterScoring::SigmoidGroupTopkRenorm;
+      d += 1e-20;
+      if (renorm)
+        for (int64_t i = 0; i < k; ++i)
+          dot += dg[i] * (g[i] / d);
+      for (int64_t i = 0; i < k; ++i) {
+        const double ds = renorm ? (dg[i] - dot) / d : dg[i];
+        dz[id[i]] = static_cast<float>(ds * g[i] * (1.0 - g[i]));
+      }
+      continue;
+    }
     double m = -INFINITY, sum = 0;
     for (int64_t e = 0; e < experts; ++e)
       m = std::max(m, static_cast<double>(z[e]));

@@ -78,11 +78,15 @@ void causalAttentionBackward(const float *q, const float *k, const float *v, con
 ///   / s
 ///                        for chosen j, 0 otherwise; then dz = p * (dp - <dp, p>) over all experts;
 ///   softmax_topk:        dp_j = dg_j for chosen j; dz = p * (dp - <dp, p>);
-///   topk_softmax:        dz_j = g_j (dg_j - sum_i dg_i g_i) for chosen j, 0 otherwise.
-/// p = softmax(logits) is recomputed in double. The router's input and weight gradients are then
-/// linearBackward(x, dLogits, ...).
-/// logits [T, experts], ids [T, k] (the forward's choice), dGates [T, k] (aligned with ids),
-/// dLogits [T, experts] (written).
+///   topk_softmax:        dz_j = g_j (dg_j - sum_i dg_i g_i) for chosen j, 0 otherwise;
+///   sigmoid_group_topk_renorm: g_j = s_j / D (s = sigmoid(z), D = sum of the k chosen s + 1e-20),
+///                        ds_j = (dg_j - sum_i dg_i g_i) / D, dz_j = ds_j s_j (1 - s_j) for
+///                        chosen j, 0 otherwise;
+///   sigmoid_group_topk:  dz_j = dg_j s_j (1 - s_j) for chosen j, 0 otherwise.
+/// (The selection bias and the group mask only choose, so they have no gradient.)
+/// p = softmax(logits) (or s) is recomputed in double. The router's input and weight gradients are
+/// then linearBackward(x, dLogits, ...). logits [T, experts], ids [T, k] (the forward's choice),
+/// dGates [T, k] (aligned with ids), dLogits [T, experts] (written).
 void routerGatesBackward(const float *logits, int64_t tokens, int64_t experts, int64_t k,
                          RouterScoring scoring, const int64_t *ids, const float *dGates,
                          float *dLogits);

@@ -66,8 +66,8 @@ void CpuKernelBackend::attention(const float *q, const float *k, const float *v,
 
 void CpuKernelBackend::routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
                                    RouterScoring scoring, int64_t *ids, float *gates,
-                                   const float *selectionBias) const {
-  cpu::routerGates(logits, tokens, experts, k, scoring, ids, gates, selectionBias);
+                                   const float *selectionBias, const RouterGroups &groups) const {
+  cpu::routerGates(logits, tokens, experts, k, scoring, ids, gates, selectionBias, groups);
 }
 
 void CpuKernelBackend::expertForward(const ExpertForm &form, const kernels::FfnWeights &w,

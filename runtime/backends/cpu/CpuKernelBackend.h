@@ -25,8 +25,8 @@ public:
   void attention(const float *q, const float *k, const float *v, const kernels::AttentionSpec &a,
                  float *out) const override;
   void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
-                   RouterScoring scoring, int64_t *ids, float *gates,
-                   const float *selectionBias) const override;
+                   RouterScoring scoring, int64_t *ids, float *gates, const float *selectionBias,
+                   const RouterGroups &groups) const override;
   void expertForward(const kernels::ExpertForm &form, const kernels::FfnWeights &w, const float *x,
                      int64_t rows, int64_t hidden, int64_t inner, float *y) const override;
   void expertsForward(const kernels::ExpertProblem *problems, int64_t count, int64_t hidden,

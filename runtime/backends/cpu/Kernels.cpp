@@ -138,10 +138,37 @@ void topK(const float *row, int64_t n, int64_t k, int64_t *ids, float *values) {
   }
 }
 
+namespace {
+
+// DeepSeek-V3's choice (RouterScoring.h SigmoidGroupTopk*): `choice` [experts] holds the biased
+// sigmoid scores; the experts outside the groups.topkGroup best groups are set to 0.0, as HF's
+// masked_fill, before the top-k.
+void maskToBestGroups(float *choice, int64_t experts, const RouterGroups &groups) {
+  if (groups.nGroup <= 1)
+    return;
+  const int64_t per = experts / groups.nGroup;
+  std::vector<float> groupScores(static_cast<size_t>(groups.nGroup)), top2(2);
+  std::vector<int64_t> ids(2), kept(static_cast<size_t>(groups.topkGroup));
+  for (int64_t g = 0; g < groups.nGroup; ++g) {
+    topK(choice + g * per, per, 2, ids.data(), top2.data());
+    groupScores[g] = top2[0] + top2[1]; // fp32, as .topk(2)[0].sum(-1)
+  }
+  topK(groupScores.data(), groups.nGroup, groups.topkGroup, kept.data(), top2.data());
+  std::vector<char> keep(static_cast<size_t>(groups.nGroup), 0);
+  for (int64_t g : kept)
+    keep[g] = 1;
+  for (int64_t e = 0; e < experts; ++e)
+    if (!keep[e / per])
+      choice[e] = 0.0f;
+}
+
+} // namespace
+
 void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
-                 RouterScoring scoring, int64_t *ids, float *gates, const float *selectionBias) {
+                 RouterScoring scoring, int64_t *ids, float *gates, const float *selectionBias,
+                 const RouterGroups &groups) {
   std::vector<float> scores(static_cast<size_t>(experts)),
-      biased(selectionBias ? scores.size() : 0);
+      biased(selectionBias || isSigmoidScoring(scoring) ? scores.size() : 0);
   // Top-k of `s` (+ the selection bias, when given); rowGates gets the UNBIASED chosen scores.
   const auto choose = [&](const float *s, int64_t *rowIds, float *rowGates) {
     if (!selectionBias)
@@ -159,6 +186,26 @@ void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k
     if (scoring == RouterScoring::TopkSoftmax) {
       choose(row, rowIds, rowGates);
       softmax(rowGates, 1, k, rowGates);
+      continue;
+    }
+    if (isSigmoidScoring(scoring)) {
+      for (int64_t e = 0; e < experts; ++e) {
+        scores[e] = 1.0f / (1.0f + std::exp(-row[e])); // fp32 logits.sigmoid()
+        biased[e] = selectionBias ? scores[e] + selectionBias[e] : scores[e];
+      }
+      maskToBestGroups(biased.data(), experts, groups);
+      topK(biased.data(), experts, k, rowIds, rowGates);
+      for (int64_t i = 0; i < k; ++i)
+        rowGates[i] = scores[rowIds[i]]; // scores.gather(1, topk_indices)
+      if (scoring == RouterScoring::SigmoidGroupTopkRenorm) {
+        // fp32, as `topk_weights /= topk_weights.sum(dim=-1, keepdim=True) + 1e-20`.
+        float sum = 0;
+        for (int64_t i = 0; i < k; ++i)
+          sum += rowGates[i];
+        sum += 1e-20f;
+        for (int64_t i = 0; i < k; ++i)
+          rowGates[i] /= sum;
+      }
       continue;
     }
     softmax(row, 1, experts, scores.data());

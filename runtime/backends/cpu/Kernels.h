@@ -78,10 +78,15 @@ void topK(const float *row, int64_t n, int64_t k, int64_t *ids, float *values);
 /// `selectionBias` [experts] (optional; DeepSeek-V3's auxiliary-loss-free balancing, report
 /// §2.1.2): added in fp32 to the score the top-k ranks (the softmax probability, or the logit for
 /// topk_softmax) for the CHOICE only; the gates are computed from the unbiased scores.
+/// The sigmoid scorings (DeepSeek-V3, transformers modeling_deepseek_v3.py DeepseekV3TopkRouter):
+/// s = 1 / (1 + exp(-z)) in fp32; the choice ranks s + selectionBias (e_score_correction_bias)
+/// restricted to the `groups.topkGroup` best of `groups.nGroup` groups (RouterScoring.h
+/// RouterGroups: the others score 0.0); gates = s at the chosen ids, divided by (their fp32 sum
+/// + 1e-20) for sigmoid_group_topk_renorm. `groups` is read by the sigmoid scorings only.
 /// logits [T, experts], ids [T, k], gates [T, k].
 void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
                  RouterScoring scoring, int64_t *ids, float *gates,
-                 const float *selectionBias = nullptr);
+                 const float *selectionBias = nullptr, const RouterGroups &groups = {});
 
 /// SwiGLU expert (MixtralBlockSparseTop2MLP): out = (silu(x @ w1) * (x @ w3)) @ w2, silu(z) = z *
 /// sigmoid(z). x [rows, hidden], w1, w3 [hidden, expertHidden], w2 [expertHidden, hidden], out

@@ -117,6 +117,9 @@ void topK(const float *x, int64_t rows, int64_t n, int64_t k, int64_t *ids, floa
 void routerGates(const float *logits, int64_t tokens, int64_t experts, int64_t k,
                  RouterScoring scoring, int64_t *ids, float *gates, const float *selectionBias,
                  cudaStream_t stream) {
+  if (isSigmoidScoring(scoring))
+    throw KernelArgumentError("cuda routerGates: the sigmoid_group_topk scorings (DeepSeek-V3's "
+                              "group-limited router) have no device kernel yet; run them on cpu");
   checkTopK(tokens, experts, k);
   const int64_t blocks = blocksFor(tokens, kThreads);
   if (blocks == 0)

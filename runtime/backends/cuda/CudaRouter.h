@@ -6,7 +6,8 @@
 // One thread per row; the k-th choice is the best element after the (k-1)-th in the order
 // (value desc, index asc), so no scratch memory is needed (O(k * n) per row, n = experts).
 // Rows must not hold NaN. All arrays are device arrays; asynchronous on `stream`.
-// Throws KernelArgumentError (checkTopK) for k outside [1, n], CudaError when the launch fails.
+// Throws KernelArgumentError (checkTopK) for k outside [1, n] and for the sigmoid_group_topk
+// scorings (DeepSeek-V3's router: no device kernel yet), CudaError when the launch fails.
 #pragma once
 
 #include "runtime/plan/RouterScoring.h"

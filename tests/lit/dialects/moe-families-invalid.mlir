@@ -134,3 +134,52 @@ func.func @mla_odd_rope(%x: tensor<1x2x4xf32>, %wq: tensor<4x10xf32>, %wa: tenso
   %a = moe.mla_attention %x weights(%wq, %wa, %n, %wb, %wo) {kv_lora_rank = 4 : i64, kv_norm_eps = 1.0e-6 : f64, layer = 0 : i64, num_heads = 2 : i64, qk_nope_head_dim = 4 : i64, qk_rope_head_dim = 1 : i64, rope_theta = 1.0e4 : f64, softmax_scale = 0.408 : f64, v_head_dim = 4 : i64} : tensor<1x2x4xf32>, (tensor<4x10xf32>, tensor<4x5xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<8x4xf32>) -> tensor<1x2x4xf32>
   return
 }
+
+// -----
+
+// DeepSeek-V3's router: correction_bias, n_group and topk_group (sigmoid scorings only).
+func.func @router_correction_bias_shape(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{correction_bias has shape [4], expected [8]}}
+  %i, %g = moe.router %x, %w correction_bias(%b : tensor<4xf32>) {layer = 0 : i64, num_experts = 8 : i64, scoring = "sigmoid_group_topk_renorm", top_k = 2 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @router_groups_with_softmax(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{correction_bias, n_group and topk_group belong to the sigmoid scorings (DeepSeek-V3's router), not 'softmax_topk'}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, n_group = 4 : i64, num_experts = 8 : i64, scoring = "softmax_topk", top_k = 2 : i64, topk_group = 2 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @router_groups_not_dividing(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{n_group 3 does not divide num_experts 8}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, n_group = 3 : i64, num_experts = 8 : i64, scoring = "sigmoid_group_topk", top_k = 2 : i64, topk_group = 1 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @router_topk_group_too_large(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{topk_group 5 is outside [1, n_group = 4]}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, n_group = 4 : i64, num_experts = 8 : i64, scoring = "sigmoid_group_topk", top_k = 2 : i64, topk_group = 5 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @router_topk_beyond_kept_groups(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{top_k 3 exceeds the 2 experts of the topk_group = 1 kept groups}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, n_group = 4 : i64, num_experts = 8 : i64, scoring = "sigmoid_group_topk", top_k = 3 : i64, topk_group = 1 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x3xi64>, tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @router_groups_of_one(%x: tensor<1x2x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{n_group 8 leaves groups of one expert (a group's score is the sum of its top 2)}}
+  %i, %g = moe.router %x, %w {layer = 0 : i64, n_group = 8 : i64, num_experts = 8 : i64, scoring = "sigmoid_group_topk", top_k = 2 : i64, topk_group = 2 : i64} : tensor<1x2x4xf32>, tensor<4x8xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
+  return
+}

@@ -1,7 +1,7 @@
 // RUN: disagmoe-opt %s | disagmoe-opt | FileCheck %s
 // The optional parts of the model families print in the custom formats and parse back to the same
 // IR: attention with biases, q/k norm, sinks and a sliding window; router with a bias and a routed
-// scaling factor; GPT-OSS experts (fused gate/up, biases, clamped SwiGLU); dense FFN and shared
+// scaling factor, DeepSeek-V3's sigmoid router with its correction bias and groups; GPT-OSS experts (fused gate/up, biases, clamped SwiGLU); dense FFN and shared
 // experts.
 
 // CHECK-LABEL: func.func @families
@@ -18,6 +18,9 @@ func.func @families(%x: tensor<1x2x4xf32>, %wq: tensor<4x8xf32>, %wkv: tensor<4x
   %i, %g = moe.router %q, %wg bias(%bg : tensor<2xf32>) {layer = 0 : i64, num_experts = 2 : i64, scoring = "topk_softmax", top_k = 1 : i64} : tensor<1x2x4xf32>, tensor<4x2xf32> -> tensor<2x1xi64>, tensor<2x1xf32>
   // CHECK: moe.router {{.*}}routed_scaling_factor = 1.500000e+00 : f64, scoring = "softmax_topk"
   %i2, %g2 = moe.router %q, %wg {layer = 0 : i64, num_experts = 2 : i64, routed_scaling_factor = 1.5 : f64, scoring = "softmax_topk", top_k = 1 : i64} : tensor<1x2x4xf32>, tensor<4x2xf32> -> tensor<2x1xi64>, tensor<2x1xf32>
+  // DeepSeek-V3's router: sigmoid scores, correction bias, 2 groups of 2 experts with the best 1 kept.
+  // CHECK: moe.router %{{.*}}, %{{.*}} correction_bias(%{{.*}} : tensor<4xf32>) {layer = 0 : i64, n_group = 2 : i64, num_experts = 4 : i64, routed_scaling_factor = 2.500000e+00 : f64, scoring = "sigmoid_group_topk_renorm", top_k = 2 : i64, topk_group = 1 : i64}
+  %i3, %g3 = moe.router %q, %wkv correction_bias(%b4 : tensor<4xf32>) {layer = 0 : i64, n_group = 2 : i64, num_experts = 4 : i64, routed_scaling_factor = 2.5 : f64, scoring = "sigmoid_group_topk_renorm", top_k = 2 : i64, topk_group = 1 : i64} : tensor<1x2x4xf32>, tensor<4x4xf32> -> tensor<2x2xi64>, tensor<2x2xf32>
   // CHECK: moe.experts %{{.*}} w1(%{{.*}}, %{{.*}}) w3() w2(%{{.*}}, %{{.*}}) b1(%{{.*}}, %{{.*}} : tensor<6xf32>, tensor<6xf32>) b2(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>) {activation = "swiglu_oai", expert_hidden = 3 : i64, fused_gate_up
   %y = moe.experts %q, %i, %g w1(%w13, %w13) w3() w2(%w2, %w2) b1(%b13, %b13 : tensor<6xf32>, tensor<6xf32>) b2(%b4, %b4 : tensor<4xf32>, tensor<4xf32>) {activation = "swiglu_oai", expert_hidden = 3 : i64, fused_gate_up, layer = 0 : i64, num_experts = 2 : i64, swiglu_alpha = 1.702 : f64, swiglu_limit = 7.0 : f64} : tensor<1x2x4xf32>, tensor<2x1xi64>, tensor<2x1xf32>, (tensor<4x6xf32>, tensor<4x6xf32>), (), (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<1x2x4xf32>
   // Non-gated experts (onnxruntime's com.microsoft.MoE relu/gelu/silu/identity): w1 -> act -> w2, no w3.

@@ -8,14 +8,18 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/emit/PlanEmitter.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "dialects/moe/MoeDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
 #include "runtime/io/Npy.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/JSON.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +28,10 @@ namespace json = llvm::json;
 
 const std::string kSample = DISAGMOE_SAMPLE_DIR;
 
-json::Object compileSample(int64_t attn, int64_t ffn, int64_t groups = 1) {
+/// Compiles mixtral_tiny at `attn` + `ffn` ranks; `edit` (optional) changes the compiled module
+/// before the plan is emitted.
+json::Object compileSample(int64_t attn, int64_t ffn, int64_t groups = 1,
+                           const std::function<void(mlir::ModuleOp)> &edit = {}) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   disagmoe::CompileOptions options;
   options.attnRanks = attn;
@@ -36,6 +43,8 @@ json::Object compileSample(int64_t attn, int64_t ffn, int64_t groups = 1) {
     return json::Object();
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*compiled);
+  if (edit)
+    edit(*module);
   // Through the runtime's writer: what `disagmoe compile` writes to plan.json.
   llvm::Expected<disagmoe::Plan> plan = disagmoe::emitPlan(*module, kSample + "/model.onnx");
   if (!plan) {
@@ -180,3 +189,44 @@ TEST(PlanEmitter, SavePlanReportsUnwritableDirectories) {
   EXPECT_NE(message.find("/proc/disagmoe-cannot-write-here"), std::string::npos) << message;
 }
 } // namespace
+
+// moe.router's DeepSeek-V3 parts reach the plan: the sigmoid scoring, n_group / topk_group and the
+// correction bias, a weight [experts] held by the A-ranks running the router. (mixtral_tiny's
+// routers, edited after compile: the 8 floats at the start of the router weight's bytes serve as
+// the bias.)
+TEST(PlanEmitter, SigmoidRouterGroupsAndCorrectionBias) {
+  json::Object plan = compileSample(2, 2, 1, [](mlir::ModuleOp module) {
+    module.walk([](disagmoe::moe::RouterOp r) {
+      auto w = r.getWeight().getDefiningOp<disagmoe::onnxir::WeightOp>();
+      mlir::OpBuilder b(w);
+      b.setInsertionPointAfter(w);
+      auto bias = b.create<disagmoe::onnxir::WeightOp>(
+          w.getLoc(), mlir::RankedTensorType::get({8}, b.getF32Type()),
+          b.getStringAttr("l" + std::to_string(r.getLayer()) + ".e_score_correction_bias"),
+          w.getFileAttr(), w.getOffsetAttr(), b.getI64IntegerAttr(32), mlir::ElementsAttr(),
+          mlir::UnitAttr(), mlir::IntegerAttr(), mlir::TypeAttr());
+      r.getCorrectionBiasMutable().assign(bias.getResult());
+      r.setScoring("sigmoid_group_topk_renorm");
+      r.setNGroupAttr(b.getI64IntegerAttr(4));
+      r.setTopkGroupAttr(b.getI64IntegerAttr(2));
+    });
+  });
+  const json::Object *m = plan.getObject("model");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->getString("router_scoring"), "sigmoid_group_topk_renorm");
+  EXPECT_EQ(m->getInteger("n_group"), 4);
+  EXPECT_EQ(m->getInteger("topk_group"), 2);
+  EXPECT_EQ(m->getBoolean("norm_topk_prob"), true);
+  for (int64_t layer = 0; layer < 4; ++layer) {
+    const json::Object *router = component(plan, "router", layer);
+    ASSERT_NE(router, nullptr);
+    const std::string name = "l" + std::to_string(layer) + ".e_score_correction_bias";
+    EXPECT_EQ(router->getString("correction_bias"), name);
+    const json::Object *bias = weightEntry(plan, name);
+    const json::Object *weight = weightEntry(plan, *router->getString("weight"));
+    ASSERT_NE(bias, nullptr);
+    ASSERT_NE(weight, nullptr);
+    EXPECT_EQ(*bias->get("shape"), json::Value(json::Array{8}));
+    EXPECT_EQ(*bias->get("ranks"), *weight->get("ranks")) << "held where the router runs";
+  }
+}

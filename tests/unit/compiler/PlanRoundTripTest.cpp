@@ -28,9 +28,9 @@ namespace {
 const std::string kSamples = DISAGMOE_SAMPLES_ROOT;
 
 /// Samples that the frontend refuses by design (a traced dispatch baked to the example's experts),
-/// or does not import yet (issue 12: deepseek_v3_tiny, whose sigmoid group-limited router
-/// moe.router does not represent, refused in one line as e2e.onnxruntime_oracle checks): they have
-/// no plan to round-trip.
+/// or does not import yet (issue 12: deepseek_v3_tiny, whose low-rank query (q_lora_rank)
+/// moe.mla_attention does not represent, refused in one line as e2e.onnxruntime_oracle checks):
+/// they have no plan to round-trip.
 bool refusedByDesign(const std::string &model) {
   return model.find("/moe_infer") != std::string::npos ||
          model.find("/deepseek_v3_tiny/") != std::string::npos;

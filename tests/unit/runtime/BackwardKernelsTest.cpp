@@ -288,26 +288,37 @@ std::vector<float> upstream(size_t n, uint64_t seed) {
 TEST(BackwardFiniteDifferences, RouterScorings) {
   const int64_t rows = 3, experts = 6, k = 2;
   const auto logits = randn(rows * experts, 7, 1.5f);
-  for (RouterScoring scoring :
-       {RouterScoring::SoftmaxTopkRenorm, RouterScoring::SoftmaxTopk, RouterScoring::TopkSoftmax}) {
+  struct Form {
+    RouterScoring scoring;
+    RouterGroups groups;
+    const char *name;
+  };
+  for (const Form &form : {
+           Form{RouterScoring::SoftmaxTopkRenorm, {}, "router softmax_topk_renorm"},
+           Form{RouterScoring::SoftmaxTopk, {}, "router softmax_topk"},
+           Form{RouterScoring::TopkSoftmax, {}, "router topk_softmax"},
+           Form{RouterScoring::SigmoidGroupTopkRenorm, {}, "router sigmoid_group_topk_renorm"},
+           Form{RouterScoring::SigmoidGroupTopk, {}, "router sigmoid_group_topk"},
+           Form{RouterScoring::SigmoidGroupTopkRenorm, {3, 2}, "router sigmoid, 2 of 3 groups"},
+       }) {
+    const RouterScoring scoring = form.scoring;
     // The top-k choice is fixed at the base point (piecewise constant); the random logits have
     // margins far above h.
     std::vector<int64_t> ids(rows * k);
     std::vector<float> gates(rows * k);
-    routerGates(logits.data(), rows, experts, k, scoring, ids.data(), gates.data());
+    routerGates(logits.data(), rows, experts, k, scoring, ids.data(), gates.data(), nullptr,
+                form.groups);
     const auto f = [&](const std::vector<float> &z, std::vector<float> &out) {
       std::vector<int64_t> chosen(rows * k);
-      routerGates(z.data(), rows, experts, k, scoring, chosen.data(), out.data());
+      routerGates(z.data(), rows, experts, k, scoring, chosen.data(), out.data(), nullptr,
+                  form.groups);
       ASSERT_EQ(chosen, ids) << "the step changed the top-k choice";
     };
     const auto dGates = upstream(rows * k, 11);
     std::vector<float> dLogits(rows * experts);
     routerGatesBackward(logits.data(), rows, experts, k, scoring, ids.data(), dGates.data(),
                         dLogits.data());
-    const char *name = scoring == RouterScoring::SoftmaxTopkRenorm ? "router softmax_topk_renorm"
-                       : scoring == RouterScoring::SoftmaxTopk     ? "router softmax_topk"
-                                                                   : "router topk_softmax";
-    checkFiniteDifferences(name, logits, rows * k, f, dLogits, 11);
+    checkFiniteDifferences(form.name, logits, rows * k, f, dLogits, 11);
   }
 }
 

@@ -353,3 +353,38 @@ TEST(Plan, RejectsMemoryThatDisagreesWithTheManifest) {
                                ", but model.weights puts " + std::to_string(stated) +
                                " bytes on rank 2");
 }
+
+TEST(Plan, ReadsTheSigmoidGroupLimitedRouter) {
+  const std::string path = writePlan(withSigmoidRouter(tinyPlan(twoByTwo()), 4, 2), "plan_v3");
+  const Plan plan = loadPlan(path);
+  EXPECT_EQ(plan.model.routerScoring, RouterScoring::SigmoidGroupTopkRenorm);
+  EXPECT_EQ(plan.model.routerGroups.nGroup, 4);
+  EXPECT_EQ(plan.model.routerGroups.topkGroup, 2);
+  const Component &router = plan.model.components[plan.model.layers[0].router];
+  ASSERT_GE(router.correctionBias, 0);
+  EXPECT_EQ(plan.model.weights[router.correctionBias].name, "l0.correction_bias");
+  EXPECT_EQ(plan.model.weights[router.correctionBias].shape, (std::vector<int64_t>{8}));
+}
+
+TEST(Plan, RejectsGroupsTheRouterCannotForm) {
+  const json plan = tinyPlan(twoByTwo()); // 8 experts, top-2
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 3, 1)),
+            "model.n_group: 3 does not divide num_experts 8");
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 8, 2)),
+            "model.n_group: groups of 1 expert: a group's score is the sum of its top 2");
+  EXPECT_EQ(errorOf(withSigmoidRouter(plan, 4, 5)), "model.topk_group: 5 is out of range [1, 4]");
+  json wide = withSigmoidRouter(plan, 4, 1);
+  wide["model"]["top_k"] = 3;
+  EXPECT_EQ(errorOf(wide), "model.topk_group: top_k 3 exceeds the 2 experts of the 1 kept "
+                           "group(s) of 2");
+  json softmax = withSigmoidRouter(plan, 4, 2);
+  softmax["model"]["router_scoring"] = "softmax_topk";
+  EXPECT_EQ(errorOf(softmax), "model.n_group: group-limited routing is defined for the "
+                              "sigmoid_group_topk scorings only, not softmax_topk");
+  json badBias = withSigmoidRouter(plan, 4, 2);
+  badBias["model"]["weights"].back()["shape"] = {2, 4};
+  EXPECT_NE(errorOf(badBias).find(".correction_bias: weight \"l0.correction_bias\" has shape "
+                                  "[2,4], expected [8] (num_experts)"),
+            std::string::npos)
+      << errorOf(badBias);
+}

@@ -289,6 +289,36 @@ json tinyPlan(const TinyPlacement &p) {
           {"memory", {{"ranks", memory}}}};
 }
 
+json withSigmoidRouter(json plan, int64_t nGroup, int64_t topkGroup) {
+  json &m = plan["model"];
+  m["router_scoring"] = "sigmoid_group_topk_renorm";
+  m["n_group"] = nGroup;
+  m["topk_group"] = topkGroup;
+  json layers = json::array();
+  for (json &c : m["components"])
+    if (c["kind"] == "router") {
+      const std::string name = "l" + std::to_string(c["layer"].get<int64_t>()) + ".correction_bias";
+      c["correction_bias"] = name;
+      layers.push_back(c["layer"]);
+    }
+  for (const json &layer : layers) {
+    const std::string L = "l" + std::to_string(layer.get<int64_t>()) + ".";
+    json bias;
+    for (const json &w : m["weights"])
+      if (w["name"] == L + "attn_norm")
+        bias = w;
+    bias["name"] = L + "correction_bias";
+    bias["shape"] = {kExperts};
+    bias["length"] = kExperts * 4;
+    m["weights"].push_back(bias);
+    for (int r : bias["ranks"])
+      for (json &entry : plan["memory"]["ranks"])
+        if (entry["rank"] == r)
+          entry["weight_bytes"] = entry["weight_bytes"].get<int64_t>() + kExperts * 4;
+  }
+  return plan;
+}
+
 std::string writePlan(const nlohmann::json &plan, const std::string &stem) {
   const std::string path = makeTempDir(stem) + "/plan.json";
   writeText(path, plan.dump(1));

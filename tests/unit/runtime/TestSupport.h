@@ -52,6 +52,11 @@ struct TinyPlacement {
 /// golden weights (the goldens hold only layer 0), read in place from the golden .npy files.
 nlohmann::json tinyPlan(const TinyPlacement &placement);
 
+/// `plan` (a tinyPlan) with DeepSeek-V3's router: router_scoring sigmoid_group_topk_renorm,
+/// model.n_group / topk_group, and on every router a correction_bias [num_experts] of 8 floats
+/// read from the layer-0 attn_norm weight's file, held by the router's ranks (memory updated).
+nlohmann::json withSigmoidRouter(nlohmann::json plan, int64_t nGroup, int64_t topkGroup);
+
 /// Writes `plan` to DIR/plan.json in a new temp dir and returns the plan.json path.
 std::string writePlan(const nlohmann::json &plan, const std::string &stem);
 

@@ -331,3 +331,37 @@ TEST(Optimizer, SgdAndAdamWFollowPyTorchsFormulas) {
   EXPECT_EQ(splitMicroBatches(5, 2)[0].end, 3);
   EXPECT_THROW(splitMicroBatches(2, 3), std::invalid_argument);
 }
+
+// DeepSeek-V3's router: the router weight trains through the sigmoid gates, the correction bias is
+// a buffer (no gradient; AdamW's weight decay would otherwise shrink it), and the softmax-defined
+// aux loss is refused.
+TEST(Train, SigmoidRouterTrainsAndKeepsItsCorrectionBias) {
+  const Plan plan = loadPlan(writePlan(
+      withSigmoidRouter(tinyPlan(placement({{0, 1}}, {{2, 3}}, {kSplit})), 4, 2), "train_v3"));
+  const std::vector<int64_t> ids = goldenIds();
+  TrainOptions o;
+  o.optimizer.kind = OptimizerKind::AdamW;
+  o.optimizer.lr = 1e-3;
+  o.optimizer.weightDecay = 0.1;
+  Trainer trainer(plan, o);
+  trainer.step(ids, nextTokens(ids, 2, 8), 2, 8);
+  const int bias = weightIndex(plan, "l0.correction_bias"), router = weightIndex(plan, "l0.router");
+  const Tensor before = readWeight(plan.model.weights[bias]);
+  EXPECT_EQ(trainer.weight(bias).data, before.data) << "the correction bias changed";
+  for (float g : trainer.gradient(bias).data)
+    EXPECT_EQ(g, 0.0f);
+  const auto &dRouter = trainer.gradient(router).data;
+  EXPECT_TRUE(std::any_of(dRouter.begin(), dRouter.end(), [](float v) { return v != 0.0f; }));
+  EXPECT_TRUE(
+      std::all_of(dRouter.begin(), dRouter.end(), [](float v) { return std::isfinite(v); }));
+
+  o.auxLossCoef = 0.01;
+  try {
+    Trainer aux(plan, o);
+    FAIL() << "--aux-loss-coef was accepted with a sigmoid router";
+  } catch (const ExecError &e) {
+    EXPECT_NE(std::string(e.what()).find("scores with sigmoid (sigmoid_group_topk_renorm)"),
+              std::string::npos)
+        << e.what();
+  }
+}
