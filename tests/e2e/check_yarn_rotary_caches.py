@@ -10,20 +10,20 @@ logits differ from the unedited sample's PyTorch golden by more than that bound.
 skipped) when onnxruntime-node is not installed.
   check_yarn_rotary_caches.py BIN_DIR REPO_DIR WORK_DIR
 """
-import glob
 import json
 import os
 import shutil
 import sys
 
-import numpy as np
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "numerics"))
-import error_model  # noqa: E402
-
 from check_onnxruntime_oracle import SKIP, run  # noqa: E402
+from edited_form_oracle import check_edited  # noqa: E402
 
 EDITS = {"yarn_ort_rotary.onnx": "mixtral_ort_rotary", "yarn_ort_gqa.onnx": "mixtral_ort_gqa"}
+
+
+def attention_factor(plan):
+    model = json.load(open(os.path.join(plan, "plan.json")))["model"]
+    return f"plan rope_attention_factor {model.get('rope_attention_factor')}"
 
 
 def main(bin_dir, repo, work):
@@ -36,30 +36,10 @@ def main(bin_dir, repo, work):
     run([sys.executable, os.path.join(repo, "tests", "lit", "Inputs", "make_yarn_rotary_caches.py"), work])
     passed = failed = 0
     for file, form in EDITS.items():
-        model = os.path.join(work, file)
         golden = os.path.join(repo, "samples", "models", "newer_opsets", form, "golden")
-        cfg = json.load(open(os.path.join(golden, "config.json")))
-        for ids in sorted(glob.glob(os.path.join(golden, "ids_b*_s*.npy"))):
-            shape = os.path.basename(ids)[len("ids_"):-len(".npy")]
-            batch, seq = (int(x) for x in shape[1:].split("_s"))
-            tag = f"{file[:-5]}_{shape}"
-            ort_out, ours = os.path.join(work, f"ort_{tag}.npy"), os.path.join(work, f"ours_{tag}.npy")
-            plan = os.path.join(work, f"plan_{tag}")
-            run(["node", os.path.join(oracle_dir, "run_onnxruntime.js"), model, ids, ort_out])
-            run([os.path.join(bin_dir, "disagmoe"), "compile", model, "-o", plan,
-                 "--batch", str(batch), "--seq-len", str(seq)])
-            run([os.path.join(bin_dir, "disagmoe-run"), plan, "--input", ids, "--output", ours])
-            bound = error_model.logits_bound(cfg, seq)
-            ok, text = bound.check(np.load(ours), np.load(ort_out))
-            moved, moved_text = bound.check(np.load(ort_out), np.load(os.path.join(golden, f"logits_{shape}.npy")))
-            if moved:
-                ok = False
-                text += f"; but onnxruntime's logits equal the unedited golden ({moved_text})"
-            factor = json.load(open(os.path.join(plan, "plan.json")))["model"].get("rope_attention_factor")
-            passed += ok
-            failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {file} {shape}: ours vs onnxruntime: {text} "
-                  f"(plan rope_attention_factor {factor})")
+        p, f = check_edited(bin_dir, oracle_dir, os.path.join(work, file), golden, work, file[:-5],
+                            attention_factor)
+        passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)
 
