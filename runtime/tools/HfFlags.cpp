@@ -3,6 +3,7 @@
 #include "runtime/io/FileKind.h"
 #include "runtime/tools/DecimalNumber.h"
 #include "runtime/tools/ParseOnly.h"
+#include "runtime/train/HfConfig.h"
 #include "runtime/train/HfNameMap.h"
 
 #include <filesystem>
@@ -80,6 +81,16 @@ void checkHfNaming(const HfFlags &flags, const Plan &plan) {
     throw std::invalid_argument(
         (init ? "--init-weights " + flags.initWeights : "--export-hf " + flags.exportDir) + ": " +
         e.what());
+  }
+  // config.json too (a scaled RoPE has no rope_scaling to write): refused before the run, not
+  // after it has trained.
+  if (!flags.exportDir.empty()) {
+    try {
+      (void)train::hfConfigJson(plan.model, train::hfFamilyOf(plan.model),
+                                flags.exportOptions.dtype);
+    } catch (const train::HfMapError &e) {
+      throw std::invalid_argument("--export-hf " + flags.exportDir + ": " + e.what());
+    }
   }
 }
 

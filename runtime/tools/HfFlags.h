@@ -39,8 +39,9 @@ struct HfFlags {
 };
 
 /// Right after the plan is read, before any work: where --init-weights or --export-hf is given,
-/// the plan's model has a Hugging Face naming (train::hfTensors), so a run that cannot read or
-/// write its weights fails before it computes anything. Throws std::invalid_argument naming the
+/// the plan's model has a Hugging Face naming (train::hfTensors) and, for --export-hf, a
+/// config.json (train::hfConfigJson), so a run that cannot read or write its weights fails before
+/// it computes anything. Throws std::invalid_argument naming the
 /// flag and the component.
 void checkHfNaming(const HfFlags &flags, const Plan &plan);
 

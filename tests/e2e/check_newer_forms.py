@@ -118,13 +118,14 @@ def check_form(bin_dir, repo, work, mdir, oracle_dir):
     # 3. One training step against the base's training goldens (the form's own golden/train where
     # the form permutes weights: the base's goldens permuted alike, write_forms.py).
     tdir = os.path.join(mdir, "golden", "train")
-    if not os.path.isdir(tdir):
+    own_goldens = os.path.isdir(tdir)
+    if not own_goldens:
         tdir = os.path.join(base_dir, "golden", "train")
     if os.path.isdir(tdir):
         swork = os.path.join(work, f"{tag}_train")
         shutil.rmtree(swork, ignore_errors=True)
         os.makedirs(swork)
-        label = f"{name} train (goldens of {base})"
+        label = f"{name} train (" + (f"its own goldens: {base}'s permuted" if own_goldens else f"goldens of {base}") + ")"
         same_ids = os.path.exists(os.path.join(mdir, "golden", "ids_b2_s8.npy")) and np.array_equal(
             np.load(os.path.join(mdir, "golden", "ids_b2_s8.npy")),
             np.load(os.path.join(base_dir, "golden", "ids_b2_s8.npy")))
